@@ -1,0 +1,256 @@
+"""Every backend the survey knows, in one place.
+
+A backend is added here once: the stacks build its infrastructure from this entry and the
+runner builds its model client from this entry plus the stack outputs. Prices are on-demand
+us-east-1 list prices (USD per hour) and bandwidths are the accelerator's memory bandwidth,
+both from the survey's published figures; the cost issue will refresh prices from the Pricing API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from catalog.errors import CatalogError
+
+
+class BackendKind(StrEnum):
+    """How a backend is served; decides which construct deploys it and which client reads it."""
+
+    EC2_VLLM = "ec2-vllm"
+    EC2_NEURON = "ec2-neuron"
+    SAGEMAKER = "sagemaker"
+    BEDROCK = "bedrock"
+    LOCAL = "local"
+    OPENAI = "openai"
+
+
+class Architecture(StrEnum):
+    X86_64 = "x86_64"
+    ARM64 = "arm64"
+
+
+class Accelerator(StrEnum):
+    NVIDIA = "nvidia"
+    NEURON = "neuron"
+    NONE = "none"
+
+
+# Instance families the app may place a backend on: family -> (CPU architecture, accelerator).
+INSTANCE_FAMILIES: dict[str, tuple[Architecture, Accelerator]] = {
+    "g4dn": (Architecture.X86_64, Accelerator.NVIDIA),
+    "g5": (Architecture.X86_64, Accelerator.NVIDIA),
+    "g6": (Architecture.X86_64, Accelerator.NVIDIA),
+    "g6e": (Architecture.X86_64, Accelerator.NVIDIA),
+    "gr6": (Architecture.X86_64, Accelerator.NVIDIA),
+    "p4d": (Architecture.X86_64, Accelerator.NVIDIA),
+    "p5": (Architecture.X86_64, Accelerator.NVIDIA),
+    "g5g": (Architecture.ARM64, Accelerator.NVIDIA),
+    "inf2": (Architecture.X86_64, Accelerator.NEURON),
+    "trn1": (Architecture.X86_64, Accelerator.NEURON),
+    "trn1n": (Architecture.X86_64, Accelerator.NEURON),
+}
+
+GPU_AMI_PARAMETER = "/aws/service/deeplearning/ami/{arch}/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
+NEURON_AMI_PARAMETER = "/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id"
+
+VLLM_TOOL_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser", "gemma4")
+GEMMA4_EMB4 = "xbill9/gemma-4-E2B-it-qat-q4_0-w4a16-ct-text-emb4"
+GEMMA4_E2B = "google/gemma-4-E2B-it"
+
+
+def instance_family(instance_type: str) -> str:
+    """'g6.xlarge' -> 'g6'; 'ml.g6.xlarge' -> 'g6'."""
+    parts = instance_type.split(".")
+    if parts and parts[0] == "ml":
+        parts = parts[1:]
+    if len(parts) != 2 or not all(parts):
+        raise CatalogError(f"instance type {instance_type!r} is not of the form FAMILY.SIZE")
+    return parts[0]
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """One backend: what runs where, how it is reached, and what it costs."""
+
+    name: str
+    title: str
+    kind: BackendKind
+    model_id: str
+    stack: str | None = None
+    instance_type: str | None = None
+    architecture: Architecture | None = None
+    accelerator: Accelerator = Accelerator.NONE
+    ami_parameter: str | None = None
+    image: str | None = None
+    serve_flags: tuple[str, ...] = ()
+    port: int = 8000
+    container_port: int = 8000
+    health_path: str = "/health"
+    zone: str | None = None
+    region: str | None = None
+    root_volume_gib: int = 0
+    swap_gib: int = 0
+    supports_tools: bool = True
+    max_total_tokens: int | None = None
+    price_per_hour_usd: float | None = None
+    price_per_million_input_usd: float | None = None
+    price_per_million_output_usd: float | None = None
+    memory_bandwidth_gbs: float | None = None
+    notes: str = ""
+    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def deployable(self) -> bool:
+        """True when a stack of this app deploys the backend."""
+        return self.stack is not None
+
+
+BACKENDS: tuple[BackendSpec, ...] = (
+    BackendSpec(
+        name="g6",
+        title="vLLM on EC2 g6 (L4)",
+        kind=BackendKind.EC2_VLLM,
+        stack="InferenceGpuStack",
+        model_id=GEMMA4_EMB4,
+        instance_type="g6.xlarge",
+        architecture=Architecture.X86_64,
+        accelerator=Accelerator.NVIDIA,
+        ami_parameter=GPU_AMI_PARAMETER.format(arch="x86_64"),
+        image="vllm/vllm-openai:v0.30.0",
+        serve_flags=(
+            "--max-model-len",
+            "8192",
+            "--gpu-memory-utilization",
+            "0.90",
+            *VLLM_TOOL_FLAGS,
+        ),
+        zone="us-east-1a",
+        root_volume_gib=150,
+        price_per_hour_usd=0.8048,
+        memory_bandwidth_gbs=300,
+    ),
+    BackendSpec(
+        name="g5g",
+        title="vLLM on EC2 g5g (Graviton2 + T4G, sm_75 build)",
+        kind=BackendKind.EC2_VLLM,
+        stack="InferenceGpuStack",
+        model_id=GEMMA4_E2B,
+        instance_type="g5g.2xlarge",
+        architecture=Architecture.ARM64,
+        accelerator=Accelerator.NVIDIA,
+        ami_parameter=GPU_AMI_PARAMETER.format(arch="arm64"),
+        # Built for sm_75 by the images/ work and pushed to this account's ECR.
+        image="ecr:vllm-sm75:v0.27.2rc0-sm75",
+        serve_flags=(
+            "--dtype",
+            "float16",
+            "--max-model-len",
+            "8192",
+            "--gpu-memory-utilization",
+            "0.90",
+            *VLLM_TOOL_FLAGS,
+        ),
+        zone="us-east-1a",
+        root_volume_gib=150,
+        price_per_hour_usd=0.556,
+        memory_bandwidth_gbs=320,
+        notes="gated weights: needs the Hugging Face token secret",
+    ),
+    BackendSpec(
+        name="inf2",
+        title="Neuron image on EC2 inf2 (Inferentia2)",
+        kind=BackendKind.EC2_NEURON,
+        stack="InferenceNeuronStack",
+        model_id=GEMMA4_E2B,
+        instance_type="inf2.xlarge",
+        architecture=Architecture.X86_64,
+        accelerator=Accelerator.NEURON,
+        ami_parameter=NEURON_AMI_PARAMETER,
+        image="docker.io/xbill9/gemma4-optb:slim",
+        container_port=8080,
+        zone="us-east-1b",
+        root_volume_gib=200,
+        # inf2.xlarge has 16 GiB of RAM; loading the E2B graph peaks near 19.5 GB.
+        swap_gib=16,
+        supports_tools=False,
+        max_total_tokens=512,
+        price_per_hour_usd=0.7582,
+        memory_bandwidth_gbs=817,
+        notes="fixed-shape graph: 512 tokens in total, 128 for the prompt; ignores tools",
+    ),
+    BackendSpec(
+        name="trn1",
+        title="Neuron image on EC2 trn1 (Trainium)",
+        kind=BackendKind.EC2_NEURON,
+        stack="InferenceNeuronStack",
+        model_id=GEMMA4_E2B,
+        instance_type="trn1.2xlarge",
+        architecture=Architecture.X86_64,
+        accelerator=Accelerator.NEURON,
+        ami_parameter=NEURON_AMI_PARAMETER,
+        image="docker.io/xbill9/gemma4-optb:slim",
+        container_port=8080,
+        zone="us-east-1c",
+        root_volume_gib=200,
+        supports_tools=False,
+        max_total_tokens=512,
+        price_per_hour_usd=1.3438,
+        memory_bandwidth_gbs=613,
+        notes="same image as inf2; check which zones offer trn1.2xlarge before deploying",
+    ),
+    BackendSpec(
+        name="sagemaker",
+        title="SageMaker endpoint (AWS vLLM DLC, L4)",
+        kind=BackendKind.SAGEMAKER,
+        stack="InferenceSageMakerStack",
+        model_id=GEMMA4_EMB4,
+        instance_type="ml.g6.xlarge",
+        architecture=Architecture.X86_64,
+        accelerator=Accelerator.NVIDIA,
+        # Repository and tag inside the region's DLC registry account.
+        image="vllm:server-sagemaker-cuda-v1.3",
+        serve_flags=("--max-model-len", "8192", *VLLM_TOOL_FLAGS),
+        port=8080,
+        container_port=8080,
+        health_path="/ping",
+        price_per_hour_usd=1.1267,
+        memory_bandwidth_gbs=300,
+    ),
+    BackendSpec(
+        name="bedrock",
+        title="Amazon Bedrock (Nova Micro)",
+        kind=BackendKind.BEDROCK,
+        model_id="us.amazon.nova-micro-v1:0",
+        region="us-east-1",
+        health_path="",
+        price_per_million_input_usd=0.035,
+        price_per_million_output_usd=0.14,
+        notes="the inference profile id is required for on-demand throughput",
+    ),
+    BackendSpec(
+        name="local",
+        title="Embedded llama.cpp server (Gemma 3 270M base, Q4_K_M)",
+        kind=BackendKind.LOCAL,
+        model_id="gemma-3-270m-q4_k_m",
+        port=0,
+        container_port=0,
+        notes="a small BASE model: proves the harness and measures speed, not answer quality",
+    ),
+)
+
+
+def backend_names(*, deployable_only: bool = False) -> list[str]:
+    return [b.name for b in BACKENDS if b.deployable or not deployable_only]
+
+
+def get_backend(name: str) -> BackendSpec:
+    for spec in BACKENDS:
+        if spec.name == name:
+            return spec
+    raise CatalogError(f"unknown backend {name!r}; known backends: {', '.join(backend_names())}")
+
+
+def stack_names() -> list[str]:
+    """Backend stacks in catalog order, each once."""
+    return list(dict.fromkeys(b.stack for b in BACKENDS if b.stack))

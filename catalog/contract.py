@@ -1,0 +1,80 @@
+"""The stack outputs contract: what a deployed backend tells the runner.
+
+Each backend stack writes one CloudFormation output per backend, key `Backend<Name>` (for
+example `BackendG6`), whose value is a JSON object with the fields of `BackendOutput`.
+`cdk deploy --outputs-file` and `describe_stacks` both carry it unchanged. `CONTRACT_VERSION`
+changes only when a field changes meaning or disappears.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from catalog.backends import BackendKind
+from catalog.errors import CatalogError
+
+CONTRACT_VERSION = 1
+OUTPUT_PREFIX = "Backend"
+
+
+def output_key(backend: str) -> str:
+    """'g6' -> 'BackendG6', 'sagemaker' -> 'BackendSagemaker' (CloudFormation keys are alphanumeric)."""
+    return OUTPUT_PREFIX + "".join(part.capitalize() for part in backend.replace("_", "-").split("-"))
+
+
+@dataclass(frozen=True)
+class BackendOutput:
+    """One deployed backend, as its stack reports it."""
+
+    name: str
+    kind: str
+    region: str
+    model_id: str
+    port: int
+    health_path: str
+    instance_id: str | None = None
+    endpoint_name: str | None = None
+    zone: str | None = None
+    instance_type: str | None = None
+    readiness_parameter: str | None = None
+    log_group: str | None = None
+    contract: int = CONTRACT_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def parse(cls, key: str, value: str | dict[str, Any], *, stack: str = "?") -> BackendOutput:
+        """Read one output value, or raise CatalogError naming the stack and key."""
+        where = f"stack {stack} output {key}"
+        if isinstance(value, str):
+            try:
+                data = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise CatalogError(f"{where}: not JSON ({exc.msg} at char {exc.pos})") from None
+        else:
+            data = value
+        if not isinstance(data, dict):
+            raise CatalogError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        version = data.get("contract")
+        if version != CONTRACT_VERSION:
+            raise CatalogError(f"{where}: contract version {version!r}, this runner reads {CONTRACT_VERSION}")
+        names = {f.name for f in fields(cls)}
+        required = ("name", "kind", "region", "model_id", "port", "health_path")
+        missing = [f for f in required if f not in data]
+        if missing:
+            raise CatalogError(f"{where}: missing {', '.join(missing)}")
+        try:
+            BackendKind(data["kind"])
+        except ValueError:
+            raise CatalogError(f"{where}: unknown kind {data['kind']!r}") from None
+        if not isinstance(data["port"], int):
+            raise CatalogError(f"{where}: port must be a number, got {data['port']!r}")
+        kind = BackendKind(data["kind"])
+        if kind in (BackendKind.EC2_VLLM, BackendKind.EC2_NEURON) and not data.get("instance_id"):
+            raise CatalogError(f"{where}: an EC2 backend needs instance_id")
+        if kind is BackendKind.SAGEMAKER and not data.get("endpoint_name"):
+            raise CatalogError(f"{where}: a SageMaker backend needs endpoint_name")
+        return cls(**{k: v for k, v in data.items() if k in names})

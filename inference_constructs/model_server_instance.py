@@ -1,0 +1,128 @@
+"""One EC2 instance serving one backend's model from a container under systemd.
+
+The instance has no inbound ports: the server listens on loopback and is reached through SSM
+port forwarding. It logs to its own CloudWatch group and reports readiness in its own SSM
+parameter; both belong to this construct, so `cdk destroy` removes them.
+"""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk import CfnOutput, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from catalog.config import BackendConfig
+from catalog.contract import BackendOutput, output_key
+from inference_constructs.instance_role import LOG_GROUP_PREFIX, PARAMETER_PREFIX
+from inference_constructs.nag import acknowledge
+from inference_constructs.user_data import ServerBoot, render_boot_script
+
+
+class ModelServerInstance(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        backend: BackendConfig,
+        vpc: ec2.IVpc,
+        security_group: ec2.ISecurityGroup,
+        role: iam.IRole,
+        hf_token_secret_name: str,
+        image_uri: str,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        spec = backend.spec
+        if not (spec.instance_type and spec.ami_parameter and spec.zone):
+            raise ValueError(f"backend {spec.name} is not an EC2 backend")
+        region = Stack.of(self).region
+
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=f"{LOG_GROUP_PREFIX}{spec.name}",
+            retention=logs.RetentionDays.TWO_WEEKS,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.readiness = ssm.StringParameter(
+            self,
+            "Readiness",
+            parameter_name=f"{PARAMETER_PREFIX}{spec.name}/ready",
+            string_value=json.dumps({"state": "launching"}),
+            description=f"Readiness of backend {spec.name}, written by the instance",
+        )
+        boot = ServerBoot(
+            backend=spec.name,
+            image=image_uri,
+            model_id=spec.model_id,
+            serve_args=spec.serve_flags,
+            accelerator=spec.accelerator,
+            host_port=spec.port,
+            container_port=spec.container_port,
+            health_path=spec.health_path,
+            region=region,
+            hf_token_secret_name=hf_token_secret_name,
+            log_group=self.log_group.log_group_name,
+            readiness_parameter=self.readiness.parameter_name,
+            swap_gib=spec.swap_gib,
+        )
+        self.instance = ec2.Instance(
+            self,
+            "Instance",
+            instance_type=ec2.InstanceType(spec.instance_type),
+            machine_image=ec2.MachineImage.from_ssm_parameter(spec.ami_parameter, os=ec2.OperatingSystemType.LINUX),
+            vpc=vpc,
+            vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PUBLIC, availability_zones=[spec.zone]),
+            associate_public_ip_address=True,
+            security_group=security_group,
+            role=role,
+            require_imdsv2=True,
+            user_data=ec2.UserData.custom(render_boot_script(boot)),
+            user_data_causes_replacement=True,
+            block_devices=[
+                ec2.BlockDevice(
+                    device_name="/dev/sda1",
+                    volume=ec2.BlockDeviceVolume.ebs(
+                        spec.root_volume_gib,
+                        encrypted=True,
+                        volume_type=ec2.EbsDeviceVolumeType.GP3,
+                        delete_on_termination=True,
+                    ),
+                )
+            ],
+        )
+        acknowledge(
+            self.instance,
+            "AwsSolutions-EC28",
+            "Detailed monitoring costs extra per instance; these are short-lived benchmark servers.",
+        )
+        acknowledge(
+            self.instance,
+            "AwsSolutions-EC29",
+            "Benchmark servers are meant to be destroyed after each run; termination protection would block that.",
+        )
+
+        self.output = BackendOutput(
+            name=spec.name,
+            kind=spec.kind.value,
+            region=region,
+            model_id=spec.model_id,
+            port=spec.port,
+            health_path=spec.health_path,
+            instance_id=self.instance.instance_id,
+            zone=spec.zone,
+            instance_type=spec.instance_type,
+            readiness_parameter=self.readiness.parameter_name,
+            log_group=self.log_group.log_group_name,
+        )
+        CfnOutput(
+            Stack.of(self),
+            output_key(spec.name),
+            value=Stack.of(self).to_json_string(self.output.to_json()),
+            description=f"{spec.title}: backend contract v{self.output.contract} (JSON)",
+        )

@@ -1,0 +1,18 @@
+"""InferenceSageMakerStack: the AWS vLLM container behind a SageMaker real-time endpoint."""
+
+from __future__ import annotations
+
+from aws_cdk import Stack
+from constructs import Construct
+
+from catalog.config import BackendConfig
+from inference_constructs import VllmSageMakerEndpoint
+
+
+class InferenceSageMakerStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, backends: list[BackendConfig], **kwargs):
+        super().__init__(scope, construct_id, **kwargs)
+        self.endpoints = {
+            b.name: VllmSageMakerEndpoint(self, "Inference", backend=b, endpoint_name=f"inference-{b.name}")
+            for b in backends
+        }
