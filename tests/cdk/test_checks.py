@@ -1,0 +1,150 @@
+"""cdk-nag, cfn-lint and the real CLI: the checks a reviewer would run by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cdk.conftest import ROOT, cdk_json_context, synth
+
+CLI_ENV = os.environ | {"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+
+
+def acknowledgments(app_stacks) -> dict[str, dict[str, str]]:
+    """construct path -> {cdk-nag rule id: reason}, from every construct of every stack."""
+    found: dict[str, dict[str, str]] = {}
+    for stack in app_stacks.values():
+        for node in stack.node.find_all():
+            for entry in node.node.metadata:
+                if entry.type == "aws:cdk:acknowledged-rules":
+                    ours = {rule: why for rule, why in entry.data.items() if "AwsSolutions-" in rule}
+                    if ours:
+                        found.setdefault(node.node.path, {}).update(ours)
+    return found
+
+
+def test_nag_passes_and_every_acknowledgment_sits_on_its_construct(app_stacks):
+    # The session synthesis ran AwsSolutionsChecks: an unacknowledged finding would have raised.
+    acks = acknowledgments(app_stacks)
+    assert acks, "expected acknowledged findings"
+    stack_paths = {stack.node.path for stack in app_stacks.values()}
+    assert not stack_paths & set(acks), "acknowledge on the construct, not on a whole stack"
+    rules = sorted({rule.split("::", 1)[1].split("[", 1)[0] for found in acks.values() for rule in found})
+    assert rules == [
+        "AwsSolutions-EC28",
+        "AwsSolutions-EC29",
+        "AwsSolutions-IAM4",
+        "AwsSolutions-IAM5",
+        "AwsSolutions-SM1",
+        "AwsSolutions-SM2",
+        "AwsSolutions-VPC7",
+    ]
+    for path, found in acks.items():
+        for rule, reason in found.items():
+            assert len(reason) > 40, (path, rule, reason)
+
+
+def test_nag_catches_an_unacknowledged_finding(tmp_path):
+    """Prove the check can fail: an open SSH port must stop synthesis."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+    from cdk_nag import AwsSolutionsChecks
+
+    app = cdk.App(outdir=str(tmp_path), builtin_cloud_formation_validation=False)
+    stack = cdk.Stack(app, "Leaky")
+    vpc = ec2.Vpc(stack, "Vpc", nat_gateways=0, subnet_configuration=[ec2.SubnetConfiguration(name="p", subnet_type=ec2.SubnetType.PUBLIC)])
+    group = ec2.SecurityGroup(stack, "Open", vpc=vpc)
+    group.add_ingress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(22))
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    assert "AwsSolutions-EC23" in json.dumps(report)
+
+
+def cfn_lint(paths: list[str], region: str) -> subprocess.CompletedProcess[str]:
+    """The cfn-lint CLI, as a user runs it on `cdk.out` (it knows CDK templates' conventions)."""
+    cli = Path(sys.executable).with_name("cfn-lint")
+    return subprocess.run(
+        [str(cli), "--regions", region, "--format", "parseable", "--", *paths],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_cfn_lint_clean_for_the_default_region(assembly):
+    paths = [str(Path(assembly.directory) / stack.template_file) for stack in assembly.stacks]
+    assert len(paths) == 4
+    result = cfn_lint(paths, cdk_json_context()["region"])
+    assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_cfn_lint_would_flag_an_instance_type_the_region_lacks(tmp_path):
+    """g5g is not offered in us-east-2: the lint is live, not a rubber stamp."""
+    context = cdk_json_context() | {
+        "region": "us-east-2",
+        "zones": "us-east-2a,us-east-2b",
+        "backends": "g5g",
+        "g5g.zone": "us-east-2a",
+    }
+    assembly, _ = synth(context, tmp_path)
+    stack = assembly.get_stack_by_name("InferenceGpuStack")
+    result = cfn_lint([str(Path(assembly.directory) / stack.template_file)], "us-east-2")
+    assert result.returncode != 0
+    assert "E3628" in result.stdout and "g5g.2xlarge" in result.stdout
+
+
+def run_app(tmp_path: Path, **extra_context) -> subprocess.CompletedProcess[str]:
+    """Run app.py the way the CDK CLI does (context in CDK_CONTEXT_JSON)."""
+    env = CLI_ENV | {
+        "CDK_CONTEXT_JSON": json.dumps(cdk_json_context() | extra_context),
+        "CDK_OUTDIR": str(tmp_path),
+    }
+    return subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"backends": "g6,tpu"}, "error: context backends: unknown backend 'tpu'; allowed: g6, g5g, inf2, trn1, sagemaker"),
+        ({"g6.zoen": "us-east-1b"}, "error: unknown context key 'g6.zoen'; allowed keys: region, zones, backends,"),
+        ({"trn1.zone": "us-east-2c"}, "error: context trn1.zone: zone 'us-east-2c' is not one of the app's zones in us-east-1"),
+        ({"g5g.instanceType": "g6.xlarge"}, "error: context g5g.instanceType: 'g6.xlarge' does not match backend g5g (arm64, nvidia)"),
+    ],
+)
+def test_app_stops_with_one_line_on_bad_input(tmp_path, context, message):
+    result = run_app(tmp_path, **context)
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip() and "!!" not in line]
+    assert lines == [lines[0]] and lines[0].startswith(message), result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_cli_synth_with_validation(tmp_path):
+    """One real `npx cdk synth` with the built-in CloudFormation validation on."""
+    out = tmp_path / "cdk.out"
+    result = subprocess.run(
+        ["npx", "--no-install", "cdk", "synth", "--quiet", "--output", str(out)],
+        cwd=ROOT,
+        env=CLI_ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    stacks = sorted(p.name.removesuffix(".template.json") for p in out.glob("*.template.json"))
+    assert stacks == ["InferenceBaseStack", "InferenceGpuStack", "InferenceNeuronStack", "InferenceSageMakerStack"]
+    assert "error" not in result.stderr.lower().replace("errors", "")
+
+
+def test_construct_package_does_not_shadow_the_constructs_library():
+    import constructs
+
+    assert "site-packages" in constructs.__file__
+    assert not (ROOT / "constructs").exists()

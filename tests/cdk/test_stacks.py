@@ -1,0 +1,225 @@
+"""Fine-grained assertions on the synthesized templates: what a deploy would really create."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from catalog import get_backend
+from catalog.contract import BackendOutput, output_key
+from tests.cdk.conftest import render_join, resources
+
+EC2_BACKENDS = {"g6": "InferenceGpuStack", "g5g": "InferenceGpuStack", "inf2": "InferenceNeuronStack", "trn1": "InferenceNeuronStack"}
+
+
+def test_four_stacks_with_the_interface_names(templates):
+    assert set(templates) == {"InferenceBaseStack", "InferenceGpuStack", "InferenceNeuronStack", "InferenceSageMakerStack"}
+
+
+def instance_of(template, backend):
+    (instance,) = [r for k, r in resources(template, "AWS::EC2::Instance").items() if k.startswith(backend.capitalize())]
+    return instance
+
+
+@pytest.mark.parametrize("backend", EC2_BACKENDS)
+def test_instance_type_and_ami_parameter(templates, backend):
+    template = templates[EC2_BACKENDS[backend]]
+    spec = get_backend(backend)
+    instance = instance_of(template, backend)["Properties"]
+    assert instance["InstanceType"] == spec.instance_type
+    parameter = template["Parameters"][instance["ImageId"]["Ref"]]
+    assert parameter["Type"] == "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>"
+    assert parameter["Default"] == spec.ami_parameter
+    arch = "arm64" if backend == "g5g" else "x86_64"
+    if spec.accelerator == "nvidia":
+        assert f"/deeplearning/ami/{arch}/base-oss-nvidia-driver-gpu-ubuntu-22.04/" in parameter["Default"]
+    else:
+        assert parameter["Default"] == "/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id"
+
+
+@pytest.mark.parametrize("backend", EC2_BACKENDS)
+def test_instance_is_placed_in_its_zone_with_encrypted_gp3_root(templates, backend):
+    template = templates[EC2_BACKENDS[backend]]
+    props = instance_of(template, backend)["Properties"]
+    assert props["AvailabilityZone"] == get_backend(backend).zone
+    (device,) = props["BlockDeviceMappings"]
+    ebs = device["Ebs"]
+    assert (ebs["Encrypted"], ebs["VolumeType"], ebs["DeleteOnTermination"]) == (True, "gp3", True)
+    assert ebs["VolumeSize"] >= 150
+
+
+def test_no_ingress_anywhere(templates):
+    for name, template in templates.items():
+        assert resources(template, "AWS::EC2::SecurityGroupIngress") == {}, name
+        for group in resources(template, "AWS::EC2::SecurityGroup").values():
+            assert "SecurityGroupIngress" not in group["Properties"], name
+    (group,) = resources(templates["InferenceBaseStack"], "AWS::EC2::SecurityGroup").values()
+    ports = sorted(rule["FromPort"] for rule in group["Properties"]["SecurityGroupEgress"])
+    assert ports == [80, 443]
+
+
+def test_public_subnets_only_no_nat_in_configured_zones(templates):
+    base = templates["InferenceBaseStack"]
+    assert resources(base, "AWS::EC2::NatGateway") == {}
+    subnets = resources(base, "AWS::EC2::Subnet").values()
+    assert sorted(s["Properties"]["AvailabilityZone"] for s in subnets) == ["us-east-1a", "us-east-1b", "us-east-1c"]
+    assert all(s["Properties"]["MapPublicIpOnLaunch"] for s in subnets)
+
+
+def test_imdsv2_required_with_unique_launch_template_names(templates):
+    names = []
+    for stack in ("InferenceGpuStack", "InferenceNeuronStack"):
+        template = templates[stack]
+        by_id = resources(template, "AWS::EC2::LaunchTemplate")
+        for instance in resources(template, "AWS::EC2::Instance").values():
+            launch_template = by_id[instance["Properties"]["LaunchTemplate"]["Version"]["Fn::GetAtt"][0]]
+            assert launch_template["Properties"]["LaunchTemplateData"]["MetadataOptions"]["HttpTokens"] == "required"
+            names.append(launch_template["Properties"]["LaunchTemplateName"])
+    # Launch template names are unique per account and region: two equal names fail the deploy.
+    assert len(names) == 4 and len(set(names)) == 4
+
+
+def user_data(templates, backend):
+    instance = instance_of(templates[EC2_BACKENDS[backend]], backend)
+    return render_join(instance["Properties"]["UserData"])
+
+
+def serve_args(script: str) -> list[str]:
+    block = script.split("cat > /etc/inference/serve-args <<'INFERENCE_EOF'\n", 1)[1]
+    return block.split("\nINFERENCE_EOF", 1)[0].split("\n")
+
+
+@pytest.mark.parametrize("backend", ["g6", "g5g"])
+def test_vllm_flags_reach_the_server(templates, backend):
+    script = user_data(templates, backend)
+    spec = get_backend(backend)
+    assert serve_args(script) == ["--model", spec.model_id, *spec.serve_flags]
+    for flag in ("--enable-auto-tool-choice", "--tool-call-parser", "gemma4", "--max-model-len", "8192"):
+        assert flag in serve_args(script)
+    assert "ACCELERATOR_ARGS='--gpus all'" in script
+    assert "systemctl enable --now inference-server.service" in script
+    assert "Restart=on-failure" in script
+    assert "--log-driver awslogs" in script
+
+
+def test_g6_serves_the_seed_repack_with_pinned_vllm(templates):
+    script = user_data(templates, "g6")
+    assert "IMAGE=vllm/vllm-openai:v0.30.0" in script
+    assert "--gpu-memory-utilization\n0.90" in script
+
+
+def test_g5g_pulls_the_sm75_image_from_this_accounts_ecr(templates):
+    script = user_data(templates, "g5g")
+    assert "IMAGE='<AWS::AccountId>.dkr.ecr.us-east-1.<AWS::URLSuffix>/vllm-sm75:v0.27.2rc0-sm75'" in script
+    assert "--dtype\nfloat16" in script
+    assert "docker login --username AWS" in script
+
+
+@pytest.mark.parametrize(("backend", "swap"), [("inf2", True), ("trn1", False)])
+def test_neuron_hosts_use_the_device_and_swap_only_where_ram_is_short(templates, backend, swap):
+    script = user_data(templates, backend)
+    assert "ACCELERATOR_ARGS=--device=/dev/neuron0" in script
+    assert "-p \"127.0.0.1:${HOST_PORT}:${CONTAINER_PORT}\"" in script
+    assert "CONTAINER_PORT=8080" in script
+    assert ("fallocate -l 16G /swapfile" in script) is swap
+
+
+def test_server_reads_the_token_from_the_secret_at_start(templates):
+    script = user_data(templates, "g6")
+    assert "HF_TOKEN_SECRET=inference/hf-token" in script
+    assert "aws secretsmanager get-secret-value" in script
+    assert "READY_PARAMETER='<G6Readiness" in script
+
+
+def test_sagemaker_environment_and_health_timeout(templates):
+    template = templates["InferenceSageMakerStack"]
+    (model,) = resources(template, "AWS::SageMaker::Model").values()
+    container = model["Properties"]["PrimaryContainer"]
+    assert container["Environment"] == {
+        "SM_VLLM_MODEL": "xbill9/gemma-4-E2B-it-qat-q4_0-w4a16-ct-text-emb4",
+        "SM_VLLM_MAX_MODEL_LEN": "8192",
+        "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE": "true",
+        "SM_VLLM_TOOL_CALL_PARSER": "gemma4",
+    }
+    assert container["Image"] == "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:server-sagemaker-cuda-v1.3"
+    (config,) = resources(template, "AWS::SageMaker::EndpointConfig").values()
+    (variant,) = config["Properties"]["ProductionVariants"]
+    assert variant["InstanceType"] == "ml.g6.xlarge"
+    assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 1800
+    (endpoint,) = resources(template, "AWS::SageMaker::Endpoint").values()
+    assert endpoint["Properties"]["EndpointName"] == "inference-sagemaker"
+
+
+def test_sagemaker_role_is_scoped(templates):
+    template = templates["InferenceSageMakerStack"]
+    (role,) = resources(template, "AWS::IAM::Role").values()
+    assert "ManagedPolicyArns" not in role["Properties"]
+    (policy,) = resources(template, "AWS::IAM::Policy").values()
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert render_join(statements["PullImage"]["Resource"]).endswith(":repository/vllm")
+    assert "763104351884" in render_join(statements["PullImage"]["Resource"])
+    assert render_join(statements["WriteLogs"]["Resource"]).endswith(
+        ":log-group:/aws/sagemaker/Endpoints/inference-sagemaker:*"
+    )
+
+
+def test_secret_read_is_scoped_to_one_secret(templates):
+    (policy,) = resources(templates["InferenceBaseStack"], "AWS::IAM::Policy").values()
+    secret_statements = [
+        s for s in policy["Properties"]["PolicyDocument"]["Statement"] if "secretsmanager:GetSecretValue" in s["Action"]
+    ]
+    (statement,) = secret_statements
+    resource = statement["Resource"]
+    assert not isinstance(resource, list)
+    assert render_join(resource).endswith(":secret:inference/hf-token-??????")
+
+
+def test_instance_role_has_ssm_and_ecr_pull(templates):
+    (role,) = resources(templates["InferenceBaseStack"], "AWS::IAM::Role").values()
+    arns = [render_join(a) for a in role["Properties"]["ManagedPolicyArns"]]
+    assert sorted(a.rsplit("/", 1)[1] for a in arns) == ["AmazonEC2ContainerRegistryReadOnly", "AmazonSSMManagedInstanceCore"]
+
+
+def test_nothing_is_retained_and_logs_expire(templates):
+    for name, template in templates.items():
+        for logical_id, resource in template["Resources"].items():
+            assert resource.get("DeletionPolicy", "Delete") == "Delete", (name, logical_id)
+        for group in resources(template, "AWS::Logs::LogGroup").values():
+            assert group["Properties"]["RetentionInDays"] == 14
+
+
+def fake_refs(template):
+    refs = {}
+    for logical_id, resource in template["Resources"].items():
+        if resource["Type"] == "AWS::EC2::Instance":
+            refs[logical_id] = "i-0123456789abcdef0"
+        elif resource["Type"] == "AWS::SSM::Parameter":
+            refs[logical_id] = resource["Properties"]["Name"]
+        elif resource["Type"] == "AWS::Logs::LogGroup":
+            refs[logical_id] = resource["Properties"]["LogGroupName"]
+    return refs
+
+
+@pytest.mark.parametrize("backend", ["g6", "g5g", "inf2", "trn1", "sagemaker"])
+def test_outputs_follow_the_contract_the_runner_reads(templates, backend):
+    spec = get_backend(backend)
+    template = templates[spec.stack]
+    output = template["Outputs"][output_key(backend)]
+    value = render_join(output["Value"], fake_refs(template))
+    parsed = BackendOutput.parse(output_key(backend), json.loads(value), stack=spec.stack)
+    assert (parsed.name, parsed.kind, parsed.region, parsed.model_id) == (backend, spec.kind, "us-east-1", spec.model_id)
+    assert (parsed.port, parsed.health_path) == (spec.port, spec.health_path)
+    if spec.kind == "sagemaker":
+        assert parsed.endpoint_name == "inference-sagemaker"
+        assert parsed.log_group == "/aws/sagemaker/Endpoints/inference-sagemaker"
+    else:
+        assert parsed.instance_id == "i-0123456789abcdef0"
+        assert parsed.zone == spec.zone
+        assert parsed.readiness_parameter == f"/inference/{backend}/ready"
+        assert parsed.log_group == f"/inference/{backend}"
+
+
+def test_every_resource_is_tagged_for_cleanup(templates):
+    instance = instance_of(templates["InferenceGpuStack"], "g6")
+    assert {"Key": "app", "Value": "inference-survey"} in instance["Properties"]["Tags"]
