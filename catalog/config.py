@@ -44,7 +44,7 @@ def known_keys() -> list[str]:
 
 def is_framework_key(key: str) -> bool:
     """Keys the CDK itself owns: feature flags (`@aws-cdk/...`), `aws:cdk:*`, lookups (`a:b=c`)."""
-    return key.startswith("@") or ":" in key or key.startswith("cdk-") or key == "acknowledged-issue-numbers"
+    return key.startswith(("@", "cdk-")) or ":" in key or key == "acknowledged-issue-numbers"
 
 
 @dataclass(frozen=True)
@@ -144,10 +144,9 @@ def _apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any], region: str, zon
         elif key == "startupTimeoutSeconds":
             startup_timeout = _as_int(full, value, 60, 3600)
     spec = replace(spec, **changes)
-    if spec.zone is not None and "zone" not in changes:
-        # The catalog's default zone must still be inside the configured region.
-        if spec.zone not in zones:
-            spec = replace(spec, zone=zones[0])
+    if spec.zone is not None and "zone" not in changes and spec.zone not in zones:
+        # The catalog's default zone lies outside a region the user chose: take the first zone.
+        spec = replace(spec, zone=zones[0])
     return BackendConfig(spec=spec, startup_timeout_seconds=startup_timeout)
 
 
@@ -185,9 +184,7 @@ def load_config(ctx: Mapping[str, Any]) -> AppConfig:
         if name not in deployable:
             raise CatalogError(f"context backends: unknown backend {name!r}; allowed: {', '.join(deployable)}")
 
-    configs = tuple(
-        _apply_overrides(get_backend(name), ctx, region, zones) for name in deployable if name in selected
-    )
+    configs = tuple(_apply_overrides(get_backend(name), ctx, region, zones) for name in deployable if name in selected)
     return AppConfig(region=region, zones=zones, hf_token_secret_name=secret, backends=configs)
 
 

@@ -70,4 +70,3 @@ class ServerInstanceRole(Construct):
             f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:parameter{PARAMETER_PREFIX}*]",
             "Scoped to this app's parameter prefix; each server overwrites its own readiness parameter.",
         )
-

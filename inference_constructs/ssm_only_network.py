@@ -39,5 +39,7 @@ class SsmOnlyNetwork(Construct):
             description="Inference servers: no inbound rules (SSM only); outbound HTTPS and HTTP for images and weights",
             allow_all_outbound=False,
         )
-        self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "SSM, ECR, Hugging Face, CloudWatch")
+        self.security_group.add_egress_rule(
+            ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "SSM, ECR, Hugging Face, CloudWatch"
+        )
         self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(80), "Ubuntu package mirrors")

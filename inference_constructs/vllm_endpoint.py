@@ -7,10 +7,10 @@ The endpoint's log group is created here (SageMaker would otherwise create it at
 from __future__ import annotations
 
 from aws_cdk import Aws, CfnOutput, RemovalPolicy, Stack
-from aws_cdk.region_info import FactName
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk.region_info import FactName
 from constructs import Construct
 
 from catalog.config import BackendConfig, sagemaker_environment

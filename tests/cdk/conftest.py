@@ -58,7 +58,7 @@ def resources(template: dict[str, Any], type_name: str) -> dict[str, dict[str, A
 
 
 def render_join(value: Any, refs: dict[str, str] | None = None) -> str:
-    """Flatten Fn::Join / Fn::Base64 / Ref into text (Refs become <LogicalId> or a given value)."""
+    """Flatten Fn::Join / Fn::Base64 / Fn::Sub / Ref into text (Refs become <LogicalId> or a given value)."""
     refs = refs or {}
     if isinstance(value, str):
         return value
@@ -70,6 +70,8 @@ def render_join(value: Any, refs: dict[str, str] | None = None) -> str:
             return sep.join(render_join(p, refs) for p in parts)
         if "Ref" in value:
             return refs.get(value["Ref"], f"<{value['Ref']}>")
+        if "Fn::Sub" in value and isinstance(value["Fn::Sub"], str):
+            return value["Fn::Sub"]
         if "Fn::GetAtt" in value:
             return f"<{'.'.join(value['Fn::GetAtt'])}>"
     raise AssertionError(f"unexpected template value {value!r}")

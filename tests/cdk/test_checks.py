@@ -57,7 +57,12 @@ def test_nag_catches_an_unacknowledged_finding(tmp_path):
 
     app = cdk.App(outdir=str(tmp_path), builtin_cloud_formation_validation=False)
     stack = cdk.Stack(app, "Leaky")
-    vpc = ec2.Vpc(stack, "Vpc", nat_gateways=0, subnet_configuration=[ec2.SubnetConfiguration(name="p", subnet_type=ec2.SubnetType.PUBLIC)])
+    vpc = ec2.Vpc(
+        stack,
+        "Vpc",
+        nat_gateways=0,
+        subnet_configuration=[ec2.SubnetConfiguration(name="p", subnet_type=ec2.SubnetType.PUBLIC)],
+    )
     group = ec2.SecurityGroup(stack, "Open", vpc=vpc)
     group.add_ingress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(22))
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
@@ -72,6 +77,7 @@ def cfn_lint(paths: list[str], region: str) -> subprocess.CompletedProcess[str]:
     cli = Path(sys.executable).with_name("cfn-lint")
     return subprocess.run(
         [str(cli), "--regions", region, "--format", "parseable", "--", *paths],
+        check=False,
         capture_output=True,
         text=True,
         timeout=300,
@@ -106,16 +112,27 @@ def run_app(tmp_path: Path, **extra_context) -> subprocess.CompletedProcess[str]
         "CDK_CONTEXT_JSON": json.dumps(cdk_json_context() | extra_context),
         "CDK_OUTDIR": str(tmp_path),
     }
-    return subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "app.py"], cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.parametrize(
     ("context", "message"),
     [
-        ({"backends": "g6,tpu"}, "error: context backends: unknown backend 'tpu'; allowed: g6, g5g, inf2, trn1, sagemaker"),
+        (
+            {"backends": "g6,tpu"},
+            "error: context backends: unknown backend 'tpu'; allowed: g6, g5g, inf2, trn1, sagemaker",
+        ),
         ({"g6.zoen": "us-east-1b"}, "error: unknown context key 'g6.zoen'; allowed keys: region, zones, backends,"),
-        ({"trn1.zone": "us-east-2c"}, "error: context trn1.zone: zone 'us-east-2c' is not one of the app's zones in us-east-1"),
-        ({"g5g.instanceType": "g6.xlarge"}, "error: context g5g.instanceType: 'g6.xlarge' does not match backend g5g (arm64, nvidia)"),
+        (
+            {"trn1.zone": "us-east-2c"},
+            "error: context trn1.zone: zone 'us-east-2c' is not one of the app's zones in us-east-1",
+        ),
+        (
+            {"g5g.instanceType": "g6.xlarge"},
+            "error: context g5g.instanceType: 'g6.xlarge' does not match backend g5g (arm64, nvidia)",
+        ),
     ],
 )
 def test_app_stops_with_one_line_on_bad_input(tmp_path, context, message):
@@ -133,6 +150,7 @@ def test_cli_synth_with_validation(tmp_path):
         ["npx", "--no-install", "cdk", "synth", "--quiet", "--output", str(out)],
         cwd=ROOT,
         env=CLI_ENV,
+        check=False,
         capture_output=True,
         text=True,
         timeout=300,

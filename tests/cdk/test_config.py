@@ -83,7 +83,9 @@ def test_region_change_moves_default_zones_into_the_region():
 
 
 def test_sagemaker_environment_translates_flags():
-    env = sagemaker_environment(("--max-model-len", "8192", "--enable-auto-tool-choice", "--tool-call-parser", "gemma4"), "m")
+    env = sagemaker_environment(
+        ("--max-model-len", "8192", "--enable-auto-tool-choice", "--tool-call-parser", "gemma4"), "m"
+    )
     assert env == {
         "SM_VLLM_MODEL": "m",
         "SM_VLLM_MAX_MODEL_LEN": "8192",

@@ -10,15 +10,27 @@ from catalog import get_backend
 from catalog.contract import BackendOutput, output_key
 from tests.cdk.conftest import render_join, resources
 
-EC2_BACKENDS = {"g6": "InferenceGpuStack", "g5g": "InferenceGpuStack", "inf2": "InferenceNeuronStack", "trn1": "InferenceNeuronStack"}
+EC2_BACKENDS = {
+    "g6": "InferenceGpuStack",
+    "g5g": "InferenceGpuStack",
+    "inf2": "InferenceNeuronStack",
+    "trn1": "InferenceNeuronStack",
+}
 
 
 def test_four_stacks_with_the_interface_names(templates):
-    assert set(templates) == {"InferenceBaseStack", "InferenceGpuStack", "InferenceNeuronStack", "InferenceSageMakerStack"}
+    assert set(templates) == {
+        "InferenceBaseStack",
+        "InferenceGpuStack",
+        "InferenceNeuronStack",
+        "InferenceSageMakerStack",
+    }
 
 
 def instance_of(template, backend):
-    (instance,) = [r for k, r in resources(template, "AWS::EC2::Instance").items() if k.startswith(backend.capitalize())]
+    (instance,) = [
+        r for k, r in resources(template, "AWS::EC2::Instance").items() if k.startswith(backend.capitalize())
+    ]
     return instance
 
 
@@ -120,7 +132,7 @@ def test_g5g_pulls_the_sm75_image_from_this_accounts_ecr(templates):
 def test_neuron_hosts_use_the_device_and_swap_only_where_ram_is_short(templates, backend, swap):
     script = user_data(templates, backend)
     assert "ACCELERATOR_ARGS=--device=/dev/neuron0" in script
-    assert "-p \"127.0.0.1:${HOST_PORT}:${CONTAINER_PORT}\"" in script
+    assert '-p "127.0.0.1:${HOST_PORT}:${CONTAINER_PORT}"' in script
     assert "CONTAINER_PORT=8080" in script
     assert ("fallocate -l 16G /swapfile" in script) is swap
 
@@ -178,7 +190,10 @@ def test_secret_read_is_scoped_to_one_secret(templates):
 def test_instance_role_has_ssm_and_ecr_pull(templates):
     (role,) = resources(templates["InferenceBaseStack"], "AWS::IAM::Role").values()
     arns = [render_join(a) for a in role["Properties"]["ManagedPolicyArns"]]
-    assert sorted(a.rsplit("/", 1)[1] for a in arns) == ["AmazonEC2ContainerRegistryReadOnly", "AmazonSSMManagedInstanceCore"]
+    assert sorted(a.rsplit("/", 1)[1] for a in arns) == [
+        "AmazonEC2ContainerRegistryReadOnly",
+        "AmazonSSMManagedInstanceCore",
+    ]
 
 
 def test_nothing_is_retained_and_logs_expire(templates):
@@ -208,7 +223,12 @@ def test_outputs_follow_the_contract_the_runner_reads(templates, backend):
     output = template["Outputs"][output_key(backend)]
     value = render_join(output["Value"], fake_refs(template))
     parsed = BackendOutput.parse(output_key(backend), json.loads(value), stack=spec.stack)
-    assert (parsed.name, parsed.kind, parsed.region, parsed.model_id) == (backend, spec.kind, "us-east-1", spec.model_id)
+    assert (parsed.name, parsed.kind, parsed.region, parsed.model_id) == (
+        backend,
+        spec.kind,
+        "us-east-1",
+        spec.model_id,
+    )
     assert (parsed.port, parsed.health_path) == (spec.port, spec.health_path)
     if spec.kind == "sagemaker":
         assert parsed.endpoint_name == "inference-sagemaker"
@@ -223,3 +243,19 @@ def test_outputs_follow_the_contract_the_runner_reads(templates, backend):
 def test_every_resource_is_tagged_for_cleanup(templates):
     instance = instance_of(templates["InferenceGpuStack"], "g6")
     assert {"Key": "app", "Value": "inference-survey"} in instance["Properties"]["Tags"]
+
+
+def test_neuron_image_can_be_built_from_the_images_folder(tmp_path):
+    """`asset:neuron` becomes a DockerImageAsset (synth copies the folder; no Docker engine needed)."""
+    from tests.cdk.conftest import cdk_json_context, synth
+
+    context = cdk_json_context() | {"backends": "inf2", "inf2.image": "asset:neuron"}
+    assembly, _ = synth(context, tmp_path, nag=False)
+    stack = assembly.get_stack_by_name("InferenceNeuronStack")
+    script = render_join(instance_of(stack.template, "inf2")["Properties"]["UserData"])
+    assert ".dkr.ecr.us-east-1." in script and "cdk-hnb659fds-container-assets" in script
+    manifest = json.loads(next(tmp_path.glob("InferenceNeuronStack.assets.json")).read_text())
+    (image,) = manifest["dockerImages"].values()
+    assert image["source"]["platform"] == "linux/amd64"
+    copied = tmp_path / image["source"]["directory"]
+    assert (copied / "Dockerfile").is_file() and (copied / "serve.sh").is_file()
