@@ -87,6 +87,8 @@ class BackendSpec:
     port: int = 8000
     container_port: int = 8000
     health_path: str = "/health"
+    # Local port of the SSM port forward the runner expects for an EC2 backend.
+    forward_port: int | None = None
     zone: str | None = None
     region: str | None = None
     root_volume_gib: int = 0
@@ -125,6 +127,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
             "0.90",
             *VLLM_TOOL_FLAGS,
         ),
+        forward_port=8001,
         zone="us-east-1a",
         root_volume_gib=150,
         price_per_hour_usd=0.8048,
@@ -151,6 +154,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
             "0.90",
             *VLLM_TOOL_FLAGS,
         ),
+        forward_port=8002,
         zone="us-east-1a",
         root_volume_gib=150,
         price_per_hour_usd=0.556,
@@ -169,6 +173,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
         ami_parameter=NEURON_AMI_PARAMETER,
         image="docker.io/xbill9/gemma4-optb:slim",
         container_port=8080,
+        forward_port=8003,
         zone="us-east-1b",
         root_volume_gib=200,
         # inf2.xlarge has 16 GiB of RAM; loading the E2B graph peaks near 19.5 GB.
@@ -191,6 +196,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
         ami_parameter=NEURON_AMI_PARAMETER,
         image="docker.io/xbill9/gemma4-optb:slim",
         container_port=8080,
+        forward_port=8004,
         zone="us-east-1c",
         root_volume_gib=200,
         supports_tools=False,

@@ -1,0 +1,5 @@
+"""The runner: reads what was deployed and drives one agent and one benchmark across all of it.
+
+Commands: `python -m runner.bench`, `runner.check`, `runner.counting`, `runner.orchestrator`,
+`runner.report`. With nothing deployed the runner starts an embedded local model server.
+"""

@@ -1,0 +1,41 @@
+"""When to talk to AWS at all, and in which region.
+
+The runner touches AWS only when credentials are configured explicitly (environment, profile
+or ~/.aws files) or `--aws` is given: it never probes the instance metadata service on a
+laptop, and with no credentials it goes straight to the embedded model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+CREDENTIAL_VARIABLES = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_PROFILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+)
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def credentials_configured() -> bool:
+    if any(os.environ.get(name) for name in CREDENTIAL_VARIABLES):
+        return True
+    home = Path(os.environ.get("HOME", "~")).expanduser()
+    config_file = Path(os.environ.get("AWS_CONFIG_FILE", home / ".aws" / "config"))
+    credentials_file = Path(os.environ.get("AWS_SHARED_CREDENTIALS_FILE", home / ".aws" / "credentials"))
+    return config_file.is_file() or credentials_file.is_file()
+
+
+def default_region() -> str:
+    """AWS_REGION, then AWS_DEFAULT_REGION, then the app's region in cdk.json."""
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        if os.environ.get(name):
+            return os.environ[name]
+    try:
+        return json.loads((PROJECT_ROOT / "cdk.json").read_text())["context"]["region"]
+    except (OSError, KeyError, ValueError):
+        return "us-east-1"

@@ -1,0 +1,54 @@
+"""Expected faults become one clear line; only bugs keep their traceback."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import httpx
+
+from catalog import CatalogError
+
+
+class RunnerError(Exception):
+    """An expected failure with a complete one-line message (bad input, missing outputs, ...)."""
+
+
+class BackendFault(Exception):
+    """A backend misbehaved: unreachable, HTTP error, timeout, malformed or cut stream."""
+
+
+def describe(error: BaseException) -> str:
+    """One line for an expected fault: what failed, in the user's terms."""
+    if isinstance(error, RunnerError | CatalogError | BackendFault):
+        return str(error)
+    if isinstance(error, httpx.ConnectError):
+        return f"unreachable: {_first_line(error) or 'connection refused'}"
+    if isinstance(error, httpx.TimeoutException):
+        return f"timed out ({type(error).__name__})"
+    if isinstance(error, httpx.HTTPStatusError):
+        return f"HTTP {error.response.status_code}: {_body_hint(error.response)}"
+    if isinstance(error, httpx.RemoteProtocolError):
+        return f"connection dropped mid-response: {_first_line(error)}"
+    if isinstance(error, httpx.HTTPError):
+        return f"{type(error).__name__}: {_first_line(error)}"
+    if isinstance(error, socket.timeout | TimeoutError):
+        return "timed out"
+    if isinstance(error, json.JSONDecodeError):
+        return f"malformed JSON from server ({error.msg})"
+    name = type(error).__name__
+    # Provider SDK errors (openai, botocore) carry useful text; keep their first line.
+    return f"{name}: {_first_line(error)}"
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:300] if text else ""
+
+
+def _body_hint(response: httpx.Response) -> str:
+    try:
+        text = response.text
+    except httpx.ResponseNotRead:
+        return response.reason_phrase
+    return " ".join(text.split())[:200] or response.reason_phrase

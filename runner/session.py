@@ -1,0 +1,214 @@
+"""What every command shares: common flags, backend discovery, the embedded server, evidence."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from catalog import CatalogError
+from runner.aws import credentials_configured, default_region
+from runner.backends import (
+    Backend,
+    EndpointFlag,
+    bedrock_backend,
+    endpoint_backend,
+    from_output,
+    local_backend,
+    parse_endpoint,
+    select,
+)
+from runner.errors import RunnerError
+from runner.evidence import DEFAULT_RESULTS, Evidence
+from runner.local_server import CAVEAT, MODEL_ALIAS, LocalServer, LocalServerConfig
+from runner.outputs import OutputsReading, read_outputs_file, read_stack_outputs
+
+console = Console(stderr=True, highlight=False)
+
+
+@dataclass
+class CommonOptions:
+    backends: list[str] | None = None
+    endpoints: list[EndpointFlag] = field(default_factory=list)
+    forwards: dict[str, int] = field(default_factory=dict)
+    outputs_file: Path | None = None
+    region: str = field(default_factory=default_region)
+    aws: bool | None = None
+    local: str = "auto"
+    results_dir: Path = DEFAULT_RESULTS
+    timeout_s: float = 60.0
+    threads: int | None = None
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("backends")
+    group.add_argument("--backends", help="comma-separated backend names to run (default: all found)")
+    group.add_argument(
+        "--endpoint",
+        action="append",
+        default=[],
+        metavar="NAME=URL[,model=ID]",
+        help="add an OpenAI-compatible server (or override a known backend's URL); repeatable",
+    )
+    group.add_argument(
+        "--forward",
+        action="append",
+        default=[],
+        metavar="NAME=PORT",
+        help="local port of the SSM port forward for an EC2 backend (defaults: g6 8001, g5g 8002, inf2 8003, trn1 8004)",
+    )
+    group.add_argument("--outputs-file", type=Path, help="read stack outputs from `cdk deploy --outputs-file` JSON")
+    group.add_argument("--region", default=default_region(), help="region of the app's stacks (default: %(default)s)")
+    aws = group.add_mutually_exclusive_group()
+    aws.add_argument("--aws", dest="aws", action="store_true", default=None, help="use AWS even without explicit credentials")
+    aws.add_argument("--no-aws", dest="aws", action="store_false", help="never call AWS")
+    group.add_argument(
+        "--local",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="embedded model: auto = only when nothing else is found (default)",
+    )
+    group.add_argument("--threads", type=int, help="CPU threads for the embedded server (default: up to 2)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default: %(default)s)")
+    parser.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS, help="where evidence files go")
+
+
+def _parse_forward(text: str) -> tuple[str, int]:
+    name, sep, port = text.partition("=")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise RunnerError(f"--forward {text!r}: expected NAME=PORT with a port from 1 to 65535")
+    return name, int(port)
+
+
+def options_from_args(args: argparse.Namespace) -> CommonOptions:
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else None
+    return CommonOptions(
+        backends=backends,
+        endpoints=[parse_endpoint(e) for e in args.endpoint],
+        forwards=dict(_parse_forward(f) for f in args.forward),
+        outputs_file=args.outputs_file,
+        region=args.region,
+        aws=args.aws,
+        local=args.local,
+        results_dir=args.results_dir,
+        timeout_s=args.timeout,
+        threads=args.threads,
+    )
+
+
+@dataclass
+class Discovery:
+    backends: list[Backend]
+    notices: list[str]
+    outputs: OutputsReading | None
+    local_server: LocalServer | None = None
+
+
+def discover(options: CommonOptions) -> Discovery:
+    """Everything deployed or named, then the embedded model if nothing else is there."""
+    notices: list[str] = []
+    outputs: OutputsReading | None = None
+    use_aws = options.aws if options.aws is not None else credentials_configured()
+    if options.outputs_file:
+        outputs = read_outputs_file(options.outputs_file)
+    elif use_aws:
+        outputs = read_stack_outputs(options.region)
+    else:
+        notices.append("no AWS credentials configured: stack outputs and Bedrock skipped (--aws to force)")
+    found: list[Backend] = []
+    if outputs is not None:
+        notices.extend(outputs.problems)
+        for output in outputs.backends:
+            try:
+                found.append(from_output(output, options.forwards))
+            except (RunnerError, CatalogError) as error:
+                notices.append(str(error))
+    deployed = bool(found)
+    for flag in options.endpoints:
+        existing = next((b for b in found if b.name == flag.name), None)
+        replacement = endpoint_backend(flag, existing)
+        found = [b for b in found if b.name != flag.name] + [replacement]
+    if use_aws:
+        found.append(bedrock_backend())
+
+    wanted = options.backends
+    extra = {flag.name for flag in options.endpoints}
+    selected = select(found, [w for w in wanted if w != "local"] if wanted else None, extra)
+    if wanted:
+        for name in wanted:
+            if name != "local" and name not in {b.name for b in selected}:
+                notices.append(f"backend {name} was asked for but is not deployed or configured")
+    want_local = (
+        options.local == "always"
+        or (wanted is not None and "local" in wanted)
+        or (options.local == "auto" and wanted is None and not deployed and not options.endpoints)
+    )
+    if options.local == "never":
+        want_local = False
+    server = None
+    if want_local:
+        config = LocalServerConfig(startup_timeout_s=120.0)
+        if options.threads:
+            config.threads = options.threads
+        console.print(f"[dim]starting the embedded model ({config.threads} threads) …[/dim]")
+        server = LocalServer(config).start()
+        notices.append(f"{CAVEAT}; started in {server.startup_s:.1f} s")
+        selected.append(local_backend(server.base_url, MODEL_ALIAS))
+    return Discovery(backends=selected, notices=notices, outputs=outputs, local_server=server)
+
+
+@contextlib.contextmanager
+def run_session(command: str, args: argparse.Namespace, config: dict[str, Any]) -> Iterator[tuple[Discovery, Evidence]]:
+    """Discover backends, open evidence, and always stop the embedded server and save evidence."""
+    options = options_from_args(args)
+    evidence = Evidence(command, config | {"common": _jsonable(asdict(options))}, options.results_dir)
+    discovery = discover(options)
+    try:
+        for line in discovery.notices:
+            console.print(f"[yellow]note:[/yellow] {line}")
+            evidence.notice(line)
+        evidence.data["backends"] = [b.to_json() for b in discovery.backends]
+        evidence.data["stack_outputs"] = (
+            {"source": discovery.outputs.source, "outputs": discovery.outputs.raw} if discovery.outputs else None
+        )
+        if discovery.local_server is not None:
+            evidence.data["local_server"] = {
+                "startup_s": discovery.local_server.startup_s,
+                "threads": discovery.local_server.config.threads,
+                "model_path": discovery.local_server.model_path.name if discovery.local_server.model_path else None,
+            }
+        if not discovery.backends:
+            raise RunnerError("nothing to measure: no backend selected, deployed or configured")
+        yield discovery, evidence
+    finally:
+        if discovery.local_server is not None:
+            discovery.local_server.stop()
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def main_guard(run: Callable[[], int]) -> None:
+    """Expected faults print one line and exit 2; Ctrl-C exits 130 after the command saved its evidence."""
+    try:
+        code = run()
+    except (RunnerError, CatalogError) as error:
+        console.print(f"[red]error:[/red] {error}")
+        code = 2
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/yellow]")
+        code = 130
+    sys.exit(code)
