@@ -75,7 +75,9 @@ def from_output(output: BackendOutput, forwards: dict[str, int]) -> Backend:
     if kind in (BackendKind.EC2_VLLM, BackendKind.EC2_NEURON):
         port = forwards.get(output.name) or (spec.forward_port if spec else None)
         if port is None:
-            raise RunnerError(f"backend {output.name}: no local port for its SSM port forward; pass --forward NAME=PORT")
+            raise RunnerError(
+                f"backend {output.name}: no local port for its SSM port forward; pass --forward NAME=PORT"
+            )
         root = f"http://127.0.0.1:{port}"
         backend.base_url = f"{root}/v1"
         backend.health_url = f"{root}{output.health_path}"

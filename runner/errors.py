@@ -18,10 +18,21 @@ class BackendFault(Exception):
     """A backend misbehaved: unreachable, HTTP error, timeout, malformed or cut stream."""
 
 
+TRANSPORT_PREFIXES = ("unreachable", "timed out", "HTTP ", "connection dropped", "empty stream", "stream cut", "malformed")
+
+
+def is_transport_fault(line: str | None) -> bool:
+    """True when a described fault means the backend gave no usable answer at all."""
+    return bool(line) and line.startswith(TRANSPORT_PREFIXES)
+
+
 def describe(error: BaseException) -> str:
     """One line for an expected fault: what failed, in the user's terms."""
     if isinstance(error, RunnerError | CatalogError | BackendFault):
         return str(error)
+    openai_line = _describe_openai(error)
+    if openai_line:
+        return openai_line
     if isinstance(error, httpx.ConnectError):
         return f"unreachable: {_first_line(error) or 'connection refused'}"
     if isinstance(error, httpx.TimeoutException):
@@ -37,8 +48,27 @@ def describe(error: BaseException) -> str:
     if isinstance(error, json.JSONDecodeError):
         return f"malformed JSON from server ({error.msg})"
     name = type(error).__name__
+    if name == "MaxTokensReachedException":
+        return "hit the max-tokens limit before finishing (no final answer)"
+    if name == "ContextWindowOverflowException":
+        return f"context overflow: {_first_line(error)}"
     # Provider SDK errors (openai, botocore) carry useful text; keep their first line.
     return f"{name}: {_first_line(error)}"
+
+
+def _describe_openai(error: BaseException) -> str | None:
+    try:
+        import openai
+    except ImportError:
+        return None
+    if isinstance(error, openai.APITimeoutError):
+        return "timed out waiting for the server"
+    if isinstance(error, openai.APIConnectionError):
+        cause = error.__cause__
+        return f"unreachable: {_first_line(cause) if cause else 'connection error'}"
+    if isinstance(error, openai.APIStatusError):
+        return f"HTTP {error.status_code}: {_first_line(error)[:200]}"
+    return None
 
 
 def _first_line(error: BaseException) -> str:

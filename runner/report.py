@@ -51,8 +51,19 @@ def bench_summary(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None) -> Table:
-    table = Table(title=f"bench: {evidence['config'].get('prompt', '')!r}, {evidence['config'].get('max_tokens')} tokens max")
-    for column in ("backend", "ok/runs", "median s", "median TTFT s", "median tok/s", "tok/s range", "tokens", "distinct"):
+    table = Table(
+        title=f"bench: {evidence['config'].get('prompt', '')!r}, {evidence['config'].get('max_tokens')} tokens max"
+    )
+    for column in (
+        "backend",
+        "ok/runs",
+        "median s",
+        "median TTFT s",
+        "median tok/s",
+        "tok/s range",
+        "tokens",
+        "distinct",
+    ):
         table.add_column(column, justify="left" if column == "backend" else "right")
     if baseline is not None:
         table.add_column("tok/s change", justify="right")

@@ -66,7 +66,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--outputs-file", type=Path, help="read stack outputs from `cdk deploy --outputs-file` JSON")
     group.add_argument("--region", default=default_region(), help="region of the app's stacks (default: %(default)s)")
     aws = group.add_mutually_exclusive_group()
-    aws.add_argument("--aws", dest="aws", action="store_true", default=None, help="use AWS even without explicit credentials")
+    aws.add_argument(
+        "--aws", dest="aws", action="store_true", default=None, help="use AWS even without explicit credentials"
+    )
     aws.add_argument("--no-aws", dest="aws", action="store_false", help="never call AWS")
     group.add_argument(
         "--local",

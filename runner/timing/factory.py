@@ -18,7 +18,9 @@ def timed_client_for(backend: Backend, timeout_s: float) -> TimedClient:
             raise RunnerError(f"backend {backend.name}: no URL to reach it")
         from runner.timing.openai_http import OpenAIStreamClient
 
-        return OpenAIStreamClient(backend.base_url, backend.model_id, timeout_s=timeout_s, health_url=backend.health_url)
+        return OpenAIStreamClient(
+            backend.base_url, backend.model_id, timeout_s=timeout_s, health_url=backend.health_url
+        )
     if backend.kind is BackendKind.BEDROCK:
         from runner.timing.bedrock import BedrockStreamClient
 

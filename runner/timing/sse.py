@@ -29,7 +29,9 @@ class ChatStreamAccumulator:
         try:
             chunk = json.loads(payload)
         except json.JSONDecodeError:
-            raise BackendFault(f"malformed stream: chunk {self.record.chunks + 1} is not JSON: {payload[:80]!r}") from None
+            raise BackendFault(
+                f"malformed stream: chunk {self.record.chunks + 1} is not JSON: {payload[:80]!r}"
+            ) from None
         if not isinstance(chunk, dict):
             raise BackendFault(f"malformed stream: chunk {self.record.chunks + 1} is not an object")
         self.record.chunks += 1

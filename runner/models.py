@@ -1,0 +1,125 @@
+"""One Strands model object per backend; every backend drives the same agent code.
+
+Provider boundary, as in Strands' own `models/`: OpenAI-compatible servers (vLLM, Neuron,
+the embedded model, `--endpoint`) use `OpenAIModel`; Bedrock uses `BedrockModel`; the
+SageMaker endpoint uses `SageMakerAIModel` behind a client that cleans vLLM's usage record.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from catalog import BackendKind
+from runner.backends import Backend
+from runner.errors import RunnerError
+
+# The fields Strands' SageMaker provider passes to `UsageMetadata(**usage)`; vLLM adds others
+# (completion_tokens_details, ...) that make that constructor raise TypeError on every call.
+SAGEMAKER_USAGE_FIELDS = ("total_tokens", "completion_tokens", "prompt_tokens", "prompt_tokens_details")
+
+
+def clean_usage(payload: Any) -> Any:
+    """Drop usage keys Strands cannot take, wherever vLLM puts usage; token counts are unchanged."""
+    if not isinstance(payload, dict):
+        return payload
+    for holder in [payload, *(c for c in payload.get("choices") or [] if isinstance(c, dict))]:
+        usage = holder.get("usage")
+        if isinstance(usage, dict):
+            holder["usage"] = {k: v for k, v in usage.items() if k in SAGEMAKER_USAGE_FIELDS}
+    return payload
+
+
+def _clean_sse_line(line: bytes) -> bytes:
+    text = line.decode("utf-8", errors="replace")
+    stripped = text.strip()
+    prefix = "data:" if stripped.startswith("data:") else ""
+    payload = stripped[len(prefix) :].strip()
+    if not payload.startswith("{") or '"usage"' not in payload:
+        return line
+    try:
+        data = json.loads(payload)
+    except json.JSONDecodeError:
+        return line
+    return f"{prefix + ' ' if prefix else ''}{json.dumps(clean_usage(data))}".encode()
+
+
+def clean_event_stream(events: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Re-frame PayloadPart events on line boundaries and clean each usage record."""
+    buffer = b""
+    for event in events:
+        if "PayloadPart" not in event:
+            yield event
+            continue
+        buffer += event["PayloadPart"]["Bytes"]
+        *lines, buffer = buffer.split(b"\n")
+        if lines:
+            yield {"PayloadPart": {"Bytes": b"".join(_clean_sse_line(line) + b"\n" for line in lines)}}
+    if buffer:
+        yield {"PayloadPart": {"Bytes": _clean_sse_line(buffer)}}
+
+
+class UsageCleaningSageMakerClient:
+    """Wraps a boto3 sagemaker-runtime client; everything but the two invoke calls passes through."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def invoke_endpoint(self, **request: Any) -> dict[str, Any]:
+        response = dict(self._client.invoke_endpoint(**request))
+        body = response["Body"].read()
+        try:
+            cleaned = json.dumps(clean_usage(json.loads(body))).encode()
+        except json.JSONDecodeError:
+            cleaned = body
+        response["Body"] = io.BytesIO(cleaned)
+        return response
+
+    def invoke_endpoint_with_response_stream(self, **request: Any) -> dict[str, Any]:
+        response = dict(self._client.invoke_endpoint_with_response_stream(**request))
+        response["Body"] = clean_event_stream(response["Body"])
+        return response
+
+
+def sagemaker_model(endpoint_name: str, region: str, *, max_tokens: int, temperature: float, client: Any = None):
+    from strands.models.sagemaker import SageMakerAIModel
+
+    model = SageMakerAIModel(
+        endpoint_config={"endpoint_name": endpoint_name, "region_name": region},
+        payload_config={"max_tokens": max_tokens, "stream": False, "temperature": temperature},
+    )
+    model.client = UsageCleaningSageMakerClient(client if client is not None else model.client)
+    return model
+
+
+def strands_model(backend: Backend, *, max_tokens: int = 512, temperature: float = 0.0, timeout_s: float = 60.0):
+    """The Strands model object for `backend`."""
+    if backend.speaks_openai:
+        from strands.models.openai import OpenAIModel
+
+        return OpenAIModel(
+            client_args={"base_url": backend.base_url, "api_key": "unused", "timeout": timeout_s, "max_retries": 0},
+            model_id=backend.model_id,
+            params={"max_tokens": max_tokens, "temperature": temperature},
+        )
+    if backend.kind is BackendKind.BEDROCK:
+        from botocore.config import Config
+        from strands.models import BedrockModel
+
+        return BedrockModel(
+            model_id=backend.model_id,
+            region_name=backend.region,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            boto_client_config=Config(read_timeout=timeout_s, connect_timeout=5, retries={"max_attempts": 1}),
+        )
+    if backend.kind is BackendKind.SAGEMAKER:
+        if not backend.endpoint_name or not backend.region:
+            raise RunnerError(f"backend {backend.name}: no SageMaker endpoint name or region")
+        return sagemaker_model(backend.endpoint_name, backend.region, max_tokens=max_tokens, temperature=temperature)
+    raise RunnerError(f"backend {backend.name}: no Strands model for kind {backend.kind.value}")
