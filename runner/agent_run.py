@@ -56,6 +56,7 @@ def run_agent(
         return AgentRun(
             ok=False,
             seconds=time.perf_counter() - started,
+            answer=_last_assistant_text(agent),
             error=line,
             reached=not is_transport_fault(line),
             tool_calls=limits.tool_calls,
@@ -74,3 +75,11 @@ def run_agent(
         input_tokens=usage.get("inputTokens"),
         output_tokens=usage.get("outputTokens"),
     )
+
+
+def _last_assistant_text(agent: Agent) -> str:
+    """The partial answer a failed run left behind (e.g. cut at max tokens), for the evidence."""
+    for message in reversed(agent.messages):
+        if message.get("role") == "assistant":
+            return "".join(block.get("text", "") for block in message.get("content", [])).strip()
+    return ""

@@ -18,7 +18,15 @@ class BackendFault(Exception):
     """A backend misbehaved: unreachable, HTTP error, timeout, malformed or cut stream."""
 
 
-TRANSPORT_PREFIXES = ("unreachable", "timed out", "HTTP ", "connection dropped", "empty stream", "stream cut", "malformed")
+TRANSPORT_PREFIXES = (
+    "unreachable",
+    "timed out",
+    "HTTP ",
+    "connection dropped",
+    "empty stream",
+    "stream cut",
+    "malformed",
+)
 
 
 def is_transport_fault(line: str | None) -> bool:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
+
+from strands.models.openai import OpenAIModel
 
 from catalog import BackendKind
 from runner.backends import Backend
-from runner.errors import RunnerError
+from runner.errors import BackendFault, RunnerError
 
 # The fields Strands' SageMaker provider passes to `UsageMetadata(**usage)`; vLLM adds others
 # (completion_tokens_details, ...) that make that constructor raise TypeError on every call.
@@ -86,6 +89,72 @@ class UsageCleaningSageMakerClient:
         return response
 
 
+class _FinishCheckedStream:
+    """Proxies an OpenAI async stream; ending without a finish reason raises instead of passing."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._iterator = stream.__aiter__()
+        self.chunks = 0
+        self.finished = False
+
+    def __aiter__(self) -> _FinishCheckedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            event = await self._iterator.__anext__()
+        except StopAsyncIteration:
+            if self.chunks == 0:
+                raise BackendFault("empty stream: no chunks before the connection closed") from None
+            if not self.finished:
+                raise BackendFault(f"stream cut: ended after {self.chunks} chunks without a finish reason") from None
+            raise
+        self.chunks += 1
+        if any(getattr(choice, "finish_reason", None) for choice in getattr(event, "choices", None) or []):
+            self.finished = True
+        return event
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _CheckedCompletions:
+    def __init__(self, completions: Any) -> None:
+        self._completions = completions
+
+    async def create(self, **request: Any) -> Any:
+        response = await self._completions.create(**request)
+        return _FinishCheckedStream(response) if request.get("stream") else response
+
+
+class _CheckedChat:
+    def __init__(self, chat: Any) -> None:
+        self.completions = _CheckedCompletions(chat.completions)
+
+
+class _CheckedClient:
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.chat = _CheckedChat(client.chat)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+class StrictOpenAIModel(OpenAIModel):
+    """OpenAIModel that treats a stream without a finish reason as an error, not a short answer.
+
+    Strands' provider maps a missing finish reason to `end_turn`, so a server that drops the
+    connection mid-answer would otherwise look like a model that chose to stop.
+    """
+
+    @asynccontextmanager
+    async def _get_client(self) -> AsyncIterator[Any]:
+        async with super()._get_client() as client:
+            yield _CheckedClient(client)
+
+
 def sagemaker_model(endpoint_name: str, region: str, *, max_tokens: int, temperature: float, client: Any = None):
     from strands.models.sagemaker import SageMakerAIModel
 
@@ -100,9 +169,7 @@ def sagemaker_model(endpoint_name: str, region: str, *, max_tokens: int, tempera
 def strands_model(backend: Backend, *, max_tokens: int = 512, temperature: float = 0.0, timeout_s: float = 60.0):
     """The Strands model object for `backend`."""
     if backend.speaks_openai:
-        from strands.models.openai import OpenAIModel
-
-        return OpenAIModel(
+        return StrictOpenAIModel(
             client_args={"base_url": backend.base_url, "api_key": "unused", "timeout": timeout_s, "max_retries": 0},
             model_id=backend.model_id,
             params={"max_tokens": max_tokens, "temperature": temperature},

@@ -1,0 +1,109 @@
+"""Demo 1 grading with the real Strands agent against a scripted server: exact tool-call cases."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from runner.backends import EndpointFlag, endpoint_backend
+from runner.counting import EXPECTED, IDS, count_once, quoted_number
+from tests.runner.fake_openai import FakeOpenAI, Step, text, tool_call
+
+
+def args(**overrides):
+    values = {"max_tokens": 64, "timeout": 5.0, "tools": "filter", "runs": 1}
+    return argparse.Namespace(**(values | overrides))
+
+
+def backend_for(url: str):
+    return endpoint_backend(EndpointFlag(name="scripted", url=url, model_id="fake-model"), None)
+
+
+def run_script(script, **overrides):
+    with FakeOpenAI(script) as fake:
+        record = count_once(backend_for(fake.url), 1, args(**overrides))
+    return record, fake
+
+
+def test_the_fixture_matches_the_survey():
+    assert len(IDS) == 11 and EXPECTED == 8
+    assert sum(1 for i in IDS if i > 10) == 7
+
+
+def test_right_filter_and_right_number_pass():
+    record, fake = run_script([tool_call("count_ids", {"op": ">=", "value": 10}), text("There are 8 ids that are 10 or more.")])
+    assert (record["correct"], record["right_filter"], record["passed"]) == (True, True, True)
+    assert record["filters_sent"] == ["id >= 10"]
+    # The tool result went back to the model: the count it quoted came from code.
+    tool_message = [m for m in fake.requests[1]["messages"] if m["role"] == "tool"][0]
+    assert '"count": 8' in str(tool_message["content"])
+
+
+def test_wrong_filter_with_the_right_number_is_not_a_pass():
+    record, _ = run_script([tool_call("count_ids", {"op": ">", "value": 10}), text("8 of the ids are 10 or more.")])
+    assert record["quoted"] == 8 and record["correct"] is True
+    assert record["right_filter"] is False and record["passed"] is False
+    assert record["filters_sent"] == ["id > 10"]
+
+
+def test_right_filter_wrong_number_fails():
+    record, _ = run_script([tool_call("count_ids", {"op": ">=", "value": 10}), text("There are 7.")])
+    assert (record["correct"], record["right_filter"], record["passed"]) == (False, True, False)
+
+
+def test_no_tool_call_is_not_a_pass_even_with_the_right_number():
+    record, _ = run_script([text("The answer is 8.")])
+    assert record["correct"] is True and record["passed"] is False
+    assert record["no_tool_call"] is True and record["filters_sent"] == []
+
+
+def test_malformed_arguments_are_recorded_and_fail():
+    record, _ = run_script([tool_call("count_ids", '{"op": ">=", "value": '), text("I think 8.")])
+    assert record["passed"] is False and record["right_filter"] is False
+    assert record["tool_calls_requested"], "the malformed call must stay in the evidence"
+    assert record["filters_sent"] == []
+
+
+def test_a_runaway_tool_loop_is_capped():
+    record, fake = run_script([tool_call("count_ids", {"op": ">=", "value": 10})])
+    assert record["passed"] is False
+    assert "runaway tool loop" in record["error"]
+    assert len(fake.requests) <= 7
+
+
+def test_rows_variant_grades_the_number_after_fetching_ids():
+    record, _ = run_script([tool_call("list_ids", {}), text("Counting them: 8.")], tools="rows")
+    assert (record["correct"], record["right_filter"], record["passed"]) == (True, True, True)
+
+
+@pytest.mark.parametrize(
+    ("step", "fragment"),
+    [
+        (Step(kind="http_error", status=500), "HTTP 500"),
+        (Step(kind="cut", text="eight"), "stream cut: ended after"),
+        (Step(kind="empty"), "empty stream"),
+        (
+            Step(kind="http_error", status=400, error_body='{"error": {"message": "maximum context length exceeded"}}'),
+            "context overflow",
+        ),
+    ],
+)
+def test_server_faults_become_errors_for_that_run(step, fragment):
+    record, _ = run_script([step])
+    assert record["passed"] is False and record["error"]
+    assert fragment in record["error"]
+    assert "\n" not in record["error"]
+
+
+def test_dead_server_is_an_unreached_error(dead_url):
+    record = count_once(backend_for(dead_url), 1, args())
+    assert record["reached"] is False and record["error"].startswith("unreachable")
+
+
+@pytest.mark.parametrize(
+    ("answer", "number"),
+    [("8", 8), ("There are eight.", 8), ("Of the 11 ids, 8 are 10 or more", 8), ("10 or more: 7", 7), ("none", None)],
+)
+def test_quoted_number(answer, number):
+    assert quoted_number(answer) == number
