@@ -154,7 +154,11 @@ class FakeOpenAI:
             return lines  # no finish_reason, no usage, no [DONE]
         lines.append(self._chunk({}, "tool_calls" if step.tool_calls else "stop"))
         if step.usage:
-            usage = {"prompt_tokens": 12, "completion_tokens": max(len(words), 1), "total_tokens": 12 + max(len(words), 1)}
+            usage = {
+                "prompt_tokens": 12,
+                "completion_tokens": max(len(words), 1),
+                "total_tokens": 12 + max(len(words), 1),
+            }
             lines.append(f"data: {json.dumps({'id': 'chatcmpl-fake', 'choices': [], 'usage': usage})}\n\n")
         lines.append("data: [DONE]\n\n")
         return lines

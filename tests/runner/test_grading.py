@@ -32,11 +32,13 @@ def test_the_fixture_matches_the_survey():
 
 
 def test_right_filter_and_right_number_pass():
-    record, fake = run_script([tool_call("count_ids", {"op": ">=", "value": 10}), text("There are 8 ids that are 10 or more.")])
+    record, fake = run_script(
+        [tool_call("count_ids", {"op": ">=", "value": 10}), text("There are 8 ids that are 10 or more.")]
+    )
     assert (record["correct"], record["right_filter"], record["passed"]) == (True, True, True)
     assert record["filters_sent"] == ["id >= 10"]
     # The tool result went back to the model: the count it quoted came from code.
-    tool_message = [m for m in fake.requests[1]["messages"] if m["role"] == "tool"][0]
+    tool_message = next(m for m in fake.requests[1]["messages"] if m["role"] == "tool")
     assert '"count": 8' in str(tool_message["content"])
 
 

@@ -51,7 +51,7 @@ def test_missing_usage_falls_back_to_a_marked_client_count():
         (Step(kind="cut", text="the ocean"), "stream cut: ended after 3 chunks without a finish reason"),
         (Step(kind="malformed"), "malformed stream: chunk 2 is not JSON"),
         (Step(kind="empty"), "empty stream: no chunks before the connection closed"),
-        (Step(kind="http_error", status=500), "HTTP 500: {\"error\": {\"message\": \"scripted failure\"}}"),
+        (Step(kind="http_error", status=500), 'HTTP 500: {"error": {"message": "scripted failure"}}'),
         (Step(kind="http_error", status=400, error_body="maximum context length is 8192 tokens"), "HTTP 400"),
     ],
 )

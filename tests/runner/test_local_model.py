@@ -1,0 +1,103 @@
+"""The real embedded backend: llama.cpp's server with Gemma 3 270M, on loopback.
+
+It is a small BASE model: these tests check the harness (health, streaming, usage, timing,
+stop by PID) and that grading records what happened; they do not expect good answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import pytest
+
+from runner import bench, check
+from runner.backends import local_backend
+from runner.counting import count_once
+from runner.evidence import load
+from runner.local_server import MODEL_ALIAS, LocalServer, LocalServerConfig, ensure_model
+from runner.timing import ChatRequest, RequestRecord
+from runner.timing.openai_http import OpenAIStreamClient
+
+
+def test_streamed_request_reports_server_usage(local_server):
+    client = OpenAIStreamClient(local_server.base_url, MODEL_ALIAS)
+    client.warm()
+    record = client.chat(
+        ChatRequest("Write a short paragraph about the ocean.", max_tokens=32), RequestRecord("local", 1)
+    )
+    client.close()
+    assert record.ok and record.token_source == "server"
+    assert record.finish_reason in ("length", "stop")
+    assert 1 <= record.output_tokens <= 32
+    assert 0 < record.ttft_s < record.e2e_s
+    assert record.tokens_per_s > 1
+
+
+def test_greedy_decoding_is_repeatable(local_server):
+    client = OpenAIStreamClient(local_server.base_url, MODEL_ALIAS)
+    texts = {client.chat(ChatRequest("The sea is", max_tokens=16), RequestRecord("local", run)).text for run in (1, 2)}
+    client.close()
+    assert len(texts) == 1
+
+
+def test_bench_on_the_embedded_model_writes_evidence(tmp_path, local_server):
+    code = bench.run(
+        [
+            "--no-aws",
+            "--local",
+            "never",
+            "--endpoint",
+            f"local={local_server.base_url},model={MODEL_ALIAS}",
+            "--repeats",
+            "2",
+            "--max-tokens",
+            "24",
+            "--results-dir",
+            str(tmp_path),
+        ]
+    )
+    assert code == 0
+    (path,) = tmp_path.glob("*/bench-*.json")
+    evidence = load(path)
+    assert [r["ok"] for r in evidence["records"]] == [True, True]
+    assert all(r["output_tokens"] <= 24 and r["token_source"] == "server" for r in evidence["records"])
+    assert evidence["backends"][0]["catalog"]["name"] == "local"
+
+
+def test_counting_grades_the_base_model_honestly(local_server):
+    backend = local_backend(local_server.base_url, MODEL_ALIAS)
+    record = count_once(backend, 1, argparse.Namespace(max_tokens=48, timeout=60.0, tools="filter", runs=1))
+    assert record["reached"] is True
+    assert record["passed"] == (record["correct"] and record["right_filter"])
+    assert isinstance(record["filters_sent"], list)
+
+
+def test_check_reaches_the_embedded_model(local_server):
+    backend = local_backend(local_server.base_url, MODEL_ALIAS)
+    args = argparse.Namespace(wait=5.0, max_tokens=32, timeout=60.0)
+    record = check.check_backend(backend, args)
+    assert record["health"]["healthy"] is True
+    assert record["reached"] is True
+    assert isinstance(record["tool_args_seen"], list)
+
+
+def test_server_stops_by_pid(tmp_path):
+    server = LocalServer(LocalServerConfig(threads=1)).start()
+    pid = server.process.pid
+    assert server.startup_s is not None and server.startup_s < 60
+    server.stop()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_model_is_assembled_once_and_a_corrupt_copy_is_rebuilt(tmp_path: Path):
+    path = ensure_model(tmp_path)
+    size = path.stat().st_size
+    assert size > 200_000_000
+    with path.open("r+b") as handle:
+        handle.write(b"corrupt")
+    assert ensure_model(tmp_path).stat().st_size == size
+    with path.open("rb") as handle:
+        assert handle.read(4) == b"GGUF"

@@ -1,0 +1,174 @@
+"""Both ends of the outputs contract: the file `cdk deploy --outputs-file` writes, and
+CloudFormation's describe_stacks served by the moto emulator in server mode on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import boto3
+import httpx
+import pytest
+
+from catalog.contract import BackendOutput, output_key
+from runner.backends import from_output
+from runner.errors import RunnerError
+from runner.outputs import parse_outputs, read_outputs_file, read_stack_outputs
+from runner.session import CommonOptions, discover
+
+G6 = BackendOutput(
+    name="g6",
+    kind="ec2-vllm",
+    region="us-east-1",
+    model_id="xbill9/gemma-4-E2B-it-qat-q4_0-w4a16-ct-text-emb4",
+    port=8000,
+    health_path="/health",
+    instance_id="i-0123456789abcdef0",
+    zone="us-east-1a",
+    instance_type="g6.xlarge",
+    readiness_parameter="/inference/g6/ready",
+    log_group="/inference/g6",
+)
+SAGEMAKER = BackendOutput(
+    name="sagemaker",
+    kind="sagemaker",
+    region="us-east-1",
+    model_id="xbill9/gemma-4-E2B-it-qat-q4_0-w4a16-ct-text-emb4",
+    port=8080,
+    health_path="/ping",
+    endpoint_name="inference-sagemaker",
+)
+
+
+def outputs_file(tmp_path: Path, data: dict) -> Path:
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_outputs_file_round_trip(tmp_path):
+    path = outputs_file(
+        tmp_path,
+        {
+            "InferenceGpuStack": {output_key("g6"): json.dumps(G6.to_json()), "ExportsOutputSomething": "x"},
+            "InferenceSageMakerStack": {output_key("sagemaker"): json.dumps(SAGEMAKER.to_json())},
+        },
+    )
+    reading = read_outputs_file(path)
+    assert reading.problems == []
+    assert reading.backends == [G6, SAGEMAKER]
+    g6 = from_output(G6, {})
+    assert g6.base_url == "http://127.0.0.1:8001/v1" and g6.health_url == "http://127.0.0.1:8001/health"
+    assert "--target i-0123456789abcdef0" in g6.notes[0] and "AWS-StartPortForwardingSession" in g6.notes[0]
+    assert from_output(G6, {"g6": 9100}).base_url == "http://127.0.0.1:9100/v1"
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("{not json", "stack InferenceGpuStack output BackendG6: not JSON"),
+        (json.dumps({"contract": 99}), "contract version 99, this runner reads 1"),
+        (json.dumps({**G6.to_json(), "kind": "tpu"}), "unknown kind 'tpu'"),
+        (json.dumps({k: v for k, v in G6.to_json().items() if k != "model_id"}), "missing model_id"),
+        (json.dumps({k: v for k, v in G6.to_json().items() if k != "instance_id"}), "an EC2 backend needs instance_id"),
+        (json.dumps([1, 2]), "expected a JSON object, got list"),
+    ],
+)
+def test_malformed_outputs_are_one_line_problems_and_the_rest_survives(value, problem):
+    reading = parse_outputs(
+        {
+            "InferenceGpuStack": {"BackendG6": value},
+            "InferenceSageMakerStack": {"BackendSagemaker": json.dumps(SAGEMAKER.to_json())},
+        },
+        source="test",
+    )
+    assert reading.backends == [SAGEMAKER]
+    (line,) = reading.problems
+    assert problem in line and "\n" not in line
+
+
+def test_missing_or_broken_outputs_file(tmp_path):
+    with pytest.raises(RunnerError, match="does not exist"):
+        read_outputs_file(tmp_path / "nope.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("[")
+    with pytest.raises(RunnerError, match="is not JSON"):
+        read_outputs_file(bad)
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint():
+    """moto in server mode on a free loopback port."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://localhost:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"{url}/moto-api/", timeout=1)
+            break
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    yield url
+    server.terminate()
+    server.wait(timeout=10)
+
+
+@pytest.fixture
+def emulated_aws(moto_endpoint, monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    httpx.post(f"{moto_endpoint}/moto-api/reset")
+    return boto3.client("cloudformation", region_name="us-east-1")
+
+
+def create_stack(client, name: str, outputs: dict[str, str]) -> None:
+    template = {
+        "Resources": {
+            "Marker": {
+                "Type": "AWS::SSM::Parameter",
+                "Properties": {"Type": "String", "Value": "x", "Name": f"/test/{name}"},
+            }
+        },
+        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+    }
+    client.create_stack(StackName=name, TemplateBody=json.dumps(template))
+
+
+def test_describe_stacks_against_the_emulator(emulated_aws):
+    create_stack(emulated_aws, "InferenceGpuStack", {output_key("g6"): json.dumps(G6.to_json())})
+    create_stack(emulated_aws, "InferenceSageMakerStack", {output_key("sagemaker"): json.dumps(SAGEMAKER.to_json())})
+    reading = read_stack_outputs("us-east-1")
+    # InferenceBaseStack and InferenceNeuronStack are not deployed: skipped without a problem.
+    assert reading.problems == []
+    assert sorted(b.name for b in reading.backends) == ["g6", "sagemaker"]
+    assert reading.raw["InferenceGpuStack"][output_key("g6")] == json.dumps(G6.to_json())
+
+
+def test_discovery_with_credentials_finds_stacks_and_bedrock_without_starting_the_local_model(emulated_aws):
+    create_stack(emulated_aws, "InferenceGpuStack", {output_key("g6"): json.dumps(G6.to_json())})
+    discovery = discover(CommonOptions(region="us-east-1", results_dir=Path(os.devnull)))
+    assert [b.name for b in discovery.backends] == ["g6", "bedrock"]
+    assert discovery.local_server is None
+    bedrock = discovery.backends[1]
+    assert (bedrock.model_id, bedrock.region) == ("us.amazon.nova-micro-v1:0", "us-east-1")
+
+
+def test_selecting_a_backend_that_is_not_deployed_is_a_notice(emulated_aws):
+    discovery = discover(CommonOptions(region="us-east-1", backends=["trn1", "bedrock"], results_dir=Path(os.devnull)))
+    assert [b.name for b in discovery.backends] == ["bedrock"]
+    assert "backend trn1 was asked for but is not deployed or configured" in discovery.notices

@@ -1,0 +1,137 @@
+"""vLLM's usage record breaks Strands' SageMaker provider; the runner's client cleans it.
+
+Responses replay the real API shapes: InvokeEndpoint through botocore's Stubber on a real
+sagemaker-runtime client; the response stream as PayloadPart events split at byte boundaries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+
+import boto3
+import pytest
+from botocore.response import StreamingBody
+from botocore.stub import ANY, Stubber
+from strands.models.sagemaker import SageMakerAIModel
+
+from runner.models import clean_event_stream, clean_usage, sagemaker_model
+
+VLLM_USAGE = {
+    "prompt_tokens": 17,
+    "total_tokens": 111,
+    "completion_tokens": 94,
+    "prompt_tokens_details": None,
+    "completion_tokens_details": {"reasoning_tokens": 0},
+}
+VLLM_BODY = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris"}, "finish_reason": "stop"}],
+    "usage": VLLM_USAGE,
+}
+
+
+def stubbed_runtime(body: dict) -> tuple[object, Stubber]:
+    client = boto3.client(
+        "sagemaker-runtime", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stubber = Stubber(client)
+    raw = json.dumps(body).encode()
+    stubber.add_response(
+        "invoke_endpoint",
+        {"Body": StreamingBody(io.BytesIO(raw), len(raw)), "ContentType": "application/json"},
+        {
+            "EndpointName": "inference-sagemaker",
+            "Body": ANY,
+            "ContentType": "application/json",
+            "Accept": "application/json",
+        },
+    )
+    stubber.activate()
+    return client, stubber
+
+
+def collect(model) -> list[dict]:
+    async def go():
+        return [event async for event in model.stream([{"role": "user", "content": [{"text": "capital of France?"}]}])]
+
+    return asyncio.run(go())
+
+
+def plain_model(client) -> SageMakerAIModel:
+    model = SageMakerAIModel(
+        endpoint_config={"endpoint_name": "inference-sagemaker", "region_name": "us-east-1"},
+        payload_config={"max_tokens": 64, "stream": False},
+    )
+    model.client = client
+    return model
+
+
+def test_strands_alone_fails_on_vllm_usage():
+    client, _ = stubbed_runtime(VLLM_BODY)
+    with pytest.raises(TypeError, match="completion_tokens_details"):
+        collect(plain_model(client))
+
+
+def test_cleaned_usage_keeps_the_token_counts():
+    client, stubber = stubbed_runtime(VLLM_BODY)
+    events = collect(sagemaker_model("inference-sagemaker", "us-east-1", max_tokens=64, temperature=0.0, client=client))
+    stubber.assert_no_pending_responses()
+    (usage,) = [e["metadata"]["usage"] for e in events if "metadata" in e]
+    assert usage == {"inputTokens": 17, "outputTokens": 94, "totalTokens": 111}
+    text = "".join(e["contentBlockDelta"]["delta"]["text"] for e in events if "contentBlockDelta" in e)
+    assert text == "Paris"
+
+
+class FakeStreamingRuntime:
+    """invoke_endpoint_with_response_stream with the container's SSE split at odd byte offsets."""
+
+    def __init__(self, sse: bytes, cut: int = 7) -> None:
+        self.parts = [sse[i : i + cut] for i in range(0, len(sse), cut)]
+        self.requests: list[dict] = []
+
+    def invoke_endpoint_with_response_stream(self, **request):
+        self.requests.append(request)
+        return {
+            "Body": iter({"PayloadPart": {"Bytes": part}} for part in self.parts),
+            "ContentType": "text/event-stream",
+        }
+
+
+def sse_events() -> bytes:
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Par"}, "finish_reason": None}]},
+        {"choices": [{"index": 0, "delta": {"content": "is"}, "finish_reason": "stop"}]},
+        {"choices": [], "usage": VLLM_USAGE},
+    ]
+    return b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
+
+
+def test_streaming_path_is_cleaned_too():
+    runtime = FakeStreamingRuntime(sse_events())
+    model = sagemaker_model("inference-sagemaker", "us-east-1", max_tokens=64, temperature=0.0, client=runtime)
+    model.payload_config["stream"] = True
+    events = collect(model)
+    (usage,) = [e["metadata"]["usage"] for e in events if "metadata" in e]
+    assert (usage["inputTokens"], usage["outputTokens"]) == (17, 94)
+    text = "".join(e["contentBlockDelta"]["delta"]["text"] for e in events if "contentBlockDelta" in e)
+    assert text == "Paris"
+
+
+def test_clean_event_stream_reframes_lines_and_keeps_other_bytes():
+    original = sse_events()
+    parts = [{"PayloadPart": {"Bytes": original[i : i + 5]}} for i in range(0, len(original), 5)]
+    rebuilt = b"".join(e["PayloadPart"]["Bytes"] for e in clean_event_stream(parts))
+    assert b"completion_tokens_details" not in rebuilt
+    assert rebuilt.replace(b" ", b"") == original.replace(
+        b', "completion_tokens_details": {"reasoning_tokens": 0}', b""
+    ).replace(b" ", b"")
+
+
+def test_clean_usage_leaves_other_payloads_alone():
+    assert clean_usage("text") == "text"
+    assert clean_usage({"choices": [{"usage": {"completion_tokens": 3, "x": 1}}]}) == {
+        "choices": [{"usage": {"completion_tokens": 3}}]
+    }
