@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 CREDENTIAL_VARIABLES = (
     "AWS_ACCESS_KEY_ID",
@@ -39,3 +40,15 @@ def default_region() -> str:
         return json.loads((PROJECT_ROOT / "cdk.json").read_text())["context"]["region"]
     except (OSError, KeyError, ValueError):
         return "us-east-1"
+
+
+def boto_client(service: str, region: str, timeout_s: float) -> Any:
+    """A boto3 client with one attempt and our timeout: retries would hide faults and skew timings."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        service,
+        region_name=region,
+        config=Config(read_timeout=timeout_s, connect_timeout=5, retries={"max_attempts": 1}),
+    )

@@ -12,10 +12,9 @@ from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from runner import report
 from runner.errors import describe
 from runner.evidence import load
-from runner.session import add_common_arguments, console, main_guard, run_session
+from runner.session import add_common_arguments, conclude, console, main_guard, run_session
 from runner.timing import ChatRequest, RequestRecord, timed_client_for
 
 PROMPT = "Write a short paragraph about the ocean."
@@ -51,13 +50,8 @@ def run(argv: list[str] | None = None) -> int:
                     bench_backend(backend, request, args.repeats, args.timeout, evidence, progress, task)
         except KeyboardInterrupt:
             interrupted = True
-        path = evidence.finish(interrupted=interrupted)
-        report.print_report(evidence.data, baseline=baseline, notices=False)
-        print(f"evidence: {path}")
-        if interrupted:
-            raise KeyboardInterrupt
         measured = any(r["ok"] for r in evidence.data["records"])
-    return 0 if measured else 1
+        return conclude(evidence, interrupted=interrupted, measured=measured, baseline=baseline)
 
 
 def bench_backend(backend, request, repeats, timeout_s, evidence, progress, task) -> None:

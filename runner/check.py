@@ -14,7 +14,7 @@ from runner.agent_run import run_agent
 from runner.errors import describe
 from runner.health import wait_healthy
 from runner.models import strands_model
-from runner.session import add_common_arguments, console, main_guard, run_session
+from runner.session import add_common_arguments, conclude, console, main_guard, run_session
 
 PLAIN_PROMPT = "What is the capital of France? Answer in one word."
 TOOL_PROMPT = "Use the add_numbers tool to add 17 and 25, then say the result."
@@ -87,15 +87,8 @@ def run(argv: list[str] | None = None) -> int:
                 evidence.add_record(check_backend(backend, args))
         except KeyboardInterrupt:
             interrupted = True
-        path = evidence.finish(interrupted=interrupted)
-        from runner.report import stdout
-
-        stdout.print(check_table(evidence.data))
-        print(f"evidence: {path}")
-        if interrupted:
-            raise KeyboardInterrupt
         measured = any(r.get("reached") for r in evidence.data["records"])
-    return 0 if measured else 1
+        return conclude(evidence, interrupted=interrupted, measured=measured)
 
 
 def _mark(value: bool | None) -> str:

@@ -21,7 +21,7 @@ from runner.agent_limits import AgentLimits
 from runner.agent_run import run_agent
 from runner.models import strands_model
 from runner.report import counts
-from runner.session import add_common_arguments, console, main_guard, run_session
+from runner.session import add_common_arguments, conclude, console, main_guard, run_session
 from runner.stats import fmt, median
 
 IDS = (3, 7, 9, 10, 12, 15, 21, 34, 42, 57, 88)
@@ -135,15 +135,8 @@ def run(argv: list[str] | None = None) -> int:
                         progress.advance(task)
         except KeyboardInterrupt:
             interrupted = True
-        path = evidence.finish(interrupted=interrupted)
-        from runner.report import stdout
-
-        stdout.print(counting_table(evidence.data))
-        print(f"evidence: {path}")
-        if interrupted:
-            raise KeyboardInterrupt
         measured = any(r.get("reached") for r in evidence.data["records"])
-    return 0 if measured else 1
+        return conclude(evidence, interrupted=interrupted, measured=measured)
 
 
 def count_once(backend, run_number: int, args) -> dict[str, Any]:

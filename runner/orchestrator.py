@@ -21,7 +21,7 @@ from runner.agent_run import run_agent
 from runner.backends import Backend
 from runner.errors import RunnerError, describe
 from runner.models import strands_model
-from runner.session import add_common_arguments, console, main_guard, run_session
+from runner.session import add_common_arguments, conclude, console, main_guard, run_session
 from runner.timing import ChatRequest, RequestRecord, timed_client_for
 
 QUESTION = "What is the capital of France? Answer in one word."
@@ -175,15 +175,8 @@ def run(argv: list[str] | None = None) -> int:
                 evidence.add_record(orchestrate_once(discovery.backends, agent_backend, run_number, args))
         except KeyboardInterrupt:
             interrupted = True
-        path = evidence.finish(interrupted=interrupted)
-        from runner.report import stdout
-
-        orchestrator_report(evidence.data, stdout)
-        print(f"evidence: {path}")
-        if interrupted:
-            raise KeyboardInterrupt
         measured = any(row["seconds"] is not None for r in evidence.data["records"] for row in r["table"])
-    return 0 if measured else 1
+        return conclude(evidence, interrupted=interrupted, measured=measured)
 
 
 def orchestrate_once(backends: list[Backend], agent_backend: Backend, run_number: int, args) -> dict[str, Any]:

@@ -193,6 +193,21 @@ def run_session(command: str, args: argparse.Namespace, config: dict[str, Any]) 
             discovery.local_server.stop()
 
 
+def conclude(evidence: Evidence, *, interrupted: bool, measured: bool, baseline: dict[str, Any] | None = None) -> int:
+    """Save the evidence, print its table, say where it is; Ctrl-C goes on up once saved.
+
+    Exit status: 0 when anything was measured, 1 when nothing could be.
+    """
+    from runner.report import print_report
+
+    path = evidence.finish(interrupted=interrupted)
+    print_report(evidence.data, baseline=baseline, notices=False)
+    print(f"evidence: {path}")
+    if interrupted:
+        raise KeyboardInterrupt
+    return 0 if measured else 1
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}

@@ -14,6 +14,17 @@ class ChatRequest:
     max_tokens: int = 100
     temperature: float = 0.0
 
+    def openai_body(self, model_id: str) -> dict[str, Any]:
+        """The streamed chat-completions body, asking the server to report usage."""
+        return {
+            "model": model_id,
+            "messages": [{"role": "user", "content": self.prompt}],
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+
 
 @dataclass
 class RequestRecord:

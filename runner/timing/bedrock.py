@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from runner.aws import boto_client
 from runner.errors import BackendFault
 from runner.timing.base import ChatRequest, RequestRecord, Stopwatch
 
@@ -11,14 +12,7 @@ from runner.timing.base import ChatRequest, RequestRecord, Stopwatch
 class BedrockStreamClient:
     def __init__(self, model_id: str, region: str, *, client: Any | None = None, timeout_s: float = 60.0) -> None:
         if client is None:
-            import boto3
-            from botocore.config import Config
-
-            client = boto3.client(
-                "bedrock-runtime",
-                region_name=region,
-                config=Config(read_timeout=timeout_s, connect_timeout=5, retries={"max_attempts": 1}),
-            )
+            client = boto_client("bedrock-runtime", region, timeout_s)
         self.client = client
         self.model_id = model_id
 

@@ -25,14 +25,7 @@ class OpenAIStreamClient:
         self.http.get(self.health_url or f"{self.base_url}/models")
 
     def chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
-        body = {
-            "model": self.model_id,
-            "messages": [{"role": "user", "content": request.prompt}],
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+        body = request.openai_body(self.model_id)
         watch = Stopwatch()
         stream = ChatStreamAccumulator(record)
         with self.http.stream("POST", f"{self.base_url}/chat/completions", json=body) as response:

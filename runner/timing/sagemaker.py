@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from runner.aws import boto_client
 from runner.errors import BackendFault
 from runner.timing.base import ChatRequest, RequestRecord, Stopwatch
 from runner.timing.sse import ChatStreamAccumulator
@@ -19,14 +20,7 @@ class SageMakerStreamClient:
         self, endpoint_name: str, model_id: str, region: str, *, client: Any | None = None, timeout_s: float = 60.0
     ) -> None:
         if client is None:
-            import boto3
-            from botocore.config import Config
-
-            client = boto3.client(
-                "sagemaker-runtime",
-                region_name=region,
-                config=Config(read_timeout=timeout_s, connect_timeout=5, retries={"max_attempts": 1}),
-            )
+            client = boto_client("sagemaker-runtime", region, timeout_s)
         self.client = client
         self.endpoint_name = endpoint_name
         self.model_id = model_id
@@ -39,14 +33,7 @@ class SageMakerStreamClient:
         )
 
     def chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
-        body = {
-            "model": self.model_id,
-            "messages": [{"role": "user", "content": request.prompt}],
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+        body = request.openai_body(self.model_id)
         watch = Stopwatch()
         response = self.client.invoke_endpoint_with_response_stream(
             EndpointName=self.endpoint_name, ContentType="application/json", Body=json.dumps(body)
