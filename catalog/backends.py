@@ -8,7 +8,7 @@ both from the survey's published figures; the cost issue will refresh prices fro
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from catalog.errors import CatalogError
@@ -108,6 +108,30 @@ class BackendSpec:
         return self.stack is not None
 
 
+INF2 = BackendSpec(
+    name="inf2",
+    title="Neuron image on EC2 inf2 (Inferentia2)",
+    kind=BackendKind.EC2_NEURON,
+    stack="InferenceNeuronStack",
+    model_id=GEMMA4_E2B,
+    instance_type="inf2.xlarge",
+    architecture=Architecture.X86_64,
+    accelerator=Accelerator.NEURON,
+    ami_parameter=NEURON_AMI_PARAMETER,
+    image="docker.io/xbill9/gemma4-optb:slim",
+    container_port=8080,
+    forward_port=8003,
+    zone="us-east-1b",
+    root_volume_gib=200,
+    # inf2.xlarge has 16 GiB of RAM; loading the E2B graph peaks near 19.5 GB.
+    swap_gib=16,
+    supports_tools=False,
+    max_total_tokens=512,
+    price_per_hour_usd=0.7582,
+    memory_bandwidth_gbs=817,
+    notes="fixed-shape graph: 512 tokens in total, 128 for the prompt; ignores tools",
+)
+
 BACKENDS: tuple[BackendSpec, ...] = (
     BackendSpec(
         name="g6",
@@ -161,46 +185,16 @@ BACKENDS: tuple[BackendSpec, ...] = (
         memory_bandwidth_gbs=320,
         notes="gated weights: needs the Hugging Face token secret",
     ),
-    BackendSpec(
-        name="inf2",
-        title="Neuron image on EC2 inf2 (Inferentia2)",
-        kind=BackendKind.EC2_NEURON,
-        stack="InferenceNeuronStack",
-        model_id=GEMMA4_E2B,
-        instance_type="inf2.xlarge",
-        architecture=Architecture.X86_64,
-        accelerator=Accelerator.NEURON,
-        ami_parameter=NEURON_AMI_PARAMETER,
-        image="docker.io/xbill9/gemma4-optb:slim",
-        container_port=8080,
-        forward_port=8003,
-        zone="us-east-1b",
-        root_volume_gib=200,
-        # inf2.xlarge has 16 GiB of RAM; loading the E2B graph peaks near 19.5 GB.
-        swap_gib=16,
-        supports_tools=False,
-        max_total_tokens=512,
-        price_per_hour_usd=0.7582,
-        memory_bandwidth_gbs=817,
-        notes="fixed-shape graph: 512 tokens in total, 128 for the prompt; ignores tools",
-    ),
-    BackendSpec(
+    INF2,
+    replace(
+        INF2,
         name="trn1",
         title="Neuron image on EC2 trn1 (Trainium)",
-        kind=BackendKind.EC2_NEURON,
-        stack="InferenceNeuronStack",
-        model_id=GEMMA4_E2B,
         instance_type="trn1.2xlarge",
-        architecture=Architecture.X86_64,
-        accelerator=Accelerator.NEURON,
-        ami_parameter=NEURON_AMI_PARAMETER,
-        image="docker.io/xbill9/gemma4-optb:slim",
-        container_port=8080,
         forward_port=8004,
         zone="us-east-1c",
-        root_volume_gib=200,
-        supports_tools=False,
-        max_total_tokens=512,
+        # 32 GiB of RAM: the ~19.5 GB load peak fits without swap.
+        swap_gib=0,
         price_per_hour_usd=1.3438,
         memory_bandwidth_gbs=613,
         notes="same image as inf2; check which zones offer trn1.2xlarge before deploying",

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import CfnOutput, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from catalog.config import BackendConfig
 from catalog.contract import BackendOutput, output_key
 from inference_constructs.instance_role import LOG_GROUP_PREFIX, PARAMETER_PREFIX
+from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge
 from inference_constructs.user_data import ServerBoot, render_boot_script
 
@@ -42,13 +42,7 @@ class ModelServerInstance(Construct):
             raise ValueError(f"backend {spec.name} is not an EC2 backend")
         region = Stack.of(self).region
 
-        self.log_group = logs.LogGroup(
-            self,
-            "Logs",
-            log_group_name=f"{LOG_GROUP_PREFIX}{spec.name}",
-            retention=logs.RetentionDays.TWO_WEEKS,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
+        self.log_group = owned_log_group(self, "Logs", f"{LOG_GROUP_PREFIX}{spec.name}")
         self.readiness = ssm.StringParameter(
             self,
             "Readiness",

@@ -6,15 +6,15 @@ The endpoint's log group is created here (SageMaker would otherwise create it at
 
 from __future__ import annotations
 
-from aws_cdk import Aws, CfnOutput, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnOutput, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.region_info import FactName
 from constructs import Construct
 
 from catalog.config import BackendConfig, sagemaker_environment
 from catalog.contract import BackendOutput, output_key
+from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge
 
 
@@ -38,13 +38,7 @@ class VllmSageMakerEndpoint(Construct):
         repository = image.split("/", 1)[1].split(":", 1)[0].split("@", 1)[0]
         registry_account = image.split(".", 1)[0]
 
-        self.log_group = logs.LogGroup(
-            self,
-            "Logs",
-            log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
-            retention=logs.RetentionDays.TWO_WEEKS,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
+        self.log_group = owned_log_group(self, "Logs", f"/aws/sagemaker/Endpoints/{endpoint_name}")
         self.role = iam.Role(
             self,
             "ExecutionRole",

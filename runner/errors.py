@@ -14,6 +14,16 @@ class RunnerError(Exception):
     """An expected failure with a complete one-line message (bad input, missing outputs, ...)."""
 
 
+def read_json_file(path, what: str, hint: str = ""):
+    """Parse a JSON file the user pointed at; a missing or broken file is one line, not a traceback."""
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise RunnerError(f"{what} {path} does not exist{hint}") from None
+    except json.JSONDecodeError as error:
+        raise RunnerError(f"{what} {path} is not JSON: {error.msg} at line {error.lineno}") from None
+
+
 class BackendFault(Exception):
     """A backend misbehaved: unreachable, HTTP error, timeout, malformed or cut stream."""
 

@@ -97,14 +97,9 @@ class Evidence:
 
 
 def load(path: Path) -> dict[str, Any]:
-    from runner.errors import RunnerError
+    from runner.errors import RunnerError, read_json_file
 
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise RunnerError(f"evidence file {path} does not exist") from None
-    except json.JSONDecodeError as error:
-        raise RunnerError(f"evidence file {path} is not JSON: {error.msg} at line {error.lineno}") from None
+    data = read_json_file(path, "evidence file")
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or "command" not in data:
         raise RunnerError(f"{path} is not an evidence file of this runner (schema {SCHEMA})")
     return data

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 from catalog.backends import stack_names
 from catalog.contract import OUTPUT_PREFIX, BackendOutput
 from catalog.errors import CatalogError
-from runner.errors import RunnerError
+from runner.errors import RunnerError, read_json_file
 
 
 @dataclass
@@ -40,12 +39,7 @@ def parse_outputs(raw: dict[str, dict[str, Any]], source: str) -> OutputsReading
 
 
 def read_outputs_file(path: Path) -> OutputsReading:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise RunnerError(f"outputs file {path} does not exist (write it with cdk deploy --outputs-file)") from None
-    except json.JSONDecodeError as error:
-        raise RunnerError(f"outputs file {path} is not JSON: {error.msg} at line {error.lineno}") from None
+    data = read_json_file(path, "outputs file", " (write it with cdk deploy --outputs-file)")
     if not isinstance(data, dict):
         raise RunnerError(f"outputs file {path}: expected an object keyed by stack name")
     return parse_outputs(data, source=str(path))
