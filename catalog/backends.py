@@ -8,7 +8,7 @@ both from the survey's published figures; the cost issue will refresh prices fro
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from catalog.errors import CatalogError
@@ -100,7 +100,6 @@ class BackendSpec:
     price_per_million_output_usd: float | None = None
     memory_bandwidth_gbs: float | None = None
     notes: str = ""
-    tags: tuple[str, ...] = field(default=())
 
     @property
     def deployable(self) -> bool:
@@ -132,55 +131,45 @@ INF2 = BackendSpec(
     notes="fixed-shape graph: 512 tokens in total, 128 for the prompt; ignores tools",
 )
 
-BACKENDS: tuple[BackendSpec, ...] = (
-    BackendSpec(
-        name="g6",
-        title="vLLM on EC2 g6 (L4)",
-        kind=BackendKind.EC2_VLLM,
-        stack="InferenceGpuStack",
-        model_id=GEMMA4_EMB4,
-        instance_type="g6.xlarge",
-        architecture=Architecture.X86_64,
-        accelerator=Accelerator.NVIDIA,
-        ami_parameter=GPU_AMI_PARAMETER.format(arch="x86_64"),
-        image="vllm/vllm-openai:v0.30.0",
-        serve_flags=(
-            "--max-model-len",
-            "8192",
-            "--gpu-memory-utilization",
-            "0.90",
-            *VLLM_TOOL_FLAGS,
-        ),
-        forward_port=8001,
-        zone="us-east-1a",
-        root_volume_gib=150,
-        price_per_hour_usd=0.8048,
-        memory_bandwidth_gbs=300,
+G6 = BackendSpec(
+    name="g6",
+    title="vLLM on EC2 g6 (L4)",
+    kind=BackendKind.EC2_VLLM,
+    stack="InferenceGpuStack",
+    model_id=GEMMA4_EMB4,
+    instance_type="g6.xlarge",
+    architecture=Architecture.X86_64,
+    accelerator=Accelerator.NVIDIA,
+    ami_parameter=GPU_AMI_PARAMETER.format(arch="x86_64"),
+    image="vllm/vllm-openai:v0.30.0",
+    serve_flags=(
+        "--max-model-len",
+        "8192",
+        "--gpu-memory-utilization",
+        "0.90",
+        *VLLM_TOOL_FLAGS,
     ),
-    BackendSpec(
+    forward_port=8001,
+    zone="us-east-1a",
+    root_volume_gib=150,
+    price_per_hour_usd=0.8048,
+    memory_bandwidth_gbs=300,
+)
+
+BACKENDS: tuple[BackendSpec, ...] = (
+    G6,
+    replace(
+        G6,
         name="g5g",
         title="vLLM on EC2 g5g (Graviton2 + T4G, sm_75 build)",
-        kind=BackendKind.EC2_VLLM,
-        stack="InferenceGpuStack",
         model_id=GEMMA4_E2B,
         instance_type="g5g.2xlarge",
         architecture=Architecture.ARM64,
-        accelerator=Accelerator.NVIDIA,
         ami_parameter=GPU_AMI_PARAMETER.format(arch="arm64"),
         # Built for sm_75 by the images/ work and pushed to this account's ECR.
         image="ecr:vllm-sm75:v0.27.2rc0-sm75",
-        serve_flags=(
-            "--dtype",
-            "float16",
-            "--max-model-len",
-            "8192",
-            "--gpu-memory-utilization",
-            "0.90",
-            *VLLM_TOOL_FLAGS,
-        ),
+        serve_flags=("--dtype", "float16", *G6.serve_flags),
         forward_port=8002,
-        zone="us-east-1a",
-        root_volume_gib=150,
         price_per_hour_usd=0.556,
         memory_bandwidth_gbs=320,
         notes="gated weights: needs the Hugging Face token secret",

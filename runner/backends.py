@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from catalog import BACKENDS, BackendKind, BackendSpec, backend_names, get_backend
+from catalog import BACKENDS, BackendKind, BackendSpec, CatalogError, backend_names, get_backend
 from catalog.contract import BackendOutput
 from runner.errors import RunnerError
 
@@ -56,8 +56,8 @@ def from_output(output: BackendOutput, forwards: dict[str, int]) -> Backend:
     """A deployed backend: EC2 servers are reached through an SSM port forward on loopback."""
     try:
         spec: BackendSpec | None = get_backend(output.name)
-    except Exception:
-        spec = None
+    except CatalogError:
+        spec = None  # a backend this runner's catalog does not know: use the output alone
     kind = BackendKind(output.kind)
     backend = Backend(
         name=output.name,

@@ -119,13 +119,13 @@ def named_backends(sentence: str, backends: list[Backend]) -> list[str]:
     hits = []
     for backend in backends:
         positions = [lowered.find(term.lower()) for term in (backend.title, backend.name) if term]
-        positions = [p for p in positions if p >= 0 and _word_at(lowered, p, backend)]
+        positions = [p for p in positions if p >= 0 and _starts_word(lowered, p)]
         if positions:
             hits.append((min(positions), backend.name))
     return [name for _, name in sorted(hits)]
 
 
-def _word_at(text: str, position: int, backend: Backend) -> bool:
+def _starts_word(text: str, position: int) -> bool:
     before = text[position - 1] if position > 0 else " "
     return not before.isalnum()
 
