@@ -17,6 +17,8 @@ def main() -> None:
     except CatalogError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
+    for notice in config.notices:
+        print(f"note: {notice}", file=sys.stderr)
     build_app(app, config)
     app.synth()
 

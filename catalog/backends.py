@@ -36,6 +36,13 @@ class Accelerator(StrEnum):
     NONE = "none"
 
 
+class ModelArgument(StrEnum):
+    """How the server container is told which model to serve."""
+
+    POSITIONAL = "positional"  # `vllm serve MODEL FLAGS...` (the vLLM images' entrypoint)
+    NONE = "none"  # the image carries its model and command: run it with no arguments
+
+
 # Instance families the app may place a backend on: family -> (CPU architecture, accelerator).
 INSTANCE_FAMILIES: dict[str, tuple[Architecture, Accelerator]] = {
     "g4dn": (Architecture.X86_64, Accelerator.NVIDIA),
@@ -55,6 +62,9 @@ GPU_AMI_PARAMETER = "/aws/service/deeplearning/ami/{arch}/base-oss-nvidia-driver
 NEURON_AMI_PARAMETER = "/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id"
 
 VLLM_TOOL_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser", "gemma4")
+# The survey's region order for g6, inf2 and trn1 (stage/up.sh); each list is cut to the regions
+# that offer the backend's type (catalog/offerings.py).
+SURVEY_REGIONS = ("us-east-2", "us-east-1", "us-west-2")
 GEMMA4_EMB4 = "xbill9/gemma-4-E2B-it-qat-q4_0-w4a16-ct-text-emb4"
 GEMMA4_E2B = "google/gemma-4-E2B-it"
 
@@ -84,15 +94,24 @@ class BackendSpec:
     ami_parameter: str | None = None
     image: str | None = None
     serve_flags: tuple[str, ...] = ()
+    model_argument: ModelArgument = ModelArgument.POSITIONAL
     port: int = 8000
     container_port: int = 8000
     health_path: str = "/health"
+    # Docker named volume the container keeps its data in (`name:/path`), kept across restarts.
+    data_volume: str | None = None
     # Local port of the SSM port forward the runner expects for an EC2 backend.
     forward_port: int | None = None
-    zone: str | None = None
-    region: str | None = None
+    # Regions in failover order: the stack goes to the first one every backend of it shares.
+    regions: tuple[str, ...] = ()
+    # Zones to place the server in (empty: every zone of the region; the ASG skips refusals).
+    zones: tuple[str, ...] = ()
     root_volume_gib: int = 0
     swap_gib: int = 0
+    # How to make the image when the stack points at one nobody has built yet.
+    image_build_hint: str = ""
+    # The survey's launch-to-ready minutes (run 2, run2-REPORT.md), shown beside a user's own.
+    survey_launch_to_ready_min: float | None = None
     supports_tools: bool = True
     max_total_tokens: int | None = None
     price_per_hour_usd: float | None = None
@@ -118,16 +137,22 @@ INF2 = BackendSpec(
     accelerator=Accelerator.NEURON,
     ami_parameter=NEURON_AMI_PARAMETER,
     image="docker.io/xbill9/gemma4-optb:slim",
+    # The survey ran it as `docker run --device=/dev/neuron0 -v gemma4-data:/data -p 8080:8080 IMAGE`:
+    # model, compiled graphs and command are inside the image.
+    model_argument=ModelArgument.NONE,
+    port=8080,
     container_port=8080,
+    data_volume="gemma4-data:/data",
     forward_port=8003,
-    zone="us-east-1b",
-    root_volume_gib=200,
+    regions=SURVEY_REGIONS,
+    root_volume_gib=100,
     # inf2.xlarge has 16 GiB of RAM; loading the E2B graph peaks near 19.5 GB.
     swap_gib=16,
     supports_tools=False,
     max_total_tokens=512,
     price_per_hour_usd=0.7582,
     memory_bandwidth_gbs=817,
+    survey_launch_to_ready_min=17.9,
     notes="fixed-shape graph: 512 tokens in total, 128 for the prompt; ignores tools",
 )
 
@@ -150,10 +175,11 @@ G6 = BackendSpec(
         *VLLM_TOOL_FLAGS,
     ),
     forward_port=8001,
-    zone="us-east-1a",
-    root_volume_gib=150,
+    regions=SURVEY_REGIONS,
+    root_volume_gib=100,
     price_per_hour_usd=0.8048,
     memory_bandwidth_gbs=300,
+    survey_launch_to_ready_min=13.9,
 )
 
 BACKENDS: tuple[BackendSpec, ...] = (
@@ -170,8 +196,16 @@ BACKENDS: tuple[BackendSpec, ...] = (
         image="ecr:vllm-sm75:v0.27.2rc0-sm75",
         serve_flags=("--dtype", "float16", *G6.serve_flags),
         forward_port=8002,
+        # The survey ran g5g in us-east-1 only; us-east-2 does not offer g5g.
+        regions=("us-east-1", "us-west-2"),
+        root_volume_gib=80,
+        image_build_hint=(
+            "build the sm_75 vLLM image for linux/arm64 and push it to this account's ECR repository "
+            "vllm-sm75 (README: 'The g5g image'), or deploy with -c g5g.image=URI"
+        ),
         price_per_hour_usd=0.556,
         memory_bandwidth_gbs=320,
+        survey_launch_to_ready_min=23.7,
         notes="gated weights: needs the Hugging Face token secret",
     ),
     INF2,
@@ -181,12 +215,15 @@ BACKENDS: tuple[BackendSpec, ...] = (
         title="Neuron image on EC2 trn1 (Trainium)",
         instance_type="trn1.2xlarge",
         forward_port=8004,
-        zone="us-east-1c",
+        # trn1.2xlarge is not offered in us-east-1 (survey, 2026-10-04).
+        regions=("us-east-2", "us-west-2"),
+        root_volume_gib=200,
         # 32 GiB of RAM: the ~19.5 GB load peak fits without swap.
         swap_gib=0,
         price_per_hour_usd=1.3438,
         memory_bandwidth_gbs=613,
-        notes="same image as inf2; check which zones offer trn1.2xlarge before deploying",
+        survey_launch_to_ready_min=12.8,
+        notes="same image as inf2",
     ),
     BackendSpec(
         name="sagemaker",
@@ -197,21 +234,24 @@ BACKENDS: tuple[BackendSpec, ...] = (
         instance_type="ml.g6.xlarge",
         architecture=Architecture.X86_64,
         accelerator=Accelerator.NVIDIA,
-        # Repository and tag inside the region's DLC registry account.
-        image="vllm:server-sagemaker-cuda-v1.3",
+        # Repository and tag inside the region's DLC registry account: the vLLM 0.30.0 DLC the
+        # survey's endpoint ran (run2-REPORT.md).
+        image="vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker-v1.4",
         serve_flags=("--max-model-len", "8192", *VLLM_TOOL_FLAGS),
         port=8080,
         container_port=8080,
         health_path="/ping",
+        regions=("us-east-2", "us-east-1"),
         price_per_hour_usd=1.1267,
         memory_bandwidth_gbs=300,
+        survey_launch_to_ready_min=8.0,
     ),
     BackendSpec(
         name="bedrock",
         title="Amazon Bedrock (Nova Micro)",
         kind=BackendKind.BEDROCK,
         model_id="us.amazon.nova-micro-v1:0",
-        region="us-east-1",
+        regions=("us-east-1",),
         health_path="",
         price_per_million_input_usd=0.035,
         price_per_million_output_usd=0.14,

@@ -1,32 +1,56 @@
-"""Turns CDK context (cdk.json defaults plus `cdk deploy -c key=value`) into typed, checked config.
+"""Turns CDK context (`cdk deploy -c key=value`) into typed, checked config.
 
-Every project key is flat (`g6.zone`, `sagemaker.instanceType`) so one `-c` overrides one value.
-Anything wrong stops synth with one line that names the key and the allowed values.
+Defaults live in the catalog only; context holds the user's overrides. Every project key is flat
+(`g6.regions`, `sagemaker.instanceType`) so one `-c` overrides one value. Anything wrong stops
+synth with one line that names the key and the allowed values.
+
+Placement: each stack lives in ONE region, the first region that every enabled backend of the
+stack lists (in the first backend's order); the rest of that common list is the stack's failover
+order. `runner.up` records where it deployed each stack in `placement.json`, and that record wins
+while it names one of the stack's candidate regions, so `cdk destroy --all` finds a stack that
+failed over.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from catalog.backends import (
+    BACKENDS,
     INSTANCE_FAMILIES,
     BackendKind,
     BackendSpec,
     backend_names,
     get_backend,
     instance_family,
+    stack_names,
 )
 from catalog.errors import CatalogError
+from catalog.offerings import check_offered, check_region, default_zones
 
-GLOBAL_KEYS = ("region", "zones", "backends", "hfTokenSecretName")
-EC2_KEYS = ("zone", "instanceType", "model", "image", "flags")
-SAGEMAKER_KEYS = ("instanceType", "model", "image", "flags", "startupTimeoutSeconds")
-DEFAULT_REGION = "us-east-1"
+GLOBAL_KEYS = ("backends", "hfTokenSecretName")
+EC2_KEYS = ("regions", "zones", "instanceType", "model", "image", "flags")
+SAGEMAKER_KEYS = ("regions", "instanceType", "model", "image", "flags", "startupTimeoutSeconds")
+# Keys of earlier versions: a clear pointer beats "unknown key".
+RENAMED_KEYS = {
+    "region": "each backend's '<backend>.regions' (failover order; the stack takes the first region its backends share)",
+    "zones": "each EC2 backend's '<backend>.zones'",
+}
 HF_SECRET_NAME = re.compile(r"^[A-Za-z0-9/_+=.@-]{1,512}$")
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# INFERENCE_PLACEMENT_FILE moves it (the emulator tests keep theirs in a scratch folder).
+PLACEMENT_ENV = "INFERENCE_PLACEMENT_FILE"
+
+
+def placement_file() -> Path:
+    return Path(os.environ.get(PLACEMENT_ENV) or PROJECT_ROOT / "placement.json")
 
 
 def backend_keys(spec: BackendSpec) -> tuple[str, ...]:
@@ -49,9 +73,11 @@ def is_framework_key(key: str) -> bool:
 
 @dataclass(frozen=True)
 class BackendConfig:
-    """A catalog entry with the user's overrides applied, plus deploy-only settings."""
+    """A catalog entry with the user's overrides applied, placed in its stack's region."""
 
     spec: BackendSpec
+    region: str
+    zones: tuple[str, ...]
     startup_timeout_seconds: int = 1800
 
     @property
@@ -60,14 +86,35 @@ class BackendConfig:
 
 
 @dataclass(frozen=True)
-class AppConfig:
+class StackConfig:
+    """One stack: its region, the regions it may fail over to (in order), and its backends."""
+
+    name: str
     region: str
-    zones: tuple[str, ...]
-    hf_token_secret_name: str
+    candidate_regions: tuple[str, ...]
     backends: tuple[BackendConfig, ...]
 
-    def for_stack(self, stack: str) -> list[BackendConfig]:
-        return [b for b in self.backends if b.spec.stack == stack]
+    @property
+    def zones(self) -> tuple[str, ...]:
+        """Zones the stack's network spans: every zone any of its servers may use."""
+        return tuple(dict.fromkeys(z for b in self.backends for z in b.zones))
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    hf_token_secret_name: str
+    stacks: tuple[StackConfig, ...]
+    notices: tuple[str, ...] = ()
+
+    @property
+    def backends(self) -> tuple[BackendConfig, ...]:
+        return tuple(b for s in self.stacks for b in s.backends)
+
+    def stack(self, name: str) -> StackConfig:
+        for stack in self.stacks:
+            if stack.name == name:
+                return stack
+        raise CatalogError(f"unknown stack {name!r}; stacks: {', '.join(s.name for s in self.stacks)}")
 
 
 def _as_list(key: str, value: Any) -> list[str]:
@@ -96,13 +143,6 @@ def _as_int(key: str, value: Any, low: int, high: int) -> int:
     return number
 
 
-def _check_zone(key: str, zone: str, region: str, zones: tuple[str, ...]) -> None:
-    if zone not in zones:
-        raise CatalogError(
-            f"context {key}: zone {zone!r} is not one of the app's zones in {region}: {', '.join(zones)}"
-        )
-
-
 def _check_instance_type(key: str, spec: BackendSpec, instance_type: str) -> None:
     if spec.kind is BackendKind.SAGEMAKER and not instance_type.startswith("ml."):
         raise CatalogError(f"context {key}: SageMaker instance types start with 'ml.', got {instance_type!r}")
@@ -118,7 +158,19 @@ def _check_instance_type(key: str, spec: BackendSpec, instance_type: str) -> Non
         )
 
 
-def _apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any], region: str, zones: tuple[str, ...]) -> BackendConfig:
+def _regions(key: str, value: Any) -> tuple[str, ...]:
+    regions = _as_list(key, value)
+    if not regions:
+        raise CatalogError(f"context {key}: at least one region is needed")
+    for region in regions:
+        check_region(key, region)
+    if len(set(regions)) != len(regions):
+        raise CatalogError(f"context {key}: a region is listed twice in {', '.join(regions)}")
+    return tuple(regions)
+
+
+def apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any]) -> tuple[BackendSpec, int]:
+    """The catalog entry with this backend's context keys applied and checked."""
     changes: dict[str, Any] = {}
     startup_timeout = 1800
     prefix = f"{spec.name}."
@@ -127,10 +179,12 @@ def _apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any], region: str, zon
         if full not in ctx:
             continue
         value = ctx[full]
-        if key == "zone":
-            zone = _as_str(full, value)
-            _check_zone(full, zone, region, zones)
-            changes["zone"] = zone
+        if key == "regions":
+            changes["regions"] = _regions(full, value)
+        elif key == "zones":
+            changes["zones"] = tuple(_as_list(full, value))
+            if not changes["zones"]:
+                raise CatalogError(f"context {full}: at least one zone is needed")
         elif key == "instanceType":
             instance_type = _as_str(full, value)
             _check_instance_type(full, spec, instance_type)
@@ -144,35 +198,102 @@ def _apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any], region: str, zon
         elif key == "startupTimeoutSeconds":
             startup_timeout = _as_int(full, value, 60, 3600)
     spec = replace(spec, **changes)
-    if spec.zone is not None and "zone" not in changes and spec.zone not in zones:
-        # The catalog's default zone lies outside a region the user chose: take the first zone.
-        spec = replace(spec, zone=zones[0])
-    return BackendConfig(spec=spec, startup_timeout_seconds=startup_timeout)
+    key = f"{spec.name}.regions" if "regions" in changes else f"{spec.name}.instanceType"
+    for region in spec.regions:
+        check_offered(key, spec.instance_type or "", region)
+    return spec, startup_timeout
 
 
-def load_config(ctx: Mapping[str, Any]) -> AppConfig:
+def common_regions(stack: str, specs: list[BackendSpec]) -> tuple[str, ...]:
+    """Regions every backend of the stack lists, in the first backend's order."""
+    first, *rest = specs
+    common = tuple(r for r in first.regions if all(r in s.regions for s in rest))
+    if not common:
+        wanted = "; ".join(f"{s.name} in {', '.join(s.regions)}" for s in specs)
+        raise CatalogError(
+            f"stack {stack} is asked for in two regions at once ({wanted}): give its backends a region in "
+            f"common with <backend>.regions, or deploy one of them at a time with -c backends=NAME"
+        )
+    return common
+
+
+def _zones(spec: BackendSpec, region: str) -> tuple[str, ...]:
+    if not spec.zones:
+        return default_zones(region)
+    for zone in spec.zones:
+        if not re.fullmatch(re.escape(region) + r"[a-z]", zone):
+            raise CatalogError(
+                f"context {spec.name}.zones: {zone!r} is not a zone of {region}, the region of its stack "
+                f"{spec.stack} (expected e.g. {region}a)"
+            )
+    return spec.zones
+
+
+def read_placements(path: Path | None = None) -> dict[str, str]:
+    """`placement.json` as written by `runner.up`: {stack: region}. Missing file: no placements."""
+    path = path or placement_file()
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except json.JSONDecodeError as error:
+        raise CatalogError(f"{path.name}: not JSON ({error.msg} at line {error.lineno}); fix or delete it") from None
+    stacks = data.get("stacks", {}) if isinstance(data, dict) else None
+    if not isinstance(stacks, dict):
+        raise CatalogError(f"{path.name}: expected {{'stacks': {{STACK: {{'region': REGION}}}}}}")
+    return {name: entry["region"] for name, entry in stacks.items() if isinstance(entry, dict) and "region" in entry}
+
+
+def write_placement(stack: str, region: str | None, path: Path | None = None) -> None:
+    """Record (or, with None, forget) where `stack` is deployed; written whole, then renamed."""
+    path = path or placement_file()
+    try:
+        data = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        data = {}
+    stacks = data.setdefault("stacks", {}) if isinstance(data, dict) else {}
+    if region is None:
+        stacks.pop(stack, None)
+    else:
+        stacks[stack] = {"region": region}
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps({"stacks": stacks}, indent=2, sort_keys=True) + "\n")
+    partial.replace(path)
+
+
+def _place_stack(
+    name: str, specs: list[BackendSpec], placements: Mapping[str, str], notices: list[str]
+) -> tuple[str, tuple[str, ...]]:
+    candidates = common_regions(name, specs)
+    recorded = placements.get(name)
+    if recorded is None:
+        return candidates[0], candidates
+    if recorded in candidates:
+        return recorded, candidates
+    notices.append(
+        f"placement.json puts {name} in {recorded}, which is not among its regions now "
+        f"({', '.join(candidates)}): using {candidates[0]}; destroy the stack in {recorded} first"
+    )
+    return candidates[0], candidates
+
+
+def load_config(ctx: Mapping[str, Any], placements: Mapping[str, str] | None = None) -> AppConfig:
     """Check every project key in `ctx` and build the app's config, or raise CatalogError."""
     allowed = known_keys()
     for key in ctx:
         if is_framework_key(key) or key in allowed:
             continue
-        name = key.split(".", 1)[0]
-        if "." in key and name not in backend_names(deployable_only=True):
+        if key in RENAMED_KEYS:
+            raise CatalogError(f"context key {key!r} is gone: use {RENAMED_KEYS[key]}")
+        name, _, rest = key.partition(".")
+        if rest == "zone":
+            raise CatalogError(f"context key {key!r} is gone: use {name}.zones (the server may launch in any of them)")
+        if rest and name not in backend_names(deployable_only=True):
             raise CatalogError(
                 f"unknown backend {name!r} in context key {key!r}; "
                 f"backends: {', '.join(backend_names(deployable_only=True))}"
             )
         raise CatalogError(f"unknown context key {key!r}; allowed keys: {', '.join(allowed)}")
-
-    region = _as_str("region", ctx.get("region", DEFAULT_REGION))
-    if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d", region):
-        raise CatalogError(f"context region: {region!r} is not an AWS region name such as us-east-2")
-    zones = tuple(_as_list("zones", ctx.get("zones", [f"{region}a", f"{region}b", f"{region}c"])))
-    if not zones:
-        raise CatalogError("context zones: at least one availability zone is needed")
-    for zone in zones:
-        if not re.fullmatch(re.escape(region) + r"[a-z]", zone):
-            raise CatalogError(f"context zones: {zone!r} is not a zone of region {region} (expected e.g. {region}a)")
 
     secret = _as_str("hfTokenSecretName", ctx.get("hfTokenSecretName", "inference/hf-token"))
     if not HF_SECRET_NAME.fullmatch(secret):
@@ -184,8 +305,31 @@ def load_config(ctx: Mapping[str, Any]) -> AppConfig:
         if name not in deployable:
             raise CatalogError(f"context backends: unknown backend {name!r}; allowed: {', '.join(deployable)}")
 
-    configs = tuple(_apply_overrides(get_backend(name), ctx, region, zones) for name in deployable if name in selected)
-    return AppConfig(region=region, zones=zones, hf_token_secret_name=secret, backends=configs)
+    placements = read_placements() if placements is None else placements
+    notices: list[str] = []
+    stacks = []
+    for stack in stack_names():
+        members = [b for b in BACKENDS if b.stack == stack]
+        resolved = {b.name: apply_overrides(b, ctx) for b in members}
+        enabled = [resolved[b.name] for b in members if b.name in selected]
+        # A stack with no enabled backend still exists (empty), so `cdk destroy --all` always sees it.
+        placing = [spec for spec, _ in enabled] or [_first_compatible(stack, [s for s, _ in resolved.values()])]
+        region, candidates = _place_stack(stack, placing, placements, notices)
+        backends = tuple(
+            BackendConfig(spec=spec, region=region, zones=_zones(spec, region), startup_timeout_seconds=timeout)
+            for spec, timeout in enabled
+        )
+        stacks.append(StackConfig(name=stack, region=region, candidate_regions=candidates, backends=backends))
+    return AppConfig(hf_token_secret_name=secret, stacks=tuple(stacks), notices=tuple(notices))
+
+
+def _first_compatible(stack: str, specs: list[BackendSpec]) -> BackendSpec:
+    """For an empty stack: all its catalog backends if they share a region, else the first one."""
+    try:
+        common_regions(stack, specs)
+    except CatalogError:
+        return specs[0]
+    return replace(specs[0], regions=common_regions(stack, specs))
 
 
 def sagemaker_environment(flags: tuple[str, ...], model_id: str) -> dict[str, str]:

@@ -3,7 +3,10 @@
 Each backend stack writes one CloudFormation output per backend, key `Backend<Name>` (for
 example `BackendG6`), whose value is a JSON object with the fields of `BackendOutput`.
 `cdk deploy --outputs-file` and `describe_stacks` both carry it unchanged. `CONTRACT_VERSION`
-changes only when a field changes meaning or disappears.
+changes only when a field changes meaning or disappears: version 2 replaced the EC2
+`instance_id` and `zone` (fixed at deploy) with `auto_scaling_group` and `zones`, because the
+server may launch in any of its zones and its instance id is known only at run time (the
+readiness parameter carries it).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 from catalog.backends import BackendKind
 from catalog.errors import CatalogError
 
-CONTRACT_VERSION = 1
+CONTRACT_VERSION = 2
 OUTPUT_PREFIX = "Backend"
 
 
@@ -34,9 +37,9 @@ class BackendOutput:
     model_id: str
     port: int
     health_path: str
-    instance_id: str | None = None
+    auto_scaling_group: str | None = None
     endpoint_name: str | None = None
-    zone: str | None = None
+    zones: list[str] | None = None
     instance_type: str | None = None
     readiness_parameter: str | None = None
     log_group: str | None = None
@@ -60,7 +63,10 @@ class BackendOutput:
             raise CatalogError(f"{where}: expected a JSON object, got {type(data).__name__}")
         version = data.get("contract")
         if version != CONTRACT_VERSION:
-            raise CatalogError(f"{where}: contract version {version!r}, this runner reads {CONTRACT_VERSION}")
+            raise CatalogError(
+                f"{where}: contract version {version!r}, this runner reads {CONTRACT_VERSION} "
+                "(redeploy the stack with this version of the app)"
+            )
         names = {f.name for f in fields(cls)}
         required = ("name", "kind", "region", "model_id", "port", "health_path")
         missing = [f for f in required if f not in data]
@@ -73,8 +79,10 @@ class BackendOutput:
         if not isinstance(data["port"], int):
             raise CatalogError(f"{where}: port must be a number, got {data['port']!r}")
         kind = BackendKind(data["kind"])
-        if kind in (BackendKind.EC2_VLLM, BackendKind.EC2_NEURON) and not data.get("instance_id"):
-            raise CatalogError(f"{where}: an EC2 backend needs instance_id")
+        if kind in (BackendKind.EC2_VLLM, BackendKind.EC2_NEURON) and not (
+            data.get("auto_scaling_group") and data.get("readiness_parameter")
+        ):
+            raise CatalogError(f"{where}: an EC2 backend needs auto_scaling_group and readiness_parameter")
         if kind is BackendKind.SAGEMAKER and not data.get("endpoint_name"):
             raise CatalogError(f"{where}: a SageMaker backend needs endpoint_name")
         return cls(**{k: v for k, v in data.items() if k in names})

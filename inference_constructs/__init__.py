@@ -5,8 +5,8 @@ the `constructs` library that aws-cdk-lib itself imports (the app folder is firs
 """
 
 from inference_constructs.instance_role import ServerInstanceRole
-from inference_constructs.model_server_instance import ModelServerInstance
+from inference_constructs.model_server import ModelServer
 from inference_constructs.ssm_only_network import SsmOnlyNetwork
 from inference_constructs.vllm_endpoint import VllmSageMakerEndpoint
 
-__all__ = ["ModelServerInstance", "ServerInstanceRole", "SsmOnlyNetwork", "VllmSageMakerEndpoint"]
+__all__ = ["ModelServer", "ServerInstanceRole", "SsmOnlyNetwork", "VllmSageMakerEndpoint"]

@@ -7,7 +7,6 @@ laptop, and with no credentials it goes straight to the embedded model.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,6 @@ CREDENTIAL_VARIABLES = (
     "AWS_CONTAINER_CREDENTIALS_FULL_URI",
     "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
 )
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def credentials_configured() -> bool:
@@ -29,17 +27,6 @@ def credentials_configured() -> bool:
     config_file = Path(os.environ.get("AWS_CONFIG_FILE", home / ".aws" / "config"))
     credentials_file = Path(os.environ.get("AWS_SHARED_CREDENTIALS_FILE", home / ".aws" / "credentials"))
     return config_file.is_file() or credentials_file.is_file()
-
-
-def default_region() -> str:
-    """AWS_REGION, then AWS_DEFAULT_REGION, then the app's region in cdk.json."""
-    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
-        if os.environ.get(name):
-            return os.environ[name]
-    try:
-        return json.loads((PROJECT_ROOT / "cdk.json").read_text())["context"]["region"]
-    except (OSError, KeyError, ValueError):
-        return "us-east-1"
 
 
 def boto_client(service: str, region: str, timeout_s: float) -> Any:

@@ -81,12 +81,22 @@ def from_output(output: BackendOutput, forwards: dict[str, int]) -> Backend:
         root = f"http://127.0.0.1:{port}"
         backend.base_url = f"{root}/v1"
         backend.health_url = f"{root}{output.health_path}"
-        backend.notes.append(
-            f"reached through an SSM port forward: aws ssm start-session --region {output.region} "
-            f"--target {output.instance_id} --document-name AWS-StartPortForwardingSession "
-            f'--parameters \'{{"portNumber":["{output.port}"],"localPortNumber":["{port}"]}}\''
-        )
+        backend.notes.append(forward_command(output, port))
     return backend
+
+
+def forward_command(output: BackendOutput, local_port: int, instance_id: str | None = None) -> str:
+    """The exact command that opens this backend's SSM port forward (the instance id comes from
+    its readiness parameter: the Auto Scaling group picks the instance at run time)."""
+    target = instance_id or (
+        f"$(aws ssm get-parameter --region {output.region} --name {output.readiness_parameter} "
+        "--query Parameter.Value --output text | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"instance_id\"])')"
+    )
+    return (
+        f"aws ssm start-session --region {output.region} --target {target} "
+        f"--document-name AWS-StartPortForwardingSession "
+        f'--parameters \'{{"portNumber":["{output.port}"],"localPortNumber":["{local_port}"]}}\''
+    )
 
 
 def bedrock_backend(region: str | None = None) -> Backend:
@@ -97,7 +107,7 @@ def bedrock_backend(region: str | None = None) -> Backend:
         title=spec.title,
         model_id=spec.model_id,
         source="catalog",
-        region=region or spec.region,
+        region=region or spec.regions[0],
         spec=spec,
     )
 

@@ -9,6 +9,7 @@ from typing import Any
 from catalog.backends import stack_names
 from catalog.contract import OUTPUT_PREFIX, BackendOutput
 from catalog.errors import CatalogError
+from catalog.offerings import KNOWN_REGIONS
 from runner.errors import RunnerError, read_json_file
 
 
@@ -45,33 +46,55 @@ def read_outputs_file(path: Path) -> OutputsReading:
     return parse_outputs(data, source=str(path))
 
 
-def read_stack_outputs(region: str, client: Any | None = None) -> OutputsReading:
-    """describe_stacks for each of the app's stacks; a stack that is not deployed is skipped."""
-    if client is None:
-        import boto3
+def search_regions(stack: str) -> list[str]:
+    """Where to look for a stack: where runner.up placed it, its candidates, then every known region."""
+    from catalog.config import load_config, read_placements
 
-        client = boto3.client("cloudformation", region_name=region)
+    placements = read_placements()
+    try:
+        candidates = list(load_config({}, placements).stack(stack).candidate_regions)
+    except CatalogError:
+        candidates = []
+    first = [placements[stack]] if stack in placements else []
+    return list(dict.fromkeys([*first, *candidates, *KNOWN_REGIONS]))
+
+
+def read_stack_outputs(region: str | None = None, client_for: Any | None = None) -> OutputsReading:
+    """describe_stacks for each of the app's stacks, in `region` or in every region it may be in;
+    a stack that is not deployed anywhere is skipped."""
     from botocore.exceptions import BotoCoreError, ClientError
+
+    from runner.aws import boto_client
+
+    clients: dict[str, Any] = {}
+
+    def client(name: str) -> Any:
+        if name not in clients:
+            clients[name] = client_for(name) if client_for else boto_client("cloudformation", name, 30)
+        return clients[name]
 
     raw: dict[str, dict[str, str]] = {}
     problems: list[str] = []
+    searched: set[str] = set()
     for stack in stack_names():
-        try:
-            (description,) = client.describe_stacks(StackName=stack)["Stacks"]
-        except ClientError as error:
-            message = error.response.get("Error", {}).get("Message", str(error))
-            if "does not exist" in message:
-                continue
-            problems.append(f"CloudFormation {region} {stack}: {message}")
-            continue
-        except BotoCoreError as error:
-            problems.append(f"CloudFormation {region} {stack}: {error}")
-            continue
-        status = description.get("StackStatus", "")
-        if not status.endswith("_COMPLETE") or "ROLLBACK" in status or "DELETE" in status:
-            problems.append(f"stack {stack} is {status}: its outputs are not used")
-            continue
-        raw[stack] = {o["OutputKey"]: o["OutputValue"] for o in description.get("Outputs", [])}
-    reading = parse_outputs(raw, source=f"CloudFormation {region}")
+        for where in [region] if region else search_regions(stack):
+            searched.add(where)
+            try:
+                (description,) = client(where).describe_stacks(StackName=stack)["Stacks"]
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") == "ValidationError":
+                    continue  # CloudFormation's answer for a stack that does not exist there
+                problems.append(f"CloudFormation {where} {stack}: {error.response['Error'].get('Message', error)}")
+                break
+            except BotoCoreError as error:
+                problems.append(f"CloudFormation {where} {stack}: {error}")
+                break
+            status = description.get("StackStatus", "")
+            if not status.endswith("_COMPLETE") or "ROLLBACK" in status or "DELETE" in status:
+                problems.append(f"stack {stack} in {where} is {status}: its outputs are not used")
+                break
+            raw[stack] = {o["OutputKey"]: o["OutputValue"] for o in description.get("Outputs", [])}
+            break
+    reading = parse_outputs(raw, source=f"CloudFormation {', '.join(sorted(searched))}")
     reading.problems[:0] = problems
     return reading

@@ -103,6 +103,10 @@ def print_report(evidence: dict[str, Any], baseline: dict[str, Any] | None = Non
         from runner.counting import counting_table
 
         stdout.print(counting_table(evidence))
+    elif command == "up":
+        from runner.up import up_table
+
+        stdout.print(up_table(evidence))
     elif command == "orchestrator":
         from runner.orchestrator import orchestrator_report
 

@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 
 from catalog import CatalogError
-from runner.aws import credentials_configured, default_region
+from runner.aws import credentials_configured
 from runner.backends import (
     Backend,
     EndpointFlag,
@@ -38,7 +38,7 @@ class CommonOptions:
     endpoints: list[EndpointFlag] = field(default_factory=list)
     forwards: dict[str, int] = field(default_factory=dict)
     outputs_file: Path | None = None
-    region: str = field(default_factory=default_region)
+    region: str | None = None
     aws: bool | None = None
     local: str = "auto"
     results_dir: Path = DEFAULT_RESULTS
@@ -64,7 +64,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         help="local port of the SSM port forward for an EC2 backend (defaults: g6 8001, g5g 8002, inf2 8003, trn1 8004)",
     )
     group.add_argument("--outputs-file", type=Path, help="read stack outputs from `cdk deploy --outputs-file` JSON")
-    group.add_argument("--region", default=default_region(), help="region of the app's stacks (default: %(default)s)")
+    group.add_argument(
+        "--region",
+        help="look for the app's stacks only here (default: where runner.up placed them, then every known region)",
+    )
     aws = group.add_mutually_exclusive_group()
     aws.add_argument(
         "--aws", dest="aws", action="store_true", default=None, help="use AWS even without explicit credentials"

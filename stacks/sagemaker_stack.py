@@ -5,14 +5,16 @@ from __future__ import annotations
 from aws_cdk import Stack
 from constructs import Construct
 
-from catalog.config import BackendConfig
+from catalog.config import StackConfig
 from inference_constructs import VllmSageMakerEndpoint
+from inference_constructs.stack_marker import StackMarker
 
 
 class InferenceSageMakerStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, backends: list[BackendConfig], **kwargs):
+    def __init__(self, scope: Construct, construct_id: str, *, config: StackConfig, **kwargs):
         super().__init__(scope, construct_id, **kwargs)
+        self.marker = StackMarker(self, "Marker", config=config)
         self.endpoints = {
             b.name: VllmSageMakerEndpoint(self, "Inference", backend=b, endpoint_name=f"inference-{b.name}")
-            for b in backends
+            for b in config.backends
         }

@@ -1,4 +1,8 @@
-"""A stack of EC2 model servers (the GPU stack and the Neuron stack are both this shape)."""
+"""A stack of EC2 model servers (the GPU stack and the Neuron stack are both this shape).
+
+Each stack owns its network and instance role, so no stack imports another's exports: any change
+of `backends` or of a stack's region deploys cleanly, and each stack can live in its own region.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,9 @@ from aws_cdk import aws_ecr_assets as ecr_assets
 from constructs import Construct
 
 from catalog import Architecture
-from catalog.config import BackendConfig
-from inference_constructs import ModelServerInstance
-from stacks.base_stack import InferenceBaseStack
+from catalog.config import BackendConfig, StackConfig
+from inference_constructs import ModelServer, ServerInstanceRole, SsmOnlyNetwork
+from inference_constructs.stack_marker import StackMarker
 
 IMAGES_DIR = Path(__file__).resolve().parent.parent / "images"
 ECR_PREFIX = "ecr:"
@@ -19,22 +23,27 @@ ASSET_PREFIX = "asset:"
 
 
 class ModelServerStack(Stack):
-    """Places each backend of `backends` on its own instance in the base network."""
+    """Places each backend of `config` on its own one-instance Auto Scaling group."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, base: InferenceBaseStack, backends: list[BackendConfig], **kwargs
+        self, scope: Construct, construct_id: str, *, config: StackConfig, hf_token_secret_name: str, **kwargs
     ):
         super().__init__(scope, construct_id, **kwargs)
-        self.servers: dict[str, ModelServerInstance] = {}
-        for backend in backends:
-            self.servers[backend.name] = ModelServerInstance(
+        self.marker = StackMarker(self, "Marker", config=config)
+        self.servers: dict[str, ModelServer] = {}
+        if not config.backends:
+            return
+        network = SsmOnlyNetwork(self, "Network", zones=list(config.zones))
+        role = ServerInstanceRole(self, "ServerRole", hf_token_secret_name=hf_token_secret_name).role
+        for backend in config.backends:
+            self.servers[backend.name] = ModelServer(
                 self,
                 backend.name.capitalize(),
                 backend=backend,
-                vpc=base.vpc,
-                security_group=base.security_group,
-                role=base.instance_role,
-                hf_token_secret_name=base.hf_token_secret_name,
+                vpc=network.vpc,
+                security_group=network.security_group,
+                role=role,
+                hf_token_secret_name=hf_token_secret_name,
                 image_uri=self._image_uri(backend),
             )
 

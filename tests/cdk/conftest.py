@@ -29,7 +29,8 @@ def synth(context: dict[str, Any], outdir: Path, *, nag: bool = True):
     # The CLI adds path metadata; cfn-lint reads it to recognise CDK templates.
     context = context | {"aws:cdk:enable-path-metadata": True}
     app = cdk.App(context=context, outdir=str(outdir), builtin_cloud_formation_validation=False)
-    stacks = build_app(app, load_config(app.node.get_all_context()), nag=nag)
+    # No placement record: tests see the catalog's defaults, whatever a developer deployed.
+    stacks = build_app(app, load_config(app.node.get_all_context(), placements={}), nag=nag)
     return app.synth(), stacks
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-STACKS = ["InferenceBaseStack", "InferenceGpuStack", "InferenceNeuronStack", "InferenceSageMakerStack"]
+STACKS = ["InferenceGpuStack", "InferenceNeuronStack", "InferenceSageMakerStack"]
 
 
 @pytest.mark.parametrize("stack", STACKS)

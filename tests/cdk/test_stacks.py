@@ -8,6 +8,7 @@ import pytest
 
 from catalog import get_backend
 from catalog.contract import BackendOutput, output_key
+from catalog.offerings import REGION_ZONES
 from tests.cdk.conftest import render_join, resources
 
 EC2_BACKENDS = {
@@ -18,29 +19,45 @@ EC2_BACKENDS = {
 }
 
 
-def test_four_stacks_with_the_interface_names(templates):
-    assert set(templates) == {
-        "InferenceBaseStack",
-        "InferenceGpuStack",
-        "InferenceNeuronStack",
-        "InferenceSageMakerStack",
+def test_three_stacks_each_in_the_region_that_offers_its_types(assembly):
+    regions = {stack.stack_name: stack.environment.region for stack in assembly.stacks}
+    # g5g is not offered in us-east-2, trn1 not in us-east-1 (catalog/offerings.py).
+    assert regions == {
+        "InferenceGpuStack": "us-east-1",
+        "InferenceNeuronStack": "us-east-2",
+        "InferenceSageMakerStack": "us-east-2",
     }
 
 
-def instance_of(template, backend):
-    (instance,) = [
-        r for k, r in resources(template, "AWS::EC2::Instance").items() if k.startswith(backend.capitalize())
+def test_no_stack_imports_another_stacks_exports(templates):
+    for name, template in templates.items():
+        text = json.dumps(template)
+        assert "Fn::ImportValue" not in text, name
+        assert not [k for k in template.get("Outputs", {}) if k.startswith("ExportsOutput")], name
+
+
+def group_of(template, backend):
+    (group,) = [
+        r
+        for k, r in resources(template, "AWS::AutoScaling::AutoScalingGroup").items()
+        if k.startswith(backend.capitalize())
     ]
-    return instance
+    return group
+
+
+def launch_data(template, backend):
+    group = group_of(template, backend)
+    logical_id = group["Properties"]["LaunchTemplate"]["LaunchTemplateId"]["Ref"]
+    return template["Resources"][logical_id]["Properties"]["LaunchTemplateData"]
 
 
 @pytest.mark.parametrize("backend", EC2_BACKENDS)
 def test_instance_type_and_ami_parameter(templates, backend):
     template = templates[EC2_BACKENDS[backend]]
     spec = get_backend(backend)
-    instance = instance_of(template, backend)["Properties"]
-    assert instance["InstanceType"] == spec.instance_type
-    parameter = template["Parameters"][instance["ImageId"]["Ref"]]
+    data = launch_data(template, backend)
+    assert data["InstanceType"] == spec.instance_type
+    parameter = template["Parameters"][data["ImageId"]["Ref"]]
     assert parameter["Type"] == "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>"
     assert parameter["Default"] == spec.ami_parameter
     arch = "arm64" if backend == "g5g" else "x86_64"
@@ -50,15 +67,30 @@ def test_instance_type_and_ami_parameter(templates, backend):
         assert parameter["Default"] == "/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id"
 
 
-@pytest.mark.parametrize("backend", EC2_BACKENDS)
-def test_instance_is_placed_in_its_zone_with_encrypted_gp3_root(templates, backend):
+@pytest.mark.parametrize(("backend", "size"), [("g6", 100), ("g5g", 80), ("inf2", 100), ("trn1", 200)])
+def test_one_server_group_across_every_zone_with_the_surveys_root_volume(templates, backend, size):
     template = templates[EC2_BACKENDS[backend]]
-    props = instance_of(template, backend)["Properties"]
-    assert props["AvailabilityZone"] == get_backend(backend).zone
-    (device,) = props["BlockDeviceMappings"]
+    group = group_of(template, backend)["Properties"]
+    assert (group["MinSize"], group["MaxSize"]) == ("1", "1")
+    subnets = resources(template, "AWS::EC2::Subnet")
+    zones = sorted(subnets[ref["Ref"]]["Properties"]["AvailabilityZone"] for ref in group["VPCZoneIdentifier"])
+    region = "us-east-1" if backend in ("g6", "g5g") else "us-east-2"
+    # Every zone of the region: a capacity refusal in one moves the launch to the next by itself.
+    assert zones == sorted(REGION_ZONES[region])
+    (device,) = launch_data(template, backend)["BlockDeviceMappings"]
     ebs = device["Ebs"]
-    assert (ebs["Encrypted"], ebs["VolumeType"], ebs["DeleteOnTermination"]) == (True, "gp3", True)
-    assert ebs["VolumeSize"] >= 150
+    assert (ebs["Encrypted"], ebs["VolumeType"], ebs["DeleteOnTermination"], ebs["VolumeSize"]) == (
+        True,
+        "gp3",
+        True,
+        size,
+    )
+
+
+def test_a_new_launch_template_version_replaces_the_server(templates):
+    group = group_of(templates["InferenceGpuStack"], "g6")
+    rolling = group["UpdatePolicy"]["AutoScalingRollingUpdate"]
+    assert (rolling["MaxBatchSize"], rolling["MinInstancesInService"]) == (1, 0)
 
 
 def test_no_ingress_anywhere(templates):
@@ -66,35 +98,53 @@ def test_no_ingress_anywhere(templates):
         assert resources(template, "AWS::EC2::SecurityGroupIngress") == {}, name
         for group in resources(template, "AWS::EC2::SecurityGroup").values():
             assert "SecurityGroupIngress" not in group["Properties"], name
-    (group,) = resources(templates["InferenceBaseStack"], "AWS::EC2::SecurityGroup").values()
-    ports = sorted(rule["FromPort"] for rule in group["Properties"]["SecurityGroupEgress"])
-    assert ports == [80, 443]
+    for stack in ("InferenceGpuStack", "InferenceNeuronStack"):
+        (group,) = resources(templates[stack], "AWS::EC2::SecurityGroup").values()
+        ports = sorted(rule["FromPort"] for rule in group["Properties"]["SecurityGroupEgress"])
+        assert ports == [80, 443]
 
 
-def test_public_subnets_only_no_nat_in_configured_zones(templates):
-    base = templates["InferenceBaseStack"]
-    assert resources(base, "AWS::EC2::NatGateway") == {}
-    subnets = resources(base, "AWS::EC2::Subnet").values()
-    assert sorted(s["Properties"]["AvailabilityZone"] for s in subnets) == ["us-east-1a", "us-east-1b", "us-east-1c"]
-    assert all(s["Properties"]["MapPublicIpOnLaunch"] for s in subnets)
-
-
-def test_imdsv2_required_with_unique_launch_template_names(templates):
-    names = []
+def test_public_subnets_only_no_nat(templates):
     for stack in ("InferenceGpuStack", "InferenceNeuronStack"):
         template = templates[stack]
-        by_id = resources(template, "AWS::EC2::LaunchTemplate")
-        for instance in resources(template, "AWS::EC2::Instance").values():
-            launch_template = by_id[instance["Properties"]["LaunchTemplate"]["Version"]["Fn::GetAtt"][0]]
-            assert launch_template["Properties"]["LaunchTemplateData"]["MetadataOptions"]["HttpTokens"] == "required"
-            names.append(launch_template["Properties"]["LaunchTemplateName"])
-    # Launch template names are unique per account and region: two equal names fail the deploy.
-    assert len(names) == 4 and len(set(names)) == 4
+        assert resources(template, "AWS::EC2::NatGateway") == {}
+        assert all(s["Properties"]["MapPublicIpOnLaunch"] for s in resources(template, "AWS::EC2::Subnet").values())
+
+
+def test_imdsv2_required(templates):
+    for stack in ("InferenceGpuStack", "InferenceNeuronStack"):
+        for template in resources(templates[stack], "AWS::EC2::LaunchTemplate").values():
+            assert template["Properties"]["LaunchTemplateData"]["MetadataOptions"]["HttpTokens"] == "required"
+
+
+def test_every_stack_has_its_marker_and_an_empty_stack_still_exists(tmp_path):
+    from tests.cdk.conftest import cdk_json_context, synth
+
+    assembly, _ = synth(cdk_json_context() | {"backends": "g6"}, tmp_path, nag=False)
+    names = sorted(s.stack_name for s in assembly.stacks)
+    assert names == ["InferenceGpuStack", "InferenceNeuronStack", "InferenceSageMakerStack"]
+    neuron = assembly.get_stack_by_name("InferenceNeuronStack").template
+    (marker,) = resources(neuron, "AWS::SSM::Parameter").values()
+    assert marker["Properties"]["Name"] == "/inference/stacks/InferenceNeuronStack"
+    assert json.loads(marker["Properties"]["Value"])["backends"] == []
+    assert len(neuron["Resources"]) == 1
+
+
+def test_placement_record_moves_a_stack_to_its_failover_region(tmp_path):
+    import aws_cdk as cdk
+
+    from catalog.config import load_config
+    from stacks import build_app
+
+    app = cdk.App(outdir=str(tmp_path), builtin_cloud_formation_validation=False)
+    config = load_config({}, placements={"InferenceNeuronStack": "us-west-2"})
+    stacks = build_app(app, config, nag=False)
+    assert stacks["InferenceNeuronStack"].region == "us-west-2"
+    assert stacks["InferenceGpuStack"].region == "us-east-1"
 
 
 def user_data(templates, backend):
-    instance = instance_of(templates[EC2_BACKENDS[backend]], backend)
-    return render_join(instance["Properties"]["UserData"])
+    return render_join(launch_data(templates[EC2_BACKENDS[backend]], backend)["UserData"])
 
 
 def serve_args(script: str) -> list[str]:
@@ -106,7 +156,8 @@ def serve_args(script: str) -> list[str]:
 def test_vllm_flags_reach_the_server(templates, backend):
     script = user_data(templates, backend)
     spec = get_backend(backend)
-    assert serve_args(script) == ["--model", spec.model_id, *spec.serve_flags]
+    # The vLLM images' entrypoint is `vllm serve`: the model is its positional argument.
+    assert serve_args(script) == [spec.model_id, *spec.serve_flags]
     for flag in ("--enable-auto-tool-choice", "--tool-call-parser", "gemma4", "--max-model-len", "8192"):
         assert flag in serve_args(script)
     assert "ACCELERATOR_ARGS='--gpus all'" in script
@@ -126,14 +177,19 @@ def test_g5g_pulls_the_sm75_image_from_this_accounts_ecr(templates):
     assert "IMAGE='<AWS::AccountId>.dkr.ecr.us-east-1.<AWS::URLSuffix>/vllm-sm75:v0.27.2rc0-sm75'" in script
     assert "--dtype\nfloat16" in script
     assert "docker login --username AWS" in script
+    # A missing image is reported as failed, with what builds it, instead of restarting forever.
+    assert "IMAGE_BUILD_HINT='build the sm_75 vLLM image for linux/arm64" in script
 
 
 @pytest.mark.parametrize(("backend", "swap"), [("inf2", True), ("trn1", False)])
-def test_neuron_hosts_use_the_device_and_swap_only_where_ram_is_short(templates, backend, swap):
+def test_neuron_image_runs_as_the_survey_ran_it(templates, backend, swap):
     script = user_data(templates, backend)
     assert "ACCELERATOR_ARGS=--device=/dev/neuron0" in script
     assert '-p "127.0.0.1:${HOST_PORT}:${CONTAINER_PORT}"' in script
-    assert "CONTAINER_PORT=8080" in script
+    assert "HOST_PORT=8080" in script and "CONTAINER_PORT=8080" in script
+    # No arguments: the image's own command serves its baked-in model; its data volume persists.
+    assert serve_args(script) == [""]
+    assert "DATA_VOLUME=gemma4-data:/data" in script
     assert ("fallocate -l 16G /swapfile" in script) is swap
 
 
@@ -154,7 +210,10 @@ def test_sagemaker_environment_and_health_timeout(templates):
         "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE": "true",
         "SM_VLLM_TOOL_CALL_PARSER": "gemma4",
     }
-    assert container["Image"] == "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:server-sagemaker-cuda-v1.3"
+    assert (
+        container["Image"]
+        == "763104351884.dkr.ecr.us-east-2.amazonaws.com/vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker-v1.4"
+    )
     (config,) = resources(template, "AWS::SageMaker::EndpointConfig").values()
     (variant,) = config["Properties"]["ProductionVariants"]
     assert variant["InstanceType"] == "ml.g6.xlarge"
@@ -177,7 +236,7 @@ def test_sagemaker_role_is_scoped(templates):
 
 
 def test_secret_read_is_scoped_to_one_secret(templates):
-    (policy,) = resources(templates["InferenceBaseStack"], "AWS::IAM::Policy").values()
+    (policy,) = resources(templates["InferenceGpuStack"], "AWS::IAM::Policy").values()
     secret_statements = [
         s for s in policy["Properties"]["PolicyDocument"]["Statement"] if "secretsmanager:GetSecretValue" in s["Action"]
     ]
@@ -188,7 +247,7 @@ def test_secret_read_is_scoped_to_one_secret(templates):
 
 
 def test_instance_role_has_ssm_and_ecr_pull(templates):
-    (role,) = resources(templates["InferenceBaseStack"], "AWS::IAM::Role").values()
+    (role,) = resources(templates["InferenceGpuStack"], "AWS::IAM::Role").values()
     arns = [render_join(a) for a in role["Properties"]["ManagedPolicyArns"]]
     assert sorted(a.rsplit("/", 1)[1] for a in arns) == [
         "AmazonEC2ContainerRegistryReadOnly",
@@ -207,8 +266,8 @@ def test_nothing_is_retained_and_logs_expire(templates):
 def fake_refs(template):
     refs = {}
     for logical_id, resource in template["Resources"].items():
-        if resource["Type"] == "AWS::EC2::Instance":
-            refs[logical_id] = "i-0123456789abcdef0"
+        if resource["Type"] == "AWS::AutoScaling::AutoScalingGroup":
+            refs[logical_id] = f"{logical_id}-ASG"
         elif resource["Type"] == "AWS::SSM::Parameter":
             refs[logical_id] = resource["Properties"]["Name"]
         elif resource["Type"] == "AWS::Logs::LogGroup":
@@ -223,26 +282,23 @@ def test_outputs_follow_the_contract_the_runner_reads(templates, backend):
     output = template["Outputs"][output_key(backend)]
     value = render_join(output["Value"], fake_refs(template))
     parsed = BackendOutput.parse(output_key(backend), json.loads(value), stack=spec.stack)
-    assert (parsed.name, parsed.kind, parsed.region, parsed.model_id) == (
-        backend,
-        spec.kind,
-        "us-east-1",
-        spec.model_id,
-    )
+    region = "us-east-1" if spec.stack == "InferenceGpuStack" else "us-east-2"
+    assert (parsed.name, parsed.kind, parsed.region, parsed.model_id) == (backend, spec.kind, region, spec.model_id)
     assert (parsed.port, parsed.health_path) == (spec.port, spec.health_path)
     if spec.kind == "sagemaker":
         assert parsed.endpoint_name == "inference-sagemaker"
         assert parsed.log_group == "/aws/sagemaker/Endpoints/inference-sagemaker"
     else:
-        assert parsed.instance_id == "i-0123456789abcdef0"
-        assert parsed.zone == spec.zone
+        assert parsed.auto_scaling_group.endswith("-ASG")
+        assert parsed.zones == list(REGION_ZONES[region])
         assert parsed.readiness_parameter == f"/inference/{backend}/ready"
         assert parsed.log_group == f"/inference/{backend}"
 
 
-def test_every_resource_is_tagged_for_cleanup(templates):
-    instance = instance_of(templates["InferenceGpuStack"], "g6")
-    assert {"Key": "app", "Value": "inference-survey"} in instance["Properties"]["Tags"]
+def test_every_server_is_tagged_for_cleanup(templates):
+    group = group_of(templates["InferenceGpuStack"], "g6")
+    # The group passes the app's tag to the instance (and its volume) it launches.
+    assert {"Key": "app", "PropagateAtLaunch": True, "Value": "inference-survey"} in group["Properties"]["Tags"]
 
 
 def test_neuron_image_can_be_built_from_the_images_folder(tmp_path):
@@ -252,8 +308,8 @@ def test_neuron_image_can_be_built_from_the_images_folder(tmp_path):
     context = cdk_json_context() | {"backends": "inf2", "inf2.image": "asset:neuron"}
     assembly, _ = synth(context, tmp_path, nag=False)
     stack = assembly.get_stack_by_name("InferenceNeuronStack")
-    script = render_join(instance_of(stack.template, "inf2")["Properties"]["UserData"])
-    assert ".dkr.ecr.us-east-1." in script and "cdk-hnb659fds-container-assets" in script
+    script = render_join(launch_data(stack.template, "inf2")["UserData"])
+    assert ".dkr.ecr.us-east-2." in script and "cdk-hnb659fds-container-assets" in script
     manifest = json.loads(next(tmp_path.glob("InferenceNeuronStack.assets.json")).read_text())
     (image,) = manifest["dockerImages"].values()
     assert image["source"]["platform"] == "linux/amd64"

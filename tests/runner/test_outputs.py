@@ -27,8 +27,8 @@ G6 = BackendOutput(
     model_id="xbill9/gemma-4-E2B-it-qat-q4_0-w4a16-ct-text-emb4",
     port=8000,
     health_path="/health",
-    instance_id="i-0123456789abcdef0",
-    zone="us-east-1a",
+    auto_scaling_group="InferenceGpuStack-G6Group-ABC",
+    zones=["us-east-1a", "us-east-1b"],
     instance_type="g6.xlarge",
     readiness_parameter="/inference/g6/ready",
     log_group="/inference/g6",
@@ -63,7 +63,9 @@ def test_outputs_file_round_trip(tmp_path):
     assert reading.backends == [G6, SAGEMAKER]
     g6 = from_output(G6, {})
     assert g6.base_url == "http://127.0.0.1:8001/v1" and g6.health_url == "http://127.0.0.1:8001/health"
-    assert "--target i-0123456789abcdef0" in g6.notes[0] and "AWS-StartPortForwardingSession" in g6.notes[0]
+    # The instance id is known only at run time: the command reads it from the readiness parameter.
+    assert "--target $(aws ssm get-parameter --region us-east-1 --name /inference/g6/ready" in g6.notes[0]
+    assert "AWS-StartPortForwardingSession" in g6.notes[0] and '"localPortNumber":["8001"]' in g6.notes[0]
     assert from_output(G6, {"g6": 9100}).base_url == "http://127.0.0.1:9100/v1"
 
 
@@ -71,10 +73,14 @@ def test_outputs_file_round_trip(tmp_path):
     ("value", "problem"),
     [
         ("{not json", "stack InferenceGpuStack output BackendG6: not JSON"),
-        (json.dumps({"contract": 99}), "contract version 99, this runner reads 1"),
+        (json.dumps({"contract": 99}), "contract version 99, this runner reads 2"),
+        (json.dumps({**G6.to_json(), "contract": 1}), "contract version 1, this runner reads 2 (redeploy"),
         (json.dumps({**G6.to_json(), "kind": "tpu"}), "unknown kind 'tpu'"),
         (json.dumps({k: v for k, v in G6.to_json().items() if k != "model_id"}), "missing model_id"),
-        (json.dumps({k: v for k, v in G6.to_json().items() if k != "instance_id"}), "an EC2 backend needs instance_id"),
+        (
+            json.dumps({k: v for k, v in G6.to_json().items() if k != "auto_scaling_group"}),
+            "an EC2 backend needs auto_scaling_group and readiness_parameter",
+        ),
         (json.dumps([1, 2]), "expected a JSON object, got list"),
     ],
 )
@@ -153,7 +159,7 @@ def test_describe_stacks_against_the_emulator(emulated_aws):
     create_stack(emulated_aws, "InferenceGpuStack", {output_key("g6"): json.dumps(G6.to_json())})
     create_stack(emulated_aws, "InferenceSageMakerStack", {output_key("sagemaker"): json.dumps(SAGEMAKER.to_json())})
     reading = read_stack_outputs("us-east-1")
-    # InferenceBaseStack and InferenceNeuronStack are not deployed: skipped without a problem.
+    # InferenceNeuronStack is not deployed: skipped without a problem.
     assert reading.problems == []
     assert sorted(b.name for b in reading.backends) == ["g6", "sagemaker"]
     assert reading.raw["InferenceGpuStack"][output_key("g6")] == json.dumps(G6.to_json())

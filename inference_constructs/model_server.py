@@ -1,8 +1,11 @@
-"""One EC2 instance serving one backend's model from a container under systemd.
+"""One EC2 model server: an Auto Scaling group of exactly one instance, across every zone given.
 
-The instance has no inbound ports: the server listens on loopback and is reached through SSM
-port forwarding. It logs to its own CloudWatch group and reports readiness in its own SSM
-parameter; both belong to this construct, so `cdk destroy` removes them.
+A capacity refusal in one zone moves the launch to the next zone with no person involved (the
+group retries in its other subnets); the instance id is known only at run time, so the server
+writes it, with its zone, into its readiness parameter. The instance has no inbound ports: the
+server listens on loopback and is reached through SSM port forwarding. It logs to its own
+CloudWatch group; both the group and the parameter belong to this construct, so `cdk destroy`
+removes them.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import json
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
@@ -23,7 +27,7 @@ from inference_constructs.nag import acknowledge
 from inference_constructs.user_data import ServerBoot, render_boot_script
 
 
-class ModelServerInstance(Construct):
+class ModelServer(Construct):
     def __init__(
         self,
         scope: Construct,
@@ -38,7 +42,7 @@ class ModelServerInstance(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         spec = backend.spec
-        if not (spec.instance_type and spec.ami_parameter and spec.zone):
+        if not (spec.instance_type and spec.ami_parameter):
             raise ValueError(f"backend {spec.name} is not an EC2 backend")
         region = Stack.of(self).region
 
@@ -64,20 +68,19 @@ class ModelServerInstance(Construct):
             log_group=self.log_group.log_group_name,
             readiness_parameter=self.readiness.parameter_name,
             swap_gib=spec.swap_gib,
+            model_argument=spec.model_argument,
+            data_volume=spec.data_volume,
+            image_build_hint=spec.image_build_hint,
         )
-        self.instance = ec2.Instance(
+        self.launch_template = ec2.LaunchTemplate(
             self,
-            "Instance",
+            "LaunchTemplate",
             instance_type=ec2.InstanceType(spec.instance_type),
             machine_image=ec2.MachineImage.from_ssm_parameter(spec.ami_parameter, os=ec2.OperatingSystemType.LINUX),
-            vpc=vpc,
-            vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PUBLIC, availability_zones=[spec.zone]),
-            associate_public_ip_address=True,
             security_group=security_group,
             role=role,
             require_imdsv2=True,
             user_data=ec2.UserData.custom(render_boot_script(boot)),
-            user_data_causes_replacement=True,
             block_devices=[
                 ec2.BlockDevice(
                     device_name="/dev/sda1",
@@ -90,15 +93,27 @@ class ModelServerInstance(Construct):
                 )
             ],
         )
+        self.group = autoscaling.AutoScalingGroup(
+            self,
+            "Group",
+            vpc=vpc,
+            vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PUBLIC, availability_zones=list(backend.zones)),
+            launch_template=self.launch_template,
+            min_capacity=1,
+            max_capacity=1,
+            # A new launch template version (flags, image, model) replaces the server.
+            update_policy=autoscaling.UpdatePolicy.rolling_update(max_batch_size=1, min_instances_in_service=0),
+        )
+        for rule, reason in (
+            ("AwsSolutions-AS1", "No load balancer: one server reached over SSM; readiness is reported in SSM."),
+            ("AwsSolutions-AS2", "One instance with no load balancer: EC2 status checks are the only health signal."),
+            ("AwsSolutions-AS3", "Launch and capacity events are watched by runner.up, not by a notification topic."),
+        ):
+            acknowledge(self.group, rule, reason)
         acknowledge(
-            self.instance,
+            self.launch_template,
             "AwsSolutions-EC28",
             "Detailed monitoring costs extra per instance; these are short-lived benchmark servers.",
-        )
-        acknowledge(
-            self.instance,
-            "AwsSolutions-EC29",
-            "Benchmark servers are meant to be destroyed after each run; termination protection would block that.",
         )
 
         self.output = BackendOutput(
@@ -108,8 +123,8 @@ class ModelServerInstance(Construct):
             model_id=spec.model_id,
             port=spec.port,
             health_path=spec.health_path,
-            instance_id=self.instance.instance_id,
-            zone=spec.zone,
+            auto_scaling_group=self.group.auto_scaling_group_name,
+            zones=list(backend.zones),
             instance_type=spec.instance_type,
             readiness_parameter=self.readiness.parameter_name,
             log_group=self.log_group.log_group_name,

@@ -1,0 +1,50 @@
+"""Runs the project's pinned CDK CLI (node_modules, from package-lock.json) for runner commands."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.errors import RunnerError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CLI = PROJECT_ROOT / "node_modules" / ".bin" / "cdk"
+
+
+@dataclass
+class CliResult:
+    returncode: int
+    output: str
+
+    @property
+    def tail(self) -> str:
+        lines = [line for line in self.output.strip().splitlines() if line.strip()]
+        return " | ".join(lines[-6:])[:600]
+
+
+def cdk(args: list[str], *, env: dict[str, str] | None = None, timeout_s: float = 3600) -> CliResult:
+    """`cdk ARGS` with telemetry and notices off; stdout and stderr together, for the evidence."""
+    if not CLI.exists() or shutil.which("node") is None:
+        raise RunnerError("the pinned CDK CLI is not installed: run `make setup` (needs Node 20+ and npm)")
+    full_env = (
+        os.environ
+        | {"CDK_DISABLE_CLI_TELEMETRY": "true", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+        | (env or {})
+    )
+    command = [str(CLI), *args, "--no-notices", "--no-version-reporting", "--ci"]
+    try:
+        completed = subprocess.run(
+            command,
+            cwd=PROJECT_ROOT,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise RunnerError(f"cdk {' '.join(args[:2])} did not finish in {timeout_s:.0f} s") from None
+    return CliResult(completed.returncode, completed.stdout + completed.stderr)
