@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Stack, Tags
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -104,6 +104,8 @@ class ModelServer(Construct):
             # A new launch template version (flags, image, model) replaces the server.
             update_policy=autoscaling.UpdatePolicy.rolling_update(max_batch_size=1, min_instances_in_service=0),
         )
+        # Which backend a group (and the instance it launches) serves, for the runner and the sweep.
+        Tags.of(self.group).add("inference:backend", spec.name)
         for rule, reason in (
             ("AwsSolutions-AS1", "No load balancer: one server reached over SSM; readiness is reported in SSM."),
             ("AwsSolutions-AS2", "One instance with no load balancer: EC2 status checks are the only health signal."),

@@ -104,9 +104,9 @@ imds() {
 report() {
   local value
   value=$(STATE="$1" REASON="${2:-}" ID="$(imds instance-id)" ZONE="$(imds placement/availability-zone)" \
-    python3 -c 'import json, os, datetime
+    MODEL="$MODEL_ID" python3 -c 'import json, os, datetime
 d = {"state": os.environ["STATE"], "instance_id": os.environ["ID"], "zone": os.environ["ZONE"],
-     "model": os.environ["MODEL_ID"], "at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+     "model": os.environ["MODEL"], "at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 if os.environ["REASON"]:
     d["reason"] = os.environ["REASON"][:400]
 print(json.dumps(d))')

@@ -11,6 +11,7 @@ from strands import tool
 
 from runner.agent_limits import AgentLimits
 from runner.agent_run import run_agent
+from runner.aws import boto_client, credentials_configured
 from runner.errors import describe
 from runner.health import wait_healthy
 from runner.models import strands_model
@@ -44,9 +45,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def readiness_client(backend, args):
+    """An SSM client to read the server's readiness parameter, only when AWS is in use."""
+    if not (backend.output and backend.output.readiness_parameter) or args.aws is False:
+        return None
+    if args.aws is None and not credentials_configured():
+        return None
+    return boto_client("ssm", backend.output.region, 10)
+
+
 def check_backend(backend, args) -> dict[str, Any]:
     record: dict[str, Any] = {"backend": backend.name}
-    health = wait_healthy(backend, args.wait)
+    health = wait_healthy(backend, args.wait, ssm_client=readiness_client(backend, args))
     record["health"] = {"healthy": health.healthy, "waited_s": round(health.waited_s, 2), "detail": health.detail}
     if not health.healthy:
         record.update(reached=False, plain_ok=False, tool_ok=False, error=f"not healthy: {health.detail}")

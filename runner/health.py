@@ -10,6 +10,7 @@ import httpx
 from catalog import BackendKind
 from runner.backends import Backend
 from runner.errors import describe
+from runner.readiness import read_readiness
 
 
 @dataclass
@@ -19,7 +20,11 @@ class Health:
     detail: str
 
 
-def wait_healthy(backend: Backend, wait_s: float, *, poll_s: float = 2.0, sagemaker_client=None) -> Health:
+def wait_healthy(
+    backend: Backend, wait_s: float, *, poll_s: float = 2.0, sagemaker_client=None, ssm_client=None
+) -> Health:
+    """Poll until healthy or `wait_s` is spent; a server whose readiness parameter says
+    `failed: reason` stops the wait at once (give `ssm_client` to read it; never built here)."""
     started = time.monotonic()
     deadline = started + max(wait_s, 0.0)
     if backend.kind is BackendKind.BEDROCK:
@@ -29,15 +34,23 @@ def wait_healthy(backend: Backend, wait_s: float, *, poll_s: float = 2.0, sagema
             backend, started, deadline, max(poll_s, 15.0) if wait_s > 60 else poll_s, sagemaker_client
         )
     detail = "no health URL"
+    parameter = backend.output.readiness_parameter if backend.output else None
     with httpx.Client(timeout=httpx.Timeout(5.0)) as http:
         while True:
+            if ssm_client is not None and parameter:
+                readiness = read_readiness(ssm_client, parameter)
+                if readiness.state == "failed":
+                    return Health(False, time.monotonic() - started, readiness.line)
+                if readiness.state != "ready":
+                    detail = f"server {readiness.line}"
             try:
                 response = http.get(backend.health_url or "")
                 if response.status_code == 200:
                     return Health(True, time.monotonic() - started, "HTTP 200")
                 detail = f"HTTP {response.status_code}"
             except Exception as error:
-                detail = describe(error)
+                if not detail.startswith("server "):
+                    detail = describe(error)
             if time.monotonic() + poll_s > deadline:
                 return Health(False, time.monotonic() - started, detail)
             time.sleep(poll_s)

@@ -29,7 +29,8 @@ from runner.evidence import DEFAULT_RESULTS, Evidence
 from runner.local_server import CAVEAT, MODEL_ALIAS, LocalServer, LocalServerConfig
 from runner.outputs import OutputsReading, read_outputs_file, read_stack_outputs
 
-console = Console(stderr=True, highlight=False)
+# soft_wrap: an error stays on one line whatever the terminal width (or with no terminal at all).
+console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @dataclass

@@ -28,12 +28,14 @@ from catalog.backends import stack_names
 from catalog.config import StackConfig, load_config, read_placements, write_placement
 from catalog.contract import BackendOutput
 from runner.aws import boto_client
-from runner.cdk_cli import cdk
+from runner.cdk_cli import PROJECT_ROOT, cdk
 from runner.errors import RunnerError
 from runner.evidence import DEFAULT_RESULTS, Evidence, now_iso
 from runner.outputs import parse_outputs
 from runner.readiness import is_capacity_refusal, read_group, read_readiness
 from runner.session import console, main_guard
+
+DESTROY_ATTEMPTS = 3
 
 
 @dataclass
@@ -137,7 +139,7 @@ class StackUp:
                 "--outputs-file",
                 str(outputs_file),
                 "--output",
-                f"cdk.out.{self.config.name}",
+                str(PROJECT_ROOT / ".cache" / "cdk-up" / self.config.name),
                 *[f"--context={k}={v}" for k, v in self.options.context.items()],
             ]
         )
@@ -256,18 +258,24 @@ class StackUp:
         """Remove the failed attempt before moving on, so nothing is left billing in `region`."""
         write_placement(self.config.name, region)
         self.log(f"destroying the attempt in {region} …")
-        result = cdk(
-            [
-                "destroy",
-                self.config.name,
-                "--force",
-                "--output",
-                f"cdk.out.{self.config.name}",
-                *[f"--context={k}={v}" for k, v in self.options.context.items()],
-            ]
-        )
-        if result.returncode != 0:
-            raise RunnerError(f"could not destroy {self.config.name} in {region}: {result.tail[:300]}")
+        for attempt in range(1, DESTROY_ATTEMPTS + 1):
+            result = cdk(
+                [
+                    "destroy",
+                    self.config.name,
+                    "--force",
+                    "--output",
+                    str(PROJECT_ROOT / ".cache" / "cdk-up" / self.config.name),
+                    *[f"--context={k}={v}" for k, v in self.options.context.items()],
+                ]
+            )
+            if result.returncode == 0:
+                break
+            # A deletion can fail once on dependencies still being released (network interfaces).
+            self.log(f"destroy attempt {attempt} in {region} failed: {result.tail[:200]}")
+            if attempt == DESTROY_ATTEMPTS:
+                raise RunnerError(f"could not destroy {self.config.name} in {region}: {result.tail[:300]}")
+            self.stop.wait(self.options.poll_s)
         write_placement(self.config.name, None)
 
 

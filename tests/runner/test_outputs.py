@@ -178,3 +178,32 @@ def test_selecting_a_backend_that_is_not_deployed_is_a_notice(emulated_aws):
     discovery = discover(CommonOptions(region="us-east-1", backends=["trn1", "bedrock"], results_dir=Path(os.devnull)))
     assert [b.name for b in discovery.backends] == ["bedrock"]
     assert "backend trn1 was asked for but is not deployed or configured" in discovery.notices
+
+
+def test_wait_stops_at_once_on_a_failed_readiness_and_names_the_reason(emulated_aws, dead_url):
+    from runner.health import wait_healthy
+
+    ssm = boto3.client("ssm", region_name="us-east-1")
+    reason = "image not found: 1.dkr.ecr.us-east-1.amazonaws.com/vllm-sm75:v1; build the sm_75 vLLM image"
+    ssm.put_parameter(
+        Name="/inference/g6/ready",
+        Type="String",
+        Value=json.dumps({"state": "failed", "reason": reason, "instance_id": "i-1"}),
+    )
+    backend = from_output(G6, {})
+    backend.health_url = f"{dead_url}/health"
+    started = time.monotonic()
+    health = wait_healthy(backend, 60, poll_s=0.2, ssm_client=ssm)
+    assert time.monotonic() - started < 5
+    assert (health.healthy, health.detail) == (False, f"failed: {reason}")
+
+
+def test_wait_reports_a_starting_server_as_starting_not_unreachable(emulated_aws, dead_url):
+    from runner.health import wait_healthy
+
+    ssm = boto3.client("ssm", region_name="us-east-1")
+    ssm.put_parameter(Name="/inference/g6/ready", Type="String", Value=json.dumps({"state": "starting"}))
+    backend = from_output(G6, {})
+    backend.health_url = f"{dead_url}/health"
+    health = wait_healthy(backend, 0.5, poll_s=0.2, ssm_client=ssm)
+    assert (health.healthy, health.detail) == (False, "server starting")

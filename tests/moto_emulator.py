@@ -1,0 +1,213 @@
+"""The moto emulator in server mode on loopback, prepared for the app's real CDK CLI cycle.
+
+moto runs in this process (ThreadedMotoServer) so the tests can fill the gaps the real CLI
+would trip on, each named here:
+- the DLAMI and Neuron AMI parameters (`/aws/service/...`) are not preloaded and cannot be put
+  through the API: they are appended to the SSM backend, pointing at moto's own AMIs;
+- CloudFormation gives `AWS::SSM::Parameter` Tags as a map, moto expects a list;
+- capacity: moto launches every instance asked for. `refuse_capacity(region)` makes Auto Scaling
+  launch nothing there and answer DescribeScalingActivities with the failed activities a real
+  account returns (moto's own answer is always empty).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+ACCOUNT = "123456789012"
+REGIONS = ("us-east-1", "us-east-2", "us-west-2")
+AMI_PARAMETERS = {
+    "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id": "x86_64",
+    "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id": "arm64",
+    "/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id": "x86_64",
+}
+MOTO_AMI_PARAMETERS = {
+    "x86_64": "/aws/service/ami-amazon-linux-latest/amzn2-ami-hvm-x86_64-gp2",
+    "arm64": "/aws/service/ami-amazon-linux-latest/amzn2-ami-hvm-arm64-gp2",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Emulator:
+    def __init__(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        self.port = free_port()
+        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        # localhost, not 127.0.0.1: the CDK CLI builds template URLs from it.
+        self.url = f"http://localhost:{self.port}"
+        self.refused: dict[str, list[dict[str, Any]]] = {}
+        self._undo: list[Any] = []
+
+    def start(self) -> Emulator:
+        self.server.start()
+        self._patch_parameter_tags()
+        self._patch_capacity()
+        self.seed_ami_parameters()
+        return self
+
+    def stop(self) -> None:
+        for undo in reversed(self._undo):
+            undo()
+        self.server.stop()
+
+    def env(self) -> dict[str, str]:
+        return {
+            "AWS_ENDPOINT_URL": self.url,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": "us-east-1",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+
+    def seed_ami_parameters(self) -> None:
+        from moto.ssm.models import Parameter, ssm_backends
+
+        for region in REGIONS:
+            backend = ssm_backends[ACCOUNT][region]
+            for name, arch in AMI_PARAMETERS.items():
+                image_id = backend.get_parameter(MOTO_AMI_PARAMETERS[arch]).value
+                backend._parameters[name] = [
+                    Parameter(
+                        account_id=ACCOUNT,
+                        name=name,
+                        value=image_id,
+                        parameter_type="String",
+                        description=None,
+                        allowed_pattern=None,
+                        keyid=None,
+                        last_modified_date=time.time(),
+                        version=1,
+                        data_type="text",
+                    )
+                ]
+
+    def _patch_parameter_tags(self) -> None:
+        from moto.ssm.models import Parameter
+
+        original = Parameter.create_from_cloudformation_json.__func__
+
+        def create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
+            tags = cloudformation_json.get("Properties", {}).get("Tags")
+            if isinstance(tags, dict):
+                cloudformation_json["Properties"]["Tags"] = [{"Key": k, "Value": v} for k, v in tags.items()]
+            return original(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
+
+        Parameter.create_from_cloudformation_json = classmethod(create)
+        self._undo.append(lambda: setattr(Parameter, "create_from_cloudformation_json", classmethod(original)))
+
+    def refuse_capacity(self, region: str) -> None:
+        self.refused.setdefault(region, [])
+
+    def _patch_capacity(self) -> None:
+        from moto.autoscaling.models import FakeAutoScalingGroup
+        from moto.autoscaling.responses import AutoScalingResponse
+        from moto.core.responses import ActionResult
+
+        emulator = self
+        original_replace = FakeAutoScalingGroup.replace_autoscaling_group_instances
+        original_describe = AutoScalingResponse.describe_scaling_activities
+
+        def replace(group, count_needed, propagated_tags):
+            if group.region in emulator.refused and count_needed > 0:
+                for zone in group.availability_zones:
+                    emulator.refused[group.region].append(
+                        {
+                            "ActivityId": str(uuid.uuid4()),
+                            "AutoScalingGroupName": group.name,
+                            "Cause": "At 2026-10-05T16:40:00Z an instance was started in response to a difference "
+                            "between desired and actual capacity, increasing the capacity from 0 to 1.",
+                            "Description": "Launching a new EC2 instance.  Status Reason: ",
+                            "StartTime": datetime.now(UTC),
+                            "EndTime": datetime.now(UTC),
+                            "StatusCode": "Failed",
+                            "StatusMessage": "We currently do not have sufficient "
+                            f"{group.instance_type or 'requested'} capacity in the Availability Zone you requested "
+                            f"({zone}). Our system will be working on provisioning additional capacity. Launching "
+                            "EC2 instance failed.",
+                            "Progress": 100,
+                        }
+                    )
+                return None
+            return original_replace(group, count_needed, propagated_tags)
+
+        def describe(response):
+            name = response._get_param("AutoScalingGroupName")
+            activities = [a for a in emulator.refused.get(response.region, []) if a["AutoScalingGroupName"] == name]
+            return ActionResult({"Activities": activities})
+
+        FakeAutoScalingGroup.replace_autoscaling_group_instances = replace
+        AutoScalingResponse.describe_scaling_activities = describe
+        self._undo.append(
+            lambda: setattr(FakeAutoScalingGroup, "replace_autoscaling_group_instances", original_replace)
+        )
+        self._undo.append(lambda: setattr(AutoScalingResponse, "describe_scaling_activities", original_describe))
+
+
+@contextmanager
+def instance_agent(emulator: Emulator, regions: tuple[str, ...] = REGIONS) -> Iterator[list[str]]:
+    """Stands in for the servers' boot scripts (moto runs no user data): once a group has an
+    instance, write `ready` into the backend's readiness parameter, as inference-ready does."""
+    import json
+
+    import boto3
+
+    stop = threading.Event()
+    reported: list[str] = []
+
+    def loop() -> None:
+        from runner.outputs import read_stack_outputs
+
+        while not stop.is_set():
+            for region in regions:
+                autoscaling = boto3.client("autoscaling", region_name=region, endpoint_url=emulator.url)
+                ssm = boto3.client("ssm", region_name=region, endpoint_url=emulator.url)
+                for output in read_stack_outputs(region).backends:
+                    if not output.auto_scaling_group:
+                        continue
+                    groups = autoscaling.describe_auto_scaling_groups(
+                        AutoScalingGroupNames=[output.auto_scaling_group]
+                    )["AutoScalingGroups"]
+                    if not groups or not groups[0]["Instances"]:
+                        continue
+                    instance = groups[0]["Instances"][0]
+                    key = f"{region}/{instance['InstanceId']}"
+                    if key in reported:
+                        continue
+                    ssm.put_parameter(
+                        Name=output.readiness_parameter,
+                        Type="String",
+                        Overwrite=True,
+                        Value=json.dumps(
+                            {
+                                "state": "ready",
+                                "instance_id": instance["InstanceId"],
+                                "zone": instance["AvailabilityZone"],
+                                "model": output.model_id,
+                                "at": datetime.now(UTC).isoformat(timespec="seconds"),
+                            }
+                        ),
+                    )
+                    reported.append(key)
+            stop.wait(0.3)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield reported
+    finally:
+        stop.set()
+        thread.join(timeout=5)

@@ -1,0 +1,70 @@
+"""runner.up's bad input stops before anything is deployed or written; its readiness reading."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from runner.readiness import Readiness, is_capacity_refusal
+from tests.cdk.conftest import ROOT
+
+
+def run_up(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "AWS_EC2_METADATA_DISABLED": "true", "HOME": str(tmp_path)}
+    env["INFERENCE_PLACEMENT_FILE"] = str(tmp_path / "placement.json")
+    return subprocess.run(
+        [sys.executable, "-m", "runner.up", "--results-dir", str(tmp_path / "results"), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["InferenceTpuStack"], "unknown stack 'InferenceTpuStack'; stacks: InferenceGpuStack, InferenceNeuronStack"),
+        (["-c", "trn1.regions=us-east-1"], "trn1.2xlarge is not offered in us-east-1; regions that offer it"),
+        (["-c", "g6.regions="], "context g6.regions: at least one region is needed"),
+        (["-c", "g6.regions=eu-mars-1"], "unknown region 'eu-mars-1'"),
+        (["-c", "g6.zones=us-west-2a"], "'us-west-2a' is not a zone of us-east-1"),
+        (["-c", "inf2.regions=us-west-2", "-c", "trn1.regions=us-east-2"], "asked for in two regions at once"),
+        (["-c", "novalue"], "--context 'novalue': expected KEY=VALUE"),
+    ],
+)
+def test_bad_input_is_one_line_and_nothing_is_deployed_or_written(tmp_path, args, message):
+    result = run_up(tmp_path, *args)
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert not (tmp_path / "results").exists()
+    assert not (tmp_path / "placement.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("message", "refused"),
+    [
+        ("We currently do not have sufficient inf2.xlarge capacity in the Availability Zone you requested", True),
+        ("An error occurred (InsufficientInstanceCapacity) when calling the RunInstances operation", True),
+        ("Your requested instance type (trn1.2xlarge) is not supported in your requested Availability Zone", True),
+        (
+            "The account-level service limit 'ml.g6.xlarge for endpoint usage' is 1 Instances (ResourceLimitExceeded)",
+            True,
+        ),
+        ("Resource handler returned message: The security group 'sg-1' does not exist", False),
+    ],
+)
+def test_capacity_refusals_are_told_from_other_faults(message, refused):
+    assert is_capacity_refusal(message) is refused
+
+
+def test_readiness_lines():
+    failed = Readiness.parse('{"state": "failed", "reason": "no Neuron device", "instance_id": "i-1", "zone": "a"}')
+    assert (failed.line, failed.instance_id) == ("failed: no Neuron device", "i-1")
+    assert Readiness.parse('{"state": "launching"}').line == "launching"
+    assert Readiness.parse("{oops").state == "unknown"
