@@ -24,6 +24,10 @@ CONTEXT = {"sagemaker.instanceType": "ml.g4dn.xlarge"}
 
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
+    import logging
+
+    # One line per emulated request would bury a failure's message.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     scratch = tmp_path_factory.mktemp("emulator")
     emulator = Emulator().start()
     saved = dict(os.environ)
