@@ -138,9 +138,7 @@ class StackUp:
                 f"--method={self.options.method}",
                 "--outputs-file",
                 str(outputs_file),
-                "--output",
-                str(PROJECT_ROOT / ".cache" / "cdk-up" / self.config.name),
-                *[f"--context={k}={v}" for k, v in self.options.context.items()],
+                *self.common_args(),
             ]
         )
         attempt["deployed_at"] = now_iso()
@@ -254,21 +252,17 @@ class StackUp:
             return True
         return False
 
+    def common_args(self) -> list[str]:
+        """A cloud assembly folder per stack (stacks deploy in parallel) and the user's context."""
+        output = PROJECT_ROOT / ".cache" / "cdk-up" / self.config.name
+        return ["--output", str(output), *[f"--context={k}={v}" for k, v in self.options.context.items()]]
+
     def destroy(self, region: str) -> None:
         """Remove the failed attempt before moving on, so nothing is left billing in `region`."""
         write_placement(self.config.name, region)
         self.log(f"destroying the attempt in {region} …")
         for attempt in range(1, DESTROY_ATTEMPTS + 1):
-            result = cdk(
-                [
-                    "destroy",
-                    self.config.name,
-                    "--force",
-                    "--output",
-                    str(PROJECT_ROOT / ".cache" / "cdk-up" / self.config.name),
-                    *[f"--context={k}={v}" for k, v in self.options.context.items()],
-                ]
-            )
+            result = cdk(["destroy", self.config.name, "--force", *self.common_args()])
             if result.returncode == 0:
                 break
             # A deletion can fail once on dependencies still being released (network interfaces).
