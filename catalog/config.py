@@ -326,10 +326,9 @@ def load_config(ctx: Mapping[str, Any], placements: Mapping[str, str] | None = N
 def _first_compatible(stack: str, specs: list[BackendSpec]) -> BackendSpec:
     """For an empty stack: all its catalog backends if they share a region, else the first one."""
     try:
-        common_regions(stack, specs)
+        return replace(specs[0], regions=common_regions(stack, specs))
     except CatalogError:
         return specs[0]
-    return replace(specs[0], regions=common_regions(stack, specs))
 
 
 def sagemaker_environment(flags: tuple[str, ...], model_id: str) -> dict[str, str]:

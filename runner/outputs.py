@@ -46,17 +46,19 @@ def read_outputs_file(path: Path) -> OutputsReading:
     return parse_outputs(data, source=str(path))
 
 
-def search_regions(stack: str) -> list[str]:
-    """Where to look for a stack: where runner.up placed it, its candidates, then every known region."""
+def search_regions() -> dict[str, list[str]]:
+    """Per stack, where to look: where runner.up placed it, its candidates, then every known region."""
     from catalog.config import load_config, read_placements
 
     placements = read_placements()
     try:
-        candidates = list(load_config({}, placements).stack(stack).candidate_regions)
+        candidates = {s.name: list(s.candidate_regions) for s in load_config({}, placements).stacks}
     except CatalogError:
-        candidates = []
-    first = [placements[stack]] if stack in placements else []
-    return list(dict.fromkeys([*first, *candidates, *KNOWN_REGIONS]))
+        candidates = {}
+    return {
+        stack: list(dict.fromkeys([*filter(None, [placements.get(stack)]), *candidates.get(stack, []), *KNOWN_REGIONS]))
+        for stack in stack_names()
+    }
 
 
 def read_stack_outputs(region: str | None = None, client_for: Any | None = None) -> OutputsReading:
@@ -76,8 +78,9 @@ def read_stack_outputs(region: str | None = None, client_for: Any | None = None)
     raw: dict[str, dict[str, str]] = {}
     problems: list[str] = []
     searched: set[str] = set()
+    where_to_look = {stack: [region] for stack in stack_names()} if region else search_regions()
     for stack in stack_names():
-        for where in [region] if region else search_regions(stack):
+        for where in where_to_look[stack]:
             searched.add(where)
             try:
                 (description,) = client(where).describe_stacks(StackName=stack)["Stacks"]
