@@ -9,7 +9,7 @@ from typing import Any
 from strands import Agent
 
 from runner.agent_limits import AgentLimits
-from runner.errors import describe, is_transport_fault
+from runner.errors import describe, gave_no_answer
 
 
 @dataclass
@@ -52,13 +52,12 @@ def run_agent(
     try:
         result = agent(prompt)
     except Exception as error:
-        line = describe(error)
         return AgentRun(
             ok=False,
             seconds=time.perf_counter() - started,
             answer=_last_assistant_text(agent),
-            error=line,
-            reached=not is_transport_fault(line),
+            error=describe(error),
+            reached=not gave_no_answer(error),
             tool_calls=limits.tool_calls,
             model_calls=limits.model_calls,
             stopped=limits.stopped,

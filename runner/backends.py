@@ -8,7 +8,7 @@ from typing import Any
 
 from catalog import BACKENDS, BackendKind, BackendSpec, CatalogError, backend_names, get_backend
 from catalog.contract import BackendOutput
-from runner.errors import RunnerError
+from runner.errors import RunnerError, Unreachable, as_fault, describe
 
 OPENAI_KINDS = (BackendKind.EC2_VLLM, BackendKind.EC2_NEURON, BackendKind.LOCAL, BackendKind.OPENAI)
 
@@ -31,10 +31,27 @@ class Backend:
     spec: BackendSpec | None = None
     output: BackendOutput | None = None
     notes: list[str] = field(default_factory=list)
+    # EC2 servers: the loopback port of their SSM port forward and the command that opens it.
+    local_port: int | None = None
+    forward_command: str | None = None
+    # Why this backend cannot be called in this run (e.g. it needs AWS and AWS is not in use).
+    blocked: str | None = None
 
     @property
     def speaks_openai(self) -> bool:
         return self.kind in OPENAI_KINDS
+
+    def require_reachable(self) -> None:
+        """Raise before any client is built for a backend this run must not call."""
+        if self.blocked:
+            raise RunnerError(f"backend {self.name}: {self.blocked}")
+
+    def explain(self, error: BaseException) -> str:
+        """The fault's one line; for an unreachable EC2 server, the port tried and how to open it."""
+        line = describe(error)
+        if self.forward_command and isinstance(as_fault(error), Unreachable):
+            line += f" (local port {self.local_port}: open its SSM port forward with: {self.forward_command})"
+        return line
 
     def to_json(self) -> dict[str, Any]:
         data = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("spec", "output")}
@@ -81,7 +98,9 @@ def from_output(output: BackendOutput, forwards: dict[str, int]) -> Backend:
         root = f"http://127.0.0.1:{port}"
         backend.base_url = f"{root}/v1"
         backend.health_url = f"{root}{output.health_path}"
-        backend.notes.append(forward_command(output, port))
+        backend.local_port = port
+        backend.forward_command = forward_command(output, port)
+        backend.notes.append(backend.forward_command)
     return backend
 
 
@@ -163,6 +182,8 @@ def endpoint_backend(flag: EndpointFlag, existing: Backend | None) -> Backend:
             health_url=f"{root}{existing.output.health_path if existing.output else '/health'}",
             model_id=flag.model_id or existing.model_id,
             source=f"{existing.source}, --endpoint",
+            local_port=None,
+            forward_command=None,
         )
     known = {b.name: b for b in BACKENDS}
     spec = known.get(flag.name)

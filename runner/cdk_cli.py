@@ -25,16 +25,25 @@ class CliResult:
         return " | ".join(lines[-6:])[:600]
 
 
+# Off for every run of the CLI, the test suite's included: no notices or telemetry traffic.
+QUIET_FLAGS = ("--no-notices", "--no-version-reporting", "--ci")
+QUIET_ENV = {"CDK_DISABLE_CLI_TELEMETRY": "true", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+
+
+def cli_command(args: list[str]) -> list[str]:
+    return [str(CLI), *args, *QUIET_FLAGS]
+
+
+def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    return dict(os.environ) | QUIET_ENV | (env or {})
+
+
 def cdk(args: list[str], *, env: dict[str, str] | None = None, timeout_s: float = 3600) -> CliResult:
     """`cdk ARGS` with telemetry and notices off; stdout and stderr together, for the evidence."""
     if not CLI.exists() or shutil.which("node") is None:
         raise RunnerError("the pinned CDK CLI is not installed: run `make setup` (needs Node 20+ and npm)")
-    full_env = (
-        os.environ
-        | {"CDK_DISABLE_CLI_TELEMETRY": "true", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
-        | (env or {})
-    )
-    command = [str(CLI), *args, "--no-notices", "--no-version-reporting", "--ci"]
+    full_env = cli_env(env)
+    command = cli_command(args)
     try:
         completed = subprocess.run(
             command,

@@ -1,66 +1,71 @@
-"""`python -m runner.counting` (demo 1): how many of eleven ids are 10 or more?
+"""`python -m runner.counting` (demo 1): the survey's counting demo, so its 20/20 compares.
 
-The agent's only tool is `count_ids(op, value)`, which returns the exact count, minimum and
-maximum, so the model chooses a filter and quotes a number. A run passes only when the number
-is right AND the filter sent was right: an agent that sends `id > 10` gets 7 back, and saying
-8 anyway is right by accident. `--tools rows` gives a `list_ids()` tool instead and the model
-counts the ids itself (only the number is graded there).
+Eleven ids in the survey's order, its question, and its instruction to finish with a sentence
+stating the number (plus, here, a last line `Answer: <number>` that `runner.grading` reads
+first). The agent's only tool is `count_ids(op, value)`, which returns the exact count, minimum
+and maximum, so the model chooses a filter and quotes a number. A run passes only when the
+number is right, a filter sent selects exactly the ids the question asks for (`id >= 10`,
+`id > 9`, `id > 9.5`: whatever its form), and the agent finished on its own: a run stopped by
+its limits or by a backend error never passes. `--tools rows` gives a `list_ids()` tool instead
+and the model counts the ids itself (only the number is graded there).
 """
 
 from __future__ import annotations
 
 import argparse
-import re
+import operator
 from typing import Any
 
+from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 from strands import tool
 
 from runner.agent_limits import AgentLimits
-from runner.agent_run import run_agent
+from runner.agent_run import AgentRun, run_agent
+from runner.backends import Backend
+from runner.evidence import Evidence
+from runner.grading import read_count
 from runner.models import strands_model
-from runner.report import counts
-from runner.session import add_common_arguments, conclude, console, main_guard, run_session
-from runner.stats import fmt, median
+from runner.session import Discovery, add_common_arguments, console, main_guard, run_command
+from runner.stats import counts, fmt, median
 
-IDS = (3, 7, 9, 10, 12, 15, 21, 34, 42, 57, 88)
+# The survey's fixture (demo1_counting.py), in its order: unsorted, so counting is not reading off a position.
+IDS = (0, 2, 3, 20, 21, 22, 23, 10, 11, 12, 13)
 THRESHOLD = 10
-EXPECTED = sum(1 for i in IDS if i >= THRESHOLD)
-QUESTION = f"How many of the ids are {THRESHOLD} or more?"
-OPS = {
-    ">=": lambda a, b: a >= b,
-    ">": lambda a, b: a > b,
-    "<=": lambda a, b: a <= b,
-    "<": lambda a, b: a < b,
-    "==": lambda a, b: a == b,
-}
-# `id > 9` selects exactly the same integer ids as `id >= 10`; both express the question.
-RIGHT_FILTERS = {(">=", THRESHOLD), (">", THRESHOLD - 1)}
-SYSTEM_FILTER = "You answer questions about a fixed list of ids. Always use the count_ids tool, then quote its count."
-SYSTEM_ROWS = "You answer questions about a fixed list of ids. Call list_ids to get them, count them yourself, and quote the number."
-NUMBER_WORDS = {
-    w: i
-    for i, w in enumerate(
-        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven"]
-    )
-}
+TRUTH = frozenset(i for i in IDS if i >= THRESHOLD)
+EXPECTED = len(TRUTH)
+QUESTION = f"How many of the ids are {THRESHOLD} or more? Answer with the number."
+OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
+SYSTEM = (
+    "You answer questions about a table of integer ids, and you look at the table only through the tools. "
+    "Finish with a sentence stating the number, then a last line of the form `Answer: <number>`."
+)
+
+
+def selected(op: str, value: float) -> frozenset[int]:
+    return frozenset(i for i in IDS if OPS[op](i, value))
 
 
 def make_count_tool(sent: list[dict[str, Any]]):
     @tool
     def count_ids(op: str, value: int) -> dict[str, Any]:
-        """Count the ids that satisfy `id <op> value`.
+        """Count the ids matching `id <op> value`, computed by the engine.
 
         Args:
             op: one of >=, >, <=, <, ==
-            value: the number to compare each id with
+            value: the integer to compare each id against
         """
         sent.append({"op": op, "value": value})
         if op not in OPS:
-            return {"error": f"unknown op {op!r}; use one of {', '.join(OPS)}"}
-        matched = [i for i in IDS if OPS[op](i, value)]
-        return {"count": len(matched), "min": min(matched, default=None), "max": max(matched, default=None)}
+            return {"error": f"op must be one of {', '.join(OPS)}"}
+        matched = selected(op, value)
+        return {
+            "where": f"id {op} {value}",
+            "count": len(matched),
+            "min": min(matched, default=None),
+            "max": max(matched, default=None),
+        }
 
     return count_ids
 
@@ -68,21 +73,11 @@ def make_count_tool(sent: list[dict[str, Any]]):
 def make_rows_tool(sent: list[dict[str, Any]]):
     @tool
     def list_ids() -> list[int]:
-        """Return every id in the list."""
+        """Return every id in the table."""
         sent.append({})
         return list(IDS)
 
     return list_ids
-
-
-def quoted_number(answer: str) -> int | None:
-    """The count the answer states: the first number that is not the threshold or the list size."""
-    tokens = re.findall(r"\b\d+\b|\b(?:" + "|".join(NUMBER_WORDS) + r")\b", answer.lower())
-    for token in tokens:
-        number = int(token) if token.isdigit() else NUMBER_WORDS[token]
-        if number not in (THRESHOLD, len(IDS)):
-            return number
-    return None
 
 
 def filter_label(call: dict[str, Any]) -> str:
@@ -91,20 +86,28 @@ def filter_label(call: dict[str, Any]) -> str:
     return f"id {call.get('op')} {call.get('value')}"
 
 
-def grade(answer: str, sent: list[dict[str, Any]], requested: list[dict[str, Any]], mode: str) -> dict[str, Any]:
-    """`sent`: calls the tool executed; `requested`: every call the model asked for (malformed too)."""
-    number = quoted_number(answer)
+def right_filter(call: dict[str, Any]) -> bool:
+    """A filter is right when it selects exactly the ids the question asks for, whatever its form."""
+    op, value = call.get("op"), call.get("value")
+    return op in OPS and isinstance(value, int | float) and selected(op, value) == TRUTH
+
+
+def grade(agent: AgentRun, sent: list[dict[str, Any]], mode: str) -> dict[str, Any]:
+    """`sent`: the calls the tool executed; the agent run holds every call the model asked for."""
+    reading = read_count(agent.answer)
+    correct = reading.definite and reading.number == EXPECTED
     # rows mode: the model had to fetch the ids before counting them.
-    right_filter = any((c.get("op"), c.get("value")) in RIGHT_FILTERS for c in sent) if mode == "filter" else bool(sent)
-    correct = number == EXPECTED
+    filter_ok = any(right_filter(c) for c in sent) if mode == "filter" else bool(sent)
+    finished = agent.ok and not agent.error
     return {
-        "quoted": number,
+        **reading.to_json(),
         "correct": correct,
-        "right_filter": right_filter,
-        "passed": correct and bool(right_filter),
+        "right_filter": filter_ok,
+        "finished": finished,
+        "passed": correct and filter_ok and finished,
         "filters_sent": [filter_label(c) for c in sent],
-        "tool_calls_requested": requested,
-        "no_tool_call": not requested,
+        "tool_calls_requested": agent.tool_calls,
+        "no_tool_call": not agent.tool_calls,
     }
 
 
@@ -119,61 +122,77 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    config = {"ids": list(IDS), "question": QUESTION, "expected": EXPECTED, "tools": args.tools, "runs": args.runs}
-    interrupted = False
-    with run_session("counting", args, config) as (discovery, evidence):
-        try:
-            with Progress(console=console) as progress:
-                for backend in discovery.backends:
-                    task = progress.add_task(f"{backend.name:<10}", total=args.runs)
-                    if not backend.supports_tools:
-                        evidence.notice(f"{backend.name}: skipped, its server ignores tool definitions")
-                        progress.update(task, completed=args.runs)
-                        continue
-                    for run_number in range(1, args.runs + 1):
-                        evidence.add_record(count_once(backend, run_number, args))
-                        progress.advance(task)
-        except KeyboardInterrupt:
-            interrupted = True
-        measured = any(r.get("reached") for r in evidence.data["records"])
-        return conclude(evidence, interrupted=interrupted, measured=measured)
+    config = {
+        "ids": list(IDS),
+        "question": QUESTION,
+        "system": SYSTEM,
+        "expected": EXPECTED,
+        "tools": args.tools,
+        "runs": args.runs,
+    }
+
+    def measure(discovery: Discovery, evidence: Evidence) -> None:
+        with Progress(console=console) as progress:
+            for backend in discovery.backends:
+                task = progress.add_task(f"{backend.name:<10}", total=args.runs)
+                if not backend.supports_tools:
+                    evidence.notice(f"{backend.name}: skipped, its server ignores tool definitions")
+                    progress.update(task, completed=args.runs)
+                    continue
+                for run_number in range(1, args.runs + 1):
+                    evidence.add_record(count_once(backend, run_number, args))
+                    progress.advance(task)
+
+    return run_command(
+        "counting", args, config, measure, measured=lambda records: any(r.get("reached") for r in records)
+    )
 
 
-def count_once(backend, run_number: int, args) -> dict[str, Any]:
+def count_once(backend: Backend, run_number: int, args: argparse.Namespace) -> dict[str, Any]:
     sent: list[dict[str, Any]] = []
     try:
         model = strands_model(backend, max_tokens=args.max_tokens, timeout_s=args.timeout)
     except Exception as error:
-        from runner.errors import describe
-
-        return {"backend": backend.name, "run": run_number, "ok": False, "reached": False, "error": describe(error)}
+        return {
+            "backend": backend.name,
+            "run": run_number,
+            "ok": False,
+            "reached": False,
+            "passed": False,
+            "error": backend.explain(error),
+        }
     tools = [make_count_tool(sent)] if args.tools == "filter" else [make_rows_tool(sent)]
     limits = AgentLimits(max_model_calls=6, max_tool_calls=6)
-    result = run_agent(
-        model,
-        QUESTION,
-        tools=tools,
-        system_prompt=SYSTEM_FILTER if args.tools == "filter" else SYSTEM_ROWS,
-        limits=limits,
-    )
+    result = run_agent(model, QUESTION, tools=tools, system_prompt=SYSTEM, limits=limits)
     record = {"backend": backend.name, "run": run_number, **result.to_json()}
-    record.update(grade(result.answer, sent, result.tool_calls, args.tools))
+    record.update(grade(result, sent, args.tools))
     status = "ok " if record["passed"] else "FAIL"
     console.print(
         f"{backend.name:<10} run {run_number}/{args.runs}  {status} quoted={record['quoted']} "
-        f"filters={record['filters_sent']} {result.seconds:.2f}s"
+        f"({record['grading_route']}) filters={record['filters_sent']} {result.seconds:.2f}s"
         + (f"  [red]{result.error}[/red]" if result.error else "")
     )
     return record
 
 
-def counting_table(evidence: dict[str, Any]) -> Table:
+def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
     mode = evidence["config"].get("tools", "filter")
     table = Table(
         title=f"counting ({mode}): {evidence['config']['question']} expected {evidence['config']['expected']}"
     )
-    for column in ("backend", "runs", "correct", "right filter", "passed", "errors", "median s", "filters sent"):
-        table.add_column(column, justify="left" if column in ("backend", "filters sent") else "right")
+    columns = (
+        "backend",
+        "runs",
+        "correct",
+        "right filter",
+        "passed",
+        "errors",
+        "median s",
+        "graded by",
+        "filters sent",
+    )
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("backend", "graded by", "filters sent") else "right")
     grouped: dict[str, list[dict[str, Any]]] = {}
     for record in evidence["records"]:
         grouped.setdefault(record["backend"], []).append(record)
@@ -192,9 +211,10 @@ def counting_table(evidence: dict[str, Any]) -> Table:
             f"{passed}/{n}",
             str(errors),
             fmt(median(r["seconds"] for r in records if r.get("seconds") is not None), 2),
+            counts([r["grading_route"] for r in records if r.get("grading_route")]),
             counts(filters),
         )
-    return table
+    out.print(table)
 
 
 def main() -> None:

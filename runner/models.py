@@ -17,7 +17,10 @@ from strands.models.openai import OpenAIModel
 
 from catalog import BackendKind
 from runner.backends import Backend
-from runner.errors import BackendFault, RunnerError
+from runner.errors import RunnerError
+from runner.timing.base import check_finish_reason
+from runner.timing.sagemaker import payload_parts
+from runner.timing.sse import check_stream_end, sse_lines
 
 # The fields Strands' SageMaker provider passes to `UsageMetadata(**usage)`; vLLM adds others
 # (completion_tokens_details, ...) that make that constructor raise TypeError on every call.
@@ -51,17 +54,8 @@ def _clean_sse_line(line: bytes) -> bytes:
 
 def clean_event_stream(events: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """Re-frame PayloadPart events on line boundaries and clean each usage record."""
-    buffer = b""
-    for event in events:
-        if "PayloadPart" not in event:
-            yield event
-            continue
-        buffer += event["PayloadPart"]["Bytes"]
-        *lines, buffer = buffer.split(b"\n")
-        if lines:
-            yield {"PayloadPart": {"Bytes": b"".join(_clean_sse_line(line) + b"\n" for line in lines)}}
-    if buffer:
-        yield {"PayloadPart": {"Bytes": _clean_sse_line(buffer)}}
+    for line in sse_lines(payload_parts(events)):
+        yield {"PayloadPart": {"Bytes": _clean_sse_line(line) + b"\n"}}
 
 
 class UsageCleaningSageMakerClient:
@@ -90,13 +84,14 @@ class UsageCleaningSageMakerClient:
 
 
 class _FinishCheckedStream:
-    """Proxies an OpenAI async stream; ending without a finish reason raises instead of passing."""
+    """Proxies an OpenAI async stream; ending without a finish reason, or with an abnormal one
+    (content_filter, abort, ...), raises instead of passing as a short answer."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
         self._iterator = stream.__aiter__()
         self.chunks = 0
-        self.finished = False
+        self.finish_reason: str | None = None
 
     def __aiter__(self) -> _FinishCheckedStream:
         return self
@@ -105,14 +100,14 @@ class _FinishCheckedStream:
         try:
             event = await self._iterator.__anext__()
         except StopAsyncIteration:
-            if self.chunks == 0:
-                raise BackendFault("empty stream: no chunks before the connection closed") from None
-            if not self.finished:
-                raise BackendFault(f"stream cut: ended after {self.chunks} chunks without a finish reason") from None
+            check_stream_end(self.chunks, self.finish_reason)
             raise
         self.chunks += 1
-        if any(getattr(choice, "finish_reason", None) for choice in getattr(event, "choices", None) or []):
-            self.finished = True
+        for choice in getattr(event, "choices", None) or []:
+            reason = getattr(choice, "finish_reason", None)
+            if reason:
+                check_finish_reason(reason)
+                self.finish_reason = reason
         return event
 
     def __getattr__(self, name: str) -> Any:
@@ -167,7 +162,8 @@ def sagemaker_model(endpoint_name: str, region: str, *, max_tokens: int, tempera
 
 
 def strands_model(backend: Backend, *, max_tokens: int = 512, temperature: float = 0.0, timeout_s: float = 60.0):
-    """The Strands model object for `backend`."""
+    """The Strands model object for `backend` (an AWS client only for a backend AWS may be used for)."""
+    backend.require_reachable()
     if backend.speaks_openai:
         return StrictOpenAIModel(
             client_args={"base_url": backend.base_url, "api_key": "unused", "timeout": timeout_s, "max_retries": 0},

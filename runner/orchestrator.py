@@ -1,8 +1,8 @@
 """`python -m runner.orchestrator` (demo 2): one agent asks every backend, code keeps score.
 
 The agent (Bedrock by default; the embedded model without AWS) gets one `ask_<backend>` tool
-per backend plus `scoreboard`. Each ask times its own request in code; the scoreboard sorts
-in code. The evidence keeps the code's table and the agent's closing sentence apart, records
+per backend plus `scoreboard`. Each ask sends the same fixed question, after one untimed
+warm-up per backend, and times it in code; every ask is kept; the scoreboard sorts in code. The evidence keeps the code's table and the agent's closing sentence apart, records
 which backends the agent never asked, and flags a sentence that names a different winner.
 """
 
@@ -19,14 +19,17 @@ from strands.tools.decorator import tool
 from runner.agent_limits import AgentLimits
 from runner.agent_run import run_agent
 from runner.backends import Backend
-from runner.errors import RunnerError, describe
+from runner.errors import RunnerError
+from runner.evidence import Evidence
 from runner.models import strands_model
-from runner.session import add_common_arguments, conclude, console, main_guard, run_session
-from runner.timing import ChatRequest, RequestRecord, timed_client_for
+from runner.session import Discovery, add_common_arguments, console, main_guard, run_command
+from runner.stats import fmt, median
+from runner.timing import ChatRequest, RequestRecord, TimedClient, timed_client_for, warm_up
 
 QUESTION = "What is the capital of France? Answer in one word."
+ASK_MAX_TOKENS = 32
 SYSTEM = (
-    "You compare inference backends. Call every ask_ tool once with the question, then call scoreboard, "
+    "You compare inference backends. Call every ask_ tool once, then call scoreboard, "
     "quote its table exactly as returned, and finish with one sentence naming the fastest backend."
 )
 
@@ -36,53 +39,70 @@ def tool_name(backend: str) -> str:
 
 
 class Harness:
-    """Holds the code's measurements; the agent only sees what the tools return."""
+    """Holds the code's measurements; the agent only sees what the tools return.
+
+    Every ask sends the same fixed question, after one untimed warm-up per backend, and every
+    ask is kept: the table summarises them, it does not keep only the last."""
 
     def __init__(self, backends: list[Backend], timeout_s: float) -> None:
         self.backends = backends
         self.timeout_s = timeout_s
-        self.rows: list[dict[str, Any]] = []
-        self.clients: dict[str, Any] = {}
+        self.asks: list[dict[str, Any]] = []
+        self.warm_ups: list[dict[str, Any]] = []
+        self.clients: dict[str, TimedClient] = {}
 
-    def ask(self, backend: Backend, prompt: str) -> dict[str, Any]:
-        record = RequestRecord(backend=backend.name, run=len(self.rows) + 1)
-        try:
-            client = self.clients.get(backend.name) or timed_client_for(backend, self.timeout_s)
+    def _client(self, backend: Backend) -> TimedClient:
+        if backend.name not in self.clients:
+            client = timed_client_for(backend, self.timeout_s)
+            self.warm_ups.append(warm_up(client, backend.name).to_json())
             self.clients[backend.name] = client
-            client.chat(ChatRequest(prompt=prompt or QUESTION, max_tokens=32), record)
+        return self.clients[backend.name]
+
+    def ask(self, backend: Backend) -> dict[str, Any]:
+        record = RequestRecord(backend=backend.name, run=len(self.asks) + 1)
+        try:
+            self._client(backend).chat(ChatRequest(prompt=QUESTION, max_tokens=ASK_MAX_TOKENS), record)
         except Exception as error:
-            record.error = describe(error)
-        row = {
-            "backend": backend.name,
-            "title": backend.title,
-            "answer": " ".join(record.text.split())[:60],
-            "seconds": record.e2e_s,
-            "tokens_per_s": record.tokens_per_s,
-            "error": record.error,
-        }
-        self.rows.append(row)
+            record.ok = False
+            record.error = backend.explain(error)
+        row = {"title": backend.title, "answer": " ".join(record.text.split())[:60], **record.to_json()}
+        self.asks.append(row)
         return row
 
     def table(self) -> list[dict[str, Any]]:
-        """Sorted in code: answered rows by time, then failures; one row per backend (its last ask)."""
-        latest = {row["backend"]: row for row in self.rows}
-        return sorted(
-            latest.values(), key=lambda r: (r["seconds"] is None or r["error"] is not None, r["seconds"] or 0)
-        )
+        """One row per backend asked, from all its asks; sorted in code: measured rows by median
+        seconds, then the rows with no measured ask."""
+        rows = []
+        for backend in self.backends:
+            asks = [a for a in self.asks if a["backend"] == backend.name]
+            if not asks:
+                continue
+            measured = [a for a in asks if a["ok"]]
+            rows.append(
+                {
+                    "backend": backend.name,
+                    "title": backend.title,
+                    "asks": len(asks),
+                    "measured": len(measured),
+                    "answer": measured[-1]["answer"] if measured else "",
+                    "seconds": median(a["e2e_s"] for a in measured),
+                    "tokens_per_s": median(a["tokens_per_s"] for a in measured),
+                    "error": None if measured else asks[-1]["error"],
+                }
+            )
+        return sorted(rows, key=lambda r: (r["seconds"] is None, r["seconds"] or 0))
 
     def markdown(self) -> str:
         lines = ["| Backend | Answer | Seconds | Tokens/s |", "|---|---|---|---|"]
         for row in self.table():
-            seconds = f"{row['seconds']:.3f}" if row["seconds"] is not None and not row["error"] else "-"
-            rate = f"{row['tokens_per_s']:.1f}" if row["tokens_per_s"] else "-"
+            seconds = fmt(row["seconds"]) if row["seconds"] is not None else "-"
+            rate = fmt(row["tokens_per_s"], 1) if row["tokens_per_s"] else "-"
             answer = row["answer"] if not row["error"] else f"error: {row['error']}"
             lines.append(f"| {row['title']} | {answer} | {seconds} | {rate} |")
         return "\n".join(lines)
 
     def tools(self) -> list[Any]:
-        made = []
-        for backend in self.backends:
-            made.append(self._ask_tool(backend))
+        made = [self._ask_tool(backend) for backend in self.backends]
 
         @tool(name="scoreboard", description="Return the results table, sorted by seconds (fastest first).")
         def scoreboard() -> str:
@@ -92,13 +112,13 @@ class Harness:
         return made
 
     def _ask_tool(self, backend: Backend):
-        def ask(prompt: str) -> str:
-            row = self.ask(backend, prompt)
+        def ask() -> str:
+            row = self.ask(backend)
             if row["error"]:
                 return f"{backend.title} failed: {row['error']}"
-            return f"{backend.title} answered {row['answer']!r} in {row['seconds']:.3f} s"
+            return f"{backend.title} answered {row['answer']!r} in {row['e2e_s']:.3f} s"
 
-        ask.__doc__ = f"Ask {backend.title} a question; returns its answer and the time it took.\n\nArgs:\n    prompt: the question"
+        ask.__doc__ = f"Ask {backend.title} the benchmark question; returns its answer and the time it took."
         return tool(name=tool_name(backend.name))(ask)
 
     def close(self) -> None:
@@ -131,7 +151,7 @@ def _starts_word(text: str, position: int) -> bool:
 
 
 def winner_check(sentence: str, table: list[dict[str, Any]], backends: list[Backend]) -> dict[str, Any]:
-    winner = next((row["backend"] for row in table if not row["error"] and row["seconds"] is not None), None)
+    winner = next((row["backend"] for row in table if row["seconds"] is not None), None)
     named = named_backends(sentence, backends)
     return {
         "table_winner": winner,
@@ -164,19 +184,22 @@ def pick_agent(backends: list[Backend], wanted: str | None) -> Backend:
     return tool_capable[0]
 
 
+def asks_measured(records: list[dict[str, Any]]) -> bool:
+    """An ask counts only when it was timed to a complete answer; an error in milliseconds is not one."""
+    return any(ask["ok"] for record in records for ask in record["asks"])
+
+
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    interrupted = False
-    with run_session("orchestrator", args, {"question": QUESTION, "runs": args.runs}) as (discovery, evidence):
+    config = {"question": QUESTION, "ask_max_tokens": ASK_MAX_TOKENS, "runs": args.runs}
+
+    def measure(discovery: Discovery, evidence: Evidence) -> None:
         agent_backend = pick_agent(discovery.backends, args.agent)
         evidence.data["config"]["agent_backend"] = agent_backend.name
-        try:
-            for run_number in range(1, args.runs + 1):
-                evidence.add_record(orchestrate_once(discovery.backends, agent_backend, run_number, args))
-        except KeyboardInterrupt:
-            interrupted = True
-        measured = any(row["seconds"] is not None for r in evidence.data["records"] for row in r["table"])
-        return conclude(evidence, interrupted=interrupted, measured=measured)
+        for run_number in range(1, args.runs + 1):
+            evidence.add_record(orchestrate_once(discovery.backends, agent_backend, run_number, args))
+
+    return run_command("orchestrator", args, config, measure, measured=asks_measured)
 
 
 def orchestrate_once(backends: list[Backend], agent_backend: Backend, run_number: int, args) -> dict[str, Any]:
@@ -189,10 +212,10 @@ def orchestrate_once(backends: list[Backend], agent_backend: Backend, run_number
         )
         agent_run = result.to_json()
     except Exception as error:
-        agent_run = {"ok": False, "error": describe(error), "answer": "", "tool_calls": []}
+        agent_run = {"ok": False, "error": agent_backend.explain(error), "answer": "", "tool_calls": []}
     finally:
         harness.close()
-    asked = {row["backend"] for row in harness.rows}
+    asked = {ask["backend"] for ask in harness.asks}
     table = harness.table()
     quoted_table, closing = split_closing(agent_run.get("answer", ""))
     record = {
@@ -201,32 +224,34 @@ def orchestrate_once(backends: list[Backend], agent_backend: Backend, run_number
         "agent": agent_run,
         "table": table,
         "table_markdown": harness.markdown(),
-        "asks": harness.rows,
+        "asks": harness.asks,
+        "warm_ups": harness.warm_ups,
         "never_asked": [b.name for b in backends if b.name not in asked],
         "agent_table": quoted_table,
         "closing_sentence": closing,
         **winner_check(closing, table, backends),
     }
     console.print(
-        f"run {run_number}: {len(harness.rows)} asks; never asked: {', '.join(record['never_asked']) or 'none'}"
+        f"run {run_number}: {len(harness.asks)} asks; never asked: {', '.join(record['never_asked']) or 'none'}"
         + (f"  [red]{agent_run.get('error')}[/red]" if agent_run.get("error") else "")
     )
     return record
 
 
-def orchestrator_report(evidence: dict[str, Any], out: Console) -> None:
+def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
     for record in evidence["records"]:
         table = Table(
             title=f"orchestrator run {record['run']} (agent: {record['agent_backend']}); table computed in code"
         )
-        for column in ("backend", "answer", "seconds", "tokens/s", "error"):
+        for column in ("backend", "answer", "measured/asks", "median s", "median tokens/s", "error"):
             table.add_column(column)
         for row in record["table"]:
             table.add_row(
                 row["backend"],
                 row["answer"],
-                f"{row['seconds']:.3f}" if row["seconds"] is not None and not row["error"] else "-",
-                f"{row['tokens_per_s']:.1f}" if row["tokens_per_s"] else "-",
+                f"{row['measured']}/{row['asks']}",
+                fmt(row["seconds"]),
+                fmt(row["tokens_per_s"], 1) if row["tokens_per_s"] else "-",
                 row["error"] or "",
             )
         out.print(table)

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
-from catalog import CatalogError
+from catalog import BackendKind, CatalogError
 from runner.aws import credentials_configured
 from runner.backends import (
     Backend,
@@ -28,6 +28,7 @@ from runner.errors import RunnerError
 from runner.evidence import DEFAULT_RESULTS, Evidence
 from runner.local_server import CAVEAT, MODEL_ALIAS, LocalServer, LocalServerConfig
 from runner.outputs import OutputsReading, read_outputs_file, read_stack_outputs
+from runner.tables import print_report
 
 # soft_wrap: an error stays on one line whatever the terminal width (or with no terminal at all).
 console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -114,6 +115,8 @@ class Discovery:
     notices: list[str]
     outputs: OutputsReading | None
     local_server: LocalServer | None = None
+    # Whether this run may call AWS at all (credentials configured or --aws, and not --no-aws).
+    aws: bool = False
 
 
 def discover(options: CommonOptions) -> Discovery:
@@ -142,6 +145,12 @@ def discover(options: CommonOptions) -> Discovery:
         found = [b for b in found if b.name != flag.name] + [replacement]
     if use_aws:
         found.append(bedrock_backend())
+    else:
+        # Listed, never called: building its AWS client would already probe for credentials.
+        why = "with --no-aws" if options.aws is False else "without AWS credentials (configure them, or pass --aws)"
+        for backend in found:
+            if backend.kind is BackendKind.SAGEMAKER:
+                backend.blocked = f"not reachable {why}: a SageMaker endpoint is called through the AWS API"
 
     wanted = options.backends
     extra = {flag.name for flag in options.endpoints}
@@ -166,7 +175,7 @@ def discover(options: CommonOptions) -> Discovery:
         server = LocalServer(config).start()
         notices.append(f"{CAVEAT}; started in {server.startup_s:.1f} s")
         selected.append(local_backend(server.base_url, MODEL_ALIAS))
-    return Discovery(backends=selected, notices=notices, outputs=outputs, local_server=server)
+    return Discovery(backends=selected, notices=notices, outputs=outputs, local_server=server, aws=use_aws)
 
 
 @contextlib.contextmanager
@@ -197,13 +206,36 @@ def run_session(command: str, args: argparse.Namespace, config: dict[str, Any]) 
             discovery.local_server.stop()
 
 
+def run_command(
+    command: str,
+    args: argparse.Namespace,
+    config: dict[str, Any],
+    measure: Callable[[Discovery, Evidence], None],
+    *,
+    measured: Callable[[list[dict[str, Any]]], bool],
+    baseline: dict[str, Any] | None = None,
+) -> int:
+    """What every measuring command shares: discover the backends, `measure` them, and conclude;
+    Ctrl-C stops the measuring, saves what was measured and goes on up as KeyboardInterrupt.
+
+    `measured(records)` decides the exit status: 0 when it holds, 1 when nothing counted.
+    """
+    with run_session(command, args, config) as (discovery, evidence):
+        interrupted = False
+        try:
+            measure(discovery, evidence)
+        except KeyboardInterrupt:
+            interrupted = True
+        return conclude(
+            evidence, interrupted=interrupted, measured=measured(evidence.data["records"]), baseline=baseline
+        )
+
+
 def conclude(evidence: Evidence, *, interrupted: bool, measured: bool, baseline: dict[str, Any] | None = None) -> int:
     """Save the evidence, print its table, say where it is; Ctrl-C goes on up once saved.
 
     Exit status: 0 when anything was measured, 1 when nothing could be.
     """
-    from runner.report import print_report
-
     path = evidence.finish(interrupted=interrupted)
     print_report(evidence.data, baseline=baseline, notices=False)
     print(f"evidence: {path}")

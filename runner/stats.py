@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Iterable
 
 
@@ -31,3 +32,8 @@ def change_percent(old: float | None, new: float | None) -> str:
     if old in (None, 0) or new is None:
         return "-"
     return f"{(new - old) / old * 100:+.1f}%"
+
+
+def counts(values: list[str]) -> str:
+    """`a ×3, b` — each value with how often it occurs, most common first."""
+    return ", ".join(f"{k} ×{n}" if n > 1 else k for k, n in Counter(values).most_common()) or "-"

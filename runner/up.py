@@ -23,6 +23,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
 from catalog import BackendKind, CatalogError
 from catalog.backends import stack_names
 from catalog.config import StackConfig, load_config, read_placements, write_placement
@@ -34,6 +37,7 @@ from runner.evidence import DEFAULT_RESULTS, Evidence, now_iso
 from runner.outputs import parse_outputs
 from runner.readiness import is_capacity_refusal, read_group, read_readiness
 from runner.session import console, main_guard
+from runner.tables import print_report
 
 DESTROY_ATTEMPTS = 3
 
@@ -356,17 +360,13 @@ def run(argv: list[str] | None = None) -> int:
         results_dir=args.results_dir,
     )
     evidence = up(options)
-    from runner.report import print_report
-
     print_report(evidence.data, notices=False)
     print(f"evidence: {evidence.path}")
     records = evidence.data["records"]
     return 0 if records and all(r["outcome"] == "ready" for r in records) else 1
 
 
-def up_table(evidence: dict[str, Any]):
-    from rich.table import Table
-
+def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
     table = Table(title="up: launch to ready (survey: run 2 of 2026-10-05)")
     for column in ("backend", "outcome", "region", "zone", "attempts", "launched", "ready", "min", "survey min"):
         table.add_column(column)
@@ -383,7 +383,7 @@ def up_table(evidence: dict[str, Any]):
             str(record.get("launch_to_ready_min") or "-"),
             str(record.get("survey_launch_to_ready_min") or "-"),
         )
-    return table
+    out.print(table)
 
 
 def main() -> None:

@@ -7,6 +7,15 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from runner.errors import BadCompletion, describe
+
+# Finish reasons that mean the model ended normally: OpenAI-compatible servers (vLLM, llama.cpp)
+# and Bedrock's Converse stop reasons. Anything else (content_filter, guardrail_intervened,
+# abort, error, ...) is an error, not a success.
+NORMAL_FINISH_REASONS = frozenset(
+    {"stop", "length", "tool_calls", "function_call", "end_turn", "max_tokens", "stop_sequence", "tool_use"}
+)
+
 
 @dataclass(frozen=True)
 class ChatRequest:
@@ -43,6 +52,20 @@ class RequestRecord:
     finish_reason: str | None = None
     text: str = ""
     chunks: int = 0
+    # The server's own figures where it reports them (llama.cpp's `timings`; vLLM has none).
+    server_timings: dict[str, Any] | None = None
+    # False when the request went out on the connection the previous one used (None: not knowable).
+    new_connection: bool | None = None
+    # True when the reused connection turned out closed by the server and the request went again.
+    stale_connection_retry: bool = False
+
+    @property
+    def client_overhead_s(self) -> float | None:
+        """End-to-end time the server's own prompt and decode times do not account for."""
+        timings = self.server_timings or {}
+        if not self.ok or self.e2e_s is None or "prompt_ms" not in timings or "predicted_ms" not in timings:
+            return None
+        return self.e2e_s - (timings["prompt_ms"] + timings["predicted_ms"]) / 1000
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -63,7 +86,20 @@ class RequestRecord:
         data = asdict(self)
         data["tokens_per_s"] = self.tokens_per_s
         data["decode_tokens_per_s"] = self.decode_tokens_per_s
+        data["client_overhead_s"] = self.client_overhead_s
         return data
+
+
+def check_finish_reason(reason: str | None) -> None:
+    if reason not in NORMAL_FINISH_REASONS:
+        raise BadCompletion(f"finish reason {reason!r}: not a normal end of the answer")
+
+
+def check_completion(record: RequestRecord, *, has_output: bool) -> None:
+    """A complete response counts only with a normal finish reason and some output."""
+    check_finish_reason(record.finish_reason)
+    if not has_output:
+        raise BadCompletion(f"empty completion: no text and no tool call (finish reason {record.finish_reason!r})")
 
 
 class Stopwatch:
@@ -77,10 +113,23 @@ class Stopwatch:
 
 
 class TimedClient(Protocol):
-    def warm(self) -> None:
-        """Open the connection (and TLS) before timing anything."""
-
     def chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
         """Send one streamed request and fill `record`; raises on faults."""
 
     def close(self) -> None: ...
+
+
+# The survey's warm-up: a short generation, through the same path as the timed requests.
+WARM_UP = ChatRequest(prompt="Hi", max_tokens=4)
+
+
+def warm_up(client: TimedClient, backend: str) -> RequestRecord:
+    """One untimed generation before the timed ones, the same for every provider: it opens the
+    connection (and TLS, and an SSM tunnel stream) and wakes the server. Never raises."""
+    record = RequestRecord(backend=backend, run=0)
+    try:
+        client.chat(WARM_UP, record)
+    except Exception as error:
+        record.ok = False
+        record.error = describe(error)
+    return record

@@ -1,12 +1,16 @@
-"""Timed streaming chat against Bedrock's ConverseStream API (one reused boto3 client)."""
+"""Timed streaming chat against Bedrock's ConverseStream API (one reused boto3 client).
+
+An exception event in the stream (throttling, model error) is raised by botocore while the
+stream is read, and is typed by `runner.errors`.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from runner.aws import boto_client
-from runner.errors import BackendFault
-from runner.timing.base import ChatRequest, RequestRecord, Stopwatch
+from runner.errors import StreamFault
+from runner.timing.base import ChatRequest, RequestRecord, Stopwatch, check_completion
 
 
 class BedrockStreamClient:
@@ -16,14 +20,6 @@ class BedrockStreamClient:
         self.client = client
         self.model_id = model_id
 
-    def warm(self) -> None:
-        """A one-token request opens the TLS connection outside the timed runs."""
-        self.client.converse(
-            modelId=self.model_id,
-            messages=[{"role": "user", "content": [{"text": "Hi"}]}],
-            inferenceConfig={"maxTokens": 1},
-        )
-
     def chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
         watch = Stopwatch()
         response = self.client.converse_stream(
@@ -32,12 +28,15 @@ class BedrockStreamClient:
             inferenceConfig={"maxTokens": request.max_tokens, "temperature": request.temperature},
         )
         parts: list[str] = []
+        has_output = False
         for event in response["stream"]:
             record.chunks += 1
             if "contentBlockDelta" in event:
-                text = event["contentBlockDelta"].get("delta", {}).get("text", "")
-                if text and record.ttft_s is None:
+                delta = event["contentBlockDelta"].get("delta", {})
+                text = delta.get("text", "")
+                if (text or "toolUse" in delta) and record.ttft_s is None:
                     record.ttft_s = watch.now()
+                has_output = has_output or bool(text) or "toolUse" in delta
                 parts.append(text)
             elif "messageStop" in event:
                 record.finish_reason = event["messageStop"].get("stopReason")
@@ -47,16 +46,13 @@ class BedrockStreamClient:
                     record.output_tokens = int(usage["outputTokens"])
                     record.prompt_tokens = usage.get("inputTokens")
                     record.token_source = "server"
-            else:
-                for key in event:
-                    if key.endswith("Exception"):
-                        raise BackendFault(f"Bedrock stream error {key}: {event[key].get('message', '')[:200]}")
         record.e2e_s = watch.now()
         record.text = "".join(parts)
         if record.finish_reason is None:
-            raise BackendFault(f"stream cut: ended after {record.chunks} events without messageStop")
+            raise StreamFault(f"stream cut: ended after {record.chunks} events without messageStop")
         if record.output_tokens is None:
-            raise BackendFault("Bedrock stream carried no usage metadata")
+            raise StreamFault("Bedrock stream carried no usage metadata")
+        check_completion(record, has_output=has_output)
         record.ok = True
         return record
 

@@ -13,14 +13,14 @@ if TYPE_CHECKING:
 
 
 def timed_client_for(backend: Backend, timeout_s: float) -> TimedClient:
+    """The client for `backend`; an AWS client is built only for a backend AWS may be used for."""
+    backend.require_reachable()
     if backend.speaks_openai:
         if not backend.base_url:
             raise RunnerError(f"backend {backend.name}: no URL to reach it")
         from runner.timing.openai_http import OpenAIStreamClient
 
-        return OpenAIStreamClient(
-            backend.base_url, backend.model_id, timeout_s=timeout_s, health_url=backend.health_url
-        )
+        return OpenAIStreamClient(backend.base_url, backend.model_id, timeout_s=timeout_s)
     if backend.kind is BackendKind.BEDROCK:
         from runner.timing.bedrock import BedrockStreamClient
 

@@ -2,43 +2,75 @@
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+
 import httpx
 
-from runner.errors import BackendFault
+from runner.errors import TimedOut
 from runner.timing.base import ChatRequest, RequestRecord, Stopwatch
 from runner.timing.sse import ChatStreamAccumulator
 
+# What a request sent on a kept-alive connection the server already closed fails with.
+STALE_CONNECTION_ERRORS = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
 
 class OpenAIStreamClient:
-    def __init__(self, base_url: str, model_id: str, *, timeout_s: float = 60.0, health_url: str | None = None) -> None:
+    """One keep-alive connection, reused by every request.
+
+    The response is always read to its end (past `[DONE]`): a response left unread closes its
+    connection, and the next request would open a new one inside its time to first token
+    (through an SSM port forward, a new tunnel stream)."""
+
+    def __init__(self, base_url: str, model_id: str, *, timeout_s: float = 60.0) -> None:
         self.base_url = base_url.rstrip("/")
         self.model_id = model_id
         self.timeout_s = timeout_s
-        self.health_url = health_url
         self.http = httpx.Client(
             timeout=httpx.Timeout(connect=5.0, read=timeout_s, write=10.0, pool=5.0),
             headers={"Authorization": "Bearer unused"},
         )
-
-    def warm(self) -> None:
-        """Open the keep-alive connection; any answer (even 404) means the socket is up."""
-        self.http.get(self.health_url or f"{self.base_url}/models")
+        # Held (not its id) so a new connection can never be mistaken for the last one.
+        self._last_stream: Any = None
 
     def chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
         body = request.openai_body(self.model_id)
-        watch = Stopwatch()
         stream = ChatStreamAccumulator(record)
-        with self.http.stream("POST", f"{self.base_url}/chat/completions", json=body) as response:
+        with contextlib.ExitStack() as stack:
+            watch, response = self._send(stack, body, record)
             if response.status_code >= 400:
                 response.read()
                 response.raise_for_status()
             for line in response.iter_lines():
                 stream.feed_line(line, watch.now())
                 if watch.now() > self.timeout_s:
-                    raise BackendFault(f"timed out: stream still open after {self.timeout_s:.0f} s")
-                if stream.done:
-                    break
+                    raise TimedOut(f"timed out: stream still open after {self.timeout_s:.0f} s")
         return stream.finish(watch.now())
+
+    def _send(self, stack: contextlib.ExitStack, body: dict[str, Any], record: RequestRecord):
+        """POST and wait for the response head. A kept-alive connection the server has closed since
+        (llama.cpp closes after every streamed response while it still advertises keep-alive)
+        fails before any byte of a response: that request never reached the server, so it is
+        sent once more on a new connection, with a new stopwatch, and the record says so."""
+        for attempt in (1, 2):
+            watch = Stopwatch()
+            try:
+                response = stack.enter_context(self.http.stream("POST", f"{self.base_url}/chat/completions", json=body))
+            except STALE_CONNECTION_ERRORS:
+                if attempt == 2 or self._last_stream is None:
+                    raise
+                record.stale_connection_retry = True
+                continue
+            self._note_connection(response, record)
+            return watch, response
+        raise AssertionError("unreachable")
+
+    def _note_connection(self, response: httpx.Response, record: RequestRecord) -> None:
+        network_stream = response.extensions.get("network_stream")
+        if network_stream is None:
+            return
+        record.new_connection = network_stream is not self._last_stream
+        self._last_stream = network_stream
 
     def close(self) -> None:
         self.http.close()

@@ -1,7 +1,9 @@
 """Timed streaming chat against a SageMaker endpoint running the vLLM container.
 
 InvokeEndpointWithResponseStream returns PayloadPart events whose bytes are the container's
-SSE stream, split at arbitrary byte boundaries: reassemble lines before parsing.
+SSE stream, split at arbitrary byte boundaries: `sse_lines` reassembles lines before parsing.
+An error event from the service (ModelStreamError, InternalStreamFailure) is raised by botocore
+while the stream is read, and is typed by `runner.errors`.
 """
 
 from __future__ import annotations
@@ -10,9 +12,15 @@ import json
 from typing import Any
 
 from runner.aws import boto_client
-from runner.errors import BackendFault
 from runner.timing.base import ChatRequest, RequestRecord, Stopwatch
-from runner.timing.sse import ChatStreamAccumulator
+from runner.timing.sse import ChatStreamAccumulator, sse_lines
+
+
+def payload_parts(events: Any) -> Any:
+    """The bytes of each PayloadPart event (the only event botocore yields; errors raise)."""
+    for event in events:
+        if "PayloadPart" in event:
+            yield event["PayloadPart"]["Bytes"]
 
 
 class SageMakerStreamClient:
@@ -25,13 +33,6 @@ class SageMakerStreamClient:
         self.endpoint_name = endpoint_name
         self.model_id = model_id
 
-    def warm(self) -> None:
-        self.client.invoke_endpoint(
-            EndpointName=self.endpoint_name,
-            ContentType="application/json",
-            Body=json.dumps({"model": self.model_id, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}),
-        )
-
     def chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
         body = request.openai_body(self.model_id)
         watch = Stopwatch()
@@ -39,17 +40,8 @@ class SageMakerStreamClient:
             EndpointName=self.endpoint_name, ContentType="application/json", Body=json.dumps(body)
         )
         stream = ChatStreamAccumulator(record)
-        buffer = b""
-        for event in response["Body"]:
-            if "PayloadPart" not in event:
-                error = next(iter(event.values()), {})
-                raise BackendFault(f"SageMaker stream error: {str(error.get('Message', error))[:200]}")
-            buffer += event["PayloadPart"]["Bytes"]
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                stream.feed_line(line.decode("utf-8", errors="replace"), watch.now())
-        if buffer.strip():
-            stream.feed_line(buffer.decode("utf-8", errors="replace"), watch.now())
+        for line in sse_lines(payload_parts(response["Body"])):
+            stream.feed_line(line.decode("utf-8", errors="replace"), watch.now())
         return stream.finish(watch.now())
 
     def close(self) -> None:

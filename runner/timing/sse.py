@@ -1,12 +1,36 @@
-"""Accumulates an OpenAI chat-completions event stream (SSE `data:` lines) with arrival times."""
+"""OpenAI chat-completions event streams (SSE `data:` lines): framing, accumulation, end checks.
+
+The end checks live here once and serve both the timed clients and the agent's model
+(`runner.models`), so a stream cut looks the same wherever it happens.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from runner.errors import BackendFault
-from runner.timing.base import RequestRecord
+from runner.errors import StreamFault
+from runner.timing.base import RequestRecord, check_completion
+
+
+def check_stream_end(chunks: int, finish_reason: str | None) -> None:
+    """A stream that closed before any chunk, or without a finish reason, is a fault, not a short answer."""
+    if chunks == 0:
+        raise StreamFault("empty stream: no chunks before the connection closed")
+    if finish_reason is None:
+        raise StreamFault(f"stream cut: ended after {chunks} chunks without a finish reason")
+
+
+def sse_lines(parts: Iterable[bytes]) -> Iterator[bytes]:
+    """Whole lines from byte parts split anywhere (SageMaker's PayloadPart events), `\\n` removed."""
+    buffer = b""
+    for part in parts:
+        buffer += part
+        *lines, buffer = buffer.split(b"\n")
+        yield from lines
+    if buffer:
+        yield buffer
 
 
 class ChatStreamAccumulator:
@@ -15,25 +39,30 @@ class ChatStreamAccumulator:
     def __init__(self, record: RequestRecord) -> None:
         self.record = record
         self.parts: list[str] = []
-        self.done = False
+        self.done_at: float | None = None
         self.content_chunks = 0
+        self.has_output = False
+
+    @property
+    def done(self) -> bool:
+        return self.done_at is not None
 
     def feed_line(self, line: str, at: float) -> None:
         line = line.strip()
-        if not line or line.startswith(":") or not line.startswith("data:"):
-            return
+        if self.done or not line.startswith("data:"):
+            return  # blank lines, SSE comments and anything after [DONE]
         payload = line[len("data:") :].strip()
         if payload == "[DONE]":
-            self.done = True
+            self.done_at = at
             return
         try:
             chunk = json.loads(payload)
         except json.JSONDecodeError:
-            raise BackendFault(
+            raise StreamFault(
                 f"malformed stream: chunk {self.record.chunks + 1} is not JSON: {payload[:80]!r}"
             ) from None
         if not isinstance(chunk, dict):
-            raise BackendFault(f"malformed stream: chunk {self.record.chunks + 1} is not an object")
+            raise StreamFault(f"malformed stream: chunk {self.record.chunks + 1} is not an object")
         self.record.chunks += 1
         self.feed_chunk(chunk, at)
 
@@ -41,14 +70,16 @@ class ChatStreamAccumulator:
         if "error" in chunk:
             error = chunk["error"]
             message = error.get("message") if isinstance(error, dict) else error
-            raise BackendFault(f"server error in stream: {str(message)[:200]}")
+            raise StreamFault(f"server error in stream: {str(message)[:200]}")
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             content = delta.get("content") or ""
+            # A role-only first chunk carries no token: time to first token waits for content.
             if content or delta.get("tool_calls"):
                 if self.record.ttft_s is None:
                     self.record.ttft_s = at
                 self.content_chunks += 1
+                self.has_output = True
                 self.parts.append(content)
             if choice.get("finish_reason"):
                 self.record.finish_reason = choice["finish_reason"]
@@ -57,18 +88,19 @@ class ChatStreamAccumulator:
             self.record.output_tokens = int(usage["completion_tokens"])
             self.record.prompt_tokens = usage.get("prompt_tokens")
             self.record.token_source = "server"
+        if isinstance(chunk.get("timings"), dict):
+            self.record.server_timings = chunk["timings"]
 
     def finish(self, at: float) -> RequestRecord:
+        """Close the record at [DONE] (or the end of the body when the server sends none)."""
         record = self.record
-        record.e2e_s = at
+        record.e2e_s = self.done_at if self.done_at is not None else at
         record.text = "".join(self.parts)
-        if record.chunks == 0:
-            raise BackendFault("empty stream: no chunks before the connection closed")
-        if record.finish_reason is None:
-            raise BackendFault(f"stream cut: ended after {record.chunks} chunks without a finish reason")
+        check_stream_end(record.chunks, record.finish_reason)
         if record.output_tokens is None:
             # Marked fallback: one content chunk is usually one token, but not always.
             record.output_tokens = self.content_chunks
             record.token_source = "client-chunks"
+        check_completion(record, has_output=self.has_output)
         record.ok = True
         return record

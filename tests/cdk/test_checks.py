@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from runner.cdk_cli import cdk, cli_command, cli_env
 from tests.cdk.conftest import ROOT, cdk_json_context
 
 # Notices and telemetry off: no test reaches the network.
-CLI_ENV = os.environ | {"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20", "CDK_DISABLE_CLI_TELEMETRY": "true"}
+CLI_ENV = cli_env()
 
 
 def acknowledgments(app_stacks) -> dict[str, dict[str, str]]:
@@ -145,31 +145,20 @@ def test_app_stops_with_one_line_on_bad_input(tmp_path, context, message):
 
 
 def test_cli_synth_with_validation(tmp_path):
-    """One real `npx cdk synth` with the built-in CloudFormation validation on."""
+    """One real synth through the pinned CLI, with the built-in CloudFormation validation on."""
     out = tmp_path / "cdk.out"
-    result = subprocess.run(
-        [
-            "npx",
-            "--no-install",
-            "cdk",
-            "synth",
-            "--quiet",
-            "--no-notices",
-            "--no-version-reporting",
-            "--output",
-            str(out),
-        ],
-        cwd=ROOT,
-        env=CLI_ENV,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    result = cdk(["synth", "--quiet", "--output", str(out)], timeout_s=300)
+    assert result.returncode == 0, result.output
     stacks = sorted(p.name.removesuffix(".template.json") for p in out.glob("*.template.json"))
     assert stacks == ["InferenceGpuStack", "InferenceNeuronStack", "InferenceSageMakerStack"]
-    assert "error" not in result.stderr.lower().replace("errors", "")
+    assert "error" not in result.output.lower().replace("errors", "")
+
+
+def test_every_cli_run_has_notices_and_telemetry_off():
+    # The one builder of CLI command lines and environments, for the runner and for these tests.
+    command, env = cli_command(["synth"]), cli_env()
+    assert {"--no-notices", "--no-version-reporting"} <= set(command)
+    assert env["CDK_DISABLE_CLI_TELEMETRY"] == "true"
 
 
 def test_construct_package_does_not_shadow_the_constructs_library():

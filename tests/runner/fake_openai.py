@@ -1,8 +1,11 @@
 """A scripted OpenAI-compatible server on loopback, for exact grading and fault injection.
 
 Each POST to /v1/chat/completions takes the next step of the script (the last step repeats).
-Steps replay the real API's shapes: SSE chunks with `delta`, `finish_reason`, a usage chunk,
-`[DONE]`; or faults: HTTP errors, a hang, a stream cut mid-way, malformed JSON, an empty body.
+It behaves like vLLM and llama.cpp on the wire: HTTP/1.1 keep-alive with a chunked SSE body,
+a role-only first chunk, `finish_reason` then a separate usage chunk, `[DONE]`. It records
+which connection each request came on (`connection_ids`), so reuse can be proved. Faults:
+HTTP errors, a hang, a stream cut (body ends without a finish reason), a dropped connection
+(socket closed mid-body), malformed JSON, an empty body.
 """
 
 from __future__ import annotations
@@ -10,20 +13,33 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.runner.loopback import LoopbackServer
 
 
 @dataclass
 class Step:
-    kind: str = "text"  # text | tool | http_error | hang | cut | malformed | empty
+    kind: str = "text"  # text | tool | http_error | hang | cut | drop | malformed | empty
     text: str = ""
     tool_calls: list[tuple[str, str]] = field(default_factory=list)  # (name, raw JSON arguments)
     status: int = 200
     error_body: str = ""
     usage: bool = True
     delay_s: float = 0.0
+    # Seconds between the role-only first chunk and the first content chunk.
+    first_token_delay_s: float = 0.0
+    # Server-side token count when it differs from the number of content chunks.
+    usage_tokens: int | None = None
+    finish: str | None = None
+    # llama.cpp reports its own timings in the usage chunk.
+    timings: dict[str, float] | None = None
+    # Close the connection this long after a complete response, as llama.cpp does after every
+    # streamed one while it still advertises keep-alive.
+    close_after_s: float | None = None
 
 
 def text(value: str, **kw: Any) -> Step:
@@ -35,21 +51,38 @@ def tool_call(name: str, arguments: dict[str, Any] | str) -> Step:
     return Step(kind="tool", tool_calls=[(name, raw)])
 
 
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     def __init__(self, script: list[Step] | None = None) -> None:
         self.script = list(script or [text("Paris")])
         self.requests: list[dict[str, Any]] = []
+        self.connection_ids: list[int] = []
+        # The status /health answers with; tests replace it to script readiness.
+        self.health: Callable[[], int] = lambda: 200
+        self.paths: list[str] = []
         self.stop_event = threading.Event()
+        self._connections = 0
+        self._lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
+            def setup(self) -> None:
+                super().setup()
+                with server._lock:
+                    server._connections += 1
+                    self.connection_id = server._connections
+
             def log_message(self, *args: Any) -> None:
                 pass
 
             def do_GET(self) -> None:
-                if self.path in ("/health", "/v1/models", "/ping"):
+                server.paths.append(self.path)
+                server.connection_ids.append(self.connection_id)
+                if self.path == "/health":
+                    status = server.health()
+                    self._json(status, {"status": "ok" if status == 200 else "loading"})
+                elif self.path in ("/v1/models", "/ping"):
                     self._json(200, {"status": "ok", "data": [{"id": "fake-model"}]})
                 else:
                     self._json(404, {"error": "not found"})
@@ -58,6 +91,8 @@ class FakeOpenAI:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 server.requests.append(body)
+                server.paths.append(self.path)
+                server.connection_ids.append(self.connection_id)
                 step = server.next_step()
                 server.respond(self, step, body)
 
@@ -69,25 +104,13 @@ class FakeOpenAI:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        super().__init__(Handler)
 
     def next_step(self) -> Step:
         return self.script.pop(0) if len(self.script) > 1 else self.script[0]
 
-    def __enter__(self) -> FakeOpenAI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop_event.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def stopping(self) -> None:
+        self.stop_event.set()  # a scripted hang ends with the server
 
     # --- responses -------------------------------------------------------------------------
 
@@ -110,12 +133,23 @@ class FakeOpenAI:
             return
         handler.send_response(200)
         handler.send_header("content-type", "text/event-stream")
-        handler.send_header("connection", "close")
+        handler.send_header("transfer-encoding", "chunked")
         handler.end_headers()
-        for line in self._stream_lines(step):
-            handler.wfile.write(line.encode())
+        lines = self._stream_lines(step)
+        for index, line in enumerate(lines):
+            if index == 1 and step.first_token_delay_s:
+                time.sleep(step.first_token_delay_s)
+            data = line.encode()
+            handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             handler.wfile.flush()
-        handler.close_connection = True
+        if step.kind == "drop":
+            handler.close_connection = True  # no terminating chunk: the body is incomplete
+            return
+        handler.wfile.write(b"0\r\n\r\n")
+        handler.wfile.flush()
+        if step.close_after_s is not None:
+            time.sleep(step.close_after_s)
+            handler.close_connection = True
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> str:
         payload = {
@@ -150,16 +184,16 @@ class FakeOpenAI:
                     }
                 )
             )
-        if step.kind == "cut":
+        if step.kind in ("cut", "drop"):
             return lines  # no finish_reason, no usage, no [DONE]
-        lines.append(self._chunk({}, "tool_calls" if step.tool_calls else "stop"))
+        lines.append(self._chunk({}, step.finish or ("tool_calls" if step.tool_calls else "stop")))
         if step.usage:
-            usage = {
-                "prompt_tokens": 12,
-                "completion_tokens": max(len(words), 1),
-                "total_tokens": 12 + max(len(words), 1),
-            }
-            lines.append(f"data: {json.dumps({'id': 'chatcmpl-fake', 'choices': [], 'usage': usage})}\n\n")
+            tokens = step.usage_tokens if step.usage_tokens is not None else max(len(words), 1)
+            usage = {"prompt_tokens": 12, "completion_tokens": tokens, "total_tokens": 12 + tokens}
+            final: dict[str, Any] = {"id": "chatcmpl-fake", "choices": [], "usage": usage}
+            if step.timings:
+                final["timings"] = step.timings
+            lines.append(f"data: {json.dumps(final)}\n\n")
         lines.append("data: [DONE]\n\n")
         return lines
 

@@ -7,11 +7,26 @@ from pathlib import Path
 
 import pytest
 
-from runner import bench, report
+from runner import bench, report, tables
 from runner.evidence import load
 from tests.runner.fake_openai import FakeOpenAI, Step, text
 
 OCEAN = "The ocean covers most of the planet and holds most of its water"
+G6_OUTPUT = {
+    "contract": 2,
+    "name": "g6",
+    "kind": "ec2-vllm",
+    "region": "us-east-2",
+    "instance_type": "g6.xlarge",
+    "auto_scaling_group": "inference-g6",
+    "zones": ["us-east-2a"],
+    "endpoint_name": None,
+    "port": 8000,
+    "health_path": "/health",
+    "model_id": "gemma",
+    "readiness_parameter": "/inference/g6/ready",
+    "log_group": "/inference/g6",
+}
 
 
 def run_bench(tmp_path: Path, *extra: str) -> tuple[int, dict]:
@@ -46,14 +61,48 @@ def test_good_dead_and_hanging_backends(tmp_path, dead_url, capsys):
     assert evidence["config"]["prompt"] == "Write a short paragraph about the ocean."
     assert evidence["git"]["sha"] and evidence["versions"]["strands-agents"]
     assert {b["name"] for b in evidence["backends"]} == {"good", "dead", "slow"}
-    assert good.requests[0]["max_tokens"] == 100 and good.requests[0]["temperature"] == 0.0
+    # One untimed warm-up ("Hi", 4 tokens), then the timed requests.
+    assert good.requests[0]["messages"] == [{"role": "user", "content": "Hi"}] and good.requests[0]["max_tokens"] == 4
+    assert [r["max_tokens"] for r in good.requests[1:]] == [100, 100, 100]
+    assert all(r["temperature"] == 0.0 for r in good.requests)
+    assert [w["backend"] for w in evidence["warm_up"]] == ["good", "dead", "slow"]
+    assert evidence["warm_up"][0]["ok"] is True and evidence["warm_up"][1]["error"].startswith("unreachable")
 
-    summary = report.bench_summary(evidence)
+    summary = bench.bench_summary(evidence)
     assert summary["good"]["ok"] == 3 and summary["good"]["distinct_completions"] == 1
     assert summary["good"]["token_range"] == (13, 13)
     assert summary["dead"]["median_tok_s"] is None
     out = capsys.readouterr().out
     assert "good" in out and "3/3" in out and "0/3" in out and "evidence:" in out
+
+
+def test_bench_reuses_one_warmed_connection_per_backend(tmp_path):
+    # README: "one reused connection per backend, warmed by the same untimed generation".
+    with FakeOpenAI([text(OCEAN)]) as good:
+        code, evidence = run_bench(tmp_path, "--repeats", "4", "--endpoint", f"good={good.url}")
+    assert code == 0
+    assert good.connection_ids == [1] * 5  # warm-up + 4 timed requests, one keep-alive connection
+    assert [r["new_connection"] for r in evidence["records"]] == [False] * 4
+    assert evidence["warm_up"][0]["new_connection"] is True
+    assert bench.bench_summary(evidence)["good"]["new_connections"] == 0
+
+
+def test_an_unreachable_ec2_backend_names_its_port_and_the_ssm_command(tmp_path, dead_url, capsys):
+    port = int(dead_url.rsplit(":", 1)[1])
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps({"InferenceGpuStack": {"BackendG6": json.dumps(G6_OUTPUT)}}))
+    code, evidence = run_bench(
+        tmp_path, "--repeats", "2", "--outputs-file", str(outputs), "--forward", f"g6={port}", "--backends", "g6"
+    )
+    assert code == 1
+    first = evidence["records"][0]["error"]
+    assert (
+        first.startswith("unreachable")
+        and f"(local port {port}: open its SSM port forward with: aws ssm start-session --region us-east-2" in first
+    )
+    assert f'"localPortNumber":["{port}"]' in first
+    err_lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("g6 run 1:")]
+    assert len(err_lines) == 1 and "aws ssm start-session" in err_lines[0]
 
 
 def test_nothing_measured_exits_non_zero(tmp_path, dead_url):
@@ -99,7 +148,7 @@ def test_compare_adds_change_percent(tmp_path):
     new = json.loads(json.dumps(old))
     for record in new["records"]:
         record["tokens_per_s"] = record["tokens_per_s"] * 1.1
-    table = report.bench_table(new, baseline=old)
+    table = bench.bench_table(new, baseline=old)
     cells = [column._cells for column in table.columns]
     assert "+10.0%" in cells[-2]
 
@@ -131,3 +180,31 @@ def test_report_rejects_a_file_that_is_not_evidence(tmp_path):
     bad.write_text('{"hello": 1}')
     with pytest.raises(RunnerError, match="is not an evidence file"):
         report.run([str(bad)])
+
+
+@pytest.mark.parametrize("command", ["bench", "check", "counting", "orchestrator", "up"])
+def test_each_command_owns_its_report(command):
+    assert callable(tables.renderer_for(command))
+
+
+def test_an_evidence_file_of_an_unknown_command_is_one_line(tmp_path):
+    from runner.errors import RunnerError
+    from runner.evidence import SCHEMA
+
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps({"schema": SCHEMA, "command": "nosuch", "started_at": "2026-11-30"}))
+    with pytest.raises(RunnerError, match="no report for command 'nosuch'"):
+        report.run([str(path)])
+
+
+def test_the_report_modules_import_no_command():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, runner.session, runner.report, runner.tables; "
+        "loaded = [m for m in ('runner.bench', 'runner.check', 'runner.counting', 'runner.orchestrator', 'runner.up') "
+        "if m in sys.modules]; print(loaded)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from runner.backends import EndpointFlag, endpoint_backend
-from runner.counting import EXPECTED, IDS, count_once, quoted_number
+from runner.counting import EXPECTED, IDS, QUESTION, SYSTEM, count_once, right_filter
 from tests.runner.fake_openai import FakeOpenAI, Step, text, tool_call
 
 
@@ -26,17 +26,46 @@ def run_script(script, **overrides):
     return record, fake
 
 
-def test_the_fixture_matches_the_survey():
-    assert len(IDS) == 11 and EXPECTED == 8
-    assert sum(1 for i in IDS if i > 10) == 7
+def test_the_fixture_is_the_surveys():
+    # demo1_counting.py in the survey's repository: its ids in its (unsorted) order, its question.
+    assert IDS == (0, 2, 3, 20, 21, 22, 23, 10, 11, 12, 13)
+    assert EXPECTED == 8 and sum(1 for i in IDS if i > 10) == 7
+    assert QUESTION == "How many of the ids are 10 or more? Answer with the number."
+    assert "sentence stating the number" in SYSTEM and "Answer: <number>" in SYSTEM
+
+
+@pytest.mark.parametrize(
+    ("op", "value", "right"),
+    [
+        (">=", 10, True),
+        (">", 9, True),
+        # selects 10, 11, 12, 13, 20..23 too: the ids are integers, and no id lies between 3 and 10.
+        (">", 3, True),
+        (">=", 4, True),
+        (">", 9.5, True),
+        (">", 10, False),
+        (">=", 11, False),
+        ("<", 10, False),
+        ("==", 10, False),
+        ("!=", 10, False),
+        (">=", "10", False),
+    ],
+)
+def test_a_filter_is_right_when_it_selects_the_same_ids(op, value, right):
+    assert right_filter({"op": op, "value": value}) is right
 
 
 def test_right_filter_and_right_number_pass():
     record, fake = run_script(
-        [tool_call("count_ids", {"op": ">=", "value": 10}), text("There are 8 ids that are 10 or more.")]
+        [tool_call("count_ids", {"op": ">=", "value": 10}), text("There are 8 ids that are 10 or more.\nAnswer: 8")]
     )
     assert (record["correct"], record["right_filter"], record["passed"]) == (True, True, True)
     assert record["filters_sent"] == ["id >= 10"]
+    assert (record["quoted"], record["grading_route"]) == (8, "final-line")
+    # The survey's question went out unchanged, with the system prompt.
+    messages = fake.requests[0]["messages"]
+    assert messages[0] == {"role": "system", "content": SYSTEM}
+    assert messages[-1]["content"] in (QUESTION, [{"type": "text", "text": QUESTION}])
     # The tool result went back to the model: the count it quoted came from code.
     tool_message = next(m for m in fake.requests[1]["messages"] if m["role"] == "tool")
     assert '"count": 8' in str(tool_message["content"])
@@ -74,6 +103,34 @@ def test_a_runaway_tool_loop_is_capped():
     assert len(fake.requests) <= 7
 
 
+def test_an_unusual_but_equivalent_filter_passes():
+    record, _ = run_script([tool_call("count_ids", {"op": ">", "value": 5}), text("Using id > 5, the count is 8.")])
+    assert (record["right_filter"], record["correct"], record["passed"]) == (True, True, True)
+    assert record["grading_route"] == "free-text"
+
+
+def test_a_hedged_answer_fails_even_with_the_right_filter():
+    record, _ = run_script([tool_call("count_ids", {"op": ">=", "value": 10}), text("8, or possibly 6.")])
+    assert record["right_filter"] is True and record["correct"] is False and record["passed"] is False
+    assert record["reading_problem"]
+
+
+def test_a_run_stopped_by_its_limits_never_passes_whatever_it_said():
+    # The model quotes the right number in the same message as another tool call, again and again:
+    # the limits stop the loop, and the text on the way is not a pass.
+    looping = Step(kind="tool", text="Answer: 8", tool_calls=[("count_ids", '{"op": ">=", "value": 10}')])
+    record, _ = run_script([looping])
+    assert record["right_filter"] is True
+    assert "runaway tool loop" in record["error"]
+    assert record["finished"] is False and record["passed"] is False
+
+
+def test_a_backend_error_after_the_right_call_never_passes():
+    record, _ = run_script([tool_call("count_ids", {"op": ">=", "value": 10}), Step(kind="http_error", status=500)])
+    assert record["right_filter"] is True and record["passed"] is False
+    assert record["error"].startswith("HTTP 500")
+
+
 def test_rows_variant_grades_the_number_after_fetching_ids():
     record, _ = run_script([tool_call("list_ids", {}), text("Counting them: 8.")], tools="rows")
     assert (record["correct"], record["right_filter"], record["passed"]) == (True, True, True)
@@ -101,11 +158,3 @@ def test_server_faults_become_errors_for_that_run(step, fragment):
 def test_dead_server_is_an_unreached_error(dead_url):
     record = count_once(backend_for(dead_url), 1, args())
     assert record["reached"] is False and record["error"].startswith("unreachable")
-
-
-@pytest.mark.parametrize(
-    ("answer", "number"),
-    [("8", 8), ("There are eight.", 8), ("Of the 11 ids, 8 are 10 or more", 8), ("10 or more: 7", 7), ("none", None)],
-)
-def test_quoted_number(answer, number):
-    assert quoted_number(answer) == number

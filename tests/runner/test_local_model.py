@@ -17,22 +17,32 @@ from runner.backends import local_backend
 from runner.counting import count_once
 from runner.evidence import load
 from runner.local_server import MODEL_ALIAS, LocalServer, LocalServerConfig, ensure_model
-from runner.timing import ChatRequest, RequestRecord
+from runner.timing import ChatRequest, RequestRecord, warm_up
 from runner.timing.openai_http import OpenAIStreamClient
 
 
-def test_streamed_request_reports_server_usage(local_server):
+def test_streamed_request_reports_server_usage_and_timings_on_one_connection(local_server):
     client = OpenAIStreamClient(local_server.base_url, MODEL_ALIAS)
-    client.warm()
-    record = client.chat(
-        ChatRequest("Write a short paragraph about the ocean.", max_tokens=32), RequestRecord("local", 1)
-    )
+    warm = warm_up(client, "local")
+    records = [
+        client.chat(ChatRequest("Write a short paragraph about the ocean.", max_tokens=32), RequestRecord("local", run))
+        for run in (1, 2)
+    ]
     client.close()
-    assert record.ok and record.token_source == "server"
-    assert record.finish_reason in ("length", "stop")
-    assert 1 <= record.output_tokens <= 32
-    assert 0 < record.ttft_s < record.e2e_s
-    assert record.tokens_per_s > 1
+    assert warm.ok and warm.output_tokens <= 4
+    for record in records:
+        assert record.ok and record.token_source == "server"
+        assert record.finish_reason in ("length", "stop")
+        assert 1 <= record.output_tokens <= 32
+        assert 0 < record.ttft_s < record.e2e_s
+        assert record.tokens_per_s > 1
+        # llama.cpp's own figures, kept beside the client's: same token count, less time.
+        assert record.server_timings["predicted_n"] == record.output_tokens
+        assert 0 < record.client_overhead_s < record.e2e_s
+    # llama.cpp's server closes the connection after every streamed response (it still sends
+    # `Keep-Alive: timeout=5, max=100`), so each request is on a new loopback connection and the
+    # record says so. Non-streamed requests do reuse it. A server fix makes this fail: update the README.
+    assert [warm.new_connection, *(r.new_connection for r in records)] == [True, True, True]
 
 
 def test_greedy_decoding_is_repeatable(local_server):
@@ -69,18 +79,21 @@ def test_bench_on_the_embedded_model_writes_evidence(tmp_path, local_server):
 def test_counting_grades_the_base_model_honestly(local_server):
     backend = local_backend(local_server.base_url, MODEL_ALIAS)
     record = count_once(backend, 1, argparse.Namespace(max_tokens=48, timeout=60.0, tools="filter", runs=1))
-    assert record["reached"] is True
-    assert record["passed"] == (record["correct"] and record["right_filter"])
-    assert isinstance(record["filters_sent"], list)
+    assert record["reached"] is True and record["model_calls"] >= 1
+    assert record["grading_route"] in ("final-line", "free-text", "none")
+    # Executed filters are a subset of the calls the model asked for (malformed ones are kept too).
+    assert len(record["filters_sent"]) <= len(record["tool_calls_requested"])
+    assert record["no_tool_call"] is (not record["tool_calls_requested"])
 
 
 def test_check_reaches_the_embedded_model(local_server):
     backend = local_backend(local_server.base_url, MODEL_ALIAS)
     args = argparse.Namespace(wait=5.0, max_tokens=32, timeout=60.0)
-    record = check.check_backend(backend, args)
+    (health,) = check.wait_all([backend], args, aws=False).values()
+    record = check.check_backend(backend, health, args)
     assert record["health"]["healthy"] is True
-    assert record["reached"] is True
-    assert isinstance(record["tool_args_seen"], list)
+    assert record["reached"] is True and record["plain"]["model_calls"] >= 1
+    assert record["tool"]["model_calls"] >= 1  # the tool check ran against the real server too
 
 
 def test_server_stops_by_pid(tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 from runner import orchestrator
 from runner.backends import EndpointFlag, endpoint_backend
 from runner.evidence import load
-from tests.runner.fake_openai import FakeOpenAI, text, tool_call
+from tests.runner.fake_openai import FakeOpenAI, Step, text, tool_call
 
 
 def backends(*names):
@@ -16,6 +16,16 @@ def backends(*names):
 
 def table(*rows):
     return [{"backend": b, "seconds": s, "error": e} for b, s, e in rows]
+
+
+def run_orchestrator(tmp_path: Path, agent_url: str, **backends: str) -> tuple[int, dict]:
+    flags = ["--no-aws", "--local", "never", "--results-dir", str(tmp_path), "--timeout", "3"]
+    flags += ["--endpoint", f"agent={agent_url}", "--agent", "agent"]
+    for name, url in backends.items():
+        flags += ["--endpoint", f"{name}={url}"]
+    code = orchestrator.run(flags)
+    (path,) = tmp_path.glob("*/orchestrator-*.json")
+    return code, load(path)
 
 
 def test_winner_check_flags_a_sentence_that_names_another_backend():
@@ -42,8 +52,9 @@ def test_split_closing_keeps_table_and_sentence_apart():
 
 def test_full_run_with_a_scripted_agent(tmp_path: Path, capsys):
     agent_script = [
-        tool_call("ask_fast", {"prompt": "What is the capital of France? Answer in one word."}),
-        tool_call("ask_slow", {"prompt": "What is the capital of France? Answer in one word."}),
+        tool_call("ask_fast", {}),
+        # The agent may send arguments of its own; every backend still gets the fixed question.
+        tool_call("ask_slow", {"prompt": "Tell me a joke instead."}),
         tool_call("scoreboard", {}),
         text("| table |\nThe slow backend, slow, was the fastest."),
     ]
@@ -52,33 +63,48 @@ def test_full_run_with_a_scripted_agent(tmp_path: Path, capsys):
         FakeOpenAI([text("Paris")]) as fast,
         FakeOpenAI([text("Paris", delay_s=0.3)]) as slow,
     ):
-        code = orchestrator.run(
-            [
-                "--no-aws",
-                "--local",
-                "never",
-                "--results-dir",
-                str(tmp_path),
-                "--endpoint",
-                f"agent={agent.url}",
-                "--endpoint",
-                f"fast={fast.url}",
-                "--endpoint",
-                f"slow={slow.url}",
-                "--agent",
-                "agent",
-            ]
-        )
+        code, evidence = run_orchestrator(tmp_path, agent.url, fast=fast.url, slow=slow.url)
     assert code == 0
-    (path,) = tmp_path.glob("*/orchestrator-*.json")
-    (record,) = load(path)["records"]
+    (record,) = evidence["records"]
     assert [row["backend"] for row in record["table"]] == ["fast", "slow"]
     assert record["table"][0]["answer"] == "Paris" and record["table"][0]["seconds"] < record["table"][1]["seconds"]
     assert record["never_asked"] == ["agent"]
     assert record["closing_sentence"] == "The slow backend, slow, was the fastest."
     assert record["sentence_names_different_winner"] is True
+    # Each backend: one untimed warm-up ("Hi", 4 tokens), then the fixed question.
+    for fake in (fast, slow):
+        assert fake.requests[0]["messages"] == [{"role": "user", "content": "Hi"}]
+        assert fake.requests[0]["max_tokens"] == 4
+        assert fake.requests[1]["messages"] == [{"role": "user", "content": orchestrator.QUESTION}]
+    assert [w["backend"] for w in record["warm_ups"]] == ["fast", "slow"]
     # The scoreboard the agent saw is the code's table.
     scoreboard_reply = [m for m in agent.requests[3]["messages"] if m["role"] == "tool"][-1]
     assert "| OpenAI-compatible server at" in str(scoreboard_reply["content"])
     out = capsys.readouterr().out
     assert "flag: the sentence names slow first; the table's winner is fast" in out
+
+
+def test_every_ask_is_kept_and_the_table_summarises_them(tmp_path: Path):
+    agent_script = [tool_call("ask_fast", {}), tool_call("ask_fast", {}), tool_call("ask_fast", {}), text("fast.")]
+    with FakeOpenAI(agent_script) as agent, FakeOpenAI([text("Paris")]) as fast:
+        code, evidence = run_orchestrator(tmp_path, agent.url, fast=fast.url)
+    (record,) = evidence["records"]
+    assert code == 0
+    assert [a["backend"] for a in record["asks"]] == ["fast", "fast", "fast"]
+    assert all(a["ok"] and a["e2e_s"] is not None for a in record["asks"])
+    (row,) = record["table"]
+    assert (row["asks"], row["measured"]) == (3, 3)
+    assert len(fast.requests) == 4  # one warm-up, three asks
+
+
+def test_no_measured_ask_exits_1(tmp_path: Path):
+    # The backend answers, then cuts every stream: rows with an error and a few milliseconds
+    # are not measurements.
+    agent_script = [tool_call("ask_broken", {}), tool_call("scoreboard", {}), text("broken was fastest.")]
+    with FakeOpenAI(agent_script) as agent, FakeOpenAI([Step(kind="cut", text="Par")]) as broken:
+        code, evidence = run_orchestrator(tmp_path, agent.url, broken=broken.url)
+    (record,) = evidence["records"]
+    (ask,) = record["asks"]
+    assert ask["ok"] is False and ask["e2e_s"] is not None and ask["error"].startswith("stream cut")
+    assert record["table"][0]["seconds"] is None and record["table_winner"] is None
+    assert code == 1

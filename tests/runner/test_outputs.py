@@ -207,3 +207,38 @@ def test_wait_reports_a_starting_server_as_starting_not_unreachable(emulated_aws
     backend.health_url = f"{dead_url}/health"
     health = wait_healthy(backend, 0.5, poll_s=0.2, ssm_client=ssm)
     assert (health.healthy, health.detail) == (False, "server starting")
+
+
+def test_sagemaker_wait_uses_the_endpoint_in_service_waiter(emulated_aws):
+    from runner.health import wait_healthy
+
+    sagemaker = boto3.client("sagemaker", region_name="us-east-1")
+    sagemaker.create_model(
+        ModelName="m",
+        ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
+        PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/vllm:1"},
+    )
+    sagemaker.create_endpoint_config(
+        EndpointConfigName="c",
+        ProductionVariants=[
+            # moto 5.2 still validates against an old instance list without ml.g6
+            {"VariantName": "v", "ModelName": "m", "InitialInstanceCount": 1, "InstanceType": "ml.g4dn.xlarge"}
+        ],
+    )
+    sagemaker.create_endpoint(EndpointName="inference-sagemaker", EndpointConfigName="c")
+    backend = from_output(SAGEMAKER, {})
+    health = wait_healthy(backend, 5, poll_s=0.1, sagemaker_client=sagemaker)
+    assert (health.healthy, health.detail) == (True, "InService")
+    missing = from_output(BackendOutput(**{**SAGEMAKER.to_json(), "endpoint_name": "absent"}), {})
+    health = wait_healthy(missing, 5, poll_s=0.1, sagemaker_client=sagemaker)
+    assert health.healthy is False and health.detail.startswith("ValidationException:")
+    assert "absent" in health.detail
+
+
+def test_an_unreachable_forward_names_its_port_and_command(dead_url):
+    from runner.health import wait_healthy
+
+    port = int(dead_url.rsplit(":", 1)[1])
+    health = wait_healthy(from_output(G6, {"g6": port}), 0, poll_s=0.1)
+    assert health.detail.startswith("unreachable")
+    assert f"(local port {port}: open its SSM port forward with: aws ssm start-session --region" in health.detail

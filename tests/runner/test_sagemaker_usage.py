@@ -17,6 +17,7 @@ from botocore.stub import ANY, Stubber
 from strands.models.sagemaker import SageMakerAIModel
 
 from runner.models import clean_event_stream, clean_usage, sagemaker_model
+from tests.runner.fake_aws_stream import FakeAwsStream, Reply, payload_part
 
 VLLM_USAGE = {
     "prompt_tokens": 17,
@@ -85,21 +86,6 @@ def test_cleaned_usage_keeps_the_token_counts():
     assert text == "Paris"
 
 
-class FakeStreamingRuntime:
-    """invoke_endpoint_with_response_stream with the container's SSE split at odd byte offsets."""
-
-    def __init__(self, sse: bytes, cut: int = 7) -> None:
-        self.parts = [sse[i : i + cut] for i in range(0, len(sse), cut)]
-        self.requests: list[dict] = []
-
-    def invoke_endpoint_with_response_stream(self, **request):
-        self.requests.append(request)
-        return {
-            "Body": iter({"PayloadPart": {"Bytes": part}} for part in self.parts),
-            "ContentType": "text/event-stream",
-        }
-
-
 def sse_events() -> bytes:
     chunks = [
         {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Par"}, "finish_reason": None}]},
@@ -110,10 +96,14 @@ def sse_events() -> bytes:
 
 
 def test_streaming_path_is_cleaned_too():
-    runtime = FakeStreamingRuntime(sse_events())
-    model = sagemaker_model("inference-sagemaker", "us-east-1", max_tokens=64, temperature=0.0, client=runtime)
-    model.payload_config["stream"] = True
-    events = collect(model)
+    # A real sagemaker-runtime client reads the container's SSE split into PayloadPart events at odd offsets.
+    data = sse_events()
+    parts = [payload_part(data[i : i + 7]) for i in range(0, len(data), 7)]
+    with FakeAwsStream([Reply(parts)]) as fake:
+        runtime = fake.client("sagemaker-runtime")
+        model = sagemaker_model("inference-sagemaker", "us-east-1", max_tokens=64, temperature=0.0, client=runtime)
+        model.payload_config["stream"] = True
+        events = collect(model)
     (usage,) = [e["metadata"]["usage"] for e in events if "metadata" in e]
     assert (usage["inputTokens"], usage["outputTokens"]) == (17, 94)
     text = "".join(e["contentBlockDelta"]["delta"]["text"] for e in events if "contentBlockDelta" in e)

@@ -1,38 +1,110 @@
-"""The timed client against scripted servers: figures from the server, faults as one line."""
+"""The timed client against a keep-alive scripted server: reuse, figures, finish reasons, faults.
+
+Expected figures are computed by hand here, never by the formula under test.
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from runner.errors import BackendFault, describe
-from runner.timing import ChatRequest, RequestRecord
+from runner.errors import (
+    BadCompletion,
+    HttpStatus,
+    StreamFault,
+    TimedOut,
+    Unreachable,
+    as_fault,
+    backend_down,
+    describe,
+    gave_no_answer,
+)
+from runner.timing import ChatRequest, RequestRecord, warm_up
 from runner.timing.openai_http import OpenAIStreamClient
 from tests.runner.fake_openai import FakeOpenAI, Step, text
 
 REQUEST = ChatRequest(prompt="Write a short paragraph about the ocean.", max_tokens=100)
 
 
-def timed(url: str, timeout_s: float = 5.0) -> tuple[RequestRecord, str | None]:
-    client = OpenAIStreamClient(f"{url}/v1", "fake-model", timeout_s=timeout_s)
+def client_for(url: str, timeout_s: float = 5.0) -> OpenAIStreamClient:
+    return OpenAIStreamClient(f"{url}/v1", "fake-model", timeout_s=timeout_s)
+
+
+def timed(url: str, timeout_s: float = 5.0) -> tuple[RequestRecord, BaseException | None]:
+    client = client_for(url, timeout_s)
     record = RequestRecord(backend="fake", run=1)
     try:
-        client.warm()
         client.chat(REQUEST, record)
         return record, None
     except Exception as error:
-        return record, describe(error)
+        return record, error
     finally:
         client.close()
 
 
-def test_normal_stream_uses_server_usage_and_arrival_times():
+def test_one_connection_serves_the_warm_up_and_every_timed_request():
+    # The server keeps connections alive and numbers them. A client that stops reading at
+    # [DONE] leaves the body unread, its connection is closed, and every request opens a new one.
     with FakeOpenAI([text("The ocean is wide and deep")]) as fake:
+        client = client_for(fake.url)
+        warm = warm_up(client, "fake")
+        records = [client.chat(REQUEST, RequestRecord("fake", run)) for run in range(1, 6)]
+        client.close()
+    assert fake.connection_ids == [1, 1, 1, 1, 1, 1]
+    assert warm.ok and warm.new_connection is True
+    assert [r.new_connection for r in records] == [False] * 5
+
+
+def test_a_kept_alive_connection_the_server_closed_is_retried_once_on_a_new_one():
+    # Like llama.cpp: a complete response, then the server closes the connection a little later.
+    # The next request goes out on the pooled connection, fails before any response, and is
+    # sent again on a new connection; nothing is lost and the record says what happened.
+    with FakeOpenAI([text("The ocean is wide", close_after_s=0.3)]) as fake:
+        client = client_for(fake.url)
+        warm = warm_up(client, "fake")
+        records = [client.chat(REQUEST, RequestRecord("fake", run)) for run in (1, 2)]
+        client.close()
+    assert warm.ok and all(r.ok for r in records)
+    assert [r.stale_connection_retry for r in records] == [True, True]
+    assert [r.new_connection for r in records] == [True, True]
+    assert fake.connection_ids == [1, 2, 3]
+    assert len(fake.requests) == 3  # the failed sends never reached the handler
+
+
+def test_warm_up_is_the_surveys_short_generation_and_is_not_a_timed_run():
+    with FakeOpenAI([text("Hello there")]) as fake:
+        client = client_for(fake.url)
+        warm = warm_up(client, "fake")
+        client.close()
+    (sent,) = fake.requests
+    assert sent["messages"] == [{"role": "user", "content": "Hi"}] and sent["max_tokens"] == 4
+    assert warm.run == 0 and warm.ok
+
+
+def test_a_warm_up_fault_is_recorded_not_raised(dead_url):
+    client = client_for(dead_url)
+    warm = warm_up(client, "dead")
+    client.close()
+    assert not warm.ok and warm.error.startswith("unreachable")
+
+
+def test_time_to_first_token_skips_the_role_only_first_chunk():
+    # The role chunk arrives at once; the first token 0.3 s later.
+    with FakeOpenAI([text("Waves roll in", first_token_delay_s=0.3)]) as fake:
+        record, error = timed(fake.url)
+    assert error is None
+    assert record.ttft_s >= 0.3
+    assert record.e2e_s - record.ttft_s < 0.2
+
+
+def test_token_count_comes_from_server_usage_not_the_chunk_count():
+    # Six content chunks, but the server says 20 tokens (a chunk can carry several tokens).
+    with FakeOpenAI([text("The ocean is wide and deep", usage_tokens=20)]) as fake:
         record, error = timed(fake.url)
     assert error is None and record.ok
+    assert (record.output_tokens, record.token_source) == (20, "server")
+    # role chunk + 6 content chunks + finish chunk + usage chunk
+    assert record.chunks == 9
     assert record.text == "The ocean is wide and deep"
-    assert (record.output_tokens, record.token_source, record.finish_reason) == (6, "server", "stop")
-    assert 0 < record.ttft_s <= record.e2e_s
-    assert record.tokens_per_s == pytest.approx(6 / record.e2e_s)
     sent = fake.requests[0]
     assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
     assert (sent["max_tokens"], sent["temperature"]) == (100, 0.0)
@@ -45,38 +117,101 @@ def test_missing_usage_falls_back_to_a_marked_client_count():
     assert (record.output_tokens, record.token_source) == (3, "client-chunks")
 
 
+def test_rates_by_hand():
+    record = RequestRecord("x", 1, ok=True, ttft_s=0.5, e2e_s=2.5, output_tokens=41)
+    assert record.tokens_per_s == pytest.approx(16.4)  # 41 / 2.5
+    assert record.decode_tokens_per_s == pytest.approx(20.0)  # 40 / 2.0
+    failed = RequestRecord("x", 1, ok=False, ttft_s=0.5, e2e_s=2.5, output_tokens=41)
+    assert failed.tokens_per_s is None and failed.decode_tokens_per_s is None
+
+
+def test_server_timings_are_kept_beside_the_clients():
+    timings = {
+        "prompt_n": 12,
+        "prompt_ms": 100.0,
+        "predicted_n": 20,
+        "predicted_ms": 400.0,
+        "predicted_per_second": 50.0,
+    }
+    with FakeOpenAI([text("The ocean is wide", usage_tokens=20, timings=timings)]) as fake:
+        record, error = timed(fake.url)
+    assert error is None
+    assert record.server_timings == timings
+    assert record.to_json()["server_timings"]["predicted_per_second"] == 50.0
+    by_hand = RequestRecord("x", 1, ok=True, e2e_s=0.62, server_timings=timings)
+    assert by_hand.client_overhead_s == pytest.approx(0.12)  # 0.62 s - (100 + 400) ms
+    assert RequestRecord("x", 1, ok=True, e2e_s=0.62).client_overhead_s is None
+
+
+@pytest.mark.parametrize("reason", ["content_filter", "abort", "error", "guardrail_intervened"])
+def test_an_abnormal_finish_reason_is_an_error(reason):
+    with FakeOpenAI([text("Some text", finish=reason)]) as fake:
+        record, error = timed(fake.url)
+    assert not record.ok and isinstance(error, BadCompletion)
+    assert describe(error) == f"finish reason {reason!r}: not a normal end of the answer"
+    assert gave_no_answer(error) is False  # the server answered; the answer does not count
+
+
+def test_length_is_a_normal_end():
+    with FakeOpenAI([text("cut at the limit", finish="length")]) as fake:
+        record, error = timed(fake.url)
+    assert error is None and record.ok and record.finish_reason == "length"
+
+
+def test_an_empty_completion_is_an_error():
+    with FakeOpenAI([text("", usage_tokens=1)]) as fake:
+        record, error = timed(fake.url)
+    assert not record.ok and isinstance(error, BadCompletion)
+    assert describe(error) == "empty completion: no text and no tool call (finish reason 'stop')"
+
+
 @pytest.mark.parametrize(
-    ("step", "expected"),
+    ("step", "kind", "expected"),
     [
-        (Step(kind="cut", text="the ocean"), "stream cut: ended after 3 chunks without a finish reason"),
-        (Step(kind="malformed"), "malformed stream: chunk 2 is not JSON"),
-        (Step(kind="empty"), "empty stream: no chunks before the connection closed"),
-        (Step(kind="http_error", status=500), 'HTTP 500: {"error": {"message": "scripted failure"}}'),
-        (Step(kind="http_error", status=400, error_body="maximum context length is 8192 tokens"), "HTTP 400"),
+        (Step(kind="cut", text="the ocean"), StreamFault, "stream cut: ended after 3 chunks without a finish reason"),
+        (Step(kind="drop", text="the ocean"), StreamFault, "connection dropped mid-response"),
+        (Step(kind="malformed"), StreamFault, "malformed stream: chunk 2 is not JSON"),
+        (Step(kind="empty"), StreamFault, "empty stream: no chunks before the connection closed"),
+        (Step(kind="http_error", status=500), HttpStatus, 'HTTP 500: {"error": {"message": "scripted failure"}}'),
+        (Step(kind="http_error", status=400, error_body="bad request body"), HttpStatus, "HTTP 400: bad request body"),
     ],
 )
-def test_faults_are_errors_not_short_answers(step, expected):
+def test_faults_are_typed_errors_not_short_answers(step, kind, expected):
     with FakeOpenAI([step]) as fake:
         record, error = timed(fake.url)
     assert not record.ok
-    assert error is not None and error.startswith(expected)
-    assert "\n" not in error
+    assert isinstance(as_fault(error), kind)
+    line = describe(error)
+    assert line.startswith(expected) and "\n" not in line
+    assert gave_no_answer(error) is True and backend_down(error) is False
 
 
 def test_a_hanging_server_times_out():
     with FakeOpenAI([Step(kind="hang")]) as fake:
         record, error = timed(fake.url, timeout_s=1.0)
-    assert not record.ok and error.startswith("timed out")
+    assert not record.ok and isinstance(as_fault(error), TimedOut) and backend_down(error)
 
 
 def test_a_dead_server_is_unreachable(dead_url):
     record, error = timed(dead_url)
-    assert not record.ok and error.startswith("unreachable")
+    assert not record.ok and isinstance(as_fault(error), Unreachable) and backend_down(error)
+    assert describe(error).startswith("unreachable")
 
 
 def test_stream_error_object_is_a_fault():
     from runner.timing.sse import ChatStreamAccumulator
 
     stream = ChatStreamAccumulator(RequestRecord(backend="x", run=1))
-    with pytest.raises(BackendFault, match="server error in stream: overloaded"):
+    with pytest.raises(StreamFault, match="server error in stream: overloaded"):
         stream.feed_line('data: {"error": {"message": "overloaded"}}', 0.1)
+
+
+def test_lines_after_done_are_drained_not_parsed():
+    from runner.timing.sse import ChatStreamAccumulator
+
+    record = RequestRecord(backend="x", run=1)
+    stream = ChatStreamAccumulator(record)
+    stream.feed_line('data: {"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}]}', 0.1)
+    stream.feed_line("data: [DONE]", 0.2)
+    stream.feed_line("data: {not json", 0.3)
+    assert stream.finish(0.4).e2e_s == 0.2  # the answer ended at [DONE], not at the end of the body
