@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import operator
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import Field
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -47,27 +48,51 @@ def selected(op: str, value: float) -> frozenset[int]:
     return frozenset(i for i in IDS if OPS[op](i, value))
 
 
-def make_count_tool(sent: list[dict[str, Any]]):
-    @tool
-    def count_ids(op: str, value: int) -> dict[str, Any]:
+def count_result(sent: list[dict[str, Any]], op: str, value: int) -> dict[str, Any]:
+    sent.append({"op": op, "value": value})
+    if op not in OPS:
+        return {"error": f"op must be one of {', '.join(OPS)}"}
+    matched = selected(op, value)
+    return {
+        "where": f"id {op} {value}",
+        "count": len(matched),
+        "min": min(matched, default=None),
+        "max": max(matched, default=None),
+    }
+
+
+def make_count_tool(sent: list[dict[str, Any]], *, bounded: bool = False):
+    """The survey's tool (`op` a string, `value` an integer). `bounded`: the same tool with `op` an
+    enum and `value` within ±1000, for constrained decoding (`--force-tool`): there the server
+    writes whatever the schema allows, and a base model fills an unbounded integer until the
+    token limit cuts the call."""
+    if not bounded:
+
+        @tool
+        def count_ids(op: str, value: int) -> dict[str, Any]:
+            """Count the ids matching `id <op> value`, computed by the engine.
+
+            Args:
+                op: one of >=, >, <=, <, ==
+                value: the integer to compare each id against
+            """
+            return count_result(sent, op, value)
+
+        return count_ids
+
+    @tool(name="count_ids")
+    def bounded_count_ids(
+        op: Literal[">=", ">", "<=", "<", "=="],
+        value: int = Field(ge=-1000, le=1000, description="the integer to compare each id against"),
+    ) -> dict[str, Any]:
         """Count the ids matching `id <op> value`, computed by the engine.
 
         Args:
             op: one of >=, >, <=, <, ==
-            value: the integer to compare each id against
         """
-        sent.append({"op": op, "value": value})
-        if op not in OPS:
-            return {"error": f"op must be one of {', '.join(OPS)}"}
-        matched = selected(op, value)
-        return {
-            "where": f"id {op} {value}",
-            "count": len(matched),
-            "min": min(matched, default=None),
-            "max": max(matched, default=None),
-        }
+        return count_result(sent, op, value)
 
-    return count_ids
+    return bounded_count_ids
 
 
 def make_rows_tool(sent: list[dict[str, Any]]):
@@ -116,6 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--runs", type=int, default=5, help="agent runs per backend (default: %(default)s)")
     parser.add_argument("--tools", choices=("filter", "rows"), default="filter", help="tool variant (default: filter)")
     parser.add_argument("--max-tokens", type=int, default=256, help="per model call (default: %(default)s)")
+    parser.add_argument(
+        "--force-tool",
+        action="store_true",
+        help="the first model call must call the tool (tool_choice names it; the server constrains the output)",
+    )
     add_common_arguments(parser)
     return parser
 
@@ -128,6 +158,7 @@ def run(argv: list[str] | None = None) -> int:
         "system": SYSTEM,
         "expected": EXPECTED,
         "tools": args.tools,
+        "tool_choice": "forced on the first call" if args.force_tool else "auto",
         "runs": args.runs,
     }
 
@@ -150,8 +181,9 @@ def run(argv: list[str] | None = None) -> int:
 
 def count_once(backend: Backend, run_number: int, args: argparse.Namespace) -> dict[str, Any]:
     sent: list[dict[str, Any]] = []
+    forced = ("count_ids" if args.tools == "filter" else "list_ids") if getattr(args, "force_tool", False) else None
     try:
-        model = strands_model(backend, max_tokens=args.max_tokens, timeout_s=args.timeout)
+        model = strands_model(backend, max_tokens=args.max_tokens, timeout_s=args.timeout, force_first_tool=forced)
     except Exception as error:
         return {
             "backend": backend.name,
@@ -161,7 +193,7 @@ def count_once(backend: Backend, run_number: int, args: argparse.Namespace) -> d
             "passed": False,
             "error": backend.explain(error),
         }
-    tools = [make_count_tool(sent)] if args.tools == "filter" else [make_rows_tool(sent)]
+    tools = [make_count_tool(sent, bounded=bool(forced))] if args.tools == "filter" else [make_rows_tool(sent)]
     limits = AgentLimits(max_model_calls=6, max_tool_calls=6)
     result = run_agent(model, QUESTION, tools=tools, system_prompt=SYSTEM, limits=limits)
     record = {"backend": backend.name, "run": run_number, **result.to_json()}

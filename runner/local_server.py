@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import contextlib
 import os
 import signal
 import socket
@@ -19,9 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-
-from runner.errors import RunnerError
+from runner.child_server import stop_child, wait_until_healthy
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CACHE = PROJECT_ROOT / ".cache" / "models"
@@ -104,32 +101,19 @@ class LocalServer:
         )
         log.close()
         atexit.register(self.stop)
-        deadline = started + self.config.startup_timeout_s
-        with httpx.Client(timeout=2.0) as client:
-            while time.monotonic() < deadline:
-                if self.process.poll() is not None:
-                    tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
-                    raise RunnerError(f"embedded server exited with {self.process.returncode}: {tail[0][:200]}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if client.get(f"http://127.0.0.1:{self.port}/health").status_code == 200:
-                        self.startup_s = time.monotonic() - started
-                        return self
-                time.sleep(0.1)
-        self.stop()
-        raise RunnerError(f"embedded server not healthy after {self.config.startup_timeout_s:.0f} s (log: {log_path})")
+        wait_until_healthy(
+            self.process,
+            f"http://127.0.0.1:{self.port}/health",
+            self.config.startup_timeout_s - (time.monotonic() - started),
+            log_path,
+            "embedded server",
+        )
+        self.startup_s = time.monotonic() - started
+        return self
 
     def stop(self) -> None:
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid, signal.SIGKILL)
-            process.wait(timeout=5)
+        stop_child(process)
 
     def __enter__(self) -> LocalServer:
         return self.start()

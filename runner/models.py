@@ -138,11 +138,29 @@ class _CheckedClient:
 
 
 class StrictOpenAIModel(OpenAIModel):
-    """OpenAIModel that treats a stream without a finish reason as an error, not a short answer.
+    """OpenAIModel made to fit what real servers accept and to say what they really did.
 
-    Strands' provider maps a missing finish reason to `end_turn`, so a server that drops the
-    connection mid-answer would otherwise look like a model that chose to stop.
+    - A stream without a finish reason (or with an abnormal one) is an error, not a short answer:
+      Strands' provider maps a missing finish reason to `end_turn`.
+    - No `tools: []` and no `tool_choice` without tools: vLLM (0.26 and later) answers HTTP 400
+      "`tools` must not be an empty array", and Strands sends one for every agent without tools.
+    - `force_first_tool`: the first model call of a run names that tool in `tool_choice`, so the
+      server must produce a call to it (vLLM constrains the output to the tool's schema); later
+      calls are free to answer, so the loop ends.
     """
+
+    def __init__(self, *args: Any, force_first_tool: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.force_first_tool = force_first_tool
+
+    def format_request(self, messages: Any, tool_specs: Any = None, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        request = super().format_request(messages, tool_specs, *args, **kwargs)
+        if not request.get("tools"):
+            request.pop("tools", None)
+            request.pop("tool_choice", None)
+        elif self.force_first_tool and not any(m.get("role") == "assistant" for m in messages):
+            request["tool_choice"] = {"type": "function", "function": {"name": self.force_first_tool}}
+        return request
 
     @asynccontextmanager
     async def _get_client(self) -> AsyncIterator[Any]:
@@ -161,14 +179,23 @@ def sagemaker_model(endpoint_name: str, region: str, *, max_tokens: int, tempera
     return model
 
 
-def strands_model(backend: Backend, *, max_tokens: int = 512, temperature: float = 0.0, timeout_s: float = 60.0):
-    """The Strands model object for `backend` (an AWS client only for a backend AWS may be used for)."""
+def strands_model(
+    backend: Backend,
+    *,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    timeout_s: float = 60.0,
+    force_first_tool: str | None = None,
+):
+    """The Strands model object for `backend` (an AWS client only for a backend AWS may be used for).
+    `force_first_tool` applies to OpenAI-compatible servers only."""
     backend.require_reachable()
     if backend.speaks_openai:
         return StrictOpenAIModel(
             client_args={"base_url": backend.base_url, "api_key": "unused", "timeout": timeout_s, "max_retries": 0},
             model_id=backend.model_id,
             params={"max_tokens": max_tokens, "temperature": temperature},
+            force_first_tool=force_first_tool,
         )
     if backend.kind is BackendKind.BEDROCK:
         from botocore.config import Config

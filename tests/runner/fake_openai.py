@@ -51,6 +51,22 @@ def tool_call(name: str, arguments: dict[str, Any] | str) -> Step:
     return Step(kind="tool", tool_calls=[(name, raw)])
 
 
+def vllm_validation_error(body: dict[str, Any]) -> dict[str, Any] | None:
+    """vLLM's refusal (0.26 and later; these are 0.30's words) of what an agent without tools may
+    send; tests/vllm checks it against a real vLLM."""
+    if body.get("tools") == []:
+        param = "tools"
+        message = "`tools` must not be an empty array. Either provide at least one tool or omit the field entirely."
+    elif body.get("tool_choice") not in (None, "none") and not body.get("tools"):
+        param = "tool_choice"
+        message = "When using `tool_choice`, `tools` must be set."
+    else:
+        return None
+    return {
+        "error": {"message": f"{message} (parameter={param})", "type": "BadRequestError", "param": param, "code": 400}
+    }
+
+
 class FakeOpenAI(LoopbackServer):
     def __init__(self, script: list[Step] | None = None) -> None:
         self.script = list(script or [text("Paris")])
@@ -93,6 +109,10 @@ class FakeOpenAI(LoopbackServer):
                 server.requests.append(body)
                 server.paths.append(self.path)
                 server.connection_ids.append(self.connection_id)
+                refusal = vllm_validation_error(body)
+                if refusal:
+                    self._json(400, refusal)
+                    return
                 step = server.next_step()
                 server.respond(self, step, body)
 
