@@ -11,8 +11,6 @@ import platform
 
 import pytest
 
-from tests.runner.conftest import dead_url, local_server  # noqa: F401  (shared fixtures)
-
 SUPPORTED = platform.system() == "Linux" and platform.machine() == "x86_64"
 
 

@@ -144,26 +144,31 @@ def test_both_engines_render_the_same_prompt_bos_included(vllm_server, local_ser
         assert vllm_tokens == llama_tokens
 
 
+def agreeing_prefix(a: list, b: list) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
 def test_greedy_text_agrees_across_engines(vllm_server, local_server, record_property):
     # llama.cpp runs Q4_K_M, vLLM the bf16 dequantization of the same file: the first words agree.
     body = {"messages": [{"role": "user", "content": OCEAN}], "max_tokens": 24, "temperature": 0}
     vllm = httpx.post(
         f"{vllm_server.base_url}/chat/completions", json=body | {"model": SERVED_NAME}, timeout=120
-    ).json()
+    ).json()["choices"][0]["message"]["content"]
     llama = httpx.post(
         f"{local_server.base_url}/chat/completions", json=body | {"model": MODEL_ALIAS}, timeout=120
-    ).json()
-    vllm_words = vllm["choices"][0]["message"]["content"].split()
-    llama_words = llama["choices"][0]["message"]["content"].split()
-    agree = next(
-        (i for i, (a, b) in enumerate(zip(vllm_words, llama_words, strict=False)) if a != b),
-        min(len(vllm_words), len(llama_words)),
-    )
-    record_property("parity_words_agreeing", agree)
-    print(
-        f"\nparity: {agree} words agree; vLLM {' '.join(vllm_words[:12])!r}; llama.cpp {' '.join(llama_words[:12])!r}"
-    )
-    assert agree >= 4, (vllm_words, llama_words)
+    ).json()["choices"][0]["message"]["content"]
+
+    def tokens(text: str) -> list[int]:
+        return httpx.post(
+            f"{vllm_server.root_url}/tokenize", json={"model": SERVED_NAME, "prompt": text, "add_special_tokens": False}
+        ).json()["tokens"]
+
+    words = agreeing_prefix(vllm.split(), llama.split())
+    same_tokens = agreeing_prefix(tokens(vllm), tokens(llama))
+    record_property("parity_words_agreeing", words)
+    record_property("parity_tokens_agreeing", same_tokens)
+    print(f"\nparity: {same_tokens} tokens, {words} words agree; vLLM {vllm[:70]!r}; llama.cpp {llama[:70]!r}")
+    assert words >= 4 and same_tokens >= 4, (vllm, llama)
 
 
 def stack_command_lines() -> list[dict]:

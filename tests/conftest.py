@@ -1,4 +1,4 @@
-"""Runner fixtures: loopback only, never real AWS."""
+"""Fixtures for every tier: loopback only, never real AWS."""
 
 from __future__ import annotations
 
