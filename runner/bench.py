@@ -130,6 +130,7 @@ def bench_summary(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "median_server_tok_s": median(server_rates),
             "median_overhead_s": median(r.get("client_overhead_s") for r in ok),
             "new_connections": sum(1 for r in records if r.get("new_connection")),
+            "stale_retries": sum(1 for r in records if r.get("stale_connection_retry")),
             "first_error": next((r["error"] for r in records if r.get("error")), None),
         }
     return summary
@@ -154,7 +155,8 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
         if "client-chunks" in row["token_sources"]:
             notes.append("tokens counted by client (no server usage)")
         if row["new_connections"]:
-            notes.append(f"new connection on {row['new_connections']} timed requests")
+            retried = f", {row['stale_retries']} resent after the server closed it" if row["stale_retries"] else ""
+            notes.append(f"new connection on {row['new_connections']} of {row['runs']} timed requests{retried}")
         if row["first_error"]:
             notes.append(row["first_error"])
         cells = [

@@ -87,6 +87,15 @@ def test_bench_reuses_one_warmed_connection_per_backend(tmp_path):
     assert bench.bench_summary(evidence)["good"]["new_connections"] == 0
 
 
+def test_a_server_that_closes_its_connections_is_noted_in_the_table(tmp_path):
+    # llama.cpp closes the connection after each streamed response while advertising keep-alive.
+    with FakeOpenAI([text(OCEAN, close_after_s=0.2)]) as closing:
+        code, evidence = run_bench(tmp_path, "--repeats", "2", "--endpoint", f"closing={closing.url}")
+    assert code == 0 and all(r["ok"] for r in evidence["records"])
+    notes = [column._cells for column in bench.bench_table(evidence).columns][-1]
+    assert notes == ["new connection on 2 of 2 timed requests, 2 resent after the server closed it"]
+
+
 def test_an_unreachable_ec2_backend_names_its_port_and_the_ssm_command(tmp_path, dead_url, capsys):
     port = int(dead_url.rsplit(":", 1)[1])
     outputs = tmp_path / "outputs.json"
