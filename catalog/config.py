@@ -331,21 +331,26 @@ def _first_compatible(stack: str, specs: list[BackendSpec]) -> BackendSpec:
         return specs[0]
 
 
-def sagemaker_environment(flags: tuple[str, ...], model_id: str) -> dict[str, str]:
-    """vLLM command-line flags -> the DLC's SM_VLLM_* variables (`--foo-bar v` -> SM_VLLM_FOO_BAR=v)."""
-    env = {"SM_VLLM_MODEL": model_id}
+def flag_pairs(flags: tuple[str, ...] | list[str], what: str = "flags") -> list[tuple[str, str | None]]:
+    """vLLM command-line flags as (`--name`, value or None for a bare switch) pairs."""
+    pairs: list[tuple[str, str | None]] = []
     i = 0
     while i < len(flags):
         flag = flags[i]
         if not flag.startswith("--") or len(flag) < 3:
-            raise CatalogError(f"sagemaker flags: expected --name [value], got {flag!r} in {' '.join(flags)!r}")
+            raise CatalogError(f"{what}: expected --name [value], got {flag!r} in {' '.join(flags)!r}")
+        takes_value = i + 1 < len(flags) and not flags[i + 1].startswith("--")
+        pairs.append((flag, flags[i + 1] if takes_value else None))
+        i += 2 if takes_value else 1
+    return pairs
+
+
+def sagemaker_environment(flags: tuple[str, ...], model_id: str) -> dict[str, str]:
+    """vLLM command-line flags -> the DLC's SM_VLLM_* variables (`--foo-bar v` -> SM_VLLM_FOO_BAR=v)."""
+    env = {"SM_VLLM_MODEL": model_id}
+    for flag, value in flag_pairs(flags, "sagemaker flags"):
         name = "SM_VLLM_" + flag[2:].replace("-", "_").upper()
         if name == "SM_VLLM_MODEL":
             raise CatalogError("sagemaker flags: set the model with sagemaker.model, not --model")
-        if i + 1 < len(flags) and not flags[i + 1].startswith("--"):
-            env[name] = flags[i + 1]
-            i += 2
-        else:
-            env[name] = "true"
-            i += 1
+        env[name] = value if value is not None else "true"
     return env

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from catalog import get_backend
+from catalog.config import flag_pairs
 from runner.child_server import stop_child, wait_until_healthy
 from runner.errors import RunnerError
 from runner.local_server import DEFAULT_CACHE, PROJECT_ROOT, TEMPLATE, ensure_model, free_port
@@ -36,19 +37,11 @@ TIER_FLAGS = ("--enforce-eager",)
 
 def cpu_serving_flags(backend: str = "g6") -> list[str]:
     """The serving flags the stacks write for `backend`, minus GPU-only ones, tool parser for this model."""
-    flags = list(get_backend(backend).serve_flags)
     result: list[str] = []
-    i = 0
-    while i < len(flags):
-        flag = flags[i]
-        takes_value = i + 1 < len(flags) and not flags[i + 1].startswith("--")
-        value = flags[i + 1] if takes_value else None
-        i += 2 if takes_value else 1
+    for flag, value in flag_pairs(get_backend(backend).serve_flags):
         if flag in GPU_ONLY_FLAGS or flag == "--dtype":
             continue  # the CPU build runs the checkpoint's bf16
-        if flag == "--tool-call-parser":
-            value = CPU_TOOL_PARSER
-        result += [flag] + ([value] if value is not None else [])
+        result += [flag] + ([CPU_TOOL_PARSER if flag == "--tool-call-parser" else value] if value is not None else [])
     return result
 
 
