@@ -1,9 +1,9 @@
 """Every backend the survey knows, in one place.
 
 A backend is added here once: the stacks build its infrastructure from this entry and the
-runner builds its model client from this entry plus the stack outputs. Prices are on-demand
-us-east-1 list prices (USD per hour) and bandwidths are the accelerator's memory bandwidth,
-both from the survey's published figures; the cost issue will refresh prices from the Pricing API.
+runner builds its model client from this entry plus the stack outputs. Bandwidths are the
+accelerator's memory bandwidth from the survey's published figures; prices live in
+`catalog/prices.py` (dated, with their source) and `runner.cost` refreshes them from the Pricing API.
 """
 
 from __future__ import annotations
@@ -114,9 +114,6 @@ class BackendSpec:
     survey_launch_to_ready_min: float | None = None
     supports_tools: bool = True
     max_total_tokens: int | None = None
-    price_per_hour_usd: float | None = None
-    price_per_million_input_usd: float | None = None
-    price_per_million_output_usd: float | None = None
     memory_bandwidth_gbs: float | None = None
     notes: str = ""
 
@@ -150,7 +147,6 @@ INF2 = BackendSpec(
     swap_gib=16,
     supports_tools=False,
     max_total_tokens=512,
-    price_per_hour_usd=0.7582,
     memory_bandwidth_gbs=817,
     survey_launch_to_ready_min=17.9,
     notes="fixed-shape graph: 512 tokens in total, 128 for the prompt; ignores tools",
@@ -177,7 +173,6 @@ G6 = BackendSpec(
     forward_port=8001,
     regions=SURVEY_REGIONS,
     root_volume_gib=100,
-    price_per_hour_usd=0.8048,
     memory_bandwidth_gbs=300,
     survey_launch_to_ready_min=13.9,
 )
@@ -203,7 +198,6 @@ BACKENDS: tuple[BackendSpec, ...] = (
             "build the sm_75 vLLM image for linux/arm64 and push it to this account's ECR repository "
             "vllm-sm75 (README: 'The g5g image'), or deploy with -c g5g.image=URI"
         ),
-        price_per_hour_usd=0.556,
         memory_bandwidth_gbs=320,
         survey_launch_to_ready_min=23.7,
         notes="gated weights: needs the Hugging Face token secret",
@@ -220,7 +214,6 @@ BACKENDS: tuple[BackendSpec, ...] = (
         root_volume_gib=200,
         # 32 GiB of RAM: the ~19.5 GB load peak fits without swap.
         swap_gib=0,
-        price_per_hour_usd=1.3438,
         memory_bandwidth_gbs=613,
         survey_launch_to_ready_min=12.8,
         notes="same image as inf2",
@@ -242,7 +235,6 @@ BACKENDS: tuple[BackendSpec, ...] = (
         container_port=8080,
         health_path="/ping",
         regions=("us-east-2", "us-east-1"),
-        price_per_hour_usd=1.1267,
         memory_bandwidth_gbs=300,
         survey_launch_to_ready_min=8.0,
     ),
@@ -253,8 +245,6 @@ BACKENDS: tuple[BackendSpec, ...] = (
         model_id="us.amazon.nova-micro-v1:0",
         regions=("us-east-1",),
         health_path="",
-        price_per_million_input_usd=0.035,
-        price_per_million_output_usd=0.14,
         notes="the inference profile id is required for on-demand throughput",
     ),
     BackendSpec(

@@ -20,6 +20,11 @@ from catalog.errors import CatalogError
 
 CONTRACT_VERSION = 2
 OUTPUT_PREFIX = "Backend"
+# Every resource the app makes carries this tag (stacks propagate it to instances and volumes);
+# `runner.sweep` tells ours from everything else by it.
+APP_TAG = ("app", "inference-survey")
+# The Auto Scaling group of an EC2 server names its backend here.
+BACKEND_TAG_KEY = "inference:backend"
 
 
 def output_key(backend: str) -> str:

@@ -20,7 +20,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from catalog.config import BackendConfig
-from catalog.contract import BackendOutput, output_key
+from catalog.contract import BACKEND_TAG_KEY, BackendOutput, output_key
 from inference_constructs.instance_role import LOG_GROUP_PREFIX, PARAMETER_PREFIX
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge
@@ -105,7 +105,7 @@ class ModelServer(Construct):
             update_policy=autoscaling.UpdatePolicy.rolling_update(max_batch_size=1, min_instances_in_service=0),
         )
         # Which backend a group (and the instance it launches) serves, for the runner and the sweep.
-        Tags.of(self.group).add("inference:backend", spec.name)
+        Tags.of(self.group).add(BACKEND_TAG_KEY, spec.name)
         for rule, reason in (
             ("AwsSolutions-AS1", "No load balancer: one server reached over SSM; readiness is reported in SSM."),
             ("AwsSolutions-AS2", "One instance with no load balancer: EC2 status checks are the only health signal."),

@@ -39,3 +39,19 @@ def boto_client(service: str, region: str, timeout_s: float) -> Any:
         region_name=region,
         config=Config(read_timeout=timeout_s, connect_timeout=5, retries={"max_attempts": 1}),
     )
+
+
+def check_region(name: str) -> str:
+    """`name` if botocore knows it as an AWS region; else a one-line error listing the US regions.
+
+    Reads botocore's bundled endpoint data: no client is built and nothing is sent.
+    """
+    import botocore.session
+
+    from runner.errors import RunnerError
+
+    known = botocore.session.get_session().get_available_regions("ec2")
+    if name not in known:
+        us = ", ".join(sorted(r for r in known if r.startswith("us-") and "gov" not in r))
+        raise RunnerError(f"region {name!r} does not exist (AWS regions in the US: {us})")
+    return name

@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 
 from catalog import BackendKind, CatalogError
-from runner.aws import credentials_configured
+from runner.aws import check_region, credentials_configured
 from runner.backends import (
     Backend,
     EndpointFlag,
@@ -26,8 +26,9 @@ from runner.backends import (
 )
 from runner.errors import RunnerError
 from runner.evidence import DEFAULT_RESULTS, Evidence
+from runner.forwards import Forward, forwards_file, live_forwards
 from runner.local_server import CAVEAT, MODEL_ALIAS, LocalServer, LocalServerConfig
-from runner.outputs import OutputsReading, read_outputs_file, read_stack_outputs
+from runner.outputs import OutputsReading, parse_outputs, read_outputs_file, read_stack_outputs
 from runner.tables import print_report
 
 # soft_wrap: an error stays on one line whatever the terminal width (or with no terminal at all).
@@ -58,12 +59,26 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=URL[,model=ID]",
         help="add an OpenAI-compatible server (or override a known backend's URL); repeatable",
     )
+    add_stack_arguments(group)
+    group.add_argument(
+        "--local",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="embedded model: auto = only when nothing else is found (default)",
+    )
+    group.add_argument("--threads", type=int, help="CPU threads for the embedded server (default: up to 2)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default: %(default)s)")
+    parser.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS, help="where evidence files go")
+
+
+def add_stack_arguments(group: Any, *, no_aws_help: str = "never call AWS") -> None:
+    """Where the deployed servers are: forwarded ports, the outputs, the region, whether to use AWS."""
     group.add_argument(
         "--forward",
         action="append",
         default=[],
         metavar="NAME=PORT",
-        help="local port of the SSM port forward for an EC2 backend (defaults: g6 8001, g5g 8002, inf2 8003, trn1 8004)",
+        help="local port of an EC2 backend's SSM port forward (defaults: g6 8001, g5g 8002, inf2 8003, trn1 8004)",
     )
     group.add_argument("--outputs-file", type=Path, help="read stack outputs from `cdk deploy --outputs-file` JSON")
     group.add_argument(
@@ -74,16 +89,11 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     aws.add_argument(
         "--aws", dest="aws", action="store_true", default=None, help="use AWS even without explicit credentials"
     )
-    aws.add_argument("--no-aws", dest="aws", action="store_false", help="never call AWS")
-    group.add_argument(
-        "--local",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="embedded model: auto = only when nothing else is found (default)",
-    )
-    group.add_argument("--threads", type=int, help="CPU threads for the embedded server (default: up to 2)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default: %(default)s)")
-    parser.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS, help="where evidence files go")
+    aws.add_argument("--no-aws", dest="aws", action="store_false", help=no_aws_help)
+
+
+def parse_forwards(flags: list[str]) -> dict[str, int]:
+    return dict(_parse_forward(f) for f in flags)
 
 
 def _parse_forward(text: str) -> tuple[str, int]:
@@ -98,9 +108,9 @@ def options_from_args(args: argparse.Namespace) -> CommonOptions:
     return CommonOptions(
         backends=backends,
         endpoints=[parse_endpoint(e) for e in args.endpoint],
-        forwards=dict(_parse_forward(f) for f in args.forward),
+        forwards=parse_forwards(args.forward),
         outputs_file=args.outputs_file,
-        region=args.region,
+        region=check_region(args.region) if args.region else None,
         aws=args.aws,
         local=args.local,
         results_dir=args.results_dir,
@@ -124,20 +134,30 @@ def discover(options: CommonOptions) -> Discovery:
     notices: list[str] = []
     outputs: OutputsReading | None = None
     use_aws = options.aws if options.aws is not None else credentials_configured()
+    forwarded = open_forwards(notices)
     if options.outputs_file:
         outputs = read_outputs_file(options.outputs_file)
     elif use_aws:
         outputs = read_stack_outputs(options.region)
+    elif forwarded:
+        # No AWS call: the servers runner.forward opened carry the stack outputs they were opened for.
+        outputs = forwarded_outputs(forwarded)
     else:
         notices.append("no AWS credentials configured: stack outputs and Bedrock skipped (--aws to force)")
     found: list[Backend] = []
+    ports = {f.backend: f.local_port for f in forwarded} | options.forwards
     if outputs is not None:
         notices.extend(outputs.problems)
         for output in outputs.backends:
             try:
-                found.append(from_output(output, options.forwards))
+                backend = from_output(output, ports)
             except (RunnerError, CatalogError) as error:
                 notices.append(str(error))
+                continue
+            forward = next((f for f in forwarded if f.backend == output.name), None)
+            if forward is not None and output.name not in options.forwards:
+                backend.notes.append(f"forwarded by runner.forward (pid {forward.pid}, {forward.instance_id})")
+            found.append(backend)
     deployed = bool(found)
     for flag in options.endpoints:
         existing = next((b for b in found if b.name == flag.name), None)
@@ -176,6 +196,21 @@ def discover(options: CommonOptions) -> Discovery:
         notices.append(f"{CAVEAT}; started in {server.startup_s:.1f} s")
         selected.append(local_backend(server.base_url, MODEL_ALIAS))
     return Discovery(backends=selected, notices=notices, outputs=outputs, local_server=server, aws=use_aws)
+
+
+def open_forwards(notices: list[str]) -> list[Forward]:
+    """The forwards runner.forward left running; an unreadable state file is a notice, not a stop."""
+    try:
+        return live_forwards()
+    except RunnerError as error:
+        notices.append(str(error))
+        return []
+
+
+def forwarded_outputs(forwarded: list[Forward]) -> OutputsReading:
+    from catalog.contract import output_key
+
+    return parse_outputs({"runner.forward": {output_key(f.backend): f.output for f in forwarded}}, str(forwards_file()))
 
 
 @contextlib.contextmanager

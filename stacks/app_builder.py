@@ -6,11 +6,11 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from catalog.config import AppConfig
+from catalog.contract import APP_TAG
 from stacks.gpu_stack import InferenceGpuStack
 from stacks.neuron_stack import InferenceNeuronStack
 from stacks.sagemaker_stack import InferenceSageMakerStack
 
-APP_TAG = ("app", "inference-survey")
 DESCRIPTIONS = {
     "InferenceGpuStack": "Inference survey: vLLM on EC2 GPU instances",
     "InferenceNeuronStack": "Inference survey: Neuron image on inf2 and trn1",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 
 import pytest
 
@@ -13,6 +14,8 @@ for name in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_S
     os.environ.pop(name, None)
 os.environ["AWS_CONFIG_FILE"] = os.devnull + ".missing"
 os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull + ".missing"
+# runner.forward's state file: never the project's own (a developer's open forwards stay theirs).
+os.environ["INFERENCE_FORWARDS_FILE"] = os.path.join(tempfile.mkdtemp(prefix="forwards-"), "forwards.json")
 
 
 @pytest.fixture

@@ -6,43 +6,17 @@ refusal, destroy, and a listing of what the emulator still holds."""
 from __future__ import annotations
 
 import json
-import os
 
 import boto3
 import pytest
 
-from catalog.config import PLACEMENT_ENV, read_placements
-from runner.cdk_cli import cdk
+from catalog.config import read_placements
 from runner.outputs import read_outputs_file, read_stack_outputs
 from runner.up import UpOptions, up
-from tests.moto_emulator import ACCOUNT, REGIONS, Emulator, instance_agent
+from tests.emulator.cdk_cycle import CONTEXT, bootstrap, deploy, destroy
+from tests.moto_emulator import REGIONS, instance_agent
 
 pytestmark = pytest.mark.emulator
-# moto has no ml.g6 types: the endpoint runs on a type it knows (a named emulator gap).
-CONTEXT = {"sagemaker.instanceType": "ml.g4dn.xlarge"}
-
-
-@pytest.fixture(scope="module")
-def emulator(tmp_path_factory):
-    import logging
-
-    # One line per emulated request would bury a failure's message.
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    scratch = tmp_path_factory.mktemp("emulator")
-    emulator = Emulator().start()
-    saved = dict(os.environ)
-    os.environ.update(emulator.env() | {PLACEMENT_ENV: str(scratch / "placement.json")})
-    os.environ.pop("AWS_CONFIG_FILE", None)
-    try:
-        yield emulator
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-        emulator.stop()
-
-
-def context_args() -> list[str]:
-    return [f"--context={k}={v}" for k, v in CONTEXT.items()]
 
 
 def leftovers() -> dict[str, list[str]]:
@@ -80,26 +54,11 @@ def leftovers() -> dict[str, list[str]]:
 
 
 def test_deploy_read_fail_over_and_destroy(emulator, tmp_path):
-    bootstrap = cdk(["bootstrap", *[f"aws://{ACCOUNT}/{r}" for r in REGIONS]], timeout_s=300)
-    assert bootstrap.returncode == 0, bootstrap.tail
-
+    bootstrap()
     # us-east-2 refuses every EC2 launch from now on (capacity, in every zone).
     emulator.refuse_capacity("us-east-2")
     outputs_file = tmp_path / "outputs.json"
-    deploy = cdk(
-        [
-            "deploy",
-            "--all",
-            "--require-approval",
-            "never",
-            "--method=direct",
-            "--outputs-file",
-            str(outputs_file),
-            *context_args(),
-        ],
-        timeout_s=300,
-    )
-    assert deploy.returncode == 0, deploy.tail
+    deploy(outputs_file)
     from_file = read_outputs_file(outputs_file)
     from_cloudformation = read_stack_outputs()
     assert from_file.problems == [] and from_cloudformation.problems == []
@@ -153,14 +112,7 @@ def test_deploy_read_fail_over_and_destroy(emulator, tmp_path):
     names = {b.name: b.region for b in read_stack_outputs().backends}
     assert names["inf2"] == "us-west-2"
 
-    for _ in range(3):
-        destroy = cdk(["destroy", "--all", "--force", *context_args()], timeout_s=300)
-        if destroy.returncode == 0:
-            break
-        # Emulator gap: moto's stack deletion fails once per stack with a VPC on "dependencies"
-        # (it deletes the VPC before what is in it), then drops the stack record.
-        assert "has dependencies and cannot be deleted" in destroy.output, destroy.tail
-    assert destroy.returncode == 0, destroy.tail
+    destroy()
     # What the emulator still holds is exactly its gap: after that failed first deletion moto drops
     # the stack record but keeps the Auto Scaling groups (and their instances) it had not deleted.
     # On AWS, CloudFormation deletes the group, which terminates its instance.

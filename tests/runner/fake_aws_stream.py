@@ -13,13 +13,9 @@ import json
 import struct
 import zlib
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-import boto3
-from botocore.config import Config
-
-from tests.runner.loopback import LoopbackServer
+from tests.runner.loopback import LoopbackServer, QuietHandler, boto3_client
 
 
 def _header(name: str, value: str) -> bytes:
@@ -71,39 +67,21 @@ class FakeAwsStream(LoopbackServer):
         self.requests: list[tuple[str, dict[str, Any]]] = []
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
-                length = int(self.headers.get("content-length", 0))
-                body = self.rfile.read(length)
-                server.requests.append((self.path, json.loads(body or b"{}")))
+                server.requests.append((self.path, json.loads(self.read_body() or b"{}")))
                 reply = server.replies.pop(0) if len(server.replies) > 1 else server.replies[0]
                 if reply.status != 200:
                     data = json.dumps({"message": reply.error_message}).encode()
-                    self.send_response(reply.status)
-                    self.send_header("x-amzn-errortype", reply.error_type)
-                    self.send_header("content-type", "application/json")
+                    headers = {"x-amzn-errortype": reply.error_type, "content-type": "application/json"}
+                    self.send_body(reply.status, data, headers)
                 else:
-                    data = b"".join(reply.messages)
-                    self.send_response(200)
-                    self.send_header("content-type", "application/vnd.amazon.eventstream")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                    self.send_body(
+                        200, b"".join(reply.messages), {"content-type": "application/vnd.amazon.eventstream"}
+                    )
 
         super().__init__(Handler)
 
     def client(self, service: str) -> Any:
-        """A real boto3 client aimed at this server: explicit dummy credentials, one attempt."""
-        return boto3.client(
-            service,
-            region_name="us-east-1",
-            endpoint_url=self.url,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            config=Config(retries={"max_attempts": 1}, read_timeout=5, connect_timeout=2),
-        )
+        """A real boto3 client aimed at this server."""
+        return boto3_client(service, self.url)

@@ -30,3 +30,38 @@ class LoopbackServer:
         self.stopping()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """HTTP/1.1 keep-alive, no access log, and one way to send a body with its length."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def read_body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("content-length", 0)))
+
+    def send_body(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def boto3_client(service: str, url: str):
+    """A real boto3 client aimed at a loopback fake: explicit dummy credentials, one attempt."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        service,
+        region_name="us-east-1",
+        endpoint_url=url,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(retries={"max_attempts": 1}, read_timeout=5, connect_timeout=2),
+    )
