@@ -65,6 +65,10 @@ VLLM_TOOL_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser", "gemma4")
 # The survey's region order for g6, inf2 and trn1 (stage/up.sh); each list is cut to the regions
 # that offer the backend's type (catalog/offerings.py).
 SURVEY_REGIONS = ("us-east-2", "us-east-1", "us-west-2")
+SURVEY_BENCH_SOURCE = (
+    "the survey's bench-chat medians, run 1 (5 repeats) and run 2 (10 repeats), 2026-10-05: "
+    "docs/article/evidence/bench-chat*.txt and run2-REPORT.md (repository xbill9/aws-inference-strands)"
+)
 GEMMA4_EMB4 = "xbill9/gemma-4-E2B-it-qat-q4_0-w4a16-ct-text-emb4"
 GEMMA4_E2B = "google/gemma-4-E2B-it"
 
@@ -112,6 +116,9 @@ class BackendSpec:
     image_build_hint: str = ""
     # The survey's launch-to-ready minutes (run 2, run2-REPORT.md), shown beside a user's own.
     survey_launch_to_ready_min: float | None = None
+    # The survey's single-request median tok/s in its two runs (SURVEY_BENCH_SOURCE), shown beside
+    # a user's own so a run that does or does not reproduce it is seen at once.
+    survey_tok_s: tuple[float, ...] = ()
     supports_tools: bool = True
     max_total_tokens: int | None = None
     memory_bandwidth_gbs: float | None = None
@@ -149,6 +156,7 @@ INF2 = BackendSpec(
     max_total_tokens=512,
     memory_bandwidth_gbs=817,
     survey_launch_to_ready_min=17.9,
+    survey_tok_s=(36.4, 36.6),
     notes="fixed-shape graph: 512 tokens in total, 128 for the prompt; ignores tools",
 )
 
@@ -175,6 +183,7 @@ G6 = BackendSpec(
     root_volume_gib=100,
     memory_bandwidth_gbs=300,
     survey_launch_to_ready_min=13.9,
+    survey_tok_s=(131.5, 132.5),
 )
 
 BACKENDS: tuple[BackendSpec, ...] = (
@@ -200,6 +209,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
         ),
         memory_bandwidth_gbs=320,
         survey_launch_to_ready_min=23.7,
+        survey_tok_s=(37.2, 35.8),
         notes="gated weights: needs the Hugging Face token secret",
     ),
     INF2,
@@ -216,6 +226,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
         swap_gib=0,
         memory_bandwidth_gbs=613,
         survey_launch_to_ready_min=12.8,
+        survey_tok_s=(37.1, 36.9),
         notes="same image as inf2",
     ),
     BackendSpec(
@@ -237,6 +248,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
         regions=("us-east-2", "us-east-1"),
         memory_bandwidth_gbs=300,
         survey_launch_to_ready_min=8.0,
+        survey_tok_s=(106.3, 105.2),
     ),
     BackendSpec(
         name="bedrock",
@@ -245,6 +257,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
         model_id="us.amazon.nova-micro-v1:0",
         regions=("us-east-1",),
         health_path="",
+        survey_tok_s=(111.9, 115.9),
         notes="the inference profile id is required for on-demand throughput",
     ),
     BackendSpec(

@@ -30,14 +30,15 @@ def credentials_configured() -> bool:
 
 
 def boto_client(service: str, region: str, timeout_s: float) -> Any:
-    """A boto3 client with one attempt and our timeout: retries would hide faults and skew timings."""
+    """A boto3 client with one attempt and our timeout: retries would hide faults and skew timings.
+    Its pool holds as many connections as the highest load level asks for (64)."""
     import boto3
     from botocore.config import Config
 
     return boto3.client(
         service,
         region_name=region,
-        config=Config(read_timeout=timeout_s, connect_timeout=5, retries={"max_attempts": 1}),
+        config=Config(read_timeout=timeout_s, connect_timeout=5, retries={"max_attempts": 1}, max_pool_connections=64),
     )
 
 

@@ -55,7 +55,7 @@ def breakeven_tok_s(usd_per_hour: float, bedrock_usd_per_million_output: float) 
 class LevelFigures:
     """What one backend sustained at one load level, from the bench records."""
 
-    level: int
+    level: str
     requests: int
     output_tok_s: float | None
     method: str
@@ -63,33 +63,24 @@ class LevelFigures:
 
 
 def load_levels(evidence: dict[str, Any]) -> dict[str, list[LevelFigures]]:
-    """Per backend and load level: output tokens/s. One request at a time (level 1): the median of
-    the requests' own rates, as the survey priced them; several at once: all output tokens over
-    the wall time from the first start to the last end."""
-    from datetime import datetime
+    """Per backend and load level: output tokens/s. One request at a time: the median of the
+    requests' own rates, as the survey priced them; any other level: all output tokens over the
+    level's wall time (the bench sweep's own figure)."""
+    from runner.load import level_groups, level_summary
 
-    grouped: dict[str, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for record in evidence.get("records", []):
-        if record.get("ok"):
-            grouped[record["backend"]][int(record.get("concurrency") or 1)].append(record)
-    levels: dict[str, list[LevelFigures]] = {}
-    for backend, by_level in grouped.items():
-        rows = []
-        for level, records in sorted(by_level.items()):
-            prompt = [r.get("prompt_tokens") for r in records]
-            output = sum(r.get("output_tokens") or 0 for r in records)
-            ratio = sum(prompt) / output if output and all(isinstance(p, int) for p in prompt) else None
-            if level == 1:
-                rate = median(r.get("tokens_per_s") for r in records)
-                method = "median of single requests"
-            else:
-                starts = [datetime.fromisoformat(r["started_at"]).timestamp() for r in records]
-                ends = [s + r["e2e_s"] for s, r in zip(starts, records, strict=True)]
-                span = max(ends) - min(starts)
-                rate = output / span if span > 0 else None
-                method = "all output tokens / wall time"
-            rows.append(LevelFigures(level, len(records), rate, method, ratio))
-        levels[backend] = rows
+    levels: dict[str, list[LevelFigures]] = defaultdict(list)
+    for (backend, label), records in level_groups(evidence).items():
+        done = [r for r in records if r.get("ok")]
+        if not done:
+            continue
+        prompt = [r.get("prompt_tokens") for r in done]
+        output = sum(r.get("output_tokens") or 0 for r in done)
+        ratio = sum(prompt) / output if output and all(isinstance(p, int) for p in prompt) else None
+        if label == "1 at a time":
+            rate, method = median(r.get("tokens_per_s") for r in done), "median of single requests"
+        else:
+            rate, method = level_summary(records)["output_tok_s"], "all output tokens / level wall time"
+        levels[backend].append(LevelFigures(label, len(done), rate, method, ratio))
     return levels
 
 
@@ -270,7 +261,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             row.get("billed_by") or "-",
             rate,
             fmt(row.get("usd_per_month_24x7"), 0),
-            f"{level} at a time" if level else "-",
+            level or "-",
             fmt(row.get("output_tok_s"), 1),
             fmt(row.get("usd_per_million_output"), 2),
             fmt(row.get("breakeven_vs_bedrock_tok_s"), 0),

@@ -37,3 +37,37 @@ def change_percent(old: float | None, new: float | None) -> str:
 def counts(values: list[str]) -> str:
     """`a ×3, b` — each value with how often it occurs, most common first."""
     return ", ".join(f"{k} ×{n}" if n > 1 else k for k, n in Counter(values).most_common()) or "-"
+
+
+def percentile(values: Iterable[float], q: float, weights: Iterable[float] | None = None) -> float | None:
+    """The q-th percentile (0-100). Unweighted: linear interpolation between closest ranks (numpy's
+    default). Weighted: the smallest value whose cumulative weight reaches q % of the total, so a
+    value carried by several tokens counts once per token."""
+    pairs = [(v, w) for v, w in zip(values, weights if weights is not None else _ones(), strict=False) if v is not None]
+    if not pairs:
+        return None
+    if weights is None:
+        data = sorted(v for v, _ in pairs)
+        rank = (len(data) - 1) * q / 100
+        low = int(rank)
+        high = min(low + 1, len(data) - 1)
+        return data[low] + (data[high] - data[low]) * (rank - low)
+    pairs.sort()
+    total = sum(w for _, w in pairs)
+    running = 0.0
+    for value, weight in pairs:
+        running += weight
+        if running >= total * q / 100 - 1e-12:
+            return value
+    return pairs[-1][0]
+
+
+def weighted_mean(values: Iterable[float], weights: Iterable[float]) -> float | None:
+    pairs = [(v, w) for v, w in zip(values, weights, strict=True) if v is not None]
+    total = sum(w for _, w in pairs)
+    return sum(v * w for v, w in pairs) / total if total else None
+
+
+def _ones() -> Iterable[float]:
+    while True:
+        yield 1.0

@@ -22,16 +22,22 @@ class ChatRequest:
     prompt: str
     max_tokens: int = 100
     temperature: float = 0.0
+    # vLLM's `continuous_usage_stats`: every chunk carries the running token count, so the
+    # tokens each chunk brought are known (others ignore it, and the count is estimated).
+    usage_per_chunk: bool = False
 
     def openai_body(self, model_id: str) -> dict[str, Any]:
         """The streamed chat-completions body, asking the server to report usage."""
+        stream_options: dict[str, Any] = {"include_usage": True}
+        if self.usage_per_chunk:
+            stream_options["continuous_usage_stats"] = True
         return {
             "model": model_id,
             "messages": [{"role": "user", "content": self.prompt}],
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "stream": True,
-            "stream_options": {"include_usage": True},
+            "stream_options": stream_options,
         }
 
 
@@ -58,6 +64,15 @@ class RequestRecord:
     new_connection: bool | None = None
     # True when the reused connection turned out closed by the server and the request went again.
     stale_connection_retry: bool = False
+    # Arrival time (s from the request start) of every chunk that carried output, and, where the
+    # server reports a running count in each chunk, the completion tokens after that chunk.
+    chunk_times: list[float] = field(default_factory=list)
+    chunk_token_counts: list[int] | None = None
+    # The load level this request ran in (bench sweeps), and when it was meant to go and went
+    # (s from the level's start; open loop: a late send means the client fell behind).
+    level: dict[str, Any] | None = None
+    scheduled_s: float | None = None
+    sent_s: float | None = None
 
     @property
     def client_overhead_s(self) -> float | None:

@@ -34,8 +34,10 @@ class BedrockStreamClient:
             if "contentBlockDelta" in event:
                 delta = event["contentBlockDelta"].get("delta", {})
                 text = delta.get("text", "")
-                if (text or "toolUse" in delta) and record.ttft_s is None:
-                    record.ttft_s = watch.now()
+                if text or "toolUse" in delta:
+                    at = watch.now()
+                    record.ttft_s = at if record.ttft_s is None else record.ttft_s
+                    record.chunk_times.append(at)
                 has_output = has_output or bool(text) or "toolUse" in delta
                 parts.append(text)
             elif "messageStop" in event:

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from runner.backends import Backend
 
 
-def timed_client_for(backend: Backend, timeout_s: float) -> TimedClient:
+def timed_client_for(backend: Backend, timeout_s: float, *, connections: int = 1) -> TimedClient:
     """The client for `backend`; an AWS client is built only for a backend AWS may be used for."""
     backend.require_reachable()
     if backend.speaks_openai:
@@ -20,7 +20,7 @@ def timed_client_for(backend: Backend, timeout_s: float) -> TimedClient:
             raise RunnerError(f"backend {backend.name}: no URL to reach it")
         from runner.timing.openai_http import OpenAIStreamClient
 
-        return OpenAIStreamClient(backend.base_url, backend.model_id, timeout_s=timeout_s)
+        return OpenAIStreamClient(backend.base_url, backend.model_id, timeout_s=timeout_s, connections=connections)
     if backend.kind is BackendKind.BEDROCK:
         from runner.timing.bedrock import BedrockStreamClient
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any
 
 import httpx
@@ -16,22 +17,25 @@ STALE_CONNECTION_ERRORS = (httpx.RemoteProtocolError, httpx.ReadError, httpx.Wri
 
 
 class OpenAIStreamClient:
-    """One keep-alive connection, reused by every request.
+    """Keep-alive connections, reused by every request (one at a time: the same one).
 
     The response is always read to its end (past `[DONE]`): a response left unread closes its
     connection, and the next request would open a new one inside its time to first token
     (through an SSM port forward, a new tunnel stream)."""
 
-    def __init__(self, base_url: str, model_id: str, *, timeout_s: float = 60.0) -> None:
+    def __init__(self, base_url: str, model_id: str, *, timeout_s: float = 60.0, connections: int = 1) -> None:
         self.base_url = base_url.rstrip("/")
         self.model_id = model_id
         self.timeout_s = timeout_s
         self.http = httpx.Client(
             timeout=httpx.Timeout(connect=5.0, read=timeout_s, write=10.0, pool=5.0),
             headers={"Authorization": "Bearer unused"},
+            limits=httpx.Limits(max_connections=max(connections, 10), max_keepalive_connections=max(connections, 10)),
         )
-        # Held (not its id) so a new connection can never be mistaken for the last one.
-        self._last_stream: Any = None
+        # Every connection used so far, held (not their ids) so a new one can never be mistaken
+        # for an old one; under concurrent load the pool hands out any of them.
+        self._seen_streams: list[Any] = []
+        self._lock = threading.Lock()
 
     def chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
         body = request.openai_body(self.model_id)
@@ -57,7 +61,7 @@ class OpenAIStreamClient:
             try:
                 response = stack.enter_context(self.http.stream("POST", f"{self.base_url}/chat/completions", json=body))
             except STALE_CONNECTION_ERRORS:
-                if attempt == 2 or self._last_stream is None:
+                if attempt == 2 or not self._seen_streams:
                     raise
                 record.stale_connection_retry = True
                 continue
@@ -69,8 +73,10 @@ class OpenAIStreamClient:
         network_stream = response.extensions.get("network_stream")
         if network_stream is None:
             return
-        record.new_connection = network_stream is not self._last_stream
-        self._last_stream = network_stream
+        with self._lock:
+            record.new_connection = not any(seen is network_stream for seen in self._seen_streams)
+            if record.new_connection:
+                self._seen_streams.append(network_stream)
 
     def close(self) -> None:
         self.http.close()

@@ -81,6 +81,8 @@ class ChatStreamAccumulator:
                 self.content_chunks += 1
                 self.has_output = True
                 self.parts.append(content)
+                self.record.chunk_times.append(at)
+                self._note_running_count(chunk.get("usage"))
             if choice.get("finish_reason"):
                 self.record.finish_reason = choice["finish_reason"]
         usage = chunk.get("usage")
@@ -90,6 +92,17 @@ class ChatStreamAccumulator:
             self.record.token_source = "server"
         if isinstance(chunk.get("timings"), dict):
             self.record.server_timings = chunk["timings"]
+
+    def _note_running_count(self, usage: Any) -> None:
+        """vLLM's continuous usage: the completion tokens so far, in every content chunk."""
+        counts = self.record.chunk_token_counts
+        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+            if counts is None and len(self.record.chunk_times) == 1:
+                self.record.chunk_token_counts = counts = []
+            if counts is not None:
+                counts.append(usage["completion_tokens"])
+        elif counts is not None:
+            self.record.chunk_token_counts = None  # a chunk without the count: no exact split
 
     def finish(self, at: float) -> RequestRecord:
         """Close the record at [DONE] (or the end of the body when the server sends none)."""

@@ -11,6 +11,7 @@ HTTP errors, a hang, a stream cut (body ends without a finish reason), a dropped
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +41,10 @@ class Step:
     # Close the connection this long after a complete response, as llama.cpp does after every
     # streamed one while it still advertises keep-alive.
     close_after_s: float | None = None
+    # Several words per content chunk (a server batching tokens), and the gap before each chunk
+    # after the first content one.
+    words_per_chunk: int = 1
+    gap_s: float = 0.0
 
 
 def text(value: str, **kw: Any) -> Step:
@@ -85,6 +90,8 @@ class FakeOpenAI(LoopbackServer):
 
             def setup(self) -> None:
                 super().setup()
+                # As uvicorn (vLLM) does: each chunk leaves at once, not held by Nagle's algorithm.
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 with server._lock:
                     server._connections += 1
                     self.connection_id = server._connections
@@ -155,10 +162,13 @@ class FakeOpenAI(LoopbackServer):
         handler.send_header("content-type", "text/event-stream")
         handler.send_header("transfer-encoding", "chunked")
         handler.end_headers()
-        lines = self._stream_lines(step)
+        continuous = bool((body.get("stream_options") or {}).get("continuous_usage_stats"))
+        lines = self._stream_lines(step, continuous)
         for index, line in enumerate(lines):
             if index == 1 and step.first_token_delay_s:
                 time.sleep(step.first_token_delay_s)
+            if step.gap_s and 2 <= index and '"content"' in line:
+                time.sleep(step.gap_s)  # between content chunks only
             data = line.encode()
             handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             handler.wfile.flush()
@@ -171,24 +181,29 @@ class FakeOpenAI(LoopbackServer):
             time.sleep(step.close_after_s)
             handler.close_connection = True
 
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> str:
-        payload = {
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None, running: int | None = None) -> str:
+        payload: dict[str, Any] = {
             "id": "chatcmpl-fake",
             "object": "chat.completion.chunk",
             "model": "fake-model",
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
+        if running is not None:  # vLLM's continuous_usage_stats: the running count in every chunk
+            payload["usage"] = {"prompt_tokens": 12, "completion_tokens": running, "total_tokens": 12 + running}
         return f"data: {json.dumps(payload)}\n\n"
 
-    def _stream_lines(self, step: Step) -> list[str]:
+    def _stream_lines(self, step: Step, continuous: bool = False) -> list[str]:
         if step.kind == "empty":
             return []
         if step.kind == "malformed":
             return [self._chunk({"role": "assistant", "content": "Pa"}), "data: {not json\n\n"]
         lines = [self._chunk({"role": "assistant", "content": ""})]
         words = step.text.split(" ") if step.text else []
-        for i, word in enumerate(words):
-            lines.append(self._chunk({"content": word if i == 0 else " " + word}))
+        size = step.words_per_chunk
+        for start in range(0, len(words), size):
+            piece = " ".join(words[start : start + size])
+            running = min(start + size, len(words)) if continuous else None
+            lines.append(self._chunk({"content": piece if start == 0 else " " + piece}, running=running))
         for index, (name, raw) in enumerate(step.tool_calls):
             lines.append(
                 self._chunk(
