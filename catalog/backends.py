@@ -69,6 +69,19 @@ SURVEY_BENCH_SOURCE = (
     "the survey's bench-chat medians, run 1 (5 repeats) and run 2 (10 repeats), 2026-10-05: "
     "docs/article/evidence/bench-chat*.txt and run2-REPORT.md (repository xbill9/aws-inference-strands)"
 )
+GIB = 1024**3 / 1e9
+# Weight sizes of Gemma 4 E2B as the survey gives them: 6.32 GiB in bf16 (fp16 is the same size),
+# 2.85 GiB in int4; bandwidths are the accelerators' published figures the survey quotes. The
+# full weights are an upper bound on what a decode step reads: E2B's per-layer embedding tables
+# are looked up a row at a time, so a server can beat this ceiling (the survey's g6 did: 131.9
+# tok/s against ~105). The Neuron rows widen int4 to bf16 before each matmul, so they read the
+# bf16 size.
+ROOFLINE_SOURCE = (
+    "the survey's bandwidth table and weight sizes (bf16 6.32 GiB, int4 2.85 GiB), 2026-10-12; "
+    "full weights per token, an upper bound on the bytes a decode step reads"
+)
+E2B_BF16_GB = round(6.32 * GIB, 3)
+E2B_INT4_GB = round(2.85 * GIB, 3)
 GEMMA4_EMB4 = "xbill9/gemma-4-E2B-it-qat-q4_0-w4a16-ct-text-emb4"
 GEMMA4_E2B = "google/gemma-4-E2B-it"
 
@@ -122,6 +135,9 @@ class BackendSpec:
     supports_tools: bool = True
     max_total_tokens: int | None = None
     memory_bandwidth_gbs: float | None = None
+    # Weight bytes a decode step reads (GB, 10^9): with the bandwidth, the single-request decode
+    # ceiling (ROOFLINE_SOURCE says where the figures come from and what they leave out).
+    decode_read_gb: float | None = None
     notes: str = ""
 
     @property
@@ -155,6 +171,7 @@ INF2 = BackendSpec(
     supports_tools=False,
     max_total_tokens=512,
     memory_bandwidth_gbs=817,
+    decode_read_gb=E2B_BF16_GB,
     survey_launch_to_ready_min=17.9,
     survey_tok_s=(36.4, 36.6),
     notes="fixed-shape graph: 512 tokens in total, 128 for the prompt; ignores tools",
@@ -182,6 +199,7 @@ G6 = BackendSpec(
     regions=SURVEY_REGIONS,
     root_volume_gib=100,
     memory_bandwidth_gbs=300,
+    decode_read_gb=E2B_INT4_GB,
     survey_launch_to_ready_min=13.9,
     survey_tok_s=(131.5, 132.5),
 )
@@ -208,6 +226,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
             "vllm-sm75 (README: 'The g5g image'), or deploy with -c g5g.image=URI"
         ),
         memory_bandwidth_gbs=320,
+        decode_read_gb=E2B_BF16_GB,
         survey_launch_to_ready_min=23.7,
         survey_tok_s=(37.2, 35.8),
         notes="gated weights: needs the Hugging Face token secret",
@@ -247,6 +266,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
         health_path="/ping",
         regions=("us-east-2", "us-east-1"),
         memory_bandwidth_gbs=300,
+        decode_read_gb=E2B_INT4_GB,
         survey_launch_to_ready_min=8.0,
         survey_tok_s=(106.3, 105.2),
     ),

@@ -10,6 +10,7 @@ from the same records.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import functools
 from collections import defaultdict
 from pathlib import Path
@@ -23,12 +24,24 @@ from catalog import BackendKind
 from runner.backends import Backend
 from runner.errors import backend_down
 from runner.evidence import Evidence, load
-from runner.load import LoadLevel, Prompt, level_groups, level_summary, plan_levels, read_prompts, run_level
+from runner.load import (
+    LoadLevel,
+    Prompt,
+    level_groups,
+    level_summary,
+    plan_levels,
+    read_prompts,
+    run_level,
+    run_level_async,
+)
 from runner.session import Discovery, add_common_arguments, console, main_guard, run_command
 from runner.stats import change_percent, fmt, fmt_range, median, value_range
 from runner.timing import ChatRequest, RequestRecord, timed_client_for, warm_up
+from runner.timing.openai_async import AsyncOpenAIStreamClient, warm_up_async
 
 PROMPT = "Write a short paragraph about the ocean."
+# Connections opened ahead of a level (an open-loop level without a cap may reach far more).
+WARM_CONNECTIONS_MAX = 64
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -148,6 +161,9 @@ def sweep_backend(
 ) -> None:
     """One warm-up, then every level in turn; a level's records are saved when it ends."""
     requests = chat_requests(backend, prompts)
+    if backend.speaks_openai and backend.base_url and not backend.blocked:
+        asyncio.run(sweep_openai(backend, levels, requests, args, evidence, advance))
+        return
     try:
         client = timed_client_for(backend, args.timeout, connections=max(level.in_flight for level in levels))
     except Exception as error:
@@ -166,17 +182,45 @@ def sweep_backend(
         evidence.data["warm_up"].append(warm.to_json())
         for level in levels:
             records = run_level(client.chat, backend.explain, backend.name, level, requests, args.seed)
-            evidence.data["records"].extend(r.to_json() for r in records)
-            evidence.save()
-            advance(level.requests)
-            failed = sum(1 for r in records if not r.ok)
-            if failed:
-                first = next(r.error for r in records if r.error)
-                console.print(
-                    f"[red]{backend.name} {level.label}:[/red] {failed} of {len(records)} failed; first: {first}"
-                )
+            keep_level(backend, level, records, evidence, advance)
     finally:
         client.close()
+
+
+async def sweep_openai(
+    backend: Backend,
+    levels: list[LoadLevel],
+    requests: list[ChatRequest],
+    args: argparse.Namespace,
+    evidence: Evidence,
+    advance,
+) -> None:
+    """The OpenAI-compatible path: every stream of a level on one event loop (see openai_async)."""
+    connections = max(level.in_flight for level in levels)
+    async with AsyncOpenAIStreamClient(
+        backend.base_url, backend.model_id, timeout_s=args.timeout, connections=connections
+    ) as client:
+        for level in levels:
+            # As many untimed warm-ups at once as the level keeps in flight: every connection it
+            # will use is open before the first timed request (through an SSM port forward each
+            # new connection is a new tunnel stream, which would land in time to first token).
+            opening = min(level.in_flight, WARM_CONNECTIONS_MAX)
+            warm = await asyncio.gather(*(warm_up_async(client, backend.name) for _ in range(opening)))
+            for record in warm:
+                record.level = level.to_json()
+            evidence.data["warm_up"].extend(r.to_json() for r in warm)
+            records = await run_level_async(client.chat, backend.explain, backend.name, level, requests, args.seed)
+            keep_level(backend, level, records, evidence, advance)
+
+
+def keep_level(backend: Backend, level: LoadLevel, records: list[RequestRecord], evidence: Evidence, advance) -> None:
+    evidence.data["records"].extend(r.to_json() for r in records)
+    evidence.save()
+    advance(level.requests)
+    failed = sum(1 for r in records if not r.ok)
+    if failed:
+        first = next(r.error for r in records if r.error)
+        console.print(f"[red]{backend.name} {level.label}:[/red] {failed} of {len(records)} failed; first: {first}")
 
 
 def bench_summary(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -234,10 +278,15 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
         table.add_column(column, justify="left" if column == "backend" else "right")
     if baseline is not None:
         table.add_column("tok/s change", justify="right")
+    ceilings = roofline(evidence)
+    if ceilings:
+        table.add_column("decode ceiling tok/s", justify="right")
+        table.add_column("share", justify="right")
     table.add_column("notes")
     old = bench_summary(baseline) if baseline else {}
     survey = survey_figures(evidence)
     same = same_text(evidence)
+
     for name, row in summary.items():
         notes = []
         if same.get(name):
@@ -265,8 +314,32 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
             cells += [fmt(row["median_server_tok_s"], 1), fmt(overhead * 1000 if overhead is not None else None, 1)]
         if baseline is not None:
             cells.append(change_percent(old.get(name, {}).get("median_tok_s"), row["median_tok_s"]))
+        if ceilings:
+            figures = ceilings.get(name, {})
+            share = figures.get("share")
+            cells += [fmt(figures.get("ceiling_tok_s"), 1), f"{share:.0%}" if share is not None else "-"]
         table.add_row(*cells, "; ".join(notes))
     return table
+
+
+def roofline(evidence: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+    """Per backend with a catalog bandwidth and bytes per token: the decode ceiling (bandwidth /
+    bytes read per token) and the share of it the median single-request decode rate reached."""
+    ceilings = {}
+    for backend in evidence.get("backends", []):
+        spec = backend.get("catalog") or {}
+        if spec.get("memory_bandwidth_gbs") and spec.get("decode_read_gb"):
+            ceilings[backend["name"]] = spec["memory_bandwidth_gbs"] / spec["decode_read_gb"]
+    result = {}
+    for (name, label), records in level_groups(evidence).items():
+        if name in ceilings and label == "1 at a time":
+            rate = median(r.get("decode_tokens_per_s") for r in records if r.get("ok"))
+            result[name] = {
+                "ceiling_tok_s": ceilings[name],
+                "decode_tok_s": rate,
+                "share": rate / ceilings[name] if rate else None,
+            }
+    return result
 
 
 def survey_figures(evidence: dict[str, Any]) -> dict[str, tuple[float, ...]]:

@@ -143,6 +143,11 @@ def _classify_http(error: BaseException) -> BackendFault | None:
     return None
 
 
+def status_fault(status: int, body: str, reason: str = "") -> BackendFault:
+    """An HTTP error status with the start of its body, typed (a context overflow is its own fault)."""
+    return _status_fault(status, f"HTTP {status}: {' '.join(body.split())[:200] or reason}")
+
+
 def _status_fault(status: int, line: str) -> BackendFault:
     lowered = line.lower()
     if status == 400 and ("context length" in lowered or "context window" in lowered or "too long" in lowered):

@@ -126,6 +126,13 @@ def poisson_offsets(rate: float, count: int, seed: int) -> list[float]:
     return offsets
 
 
+def start_record(backend: str, index: int, level: LoadLevel, scheduled: float | None, started: float) -> RequestRecord:
+    """The record of request `index` of a level, stamped with when it goes (s from the level start)."""
+    record = RequestRecord(backend=backend, run=index + 1, level=level.to_json(), scheduled_s=scheduled)
+    record.sent_s = time.perf_counter() - started
+    return record
+
+
 def run_level(
     chat: Callable[[ChatRequest, RequestRecord], Any],
     explain: Callable[[BaseException], str],
@@ -141,14 +148,11 @@ def run_level(
     started = time.perf_counter()
 
     def one(index: int, scheduled: float | None) -> None:
-        record = RequestRecord(backend=backend, run=index + 1, level=level.to_json(), scheduled_s=scheduled)
-        record.sent_s = time.perf_counter() - started
+        record = records[index] = start_record(backend, index, level, scheduled, started)
         try:
             chat(requests[index % len(requests)], record)
         except Exception as error:
-            record.ok = False
-            record.error = explain(error)
-        records[index] = record
+            record.ok, record.error = False, explain(error)
 
     if level.mode == CLOSED:
         counter = iter(range(level.requests))
@@ -176,6 +180,52 @@ def run_level(
                 if (delay > 0 and stop.wait(delay)) or stop.is_set():
                     break
                 pool.submit(one, index, offset)
+    return [r for r in records if r is not None]
+
+
+async def run_level_async(
+    chat: Callable[[ChatRequest, RequestRecord], Any],
+    explain: Callable[[BaseException], str],
+    backend: str,
+    level: LoadLevel,
+    requests: list[ChatRequest],
+    seed: int,
+) -> list[RequestRecord]:
+    """`run_level` on one event loop, for a client whose `chat` is a coroutine."""
+    import asyncio
+
+    records: list[RequestRecord | None] = [None] * level.requests
+    started = time.perf_counter()
+
+    async def one(index: int, scheduled: float | None) -> None:
+        record = records[index] = start_record(backend, index, level, scheduled, started)
+        try:
+            await chat(requests[index % len(requests)], record)
+        except Exception as error:
+            record.ok, record.error = False, explain(error)
+
+    if level.mode == CLOSED:
+        pending = iter(range(level.requests))
+
+        async def worker() -> None:
+            for index in pending:
+                await one(index, None)
+
+        await asyncio.gather(*(worker() for _ in range(level.in_flight)))
+    else:
+        slots = asyncio.Semaphore(level.in_flight)
+
+        async def capped(index: int, offset: float) -> None:
+            async with slots:
+                await one(index, offset)
+
+        tasks = []
+        for index, offset in enumerate(poisson_offsets(level.value, level.requests, seed)):
+            delay = started + offset - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(capped(index, offset)))
+        await asyncio.gather(*tasks)
     return [r for r in records if r is not None]
 
 

@@ -167,7 +167,7 @@ class FakeOpenAI(LoopbackServer):
         for index, line in enumerate(lines):
             if index == 1 and step.first_token_delay_s:
                 time.sleep(step.first_token_delay_s)
-            if step.gap_s and 2 <= index and '"content"' in line:
+            if step.gap_s and index >= 2 and '"content"' in line:
                 time.sleep(step.gap_s)  # between content chunks only
             data = line.encode()
             handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")

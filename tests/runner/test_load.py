@@ -19,7 +19,7 @@ from runner.latency import distribution, time_per_output_token, token_gaps
 from runner.load import CLOSED, OPEN, LoadLevel, level_summary, plan_levels, poisson_offsets, read_prompts, run_level
 from runner.stats import percentile
 from runner.timing import ChatRequest, RequestRecord
-from tests.runner.fake_openai import FakeOpenAI, Step
+from tests.runner.fake_openai import FakeOpenAI, Step, text
 
 WORDS = " ".join(f"w{i}" for i in range(12))
 
@@ -220,3 +220,65 @@ def test_embedded_model_swept_at_one_and_four(tmp_path, local_server):
         assert summary["ttft_s"]["p99"] >= summary["ttft_s"]["median"] > 0
     saved = json.loads(Path(next(tmp_path.glob("*/bench-*.json"))).read_text())
     assert saved["config"]["levels"][1]["label"] == "4 at a time"
+
+
+def test_sweep_faults_are_counted_per_request(tmp_path, dead_url):
+    with (
+        FakeOpenAI([Step(kind="http_error", status=500)]) as failing,
+        FakeOpenAI([Step(kind="cut", text=WORDS)]) as cut,
+    ):
+        code, evidence = run_sweep(
+            tmp_path, "--concurrency", "2", "--requests", "4", "--timeout", "5",
+            "--endpoint", f"dead={dead_url}", "--endpoint", f"failing={failing.url}", "--endpoint", f"cut={cut.url}",
+        )  # fmt: skip
+    assert code == 1  # nothing measured
+    errors = {}
+    for record in evidence["records"]:
+        assert not record["ok"]
+        errors.setdefault(record["backend"], set()).add(record["error"].split(":")[0])
+    assert errors == {"dead": {"unreachable"}, "failing": {"HTTP 500"}, "cut": {"stream cut"}}
+    assert all(len([r for r in evidence["records"] if r["backend"] == name]) == 4 for name in errors)
+
+
+def test_roofline_share_from_the_catalog_bandwidth_and_bytes_per_token(tmp_path):
+    from catalog import get_backend
+    from runner.bench import bench_table, roofline
+
+    step = Step(kind="text", text=WORDS, gap_s=0.01, usage_tokens=12)
+    with FakeOpenAI([step]) as server:
+        code, evidence = run_sweep(tmp_path, "--repeats", "3", "--endpoint", f"g6={server.url}")
+    assert code == 0
+    spec = get_backend("g6")
+    ceiling = spec.memory_bandwidth_gbs / spec.decode_read_gb  # 300 GB/s over 3.06 GB: 98 tok/s
+    figures = roofline(evidence)["g6"]
+    assert figures["ceiling_tok_s"] == pytest.approx(ceiling) and round(ceiling) == 98
+    decode = statistics.median(r["decode_tokens_per_s"] for r in evidence["records"])
+    assert figures["share"] == pytest.approx(decode / ceiling)
+    columns = [c.header for c in bench_table(evidence).columns]
+    assert {"survey tok/s", "decode ceiling tok/s", "share"} <= set(columns)
+
+
+def test_backends_returning_the_same_text_are_named(tmp_path):
+    from runner.bench import bench_table, same_text
+
+    with (
+        FakeOpenAI([text("The sea is calm tonight.")]) as first,
+        FakeOpenAI([text("The  sea is calm tonight.")]) as second,
+        FakeOpenAI([text("Waves.")]) as other,
+    ):
+        code, evidence = run_sweep(
+            tmp_path,
+            "--repeats",
+            "2",
+            "--endpoint",
+            f"a={first.url}",
+            "--endpoint",
+            f"b={second.url}",
+            "--endpoint",
+            f"c={other.url}",
+        )
+    assert code == 0
+    # Word for word: whitespace differences do not make a text different.
+    assert same_text(evidence) == {"a": ["b"], "b": ["a"], "c": []}
+    notes = next(row for row in bench_table(evidence).columns if row.header == "notes")
+    assert any("same text as b" in cell for cell in notes._cells)

@@ -1,0 +1,116 @@
+"""The load levels' client for OpenAI-compatible servers: asyncio and aiohttp, one event loop for
+every stream in flight.
+
+Threads each running httpx held the interpreter lock in turn and parsed HTTP in Python: at 64
+streams of 100 tokens/s on two cores the client itself became the limit. aiohttp parses HTTP in
+C and one loop has no lock to fight over. Per request it keeps the single-stream client's rules:
+the response is read to its end (past `[DONE]`) so its connection returns to the pool, a request
+on a kept-alive connection the server had closed is sent once more and marked, each record says
+whether its connection was new, and faults become the same typed faults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+
+from runner.errors import StreamFault, TimedOut, Unreachable, status_fault
+from runner.timing.base import ChatRequest, RequestRecord, Stopwatch
+from runner.timing.sse import ChatStreamAccumulator
+
+# A kept-alive connection the server closed since: the request never reached it.
+STALE_CONNECTION_ERRORS = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
+
+
+class AsyncOpenAIStreamClient:
+    def __init__(self, base_url: str, model_id: str, *, timeout_s: float = 60.0, connections: int = 1) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model_id = model_id
+        self.timeout_s = timeout_s
+        self.connections = connections
+        self.session: aiohttp.ClientSession | None = None
+        # Every connection's protocol object seen so far, held so a new one is never taken for an old one.
+        self._seen: list[Any] = []
+
+    async def __aenter__(self) -> AsyncOpenAIStreamClient:
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=max(self.connections, 1), enable_cleanup_closed=True),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=5.0, sock_read=self.timeout_s),
+            headers={"Authorization": "Bearer unused"},
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+    async def chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
+        try:
+            return await self._chat(request, record)
+        except aiohttp.ClientConnectorError as error:
+            raise Unreachable(f"unreachable: {error.os_error or error}") from error
+        except (TimeoutError, aiohttp.ServerTimeoutError) as error:
+            raise TimedOut(f"timed out ({type(error).__name__})") from error
+        except aiohttp.ClientPayloadError as error:
+            raise StreamFault(f"connection dropped mid-response: {error}") from error
+        except aiohttp.ClientError as error:
+            raise StreamFault(f"{type(error).__name__}: {error}") from error
+
+    async def _chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
+        assert self.session is not None, "use the client as an async context manager"
+        body = request.openai_body(self.model_id)
+        stream = ChatStreamAccumulator(record)
+        for attempt in (1, 2):
+            watch = Stopwatch()
+            try:
+                response = await self.session.post(f"{self.base_url}/chat/completions", json=body)
+            except STALE_CONNECTION_ERRORS:
+                if attempt == 2 or not self._seen:
+                    raise
+                record.stale_connection_retry = True
+                continue
+            break
+        async with response:
+            self._note_connection(response, record)
+            if response.status >= 400:
+                raise status_fault(response.status, await response.text(errors="replace"), response.reason or "")
+            buffer = b""
+            async for part in response.content.iter_any():
+                at = watch.now()
+                buffer += part
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    stream.feed_line(line.decode(), at)
+                if at > self.timeout_s:
+                    raise TimedOut(f"timed out: stream still open after {self.timeout_s:.0f} s")
+            if buffer:
+                stream.feed_line(buffer.decode(), watch.now())
+        return stream.finish(watch.now())
+
+    def _note_connection(self, response: aiohttp.ClientResponse, record: RequestRecord) -> None:
+        protocol = response.connection.protocol if response.connection is not None else None
+        if protocol is None:
+            return
+        record.new_connection = not any(seen is protocol for seen in self._seen)
+        if record.new_connection:
+            self._seen.append(protocol)
+
+
+async def warm_up_async(client: AsyncOpenAIStreamClient, backend: str) -> RequestRecord:
+    """The same untimed "Hi" as every other warm-up; never raises."""
+    from runner.errors import describe
+    from runner.timing.base import WARM_UP
+
+    record = RequestRecord(backend=backend, run=0)
+    try:
+        await client.chat(WARM_UP, record)
+    except Exception as error:
+        record.ok = False
+        record.error = describe(error)
+    return record
+
+
+def run_async(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
