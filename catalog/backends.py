@@ -41,6 +41,7 @@ class ModelArgument(StrEnum):
 
     POSITIONAL = "positional"  # `vllm serve MODEL FLAGS...` (the vLLM images' entrypoint)
     NONE = "none"  # the image carries its model and command: run it with no arguments
+    ENVIRONMENT = "environment"  # MODEL and the engine's settings in the container's environment
 
 
 # Instance families the app may place a backend on: family -> (CPU architecture, accelerator).
@@ -82,6 +83,14 @@ ROOFLINE_SOURCE = (
 )
 E2B_BF16_GB = round(6.32 * GIB, 3)
 E2B_INT4_GB = round(2.85 * GIB, 3)
+# The Neuron rows' model on the vendor engine: a model NxD Inference supports (Qwen 2.5) that fits
+# one chip's two 16 GiB NeuronCores in bf16 with room for the KV cache, is not gated, and calls
+# tools in the format vLLM's hermes parser reads. 3.09 billion parameters (model card).
+NEURON_MODEL = "Qwen/Qwen2.5-3B-Instruct"
+QWEN25_3B_BF16_GB = round(3.09 * 2, 2)
+# The survey's own Neuron image: a hand-ported Gemma 4 E2B graph traced at 512 tokens in total
+# (128 for the prompt) that ignores tool definitions; run with no arguments, as the survey ran it.
+SURVEY_NEURON_IMAGE = "docker.io/xbill9/gemma4-optb:slim"
 GEMMA4_EMB4 = "xbill9/gemma-4-E2B-it-qat-q4_0-w4a16-ct-text-emb4"
 GEMMA4_E2B = "google/gemma-4-E2B-it"
 
@@ -117,6 +126,8 @@ class BackendSpec:
     health_path: str = "/health"
     # Docker named volume the container keeps its data in (`name:/path`), kept across restarts.
     data_volume: str | None = None
+    # Engine settings the container reads from its environment (ModelArgument.ENVIRONMENT adds MODEL).
+    container_env: tuple[tuple[str, str], ...] = ()
     # Local port of the SSM port forward the runner expects for an EC2 backend.
     forward_port: int | None = None
     # Regions in failover order: the stack goes to the first one every backend of it shares.
@@ -148,33 +159,41 @@ class BackendSpec:
 
 INF2 = BackendSpec(
     name="inf2",
-    title="Neuron image on EC2 inf2 (Inferentia2)",
+    title="vLLM-Neuron on EC2 inf2 (Inferentia2)",
     kind=BackendKind.EC2_NEURON,
     stack="InferenceNeuronStack",
-    model_id=GEMMA4_E2B,
+    model_id=NEURON_MODEL,
     instance_type="inf2.xlarge",
     architecture=Architecture.X86_64,
     accelerator=Accelerator.NEURON,
     ami_parameter=NEURON_AMI_PARAMETER,
-    image="docker.io/xbill9/gemma4-optb:slim",
-    # The survey ran it as `docker run --device=/dev/neuron0 -v gemma4-data:/data -p 8080:8080 IMAGE`:
-    # model, compiled graphs and command are inside the image.
-    model_argument=ModelArgument.NONE,
+    # images/neuron: AWS's vLLM-Neuron container (vLLM 0.16, NxD Inference plugin 0.5, Neuron
+    # SDK 2.31), built by the stack's CodeBuild project into the stack's ECR repository.
+    image="build:neuron",
+    model_argument=ModelArgument.ENVIRONMENT,
+    container_env=(
+        ("TENSOR_PARALLEL_SIZE", "2"),  # both NeuronCores of the one chip
+        ("MAX_MODEL_LEN", "4096"),  # room for a Strands agent's system prompt and tool schemas
+        ("MAX_NUM_SEQS", "4"),
+        ("TOOL_CALL_PARSER", "hermes"),  # Qwen2.5 writes <tool_call>{json}</tool_call>
+    ),
     port=8080,
     container_port=8080,
-    data_volume="gemma4-data:/data",
+    # Compiled graphs, per model and shape, kept across restarts (serve.sh).
+    data_volume="neuron-cache:/var/cache/neuron",
     forward_port=8003,
     regions=SURVEY_REGIONS,
     root_volume_gib=100,
-    # inf2.xlarge has 16 GiB of RAM; loading the E2B graph peaks near 19.5 GB.
+    # inf2.xlarge has 16 GiB of RAM; compiling and loading a 3B model in bf16 comes close.
     swap_gib=16,
-    supports_tools=False,
-    max_total_tokens=512,
+    image_build_hint="build it with: python -m runner.images build inf2",
+    supports_tools=True,
+    max_total_tokens=4096,
     memory_bandwidth_gbs=817,
-    decode_read_gb=E2B_BF16_GB,
-    survey_launch_to_ready_min=17.9,
+    decode_read_gb=QWEN25_3B_BF16_GB,
     survey_tok_s=(36.4, 36.6),
-    notes="fixed-shape graph: 512 tokens in total, 128 for the prompt; ignores tools",
+    survey_launch_to_ready_min=17.9,
+    notes=f"{NEURON_MODEL} on the vendor engine, not the g6 weights; the survey's rows served Gemma 4 E2B",
 )
 
 G6 = BackendSpec(
@@ -214,17 +233,14 @@ BACKENDS: tuple[BackendSpec, ...] = (
         instance_type="g5g.2xlarge",
         architecture=Architecture.ARM64,
         ami_parameter=GPU_AMI_PARAMETER.format(arch="arm64"),
-        # Built for sm_75 by the images/ work and pushed to this account's ECR.
-        image="ecr:vllm-sm75:v0.27.2rc0-sm75",
+        # images/vllm-sm75: vLLM built for sm_75 on arm64 by the stack's CodeBuild project.
+        image="build:vllm-sm75",
         serve_flags=("--dtype", "float16", *G6.serve_flags),
         forward_port=8002,
         # The survey ran g5g in us-east-1 only; us-east-2 does not offer g5g.
         regions=("us-east-1", "us-west-2"),
         root_volume_gib=80,
-        image_build_hint=(
-            "build the sm_75 vLLM image for linux/arm64 and push it to this account's ECR repository "
-            "vllm-sm75 (README: 'The g5g image'), or deploy with -c g5g.image=URI"
-        ),
+        image_build_hint="build it with: python -m runner.images build g5g (or deploy with -c g5g.image=URI)",
         memory_bandwidth_gbs=320,
         decode_read_gb=E2B_BF16_GB,
         survey_launch_to_ready_min=23.7,
@@ -235,18 +251,19 @@ BACKENDS: tuple[BackendSpec, ...] = (
     replace(
         INF2,
         name="trn1",
-        title="Neuron image on EC2 trn1 (Trainium)",
+        title="vLLM-Neuron on EC2 trn1 (Trainium)",
         instance_type="trn1.2xlarge",
         forward_port=8004,
         # trn1.2xlarge is not offered in us-east-1 (survey, 2026-10-04).
         regions=("us-east-2", "us-west-2"),
         root_volume_gib=200,
-        # 32 GiB of RAM: the ~19.5 GB load peak fits without swap.
+        # 32 GiB of RAM: no swap needed.
         swap_gib=0,
+        image_build_hint="build it with: python -m runner.images build trn1",
         memory_bandwidth_gbs=613,
         survey_launch_to_ready_min=12.8,
         survey_tok_s=(37.1, 36.9),
-        notes="same image as inf2",
+        notes=f"{NEURON_MODEL} on the vendor engine, the same image as inf2",
     ),
     BackendSpec(
         name="sagemaker",
@@ -306,3 +323,21 @@ def get_backend(name: str) -> BackendSpec:
 def stack_names() -> list[str]:
     """Backend stacks in catalog order, each once."""
     return list(dict.fromkeys(b.stack for b in BACKENDS if b.stack))
+
+
+# What a known image implies for the backend that runs it: selecting the survey's Neuron image
+# (`-c inf2.image=docker.io/xbill9/gemma4-optb:slim`) brings back the survey's model, its
+# no-argument start, its data volume, its 512-token limit and its lack of tools.
+IMAGE_PROFILES: dict[str, dict[str, object]] = {
+    SURVEY_NEURON_IMAGE: {
+        "model_id": GEMMA4_E2B,
+        "model_argument": ModelArgument.NONE,
+        "container_env": (),
+        "data_volume": "gemma4-data:/data",
+        "supports_tools": False,
+        "max_total_tokens": 512,
+        "decode_read_gb": E2B_BF16_GB,
+        "image_build_hint": "",
+        "notes": "the survey's hand-ported Gemma 4 graph: 512 tokens in total, 128 for the prompt; ignores tools",
+    }
+}

@@ -24,6 +24,7 @@ from typing import Any
 
 from catalog.backends import (
     BACKENDS,
+    IMAGE_PROFILES,
     INSTANCE_FAMILIES,
     BackendKind,
     BackendSpec,
@@ -198,6 +199,10 @@ def apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any]) -> tuple[BackendS
         elif key == "startupTimeoutSeconds":
             startup_timeout = _as_int(full, value, 60, 3600)
     spec = replace(spec, **changes)
+    profile = IMAGE_PROFILES.get(spec.image or "")
+    if profile:
+        # A known image brings what running it implies; a model given by context still wins.
+        spec = replace(spec, **{k: v for k, v in profile.items() if not (k == "model_id" and "model_id" in changes)})
     key = f"{spec.name}.regions" if "regions" in changes else f"{spec.name}.instanceType"
     for region in spec.regions:
         check_offered(key, spec.instance_type or "", region)

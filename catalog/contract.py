@@ -48,6 +48,12 @@ class BackendOutput:
     instance_type: str | None = None
     readiness_parameter: str | None = None
     log_group: str | None = None
+    # What the server runs (optional, added within version 2): its image, the CodeBuild project
+    # that builds it when the app builds it, and whether it takes tools and how many tokens.
+    image: str | None = None
+    image_build_project: str | None = None
+    supports_tools: bool | None = None
+    max_total_tokens: int | None = None
     contract: int = CONTRACT_VERSION
 
     def to_json(self) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from constructs import Construct
 
 from catalog.config import BackendConfig
 from catalog.contract import BACKEND_TAG_KEY, BackendOutput, output_key
+from inference_constructs.image_build import ImageBuild
 from inference_constructs.instance_role import LOG_GROUP_PREFIX, PARAMETER_PREFIX
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge
@@ -39,6 +40,7 @@ class ModelServer(Construct):
         role: iam.IRole,
         hf_token_secret_name: str,
         image_uri: str,
+        image_build: ImageBuild | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         spec = backend.spec
@@ -71,6 +73,7 @@ class ModelServer(Construct):
             model_argument=spec.model_argument,
             data_volume=spec.data_volume,
             image_build_hint=spec.image_build_hint,
+            container_env=spec.container_env,
         )
         self.launch_template = ec2.LaunchTemplate(
             self,
@@ -130,6 +133,10 @@ class ModelServer(Construct):
             instance_type=spec.instance_type,
             readiness_parameter=self.readiness.parameter_name,
             log_group=self.log_group.log_group_name,
+            image=image_uri,
+            image_build_project=image_build.project.project_name if image_build else None,
+            supports_tools=spec.supports_tools,
+            max_total_tokens=spec.max_total_tokens,
         )
         CfnOutput(
             Stack.of(self),

@@ -44,14 +44,27 @@ class ServerBoot:
     model_argument: ModelArgument = ModelArgument.POSITIONAL
     data_volume: str | None = None
     image_build_hint: str = ""
+    container_env: tuple[tuple[str, str], ...] = ()
 
 
 def container_args(boot: ServerBoot) -> list[str]:
     """The container's arguments: `MODEL FLAGS...` for the vLLM images (`vllm serve` is their
     entrypoint), nothing but the flags for an image that carries its own model and command."""
-    if boot.model_argument is ModelArgument.NONE:
+    if boot.model_argument in (ModelArgument.NONE, ModelArgument.ENVIRONMENT):
         return list(boot.serve_args)
     return [boot.model_id, *boot.serve_args]
+
+
+def container_environment(boot: ServerBoot) -> str:
+    """`KEY=VALUE` lines for docker's --env-file: the engine settings, and MODEL when the image
+    takes its model from the environment."""
+    values = list(boot.container_env)
+    if boot.model_argument is ModelArgument.ENVIRONMENT:
+        values.insert(0, ("MODEL", boot.model_id))
+    for key, value in values:
+        if "\n" in value or "=" in key:
+            raise ValueError(f"container environment {key!r}: one line of KEY=VALUE each")
+    return "\n".join(f"{key}={value}" for key, value in values)
 
 
 def accelerator_docker_args(accelerator: Accelerator) -> list[str]:
@@ -161,7 +174,7 @@ volume_args=(-v /opt/inference/hf-cache:/root/.cache/huggingface)
 docker run --rm --name inference-server --ipc=host $ACCELERATOR_ARGS \
   -p "127.0.0.1:${HOST_PORT}:${CONTAINER_PORT}" \
   "${volume_args[@]}" \
-  --env-file "$env_file" \
+  --env-file "$env_file" --env-file "$ROOT/etc/inference/container.env" \
   --log-driver awslogs --log-opt awslogs-region="$AWS_REGION" --log-opt awslogs-group="$LOG_GROUP" \
   --log-opt awslogs-stream="$(imds instance-id)/server" \
   "$IMAGE" "${serve_args[@]}"
@@ -271,6 +284,7 @@ def render_boot_script(boot: ServerBoot) -> str:
         "install -d -m 755 /etc/inference /opt/inference/hf-cache",
         _file("/etc/inference/server.env", server_env(boot), "600"),
         _file("/etc/inference/serve-args", "\n".join(container_args(boot)), "644"),
+        _file("/etc/inference/container.env", container_environment(boot), "644"),
         _file("/usr/local/lib/inference-common.sh", COMMON_SCRIPT, "644"),
         _file("/usr/local/bin/inference-serve", SERVE_SCRIPT, "755"),
         _file("/usr/local/bin/inference-ready", READY_SCRIPT, "755"),

@@ -84,8 +84,10 @@ def from_output(output: BackendOutput, forwards: dict[str, int]) -> Backend:
         source="stack output",
         region=output.region,
         endpoint_name=output.endpoint_name,
-        supports_tools=spec.supports_tools if spec else True,
-        max_total_tokens=spec.max_total_tokens if spec else None,
+        # What the deployed server takes comes from its stack output where it says (an image chosen
+        # by context, such as the survey's tool-less Neuron graph), else from the catalog.
+        supports_tools=first_known(output.supports_tools, spec.supports_tools if spec else None, True),
+        max_total_tokens=first_known(output.max_total_tokens, spec.max_total_tokens if spec else None),
         spec=spec,
         output=output,
     )
@@ -102,6 +104,10 @@ def from_output(output: BackendOutput, forwards: dict[str, int]) -> Backend:
         backend.forward_command = forward_command(output, port)
         backend.notes.append(backend.forward_command)
     return backend
+
+
+def first_known(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
 
 
 def forward_command(output: BackendOutput, local_port: int, instance_id: str | None = None) -> str:

@@ -36,6 +36,7 @@ from runner.load import (
 )
 from runner.session import Discovery, add_common_arguments, console, main_guard, run_command
 from runner.stats import change_percent, fmt, fmt_range, median, value_range
+from runner.tables import models
 from runner.timing import ChatRequest, RequestRecord, timed_client_for, warm_up
 from runner.timing.openai_async import AsyncOpenAIStreamClient, warm_up_async
 
@@ -263,6 +264,7 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     server_figures = any(row["median_server_tok_s"] is not None for row in summary.values())
     columns = [
         "backend",
+        "model",
         "ok/runs",
         "median s",
         "median TTFT s",
@@ -275,7 +277,7 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     if server_figures:
         columns += ["server tok/s", "client overhead ms"]
     for column in columns:
-        table.add_column(column, justify="left" if column == "backend" else "right")
+        table.add_column(column, justify="left" if column in ("backend", "model") else "right")
     if baseline is not None:
         table.add_column("tok/s change", justify="right")
     ceilings = roofline(evidence)
@@ -286,6 +288,7 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     old = bench_summary(baseline) if baseline else {}
     survey = survey_figures(evidence)
     same = same_text(evidence)
+    served = models(evidence)
 
     for name, row in summary.items():
         notes = []
@@ -300,6 +303,7 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
             notes.append(row["first_error"])
         cells = [
             name,
+            served.get(name, "-"),
             f"{row['ok']}/{row['runs']}",
             fmt(row["median_s"]),
             fmt(row["median_ttft_s"]),
@@ -370,6 +374,7 @@ def sweep_table(evidence: dict[str, Any]) -> Table:
     table = Table(title=f"bench sweep: {config.get('prompts')} prompt(s), seed {config.get('seed')}")
     columns = [
         "backend",
+        "model",
         "load",
         "ok/failed",
         "req/s",
@@ -381,7 +386,8 @@ def sweep_table(evidence: dict[str, Any]) -> Table:
         "notes",
     ]
     for column in columns:
-        table.add_column(column, justify="left" if column in ("backend", "load", "notes") else "right")
+        table.add_column(column, justify="left" if column in ("backend", "model", "load", "notes") else "right")
+    served = models(evidence)
     for (backend, label), records in level_groups(evidence).items():
         row = level_summary(records)
         notes = []
@@ -393,6 +399,7 @@ def sweep_table(evidence: dict[str, Any]) -> Table:
             notes.append(row["first_error"])
         table.add_row(
             backend,
+            served.get(backend, "-"),
             label,
             f"{row['completed']}/{row['failed']}",
             fmt(row["request_throughput"], 2),

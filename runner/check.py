@@ -21,6 +21,7 @@ from runner.evidence import Evidence
 from runner.health import Health, wait_healthy
 from runner.models import strands_model
 from runner.session import Discovery, add_common_arguments, console, main_guard, run_command
+from runner.tables import models
 
 PLAIN_PROMPT = "What is the capital of France? Answer in one word."
 TOOL_PROMPT = "Use the add_numbers tool to add 17 and 25, then say the result."
@@ -138,13 +139,25 @@ def _mark(value: bool | None) -> str:
 
 def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
     table = Table(title="check: health, one plain answer, one tool call")
-    for column in ("backend", "healthy", "waited s", "plain answer", "answer", "tool call", "tool args", "error"):
+    served = models(evidence)
+    for column in (
+        "backend",
+        "model",
+        "healthy",
+        "waited s",
+        "plain answer",
+        "answer",
+        "tool call",
+        "tool args",
+        "error",
+    ):
         table.add_column(column)
     for record in evidence["records"]:
         health = record.get("health", {})
         answer = (record.get("plain") or {}).get("answer", "")
         table.add_row(
             record["backend"],
+            served.get(record["backend"], "-"),
             _mark(health.get("healthy")),
             f"{health.get('waited_s', 0):.1f}",
             _mark(record.get("plain_ok")),

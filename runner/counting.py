@@ -30,6 +30,7 @@ from runner.grading import read_count
 from runner.models import strands_model
 from runner.session import Discovery, add_common_arguments, console, main_guard, run_command
 from runner.stats import counts, fmt, median
+from runner.tables import models
 
 # The survey's fixture (demo1_counting.py), in its order: unsorted, so counting is not reading off a position.
 IDS = (0, 2, 3, 20, 21, 22, 23, 10, 11, 12, 13)
@@ -214,6 +215,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
     )
     columns = (
         "backend",
+        "model",
         "runs",
         "correct",
         "right filter",
@@ -224,7 +226,10 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         "filters sent",
     )
     for column in columns:
-        table.add_column(column, justify="left" if column in ("backend", "graded by", "filters sent") else "right")
+        table.add_column(
+            column, justify="left" if column in ("backend", "model", "graded by", "filters sent") else "right"
+        )
+    served = models(evidence)
     grouped: dict[str, list[dict[str, Any]]] = {}
     for record in evidence["records"]:
         grouped.setdefault(record["backend"], []).append(record)
@@ -237,6 +242,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         filters = [f for r in records for f in r.get("filters_sent", [])] or (["none"] if records else [])
         table.add_row(
             name,
+            served.get(name, "-"),
             str(n),
             f"{correct}/{n}",
             f"{right}/{n}" if mode == "filter" else "-",

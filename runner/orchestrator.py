@@ -24,6 +24,7 @@ from runner.evidence import Evidence
 from runner.models import strands_model
 from runner.session import Discovery, add_common_arguments, console, main_guard, run_command
 from runner.stats import fmt, median
+from runner.tables import models
 from runner.timing import ChatRequest, RequestRecord, TimedClient, timed_client_for, warm_up
 
 QUESTION = "What is the capital of France? Answer in one word."
@@ -239,15 +240,17 @@ def orchestrate_once(backends: list[Backend], agent_backend: Backend, run_number
 
 
 def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
+    served = models(evidence)
     for record in evidence["records"]:
         table = Table(
             title=f"orchestrator run {record['run']} (agent: {record['agent_backend']}); table computed in code"
         )
-        for column in ("backend", "answer", "measured/asks", "median s", "median tokens/s", "error"):
+        for column in ("backend", "model", "answer", "measured/asks", "median s", "median tokens/s", "error"):
             table.add_column(column)
         for row in record["table"]:
             table.add_row(
                 row["backend"],
+                served.get(row["backend"], "-"),
                 row["answer"],
                 f"{row['measured']}/{row['asks']}",
                 fmt(row["seconds"]),

@@ -37,3 +37,8 @@ def print_report(evidence: dict[str, Any], baseline: dict[str, Any] | None = Non
         stdout.print(f"[dim]note: {line}[/dim]")
     if evidence.get("interrupted"):
         stdout.print("[yellow]interrupted: the table shows what was measured before Ctrl-C[/yellow]")
+
+
+def models(evidence: dict[str, Any]) -> dict[str, str]:
+    """Per backend, the model it served: rows are not all the same weights, and the tables say so."""
+    return {b["name"]: b.get("model_id") or "-" for b in evidence.get("backends", [])}

@@ -15,11 +15,15 @@ from constructs import Construct
 from catalog import Architecture
 from catalog.config import BackendConfig, StackConfig
 from inference_constructs import ModelServer, ServerInstanceRole, SsmOnlyNetwork
+from inference_constructs.image_build import ImageBuild
 from inference_constructs.stack_marker import StackMarker
 
 IMAGES_DIR = Path(__file__).resolve().parent.parent / "images"
 ECR_PREFIX = "ecr:"
 ASSET_PREFIX = "asset:"
+BUILD_PREFIX = "build:"
+# CodeBuild's limit for one build: vLLM compiled from source needs hours, a thin layer minutes.
+BUILD_TIMEOUT_HOURS = {"vllm-sm75": 8, "neuron": 1}
 
 
 class ModelServerStack(Stack):
@@ -31,6 +35,7 @@ class ModelServerStack(Stack):
         super().__init__(scope, construct_id, **kwargs)
         self.marker = StackMarker(self, "Marker", config=config)
         self.servers: dict[str, ModelServer] = {}
+        self.image_builds: dict[str, ImageBuild] = {}
         if not config.backends:
             return
         network = SsmOnlyNetwork(self, "Network", zones=list(config.zones))
@@ -45,11 +50,32 @@ class ModelServerStack(Stack):
                 role=role,
                 hf_token_secret_name=hf_token_secret_name,
                 image_uri=self._image_uri(backend),
+                image_build=self._image_build(backend),
             )
 
-    def _image_uri(self, backend: BackendConfig) -> str:
-        """`ecr:REPO:TAG` -> this account's ECR; `asset:DIR` -> built from images/DIR; else as given."""
+    def _image_build(self, backend: BackendConfig) -> ImageBuild | None:
+        """`build:DIR`: one repository and CodeBuild project per folder, shared by the backends using it."""
         image = backend.spec.image or ""
+        if not image.startswith(BUILD_PREFIX):
+            return None
+        folder = image[len(BUILD_PREFIX) :]
+        if folder not in self.image_builds:
+            self.image_builds[folder] = ImageBuild(
+                self,
+                f"Build{''.join(part.capitalize() for part in folder.split('-'))}",
+                folder=IMAGES_DIR / folder,
+                architecture=backend.spec.architecture,
+                timeout_hours=BUILD_TIMEOUT_HOURS.get(folder, 2),
+            )
+        return self.image_builds[folder]
+
+    def _image_uri(self, backend: BackendConfig) -> str:
+        """`ecr:REPO:TAG` -> this account's ECR; `asset:DIR` -> built from images/DIR at deploy;
+        `build:DIR` -> built in AWS by this stack's CodeBuild project; else as given."""
+        image = backend.spec.image or ""
+        build = self._image_build(backend)
+        if build is not None:
+            return build.image_uri
         if image.startswith(ECR_PREFIX):
             return f"{Aws.ACCOUNT_ID}.dkr.ecr.{self.region}.{Aws.URL_SUFFIX}/{image[len(ECR_PREFIX) :]}"
         if image.startswith(ASSET_PREFIX):

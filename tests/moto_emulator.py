@@ -8,6 +8,9 @@ would trip on, each named here:
 - capacity: moto launches every instance asked for. `refuse_capacity(region)` makes Auto Scaling
   launch nothing there and answer DescribeScalingActivities with the failed activities a real
   account returns (moto's own answer is always empty);
+- CodeBuild projects: moto's CloudFormation does not create AWS::CodeBuild::Project (its Ref
+  comes back as "None"); a small model creates the project in moto's CodeBuild backend, whose
+  StartBuild and BatchGetBuilds then answer (every build succeeds at once there);
 - Session Manager: moto has no StartSession, TerminateSession, DescribeSessions or
   DescribeInstanceInformation. They are added with the real API's shapes: a running EC2 instance
   is `Online` unless `take_offline(instance_id)`, StartSession on anything else answers
@@ -62,6 +65,7 @@ class Emulator:
         self._patch_parameter_tags()
         self._patch_capacity()
         self._patch_sessions()
+        register_codebuild_projects()
         self.reset()
         return self
 
@@ -273,6 +277,72 @@ class Emulator:
         for name, method in added.items():
             setattr(SimpleSystemManagerResponse, name, method)
         self._undo.append(lambda: [delattr(SimpleSystemManagerResponse, name) for name in added])
+
+
+def register_codebuild_projects() -> None:
+    """Teach moto's CloudFormation AWS::CodeBuild::Project (a subclass registers itself)."""
+    from moto.cloudformation import parsing
+    from moto.codebuild.models import codebuild_backends
+    from moto.core.common_models import CloudFormationModel
+
+    if "AWS::CodeBuild::Project" in parsing.get_model_map():
+        return
+
+    class CodeBuildProject(CloudFormationModel):
+        def __init__(self, name: str, arn: str) -> None:
+            self.name, self.arn = name, arn
+
+        @staticmethod
+        def cloudformation_name_type() -> str:
+            return "Name"
+
+        @staticmethod
+        def cloudformation_type() -> str:
+            return "AWS::CodeBuild::Project"
+
+        @classmethod
+        def has_cfn_attr(cls, attr: str) -> bool:
+            return attr == "Arn"
+
+        @property
+        def physical_resource_id(self) -> str:
+            return self.name
+
+        def get_cfn_attribute(self, attribute_name: str) -> str:
+            return self.arn
+
+        @classmethod
+        def create_from_cloudformation_json(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
+            properties = cloudformation_json["Properties"]
+            codebuild_backends[account_id][region_name].create_project(
+                project_name=resource_name,
+                description=properties.get("Description"),
+                project_source=properties["Source"],
+                artifacts=properties.get("Artifacts", {"Type": "NO_ARTIFACTS"}),
+                environment=properties["Environment"],
+                service_role=properties.get("ServiceRole", ""),
+                tags=None,
+                cache=None,
+                timeout=properties.get("TimeoutInMinutes"),
+                queued_timeout=None,
+                source_version=None,
+                logs_config=None,
+                vpc_config=None,
+            )
+            return cls(resource_name, f"arn:aws:codebuild:{region_name}:{account_id}:project/{resource_name}")
+
+        @classmethod
+        def update_from_cloudformation_json(
+            cls, original_resource, new_resource_name, cloudformation_json, account_id, region_name
+        ):
+            return original_resource
+
+        @classmethod
+        def delete_from_cloudformation_json(cls, resource_name, cloudformation_json, account_id, region_name):
+            codebuild_backends[account_id][region_name].delete_project(resource_name)
+
+    for cached in (parsing.get_model_list, parsing.get_model_map, parsing.get_name_type_map):
+        cached.cache_clear()
 
 
 @contextmanager

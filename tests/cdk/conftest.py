@@ -75,4 +75,8 @@ def render_join(value: Any, refs: dict[str, str] | None = None) -> str:
             return value["Fn::Sub"]
         if "Fn::GetAtt" in value:
             return f"<{'.'.join(value['Fn::GetAtt'])}>"
+        if "Fn::Select" in value and "Fn::Split" in value["Fn::Select"][1]:
+            index, split = value["Fn::Select"]
+            separator, source = split["Fn::Split"]
+            return f"<{render_join(source, refs)} split {separator!r} [{index}]>"
     raise AssertionError(f"unexpected template value {value!r}")

@@ -40,6 +40,8 @@ def test_nag_passes_and_every_acknowledgment_sits_on_its_construct(app_stacks):
         "AwsSolutions-AS1",
         "AwsSolutions-AS2",
         "AwsSolutions-AS3",
+        "AwsSolutions-CB3",
+        "AwsSolutions-CB4",
         "AwsSolutions-EC28",
         "AwsSolutions-IAM4",
         "AwsSolutions-IAM5",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -147,6 +148,11 @@ def user_data(templates, backend):
     return render_join(launch_data(templates[EC2_BACKENDS[backend]], backend)["UserData"])
 
 
+def container_env(script: str) -> list[str]:
+    block = script.split("cat > /etc/inference/container.env <<'INFERENCE_EOF'\n", 1)[1]
+    return block.split("\nINFERENCE_EOF", 1)[0].split("\n")
+
+
 def serve_args(script: str) -> list[str]:
     block = script.split("cat > /etc/inference/serve-args <<'INFERENCE_EOF'\n", 1)[1]
     return block.split("\nINFERENCE_EOF", 1)[0].split("\n")
@@ -172,25 +178,89 @@ def test_g6_serves_the_seed_repack_with_pinned_vllm(templates):
     assert "--gpu-memory-utilization\n0.90" in script
 
 
-def test_g5g_pulls_the_sm75_image_from_this_accounts_ecr(templates):
+def image_line(script: str) -> str:
+    return next(line for line in script.splitlines() if line.startswith("IMAGE="))
+
+
+def test_g5g_pulls_the_image_its_stack_builds(templates):
     script = user_data(templates, "g5g")
-    assert "IMAGE='<AWS::AccountId>.dkr.ecr.us-east-1.<AWS::URLSuffix>/vllm-sm75:v0.27.2rc0-sm75'" in script
+    # This stack's own repository, tagged with the content hash of images/vllm-sm75.
+    assert re.fullmatch(
+        r"IMAGE='<<BuildVllmSm75Repository\w+\.Arn> split ':' \[4\]>\.dkr\.ecr\.<<BuildVllmSm75Repository\w+\.Arn> "
+        r"split ':' \[3\]>\.<AWS::URLSuffix>/<BuildVllmSm75Repository\w+>:[0-9a-f]{16}'",
+        image_line(script),
+    )
     assert "--dtype\nfloat16" in script
     assert "docker login --username AWS" in script
-    # A missing image is reported as failed, with what builds it, instead of restarting forever.
-    assert "IMAGE_BUILD_HINT='build the sm_75 vLLM image for linux/arm64" in script
+    # A missing image is reported as failed, with the command that builds it, instead of restarting forever.
+    assert "IMAGE_BUILD_HINT='build it with: python -m runner.images build g5g" in script
 
 
 @pytest.mark.parametrize(("backend", "swap"), [("inf2", True), ("trn1", False)])
-def test_neuron_image_runs_as_the_survey_ran_it(templates, backend, swap):
+def test_neuron_rows_run_the_vendor_engine_from_the_environment(templates, backend, swap):
     script = user_data(templates, backend)
     assert "ACCELERATOR_ARGS=--device=/dev/neuron0" in script
     assert '-p "127.0.0.1:${HOST_PORT}:${CONTAINER_PORT}"' in script
     assert "HOST_PORT=8080" in script and "CONTAINER_PORT=8080" in script
-    # No arguments: the image's own command serves its baked-in model; its data volume persists.
+    # No arguments: the entrypoint reads the model and the engine's settings from its environment.
     assert serve_args(script) == [""]
-    assert "DATA_VOLUME=gemma4-data:/data" in script
+    assert container_env(script) == [
+        "MODEL=Qwen/Qwen2.5-3B-Instruct",
+        "TENSOR_PARALLEL_SIZE=2",
+        "MAX_MODEL_LEN=4096",
+        "MAX_NUM_SEQS=4",
+        "TOOL_CALL_PARSER=hermes",
+    ]
+    assert '--env-file "$ROOT/etc/inference/container.env"' in script
+    # Compiled graphs persist across restarts on a named volume.
+    assert "DATA_VOLUME=neuron-cache:/var/cache/neuron" in script
+    assert re.search(r"/<BuildNeuronRepository\w+>:[0-9a-f]{16}'$", image_line(script))
     assert ("fallocate -l 16G /swapfile" in script) is swap
+
+
+def test_inf2_and_trn1_share_one_build(templates):
+    assert image_line(user_data(templates, "inf2")) == image_line(user_data(templates, "trn1"))
+    assert len(resources(templates["InferenceNeuronStack"], "AWS::CodeBuild::Project")) == 1
+
+
+@pytest.mark.parametrize(
+    ("stack", "folder", "environment", "hours"),
+    [("InferenceGpuStack", "vllm-sm75", "ARM_CONTAINER", 8), ("InferenceNeuronStack", "neuron", "LINUX_CONTAINER", 1)],
+)
+def test_images_are_built_by_the_apps_own_codebuild_into_its_own_repository(
+    templates, stack, folder, environment, hours
+):
+    template = templates[stack]
+    (repository_id, repository), *_ = resources(template, "AWS::ECR::Repository").items()
+    properties = repository["Properties"]
+    assert properties["RepositoryName"] == f"inference-survey/{folder}"
+    assert properties["ImageScanningConfiguration"] == {"ScanOnPush": True}
+    assert '"countNumber":5' in properties["LifecyclePolicy"]["LifecyclePolicyText"]
+    assert properties["EmptyOnDelete"] is True
+    (project,) = resources(template, "AWS::CodeBuild::Project").values()
+    env = project["Properties"]["Environment"]
+    # arm64 compute for the g5g image: built natively, never under emulation.
+    assert env["Type"] == environment and env["PrivilegedMode"] is True
+    assert project["Properties"]["TimeoutInMinutes"] == hours * 60
+    assert project["Properties"]["Source"]["Type"] == "S3"
+    (image_uri,) = [v["Value"] for v in env["EnvironmentVariables"] if v["Name"] == "IMAGE_URI"]
+    assert render_join(image_uri).endswith(f"/<{repository_id}>:" + render_join(image_uri).rsplit(":", 1)[1])
+    # The build role pushes to this one repository and nowhere else.
+    role_id = project["Properties"]["ServiceRole"]["Fn::GetAtt"][0]
+    (policy,) = [
+        p for p in resources(template, "AWS::IAM::Policy").values() if p["Properties"]["Roles"] == [{"Ref": role_id}]
+    ]
+    statements = {s.get("Sid"): s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert statements["PushToItsRepository"]["Resource"] == {"Fn::GetAtt": [repository_id, "Arn"]}
+    assert "ecr:PutImage" in statements["PushToItsRepository"]["Action"]
+    assert statements["EcrLogin"]["Action"] == "ecr:GetAuthorizationToken"
+
+
+def test_outputs_name_the_build_project_and_what_the_server_takes(templates):
+    outputs = templates["InferenceNeuronStack"]["Outputs"]
+    text = json.dumps(outputs["BackendInf2"]["Value"])
+    assert "image_build_project" in text and "BuildNeuronProject" in text
+    assert '\\"supports_tools\\":true' in text and '\\"max_total_tokens\\":4096' in text
 
 
 def test_server_reads_the_token_from_the_secret_at_start(templates):
@@ -236,9 +306,12 @@ def test_sagemaker_role_is_scoped(templates):
 
 
 def test_secret_read_is_scoped_to_one_secret(templates):
-    (policy,) = resources(templates["InferenceGpuStack"], "AWS::IAM::Policy").values()
+    policies = resources(templates["InferenceGpuStack"], "AWS::IAM::Policy").values()
     secret_statements = [
-        s for s in policy["Properties"]["PolicyDocument"]["Statement"] if "secretsmanager:GetSecretValue" in s["Action"]
+        s
+        for policy in policies
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        if "secretsmanager:GetSecretValue" in s["Action"]
     ]
     (statement,) = secret_statements
     resource = statement["Resource"]
@@ -247,7 +320,11 @@ def test_secret_read_is_scoped_to_one_secret(templates):
 
 
 def test_instance_role_has_ssm_and_ecr_pull(templates):
-    (role,) = resources(templates["InferenceGpuStack"], "AWS::IAM::Role").values()
+    (role,) = [
+        r
+        for r in resources(templates["InferenceGpuStack"], "AWS::IAM::Role").values()
+        if "ManagedPolicyArns" in r["Properties"]
+    ]
     arns = [render_join(a) for a in role["Properties"]["ManagedPolicyArns"]]
     assert sorted(a.rsplit("/", 1)[1] for a in arns) == [
         "AmazonEC2ContainerRegistryReadOnly",

@@ -271,6 +271,25 @@ def bench_evidence(outputs) -> dict:
     return {"schema": 1, "command": "bench", "config": {}, "backends": backends, "records": records, "notices": []}
 
 
+def test_images_build_starts_the_stacks_project_and_follows_it(deployed, tmp_path, capsys):
+    from runner import images
+
+    assert (
+        images.run(["build", "g5g", "--outputs-file", str(deployed), "--poll", "0.1", "--results-dir", str(tmp_path)])
+        == 0
+    )
+    (record,) = newest(tmp_path, "images")["records"]
+    outputs = {b.name: b for b in read_outputs_file(deployed).backends}
+    assert record["project"] == outputs["g5g"].image_build_project and record["region"] == "us-east-1"
+    assert record["status"] == "SUCCEEDED" and record["duration_s"] is not None
+    assert record["image"].endswith(outputs["g5g"].image.rsplit(":", 1)[1])
+    assert "started " in capsys.readouterr().err
+    with pytest.raises(RunnerError, match="backend g6 runs an image this app does not build"):
+        images.run(["build", "g6", "--outputs-file", str(deployed)])
+    with pytest.raises(RunnerError, match=r"backend g7 is not deployed \(deployed: g5g, g6, inf2, sagemaker, trn1\)"):
+        images.run(["build", "g7", "--outputs-file", str(deployed)])
+
+
 def test_sweep_finds_ours_before_destroy_and_nothing_of_ours_after_delete(
     deployed, emulator, plugin, upstream, tmp_path
 ):
