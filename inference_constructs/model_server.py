@@ -91,6 +91,7 @@ class ModelServer(Construct):
                         spec.root_volume_gib,
                         encrypted=True,
                         volume_type=ec2.EbsDeviceVolumeType.GP3,
+                        throughput=spec.root_volume_throughput_mbs,
                         delete_on_termination=True,
                     ),
                 )

@@ -113,15 +113,18 @@ imds() {
   t=$(curl -sS -X PUT http://169.254.169.254/latest/api/token -H 'X-aws-ec2-metadata-token-ttl-seconds: 60')
   curl -sS -H "X-aws-ec2-metadata-token: $t" "http://169.254.169.254/latest/meta-data/$1"
 }
-# report STATE [REASON]: {"state", "instance_id", "zone", "model", "at"[, "reason"]} in SSM.
+# report STATE [REASON] [WEIGHTS_S]: {"state", "instance_id", "zone", "model", "at"[, "reason"]
+# [, "weights_load_s"]} in SSM.
 report() {
   local value
-  value=$(STATE="$1" REASON="${2:-}" ID="$(imds instance-id)" ZONE="$(imds placement/availability-zone)" \
-    MODEL="$MODEL_ID" python3 -c 'import json, os, datetime
+  value=$(STATE="$1" REASON="${2:-}" WEIGHTS="${3:-}" ID="$(imds instance-id)" \
+    ZONE="$(imds placement/availability-zone)" MODEL="$MODEL_ID" python3 -c 'import json, os, datetime
 d = {"state": os.environ["STATE"], "instance_id": os.environ["ID"], "zone": os.environ["ZONE"],
      "model": os.environ["MODEL"], "at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 if os.environ["REASON"]:
     d["reason"] = os.environ["REASON"][:400]
+if os.environ["WEIGHTS"]:
+    d["weights_load_s"] = float(os.environ["WEIGHTS"])
 print(json.dumps(d))')
   aws ssm put-parameter --region "$AWS_REGION" --name "$READY_PARAMETER" --type String --overwrite \
     --value "$value" >/dev/null || true
@@ -192,7 +195,10 @@ READY_SCRIPT = r"""#!/bin/bash
 set -euo pipefail
 source "${INFERENCE_ROOT:-}/usr/local/lib/inference-common.sh"
 until curl -fsS -o /dev/null "http://127.0.0.1:${HOST_PORT}${HEALTH_PATH}"; do sleep 10; done
-report ready
+# vLLM logs how long its weights took to load ("Loading weights took 520.97 seconds"): the slow
+# part of a first start, kept with the readiness so runner.up can show it.
+weights=$(docker logs inference-server 2>&1 | sed -n 's/.*Loading weights took \([0-9.]*\) s.*/\1/p' | tail -n 1 || true)
+report ready "" "$weights"
 echo "inference: $BACKEND ready on port $HOST_PORT"
 """
 

@@ -35,6 +35,8 @@ class Readiness:
     instance_id: str | None = None
     zone: str | None = None
     at: str | None = None
+    # Seconds the server took to load its weights, from its own log (vLLM), when it says.
+    weights_load_s: float | None = None
 
     @property
     def line(self) -> str:
@@ -54,6 +56,7 @@ class Readiness:
             instance_id=data.get("instance_id"),
             zone=data.get("zone"),
             at=data.get("at"),
+            weights_load_s=data.get("weights_load_s") if isinstance(data.get("weights_load_s"), int | float) else None,
         )
 
 

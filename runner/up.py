@@ -88,6 +88,7 @@ class StackUp:
                 "outcome": "pending",
                 "attempts": [],
                 "survey_launch_to_ready_min": b.spec.survey_launch_to_ready_min,
+                "survey_weights_load_s": b.spec.survey_weights_load_s,
             }
             for b in config.backends
         }
@@ -236,6 +237,7 @@ class StackUp:
                 ready_at=readiness.at or now_iso(),
                 zone=readiness.zone or record.get("zone"),
                 instance_id=readiness.instance_id or record.get("instance_id"),
+                weights_load_s=readiness.weights_load_s,
             )
             record["launch_to_ready_min"] = _minutes(record.get("launched_at"), record["ready_at"])
             return True
@@ -368,7 +370,20 @@ def run(argv: list[str] | None = None) -> int:
 
 def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
     table = Table(title="up: launch to ready (survey: run 2 of 2026-10-05)")
-    for column in ("backend", "outcome", "region", "zone", "attempts", "launched", "ready", "min", "survey min"):
+    columns = (
+        "backend",
+        "outcome",
+        "region",
+        "zone",
+        "attempts",
+        "launched",
+        "ready",
+        "min",
+        "survey min",
+        "weights s",
+        "survey weights s",
+    )
+    for column in columns:
         table.add_column(column)
     for record in evidence["records"]:
         regions = " → ".join(a["region"] for a in record["attempts"]) or "-"
@@ -382,6 +397,8 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             record.get("ready_at") or "-",
             str(record.get("launch_to_ready_min") or "-"),
             str(record.get("survey_launch_to_ready_min") or "-"),
+            str(record.get("weights_load_s") or "-"),
+            str(record.get("survey_weights_load_s") or "-"),
         )
     out.print(table)
 

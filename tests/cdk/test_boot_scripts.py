@@ -46,6 +46,7 @@ echo "docker $*" >> "$CALLS"
 case "$1" in
   pull) if [[ -n "${PULL_FAILS:-}" ]]; then echo "$PULL_FAILS" >&2; exit 1; fi ;;
   run) exit "${RUN_STATUS:-0}" ;;
+  logs) printf '%s\n' "${DOCKER_LOGS:-}" ;;
 esac
 """,
     "nvidia-smi": """#!/bin/bash
@@ -202,6 +203,23 @@ def test_ready_reports_ready_with_instance_and_zone(host):
         "us-east-2c",
         "google/gemma-4-E2B-it",
     )
+
+
+def test_ready_keeps_the_servers_own_weight_loading_time(host):
+    env = host(boot())
+    log = "\n".join(
+        [
+            "(EngineCore pid=2128) INFO 10-05 02:55:22 [default_loader.py:430] Loading weights took 520.97 seconds",
+            "(APIServer pid=1651) INFO 10-05 02:58:21 [parser_manager.py:37] auto tool choice has been enabled",
+        ]
+    )
+    result = run_script(READY_SCRIPT, env, HEALTHY="1", DOCKER_LOGS=log)
+    assert result.returncode == 0, result.stderr
+    assert reports(env)[-1]["weights_load_s"] == 520.97
+    assert "docker logs inference-server" in Path(env["CALLS"]).read_text()
+    # A server whose log says nothing of it (the survey's Neuron graph) reports ready without it.
+    result = run_script(READY_SCRIPT, env, HEALTHY="1", DOCKER_LOGS="serving on :8080")
+    assert result.returncode == 0 and "weights_load_s" not in reports(env)[-1]
 
 
 def test_boot_script_is_valid_bash():

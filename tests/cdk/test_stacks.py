@@ -218,6 +218,16 @@ def test_neuron_rows_run_the_vendor_engine_from_the_environment(templates, backe
     assert ("fallocate -l 16G /swapfile" in script) is swap
 
 
+def root_volume(templates, backend):
+    (device,) = launch_data(templates[EC2_BACKENDS[backend]], backend)["BlockDeviceMappings"]
+    return device["Ebs"]
+
+
+def test_g5g_root_volume_reads_and_writes_its_weights_faster(templates):
+    assert root_volume(templates, "g5g")["Throughput"] == 500
+    assert root_volume(templates, "g6")["Throughput"] == 125  # gp3's included baseline
+
+
 def test_inf2_and_trn1_share_one_build(templates):
     assert image_line(user_data(templates, "inf2")) == image_line(user_data(templates, "trn1"))
     assert len(resources(templates["InferenceNeuronStack"], "AWS::CodeBuild::Project")) == 1

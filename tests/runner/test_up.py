@@ -68,3 +68,9 @@ def test_readiness_lines():
     assert (failed.line, failed.instance_id) == ("failed: no Neuron device", "i-1")
     assert Readiness.parse('{"state": "launching"}').line == "launching"
     assert Readiness.parse("{oops").state == "unknown"
+
+
+def test_readiness_keeps_the_weight_loading_time_when_it_is_a_number():
+    assert Readiness.parse('{"state": "ready", "weights_load_s": 520.97}').weights_load_s == 520.97
+    assert Readiness.parse('{"state": "ready", "weights_load_s": "soon"}').weights_load_s is None
+    assert Readiness.parse('{"state": "ready"}').weights_load_s is None
