@@ -7,7 +7,7 @@ own pricing region); a backend in another region is priced from it with a note s
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 # AWS's own convention for a month of on-demand use (8760 hours / 12).
@@ -84,6 +84,4 @@ def offline_price(service: str, item: str, region: str) -> Price | None:
     )
     if fallback is None:
         return None
-    from dataclasses import replace
-
     return replace(fallback, note=f"{PRICING_API_REGION} price; the offline table lists none for {region}")

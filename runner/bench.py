@@ -147,7 +147,8 @@ def bench_backend(
 
 
 def chat_requests(backend: Backend, prompts: list[Prompt]) -> list[ChatRequest]:
-    """The prompts as requests; vLLM-backed servers are asked for a running token count per chunk."""
+    """The prompts as requests. Servers that may be vLLM are asked for a running token count per
+    chunk (`continuous_usage_stats`); others ignore the option and the count is estimated."""
     per_chunk = backend.kind in (BackendKind.EC2_VLLM, BackendKind.SAGEMAKER, BackendKind.OPENAI, BackendKind.LOCAL)
     return [ChatRequest(p.text, max_tokens=p.max_tokens, usage_per_chunk=per_chunk) for p in prompts]
 

@@ -32,13 +32,13 @@ from runner.forwards import (
     SESSION_RESPONSE_VARIABLE,
     Forward,
     forwards_file,
-    free_port,
     port_is_free,
     process_alive,
     read_forwards,
     stop_process,
     write_forwards,
 )
+from runner.local_server import free_port
 from runner.outputs import read_outputs_file, read_stack_outputs
 from runner.readiness import read_readiness
 from runner.session import add_stack_arguments, console, main_guard, parse_forwards

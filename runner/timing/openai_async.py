@@ -11,13 +11,12 @@ whether its connection was new, and faults become the same typed faults.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import aiohttp
 
-from runner.errors import StreamFault, TimedOut, Unreachable, status_fault
-from runner.timing.base import ChatRequest, RequestRecord, Stopwatch
+from runner.errors import StreamFault, TimedOut, Unreachable, describe, status_fault
+from runner.timing.base import WARM_UP, ChatRequest, RequestRecord, Stopwatch
 from runner.timing.sse import ChatStreamAccumulator
 
 # A kept-alive connection the server closed since: the request never reached it.
@@ -100,9 +99,6 @@ class AsyncOpenAIStreamClient:
 
 async def warm_up_async(client: AsyncOpenAIStreamClient, backend: str) -> RequestRecord:
     """The same untimed "Hi" as every other warm-up; never raises."""
-    from runner.errors import describe
-    from runner.timing.base import WARM_UP
-
     record = RequestRecord(backend=backend, run=0)
     try:
         await client.chat(WARM_UP, record)
@@ -110,7 +106,3 @@ async def warm_up_async(client: AsyncOpenAIStreamClient, backend: str) -> Reques
         record.ok = False
         record.error = describe(error)
     return record
-
-
-def run_async(coroutine: Any) -> Any:
-    return asyncio.run(coroutine)
