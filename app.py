@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
 """CDK entry point: read context, check it, build the stacks. Bad input stops with one line."""
 
+import os
 import sys
 
 import aws_cdk as cdk
 
 from catalog import CatalogError
-from catalog.config import load_config
+from catalog.config import load_config, ttl_notice, zone_source_notice
 from stacks import build_app
+
+
+def deploy_notices(config, account: str | None) -> list[str]:
+    """What every synth (and so every deploy) says: the time-to-live, and where zones come from."""
+    return [ttl_notice(config), *zone_source_notice(config, account)]
 
 
 def main() -> None:
@@ -17,9 +23,10 @@ def main() -> None:
     except CatalogError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
-    for notice in config.notices:
+    account = os.environ.get("CDK_DEFAULT_ACCOUNT")
+    for notice in (*config.notices, *deploy_notices(config, account)):
         print(f"note: {notice}", file=sys.stderr)
-    build_app(app, config)
+    build_app(app, config, account=account)
     app.synth()
 
 

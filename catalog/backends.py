@@ -59,7 +59,17 @@ INSTANCE_FAMILIES: dict[str, tuple[Architecture, Accelerator]] = {
     "trn1n": (Architecture.X86_64, Accelerator.NEURON),
 }
 
-GPU_AMI_PARAMETER = "/aws/service/deeplearning/ami/{arch}/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
+# The GPU servers' host image: the NVIDIA driver must be at least 580 for the CUDA 13 builds they
+# run (vLLM 0.30's image, and images/vllm-sm75 on CUDA 13.2). x86_64: the Base OSS Nvidia Driver
+# DLAMI for Ubuntu 26.04, the one the survey's g6 served vLLM 0.30 on (driver 595.91.07; AWS DLAMI
+# guide, "aws-deep-learning-x86-base-gpu-ami-ubuntu-26-04"). arm64 (g5g): Ubuntu 24.04, whose
+# release notes name G5g and driver 595.91.07 (AWS DLAMI release notes, build 20261009); an arm64
+# 26.04 parameter is not documented. The 22.04 images the app read before track an older line.
+GPU_AMI_PARAMETERS = {
+    "x86_64": "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-26.04/latest/ami-id",
+    "arm64": "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-24.04/latest/ami-id",
+}
+# Neuron DLAMI (Ubuntu 24.04) for Inf2, Trn1, Trn1n, Trn2, Trn3 (Neuron docs, deploy/environments/dlami.rst).
 NEURON_AMI_PARAMETER = "/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id"
 
 VLLM_TOOL_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser", "gemma4")
@@ -83,11 +93,15 @@ ROOFLINE_SOURCE = (
 )
 E2B_BF16_GB = round(6.32 * GIB, 3)
 E2B_INT4_GB = round(2.85 * GIB, 3)
-# The Neuron rows' model on the vendor engine: a model NxD Inference supports (Qwen 2.5) that fits
-# one chip's two 16 GiB NeuronCores in bf16 with room for the KV cache, is not gated, and calls
-# tools in the format vLLM's hermes parser reads. 3.09 billion parameters (model card).
-NEURON_MODEL = "Qwen/Qwen2.5-3B-Instruct"
-QWEN25_3B_BF16_GB = round(3.09 * 2, 2)
+# The Neuron rows' model on the vendor engine (vLLM 0.16 + vllm-neuron 0.5.3, Neuron SDK 2.31: the
+# last line the vendor documents for Inf2 and Trn1, in maintenance there; NxD Inference's 2.29
+# "Trn2 and newer" note concerns its NKI kernels). Qwen2.5-1.5B-Instruct: Apache-2.0 (Qwen2.5's
+# README: every size but 3B and 72B), a family NxD Inference's model reference lists (1.5B "not
+# tested, but expected to work"; 0.5B and 7B tested), 12 query and 2 KV heads so tensor parallel 2
+# divides them, 3.09 GB in bf16 (its one safetensors file), tool calls in the hermes format. The
+# 3B size this row served before is under the Qwen Research licence (no commercial use).
+NEURON_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
+QWEN25_1_5B_BF16_GB = 3.09
 # The survey's own Neuron image: a hand-ported Gemma 4 E2B graph traced at 512 tokens in total
 # (128 for the prompt) that ignores tool definitions; run with no arguments, as the survey ran it.
 SURVEY_NEURON_IMAGE = "docker.io/xbill9/gemma4-optb:slim"
@@ -142,6 +156,9 @@ class BackendSpec:
     image_build_hint: str = ""
     # The survey's launch-to-ready minutes (run 2, run2-REPORT.md), shown beside a user's own.
     survey_launch_to_ready_min: float | None = None
+    # Minutes from launch to ready after which the server takes itself to zero instances: about
+    # twice the survey's launch-to-ready, with room for a first Neuron compile (`<b>.readyMinutes`).
+    ready_minutes: int | None = None
     # The survey's single-request median tok/s in its two runs (SURVEY_BENCH_SOURCE), shown beside
     # a user's own so a run that does or does not reproduce it is seen at once.
     survey_tok_s: tuple[float, ...] = ()
@@ -171,8 +188,8 @@ INF2 = BackendSpec(
     architecture=Architecture.X86_64,
     accelerator=Accelerator.NEURON,
     ami_parameter=NEURON_AMI_PARAMETER,
-    # images/neuron: AWS's vLLM-Neuron container (vLLM 0.16, NxD Inference plugin 0.5, Neuron
-    # SDK 2.31), built by the stack's CodeBuild project into the stack's ECR repository.
+    # images/neuron: AWS's vLLM-Neuron container (vLLM 0.16, vllm-neuron 0.5.3, Neuron SDK 2.31),
+    # built by the stack's CodeBuild project into the stack's ECR repository.
     image="build:neuron",
     model_argument=ModelArgument.ENVIRONMENT,
     container_env=(
@@ -183,20 +200,23 @@ INF2 = BackendSpec(
     ),
     port=8080,
     container_port=8080,
-    # Compiled graphs, per model and shape, kept across restarts (serve.sh).
-    data_volume="neuron-cache:/var/cache/neuron",
+    # Compiled graphs, per model and shape (serve.sh), on the host so the boot script can keep them
+    # in the stack's graph repository for a replaced instance.
+    data_volume="/opt/inference/neuron-cache:/var/cache/neuron",
     forward_port=8003,
     regions=SURVEY_REGIONS,
     root_volume_gib=100,
-    # inf2.xlarge has 16 GiB of RAM; compiling and loading a 3B model in bf16 comes close.
+    # inf2.xlarge has 16 GiB of RAM: room for the compiler's peaks (the survey ran it with 16 GiB of swap).
     swap_gib=16,
     image_build_hint="build it with: python -m runner.images build inf2",
     supports_tools=True,
     max_total_tokens=4096,
     memory_bandwidth_gbs=817,
-    decode_read_gb=QWEN25_3B_BF16_GB,
+    decode_read_gb=QWEN25_1_5B_BF16_GB,
     survey_tok_s=(36.4, 36.6),
     survey_launch_to_ready_min=17.9,
+    # A first boot downloads the weights and compiles the graphs (tens of minutes on a 4-vCPU host).
+    ready_minutes=75,
     notes=f"{NEURON_MODEL} on the vendor engine, not the g6 weights; the survey's rows served Gemma 4 E2B",
 )
 
@@ -209,7 +229,7 @@ G6 = BackendSpec(
     instance_type="g6.xlarge",
     architecture=Architecture.X86_64,
     accelerator=Accelerator.NVIDIA,
-    ami_parameter=GPU_AMI_PARAMETER.format(arch="x86_64"),
+    ami_parameter=GPU_AMI_PARAMETERS["x86_64"],
     image="vllm/vllm-openai:v0.30.0",
     serve_flags=(
         "--max-model-len",
@@ -224,6 +244,7 @@ G6 = BackendSpec(
     memory_bandwidth_gbs=300,
     decode_read_gb=E2B_INT4_GB,
     survey_launch_to_ready_min=13.9,
+    ready_minutes=30,
     survey_tok_s=(131.5, 132.5),
 )
 
@@ -236,7 +257,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
         model_id=GEMMA4_E2B,
         instance_type="g5g.2xlarge",
         architecture=Architecture.ARM64,
-        ami_parameter=GPU_AMI_PARAMETER.format(arch="arm64"),
+        ami_parameter=GPU_AMI_PARAMETERS["arm64"],
         # images/vllm-sm75: vLLM built for sm_75 on arm64 by the stack's CodeBuild project.
         image="build:vllm-sm75",
         serve_flags=("--dtype", "float16", *G6.serve_flags),
@@ -254,6 +275,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
         memory_bandwidth_gbs=320,
         decode_read_gb=E2B_BF16_GB,
         survey_launch_to_ready_min=23.7,
+        ready_minutes=50,
         survey_tok_s=(37.2, 35.8),
         notes="gated weights: needs the Hugging Face token secret",
     ),
@@ -272,6 +294,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
         image_build_hint="build it with: python -m runner.images build trn1",
         memory_bandwidth_gbs=613,
         survey_launch_to_ready_min=12.8,
+        ready_minutes=60,
         survey_tok_s=(37.1, 36.9),
         notes=f"{NEURON_MODEL} on the vendor engine, the same image as inf2",
     ),

@@ -6,19 +6,28 @@ synth with one line that names the key and the allowed values.
 
 Placement: each stack lives in ONE region, the first region that every enabled backend of the
 stack lists (in the first backend's order); the rest of that common list is the stack's failover
-order. `runner.up` records where it deployed each stack in `placement.json`, and that record wins
-while it names one of the stack's candidate regions, so `cdk destroy --all` finds a stack that
-failed over.
+order. `runner.up` records where it deployed each stack in `placement.json` (with the AMI ids it
+pinned there and the context it deployed with), and that record wins while it names one of the
+stack's candidate regions, so `cdk destroy --all` finds a stack that failed over and a later
+deploy does not swap the image under a running server.
+
+Zones: `<region>.zones` (what `runner.up` read from the account's DescribeAvailabilityZones), or
+else the stack's own lookup (see stacks/server_stack.py). Time-to-live: every deploy arms one
+(`ttlHours`, default 12; `0` disables), at `expiresAt` when given (runner.up passes it).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import math
 import os
 import re
 import shlex
+import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +43,10 @@ from catalog.backends import (
     stack_names,
 )
 from catalog.errors import CatalogError
-from catalog.offerings import check_offered, check_region, default_zones
+from catalog.offerings import COMMERCIAL_REGIONS, check_offered, check_region
 
-GLOBAL_KEYS = ("backends", "hfTokenSecretName")
-EC2_KEYS = ("regions", "zones", "instanceType", "model", "image", "flags")
+GLOBAL_KEYS = ("backends", "hfTokenSecretName", "ttlHours", "expiresAt")
+EC2_KEYS = ("regions", "zones", "instanceType", "model", "image", "flags", "ami", "readyMinutes")
 SAGEMAKER_KEYS = ("regions", "instanceType", "model", "image", "flags", "startupTimeoutSeconds")
 # Keys of earlier versions: a clear pointer beats "unknown key".
 RENAMED_KEYS = {
@@ -45,6 +54,12 @@ RENAMED_KEYS = {
     "zones": "each EC2 backend's '<backend>.zones'",
 }
 HF_SECRET_NAME = re.compile(r"^[A-Za-z0-9/_+=.@-]{1,512}$")
+AMI_ID = re.compile(r"^ami-[0-9a-f]{8,17}$")
+# Every deploy arms a time-to-live: at expiry each server goes to zero and the endpoint is deleted.
+DEFAULT_TTL_HOURS = 12.0
+MAX_TTL_HOURS = 24 * 31
+EXPIRY_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+REGION_ZONES_KEY = "{region}.zones"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # INFERENCE_PLACEMENT_FILE moves it (the emulator tests keep theirs in a scratch folder).
 PLACEMENT_ENV = "INFERENCE_PLACEMENT_FILE"
@@ -64,7 +79,12 @@ def known_keys() -> list[str]:
     keys = list(GLOBAL_KEYS)
     for name in backend_names(deployable_only=True):
         keys += [f"{name}.{k}" for k in backend_keys(get_backend(name))]
-    return keys
+    return [*keys, REGION_ZONES_KEY.format(region="<region>")]
+
+
+def is_region_zones_key(key: str) -> bool:
+    region, _, rest = key.partition(".")
+    return rest == "zones" and region in COMMERCIAL_REGIONS
 
 
 def is_framework_key(key: str) -> bool:
@@ -78,8 +98,12 @@ class BackendConfig:
 
     spec: BackendSpec
     region: str
+    # Empty: every zone of the region, as the stack finds them (stacks/server_stack.py).
     zones: tuple[str, ...]
     startup_timeout_seconds: int = 1800
+    ready_minutes: int | None = None
+    # An AMI id pinned by context or by runner.up's record; None: the stack resolves the parameter.
+    ami_id: str | None = None
 
     @property
     def name(self) -> str:
@@ -95,9 +119,15 @@ class StackConfig:
     candidate_regions: tuple[str, ...]
     backends: tuple[BackendConfig, ...]
 
+    # The account's zones of the region when known (`<region>.zones`), else empty.
+    region_zones: tuple[str, ...] = ()
+
     @property
     def zones(self) -> tuple[str, ...]:
-        """Zones the stack's network spans: every zone any of its servers may use."""
+        """Zones the stack's network spans: every zone any of its servers may use (empty: every
+        zone of the region, found by the stack)."""
+        if any(not b.zones for b in self.backends):
+            return self.region_zones
         return tuple(dict.fromkeys(z for b in self.backends for z in b.zones))
 
 
@@ -106,6 +136,14 @@ class AppConfig:
     hf_token_secret_name: str
     stacks: tuple[StackConfig, ...]
     notices: tuple[str, ...] = ()
+    # When every server of this deploy goes to zero (None: no time-to-live), and the hours asked for.
+    expires_at: datetime | None = None
+    ttl_hours: float = DEFAULT_TTL_HOURS
+    placement_records: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def expiry_text(self) -> str | None:
+        return self.expires_at.strftime(EXPIRY_FORMAT) if self.expires_at else None
 
     @property
     def backends(self) -> tuple[BackendConfig, ...]:
@@ -170,10 +208,19 @@ def _regions(key: str, value: Any) -> tuple[str, ...]:
     return tuple(regions)
 
 
-def apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any]) -> tuple[BackendSpec, int]:
+@dataclass(frozen=True)
+class Overrides:
+    """What a backend's context keys set beyond its catalog entry."""
+
+    startup_timeout_seconds: int = 1800
+    ami_id: str | None = None
+
+
+def apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any]) -> tuple[BackendSpec, Overrides]:
     """The catalog entry with this backend's context keys applied and checked."""
     changes: dict[str, Any] = {}
     startup_timeout = 1800
+    ami_id = None
     prefix = f"{spec.name}."
     for key in backend_keys(spec):
         full = prefix + key
@@ -198,6 +245,12 @@ def apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any]) -> tuple[BackendS
             changes["serve_flags"] = tuple(shlex.split(value) if isinstance(value, str) else map(str, value))
         elif key == "startupTimeoutSeconds":
             startup_timeout = _as_int(full, value, 60, 3600)
+        elif key == "readyMinutes":
+            changes["ready_minutes"] = _as_int(full, value, 5, 24 * 60)
+        elif key == "ami":
+            ami_id = _as_str(full, value)
+            if not AMI_ID.fullmatch(ami_id):
+                raise CatalogError(f"context {full}: expected an AMI id like ami-0123456789abcdef0, got {ami_id!r}")
     spec = replace(spec, **changes)
     profile = IMAGE_PROFILES.get(spec.image or "")
     if profile:
@@ -206,7 +259,7 @@ def apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any]) -> tuple[BackendS
     key = f"{spec.name}.regions" if "regions" in changes else f"{spec.name}.instanceType"
     for region in spec.regions:
         check_offered(key, spec.instance_type or "", region)
-    return spec, startup_timeout
+    return spec, Overrides(startup_timeout_seconds=startup_timeout, ami_id=ami_id)
 
 
 def common_regions(stack: str, specs: list[BackendSpec]) -> tuple[str, ...]:
@@ -222,20 +275,77 @@ def common_regions(stack: str, specs: list[BackendSpec]) -> tuple[str, ...]:
     return common
 
 
-def _zones(spec: BackendSpec, region: str) -> tuple[str, ...]:
-    if not spec.zones:
-        return default_zones(region)
+def _is_zone_of(zone: str, region: str) -> bool:
+    return re.fullmatch(re.escape(region) + r"[a-z]", zone) is not None
+
+
+def region_zones(ctx: Mapping[str, Any], region: str) -> tuple[str, ...]:
+    """`<region>.zones`: the account's zones of the region, as runner.up read them."""
+    key = REGION_ZONES_KEY.format(region=region)
+    if key not in ctx:
+        return ()
+    zones = tuple(_as_list(key, ctx[key]))
+    if not zones:
+        raise CatalogError(f"context {key}: at least one zone is needed")
+    for zone in zones:
+        if not _is_zone_of(zone, region):
+            raise CatalogError(f"context {key}: {zone!r} is not a zone of {region} (expected e.g. {region}a)")
+    return zones
+
+
+def _zones(spec: BackendSpec, region: str, known: tuple[str, ...]) -> tuple[str, ...]:
+    """The zones a server may use: its own `<b>.zones`, else every zone of the region (empty)."""
     for zone in spec.zones:
-        if not re.fullmatch(re.escape(region) + r"[a-z]", zone):
+        if not _is_zone_of(zone, region):
             raise CatalogError(
                 f"context {spec.name}.zones: {zone!r} is not a zone of {region}, the region of its stack "
                 f"{spec.stack} (expected e.g. {region}a)"
             )
+        if known and zone not in known:
+            raise CatalogError(
+                f"context {spec.name}.zones: {zone!r} is not among this account's zones of {region} "
+                f"({', '.join(known)})"
+            )
     return spec.zones
 
 
-def read_placements(path: Path | None = None) -> dict[str, str]:
-    """`placement.json` as written by `runner.up`: {stack: region}. Missing file: no placements."""
+def _hours(key: str, value: Any) -> float:
+    try:
+        hours = float(value)
+    except (TypeError, ValueError):
+        raise CatalogError(f"context {key}: expected a number of hours (0 turns it off), got {value!r}") from None
+    if not math.isfinite(hours) or hours < 0 or hours > MAX_TTL_HOURS:
+        raise CatalogError(f"context {key}: {value!r} is outside 0..{MAX_TTL_HOURS} hours (0 turns it off)")
+    return hours
+
+
+def parse_expiry(key: str, value: Any) -> datetime:
+    try:
+        at = datetime.strptime(str(value), EXPIRY_FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        raise CatalogError(f"context {key}: expected a UTC time like 2026-12-01T21:00:00Z, got {value!r}") from None
+    return at
+
+
+def time_to_live(ctx: Mapping[str, Any], now: datetime) -> tuple[float, datetime | None]:
+    """(hours asked for, expiry or None). `expiresAt` wins; else `ttlHours` from `now`, rounded up
+    to the next whole minute (the Auto Scaling scheduled action's resolution)."""
+    hours = _hours("ttlHours", ctx.get("ttlHours", DEFAULT_TTL_HOURS))
+    if "expiresAt" in ctx:
+        if hours == 0 and "ttlHours" in ctx:
+            raise CatalogError("context expiresAt sets an expiry while ttlHours=0 turns it off: give one of them")
+        at = parse_expiry("expiresAt", ctx["expiresAt"])
+        if at <= now:
+            raise CatalogError(f"context expiresAt: {ctx['expiresAt']} is in the past (now {now:{EXPIRY_FORMAT}})")
+        return hours, at
+    if hours == 0:
+        return 0.0, None
+    at = now + timedelta(hours=hours)
+    return hours, at.replace(second=0, microsecond=0) + timedelta(minutes=1)
+
+
+def read_placement_records(path: Path | None = None) -> dict[str, dict[str, Any]]:
+    """`placement.json` as written by `runner.up`: {stack: {"region", "amis", "context"}}."""
     path = path or placement_file()
     try:
         data = json.loads(path.read_text())
@@ -246,24 +356,39 @@ def read_placements(path: Path | None = None) -> dict[str, str]:
     stacks = data.get("stacks", {}) if isinstance(data, dict) else None
     if not isinstance(stacks, dict):
         raise CatalogError(f"{path.name}: expected {{'stacks': {{STACK: {{'region': REGION}}}}}}")
-    return {name: entry["region"] for name, entry in stacks.items() if isinstance(entry, dict) and "region" in entry}
+    return {name: entry for name, entry in stacks.items() if isinstance(entry, dict) and "region" in entry}
 
 
-def write_placement(stack: str, region: str | None, path: Path | None = None) -> None:
-    """Record (or, with None, forget) where `stack` is deployed; written whole, then renamed."""
+def read_placements(path: Path | None = None) -> dict[str, str]:
+    """{stack: region} from `placement.json`. Missing file: no placements."""
+    return {name: entry["region"] for name, entry in read_placement_records(path).items()}
+
+
+_PLACEMENT_LOCK = threading.Lock()
+
+
+def write_placement(stack: str, region: str | None, path: Path | None = None, **details: Any) -> None:
+    """Record (or, with None, forget) where `stack` is deployed, with `details` (the AMI ids pinned
+    there, the context it was deployed with). Stacks deploy in parallel: one writer at a time
+    (a lock in this process, a file lock across processes), the file written whole, then renamed."""
     path = path or placement_file()
-    try:
-        data = json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        data = {}
-    stacks = data.setdefault("stacks", {}) if isinstance(data, dict) else {}
-    if region is None:
-        stacks.pop(stack, None)
-    else:
-        stacks[stack] = {"region": region}
-    partial = path.with_suffix(".json.partial")
-    partial.write_text(json.dumps({"stacks": stacks}, indent=2, sort_keys=True) + "\n")
-    partial.replace(path)
+    with _PLACEMENT_LOCK, (path.parent / f".{path.name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            data = json.loads(path.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            data = {}
+        stacks = data.setdefault("stacks", {}) if isinstance(data, dict) else {}
+        if region is None:
+            stacks.pop(stack, None)
+        else:
+            entry = stacks.get(stack) if isinstance(stacks.get(stack), dict) else {}
+            if entry.get("region") != region:
+                entry = {}  # another region: its AMI ids do not carry over
+            stacks[stack] = entry | {"region": region} | {k: v for k, v in details.items() if v is not None}
+        partial = path.with_suffix(f".json.{os.getpid()}.partial")
+        partial.write_text(json.dumps({"stacks": stacks}, indent=2, sort_keys=True) + "\n")
+        partial.replace(path)
 
 
 def _place_stack(
@@ -282,15 +407,27 @@ def _place_stack(
     return candidates[0], candidates
 
 
-def load_config(ctx: Mapping[str, Any], placements: Mapping[str, str] | None = None) -> AppConfig:
-    """Check every project key in `ctx` and build the app's config, or raise CatalogError."""
+def load_config(
+    ctx: Mapping[str, Any],
+    placements: Mapping[str, str] | None = None,
+    *,
+    records: Mapping[str, Mapping[str, Any]] | None = None,
+    now: datetime | None = None,
+) -> AppConfig:
+    """Check every project key in `ctx` and build the app's config, or raise CatalogError.
+
+    `placements` ({stack: region}) and `records` (placement.json's entries, for pinned AMI ids)
+    default to the placement file; tests pass `{}` to see the catalog's defaults.
+    """
     allowed = known_keys()
     for key in ctx:
-        if is_framework_key(key) or key in allowed:
+        if is_framework_key(key) or key in allowed or is_region_zones_key(key):
             continue
         if key in RENAMED_KEYS:
             raise CatalogError(f"context key {key!r} is gone: use {RENAMED_KEYS[key]}")
         name, _, rest = key.partition(".")
+        if rest == "zones" and re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d", name):
+            check_region(key, name)
         if rest == "zone":
             raise CatalogError(f"context key {key!r} is gone: use {name}.zones (the server may launch in any of them)")
         if rest and name not in backend_names(deployable_only=True):
@@ -310,7 +447,10 @@ def load_config(ctx: Mapping[str, Any], placements: Mapping[str, str] | None = N
         if name not in deployable:
             raise CatalogError(f"context backends: unknown backend {name!r}; allowed: {', '.join(deployable)}")
 
-    placements = read_placements() if placements is None else placements
+    if records is None:
+        records = read_placement_records() if placements is None else {}
+    placements = {name: entry["region"] for name, entry in records.items()} if placements is None else placements
+    ttl_hours, expires_at = time_to_live(ctx, now or datetime.now(UTC))
     notices: list[str] = []
     stacks = []
     for stack in stack_names():
@@ -320,12 +460,31 @@ def load_config(ctx: Mapping[str, Any], placements: Mapping[str, str] | None = N
         # A stack with no enabled backend still exists (empty), so `cdk destroy --all` always sees it.
         placing = [spec for spec, _ in enabled] or [_first_compatible(stack, [s for s, _ in resolved.values()])]
         region, candidates = _place_stack(stack, placing, placements, notices)
+        known = region_zones(ctx, region)
+        record = records.get(stack, {})
+        pinned = record.get("amis", {}) if record.get("region") == region else {}
         backends = tuple(
-            BackendConfig(spec=spec, region=region, zones=_zones(spec, region), startup_timeout_seconds=timeout)
-            for spec, timeout in enabled
+            BackendConfig(
+                spec=spec,
+                region=region,
+                zones=_zones(spec, region, known),
+                startup_timeout_seconds=extra.startup_timeout_seconds,
+                ready_minutes=spec.ready_minutes,
+                ami_id=extra.ami_id or pinned.get(spec.name),
+            )
+            for spec, extra in enabled
         )
-        stacks.append(StackConfig(name=stack, region=region, candidate_regions=candidates, backends=backends))
-    return AppConfig(hf_token_secret_name=secret, stacks=tuple(stacks), notices=tuple(notices))
+        stacks.append(
+            StackConfig(name=stack, region=region, candidate_regions=candidates, backends=backends, region_zones=known)
+        )
+    return AppConfig(
+        hf_token_secret_name=secret,
+        stacks=tuple(stacks),
+        notices=tuple(notices),
+        expires_at=expires_at,
+        ttl_hours=ttl_hours,
+        placement_records=dict(records),
+    )
 
 
 def _first_compatible(stack: str, specs: list[BackendSpec]) -> BackendSpec:
@@ -359,3 +518,30 @@ def sagemaker_environment(flags: tuple[str, ...], model_id: str) -> dict[str, st
             raise CatalogError("sagemaker flags: set the model with sagemaker.model, not --model")
         env[name] = value if value is not None else "true"
     return env
+
+
+def ttl_notice(config: AppConfig) -> str:
+    """One line every deploy prints: when its servers go to zero, and how to change it."""
+    if config.expires_at is None:
+        return "time-to-live: off (ttlHours=0): servers run until destroyed; python -m runner.sweep lists what bills"
+    return (
+        f"time-to-live: every server of this deploy goes to zero at {config.expiry_text} "
+        f"({config.ttl_hours:g} h; -c ttlHours=H to change, 0 to turn it off; a stack deployed without one gets it "
+        "now); python -m runner.up brings stopped servers back, runner.up --extend H moves the expiry"
+    )
+
+
+def zone_source_notice(config: AppConfig, account: str | None) -> list[str]:
+    """Where the zones of stacks without `<region>.zones` come from, said once."""
+    stacks = [s.name for s in config.stacks if s.backends and not s.zones and s.backends[0].spec.ami_parameter]
+    if not stacks:
+        return []
+    if account:
+        return [
+            f"zones of {', '.join(stacks)}: every zone the CDK's availability-zones lookup finds in account {account} "
+            "(kept in cdk.context.json; runner.up passes the account's zones itself)"
+        ]
+    return [
+        f"zones of {', '.join(stacks)}: no AWS account known (a synth without credentials), so two Fn::GetAZs "
+        "placeholders; a deploy takes every zone of the deploying account"
+    ]

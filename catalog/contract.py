@@ -25,6 +25,8 @@ OUTPUT_PREFIX = "Backend"
 APP_TAG = ("app", "inference-survey")
 # The Auto Scaling group of an EC2 server names its backend here.
 BACKEND_TAG_KEY = "inference:backend"
+# ...and, when the app builds its image, the image folder: the build brings back the groups tagged so.
+IMAGE_TAG_KEY = "inference:image"
 
 
 def output_key(backend: str) -> str:
@@ -54,6 +56,12 @@ class BackendOutput:
     image_build_project: str | None = None
     supports_tools: bool | None = None
     max_total_tokens: int | None = None
+    # The deploy's time-to-live (optional, added within version 2): when the server goes to zero
+    # (UTC, `YYYY-MM-DDThh:mm:ssZ`; absent: none), and the bound after which a server that is not
+    # ready takes itself to zero. SageMaker: the endpoint config a runner recreates it from.
+    expires_at: str | None = None
+    ready_minutes: int | None = None
+    endpoint_config_name: str | None = None
     contract: int = CONTRACT_VERSION
 
     def to_json(self) -> dict[str, Any]:

@@ -1,45 +1,52 @@
 """An image the app builds itself: an ECR repository it owns and a CodeBuild project that builds
 `images/<folder>` on the server's own architecture (arm64 compute for g5g: never under emulation)
 and pushes it there, tagged with the folder's content hash, so a changed Dockerfile is a new tag
-and a new launch template. `python -m runner.images build BACKEND` starts the build and follows it.
+and a new launch template.
 
-`cdk destroy` removes the repository with its images (empty_on_delete), so nothing is left billing.
+Images before servers, with no person in the loop: every create or update of the stack starts
+the build (an EventBridge rule on CloudFormation's own "Stack Status Change" events, which need no
+Lambda). The build (`image_build.sh`) skips an image whose tag is already pushed, then brings
+back the servers that run it (their groups start at zero, so nothing bills while a build takes
+hours); a failed build leaves them at zero with its last log lines as their reason. One build at
+a time (a second start is refused while one runs). `python -m runner.images build BACKEND`
+rebuilds by hand and restarts running servers on the new image.
+
+`cdk destroy` removes the repository with its images (EmptyOnDelete), so nothing is left billing.
 """
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from catalog import Architecture
+from catalog.contract import IMAGE_TAG_KEY
+from inference_constructs.instance_role import PARAMETER_PREFIX
 from inference_constructs.log_group import owned_log_group
-from inference_constructs.nag import acknowledge
+from inference_constructs.nag import acknowledge, finding_account
 
 REPOSITORY_PREFIX = "inference-survey/"
 KEEP_IMAGES = 5
-BUILD_SPEC = {
-    "version": "0.2",
-    "phases": {
-        "pre_build": {
-            "commands": [
-                'aws ecr get-login-password --region "$AWS_REGION" | '
-                'docker login --username AWS --password-stdin "${IMAGE_URI%%/*}"',
-            ]
-        },
-        "build": {"commands": ['docker build --tag "$IMAGE_URI" .']},
-        "post_build": {
-            "commands": [
-                'if [ "$CODEBUILD_BUILD_SUCCEEDING" = 1 ]; then docker push "$IMAGE_URI"; fi',
-            ]
-        },
-    },
-}
+BUILD_SCRIPT = Path(__file__).with_name("image_build.sh")
+# The stack events that start a build (CloudFormation sends them to the default event bus).
+STACK_EVENTS = ("CREATE_COMPLETE", "UPDATE_COMPLETE")
+
+
+def build_spec() -> dict[str, object]:
+    """One command: the build script, carried base64-encoded so no shell quoting can change it,
+    written to a file of its own (mktemp) and run."""
+    encoded = base64.b64encode(BUILD_SCRIPT.read_bytes()).decode()
+    command = f'script=$(mktemp) && echo {encoded} | base64 -d > "$script" && bash "$script"'
+    return {"version": "0.2", "env": {"shell": "bash"}, "phases": {"build": {"commands": [command]}}}
 
 
 class ImageBuild(Construct):
@@ -84,6 +91,48 @@ class ImageBuild(Construct):
             )
         )
         self.source.grant_read(role)
+        self.folder = folder.name
+        # What the build does after it pushed, or when it failed: the servers that run this image.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="CheckItsImage", actions=["ecr:DescribeImages"], resources=[self.repository.repository_arn]
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="FindTheServers", actions=["autoscaling:DescribeAutoScalingGroups"], resources=["*"]
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="BringBackTheServersOfThisImage",
+                actions=["autoscaling:SetDesiredCapacity"],
+                resources=["*"],
+                conditions={"StringEquals": {f"aws:ResourceTag/{IMAGE_TAG_KEY}": folder.name}},
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="RestartTheServersOfThisImage",
+                actions=["ssm:SendCommand"],
+                resources=[f"arn:{Aws.PARTITION}:ec2:{Aws.REGION}:{Aws.ACCOUNT_ID}:instance/*"],
+                conditions={"StringEquals": {f"ssm:resourceTag/{IMAGE_TAG_KEY}": folder.name}},
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="RunShellScript",
+                actions=["ssm:SendCommand"],
+                resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}::document/AWS-RunShellScript"],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReportToTheServersReadiness",
+                actions=["ssm:PutParameter"],
+                resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}:{Aws.ACCOUNT_ID}:parameter{PARAMETER_PREFIX}*"],
+            )
+        )
         logs = owned_log_group(self, "Logs", f"/inference/build/{folder.name}")
         logs.grant_write(role)
         self.project = codebuild.Project(
@@ -92,7 +141,8 @@ class ImageBuild(Construct):
             description=f"Builds images/{folder.name} ({architecture.value}) into {REPOSITORY_PREFIX}{folder.name}",
             role=role,
             source=codebuild.Source.s3(bucket=self.source.bucket, path=self.source.s3_object_key),
-            build_spec=codebuild.BuildSpec.from_object(BUILD_SPEC),
+            build_spec=codebuild.BuildSpec.from_object(build_spec()),
+            concurrent_build_limit=1,
             environment=codebuild.BuildEnvironment(
                 build_image=(
                     codebuild.LinuxArmBuildImage.AMAZON_LINUX_2_STANDARD_3_0
@@ -102,7 +152,11 @@ class ImageBuild(Construct):
                 compute_type=codebuild.ComputeType.LARGE,
                 privileged=True,  # docker build needs the Docker daemon
             ),
-            environment_variables={"IMAGE_URI": codebuild.BuildEnvironmentVariable(value=self.image_uri)},
+            environment_variables={
+                "IMAGE_URI": codebuild.BuildEnvironmentVariable(value=self.image_uri),
+                "IMAGE_FOLDER": codebuild.BuildEnvironmentVariable(value=folder.name),
+                "FORCE_BUILD": codebuild.BuildEnvironmentVariable(value="0"),
+            },
             timeout=Duration.hours(timeout_hours),
             logging=codebuild.LoggingOptions(cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=logs)),
         )
@@ -119,23 +173,51 @@ class ImageBuild(Construct):
         )
         project_id = stack.resolve(stack.get_logical_id(self.project.node.default_child))
         region = stack.region
+        account = finding_account(stack)
         for finding, reason in (
-            ("Resource::*", "ecr:GetAuthorizationToken takes no resource; pushes are limited to this one repository."),
+            (
+                "Resource::*",
+                "ecr:GetAuthorizationToken and DescribeAutoScalingGroups take no resource; SetDesiredCapacity is "
+                "limited to groups tagged with this image; pushes to this one repository.",
+            ),
             ("Action::s3:GetBucket*", "CDK's read grant on the source asset: scoped to the asset bucket and object."),
             ("Action::s3:GetObject*", "CDK's read grant on the source asset: scoped to the asset bucket and object."),
             ("Action::s3:List*", "CDK's read grant on the source asset: scoped to the asset bucket."),
             (
-                f"Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-{region}/*",
+                f"Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-{account}-{region}/*",
                 "The CDK bootstrap bucket holding the source asset; the object key is content-addressed.",
             ),
             (
-                f"Resource::arn:<AWS::Partition>:logs:{region}:<AWS::AccountId>:log-group:/aws/codebuild/<{project_id}>:*",
+                f"Resource::arn:<AWS::Partition>:logs:{region}:{account}:log-group:/aws/codebuild/<{project_id}>:*",
                 "CodeBuild's own default log group for this one project (the build logs to its owned group).",
             ),
             (
-                f"Resource::arn:<AWS::Partition>:codebuild:{region}:<AWS::AccountId>:report-group/<{project_id}>-*",
+                f"Resource::arn:<AWS::Partition>:codebuild:{region}:{account}:report-group/<{project_id}>-*",
                 "CodeBuild's own report groups for this one project.",
             ),
         ):
             acknowledge(role, f"AwsSolutions-IAM5[{finding}]", reason)
+        for finding, reason in (
+            (
+                "Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:instance/*",
+                "Run Command only on instances tagged with this image (condition on ssm:resourceTag).",
+            ),
+            (
+                f"Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:parameter{PARAMETER_PREFIX}*",
+                "The readiness parameters of this app's servers, written when their image build fails.",
+            ),
+        ):
+            acknowledge(role, f"AwsSolutions-IAM5[{finding}]", reason)
+        # Every create or update of the stack starts the build: images before servers.
+        self.trigger = events.Rule(
+            self,
+            "OnStackDeployed",
+            description=f"Build images/{folder.name} (or bring its servers back) when the stack is deployed",
+            event_pattern=events.EventPattern(
+                source=["aws.cloudformation"],
+                detail_type=["CloudFormation Stack Status Change"],
+                detail={"stack-id": [Aws.STACK_ID], "status-details": {"status": list(STACK_EVENTS)}},
+            ),
+            targets=[targets.CodeBuildProject(self.project)],
+        )
         self.region = stack.region

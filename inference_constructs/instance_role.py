@@ -1,26 +1,37 @@
-"""The one instance role every inference server uses: SSM, ECR pull, its logs, one secret."""
+"""One inference server's instance role: SSM, ECR pull, its logs, one secret, its own readiness
+parameter, and the one action that stops it billing: setting its own group to zero instances.
+
+A role per server (not per stack) so each permission names one backend: the group it may scale is
+told by its `inference:backend` tag, the parameter by its name, the build by its project.
+"""
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Aws, Stack
+from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from catalog.contract import BACKEND_TAG_KEY
 from inference_constructs.nag import acknowledge
 
 LOG_GROUP_PREFIX = "/inference/"
 PARAMETER_PREFIX = "/inference/"
 
 
+def readiness_parameter_name(backend: str) -> str:
+    return f"{PARAMETER_PREFIX}{backend}/ready"
+
+
 class ServerInstanceRole(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, hf_token_secret_name: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, backend: str, hf_token_secret_name: str) -> None:
         super().__init__(scope, construct_id)
+        self.backend = backend
         self.role = iam.Role(
             self,
             "Role",
             assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-            description="Inference servers: SSM sessions, ECR pull, their CloudWatch logs, the Hugging Face token",
+            description=f"Inference server {backend}: SSM, ECR pull, its logs and readiness, its own group's capacity",
             managed_policies=[
                 iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore"),
                 iam.ManagedPolicy.from_aws_managed_policy_name("AmazonEC2ContainerRegistryReadOnly"),
@@ -34,20 +45,29 @@ class ServerInstanceRole(Construct):
                 sid="WriteOwnLogs",
                 actions=["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
                 resources=[
-                    stack.format_arn(
-                        service="logs",
-                        resource="log-group",
-                        resource_name=f"{LOG_GROUP_PREFIX}*",
-                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                    )
+                    f"arn:{Aws.PARTITION}:logs:{stack.region}:{Aws.ACCOUNT_ID}:log-group:{LOG_GROUP_PREFIX}{backend}:*"
                 ],
             )
         )
+        parameter = readiness_parameter_name(backend)
         self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="ReportReadiness",
                 actions=["ssm:PutParameter", "ssm:GetParameter"],
-                resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}:{Aws.ACCOUNT_ID}:parameter{PARAMETER_PREFIX}*"],
+                resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}:{Aws.ACCOUNT_ID}:parameter{parameter}"],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="FindOwnGroup", actions=["autoscaling:DescribeAutoScalingInstances"], resources=["*"]
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="TakeOwnGroupToZero",
+                actions=["autoscaling:SetDesiredCapacity"],
+                resources=["*"],
+                conditions={"StringEquals": {f"aws:ResourceTag/{BACKEND_TAG_KEY}": backend}},
             )
         )
         acknowledge(
@@ -62,11 +82,40 @@ class ServerInstanceRole(Construct):
         )
         acknowledge(
             self.role,
-            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:{stack.region}:<AWS::AccountId>:log-group:{LOG_GROUP_PREFIX}*]",
-            "Scoped to this app's log-group prefix; each server writes streams into its own group.",
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:{stack.region}:<AWS::AccountId>:"
+            f"log-group:{LOG_GROUP_PREFIX}{backend}:*]",
+            "Streams inside this server's own log group.",
         )
         acknowledge(
             self.role,
-            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:parameter{PARAMETER_PREFIX}*]",
-            "Scoped to this app's parameter prefix; each server overwrites its own readiness parameter.",
+            "AwsSolutions-IAM5[Resource::*]",
+            "DescribeAutoScalingInstances takes no resource; SetDesiredCapacity is limited to the group tagged "
+            "with this backend (aws:ResourceTag condition).",
+        )
+
+    def allow_build(self, project_arn: str) -> None:
+        """Start (or find) the build of its image when it finds the image missing."""
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="StartItsImageBuild",
+                actions=["codebuild:StartBuild", "codebuild:ListBuildsForProject", "codebuild:BatchGetBuilds"],
+                resources=[project_arn],
+            )
+        )
+
+    def allow_graphs(self, repository_arn: str) -> None:
+        """Keep and fetch compiled Neuron graphs in the stack's graph repository."""
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="KeepCompiledGraphs",
+                actions=[
+                    "ecr:BatchCheckLayerAvailability",
+                    "ecr:CompleteLayerUpload",
+                    "ecr:DescribeImages",
+                    "ecr:InitiateLayerUpload",
+                    "ecr:PutImage",
+                    "ecr:UploadLayerPart",
+                ],
+                resources=[repository_arn],
+            )
         )

@@ -1,4 +1,4 @@
-"""One EC2 model server: an Auto Scaling group of exactly one instance, across every zone given.
+"""One EC2 model server: an Auto Scaling group of at most one instance, across every zone given.
 
 A capacity refusal in one zone moves the launch to the next zone with no person involved (the
 group retries in its other subnets); the instance id is known only at run time, so the server
@@ -6,26 +6,57 @@ writes it, with its zone, into its readiness parameter. The instance has no inbo
 server listens on loopback and is reached through SSM port forwarding. It logs to its own
 CloudWatch group; both the group and the parameter belong to this construct, so `cdk destroy`
 removes them.
+
+Nothing bills without serving: the group may hold zero instances, and is at zero while the image
+the app builds for it does not exist yet (the build brings it to one); the server takes its own
+group to zero when it fails or is not ready within its bound (`user_data.py`); and at the deploy's
+expiry a one-time scheduled action takes it to zero (`runner.up` brings it back). Updates of the
+stack leave the group's size as it is (IgnoreUnmodifiedGroupSizeProperties), so a later deploy
+neither starts a stopped server nor stops a running one.
 """
 
 from __future__ import annotations
 
 import json
 
-from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import (
+    Annotations,
+    CfnAutoScalingRollingUpdate,
+    CfnAutoScalingScheduledAction,
+    CfnOutput,
+    CfnUpdatePolicy,
+    Stack,
+    Tags,
+    Token,
+)
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from catalog.config import BackendConfig
-from catalog.contract import BACKEND_TAG_KEY, BackendOutput, output_key
+from catalog.contract import BACKEND_TAG_KEY, IMAGE_TAG_KEY, BackendOutput, output_key
 from inference_constructs.image_build import ImageBuild
-from inference_constructs.instance_role import LOG_GROUP_PREFIX, PARAMETER_PREFIX
+from inference_constructs.instance_role import LOG_GROUP_PREFIX, ServerInstanceRole, readiness_parameter_name
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge
-from inference_constructs.user_data import ServerBoot, render_boot_script
+from inference_constructs.user_data import DEFAULT_READY_MINUTES, ServerBoot, render_boot_script
+
+
+def machine_image(scope: Construct, backend: BackendConfig) -> ec2.IMachineImage:
+    """The AMI a server boots, never changed under a running server unless asked:
+    a pinned id (context `<b>.ami`, or the one runner.up recorded for this region in
+    placement.json); else, with the account known, the CDK's own lookup of the parameter, cached in
+    cdk.context.json (`cdk context --reset` to take a newer one); else (a synth without an account:
+    tests, previews) the parameter resolved by CloudFormation at deploy."""
+    spec = backend.spec
+    if backend.ami_id:
+        return ec2.MachineImage.generic_linux({backend.region: backend.ami_id})
+    cached = not Token.is_unresolved(Stack.of(scope).account)
+    return ec2.MachineImage.from_ssm_parameter(
+        spec.ami_parameter or "", os=ec2.OperatingSystemType.LINUX, cached_in_context=cached
+    )
 
 
 class ModelServer(Construct):
@@ -37,25 +68,41 @@ class ModelServer(Construct):
         backend: BackendConfig,
         vpc: ec2.IVpc,
         security_group: ec2.ISecurityGroup,
-        role: iam.IRole,
         hf_token_secret_name: str,
         image_uri: str,
         image_build: ImageBuild | None = None,
+        graph_repository: ecr.IRepository | None = None,
+        expires_at: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         spec = backend.spec
         if not (spec.instance_type and spec.ami_parameter):
             raise ValueError(f"backend {spec.name} is not an EC2 backend")
         region = Stack.of(self).region
+        ready_minutes = backend.ready_minutes or DEFAULT_READY_MINUTES
 
         self.log_group = owned_log_group(self, "Logs", f"{LOG_GROUP_PREFIX}{spec.name}")
         self.readiness = ssm.StringParameter(
             self,
             "Readiness",
-            parameter_name=f"{PARAMETER_PREFIX}{spec.name}/ready",
-            string_value=json.dumps({"state": "launching"}),
+            parameter_name=readiness_parameter_name(spec.name),
+            string_value=json.dumps(
+                {
+                    "state": "waiting-for-image",
+                    "reason": "the deploy starts the image build, which brings this server up",
+                }
+                if image_build
+                else {"state": "launching"}
+            ),
             description=f"Readiness of backend {spec.name}, written by the instance",
         )
+        self.instance_role = ServerInstanceRole(
+            self, "Role", backend=spec.name, hf_token_secret_name=hf_token_secret_name
+        )
+        if image_build:
+            self.instance_role.allow_build(image_build.project.project_arn)
+        if graph_repository:
+            self.instance_role.allow_graphs(graph_repository.repository_arn)
         boot = ServerBoot(
             backend=spec.name,
             image=image_uri,
@@ -74,14 +121,17 @@ class ModelServer(Construct):
             data_volume=spec.data_volume,
             image_build_hint=spec.image_build_hint,
             container_env=spec.container_env,
+            image_build_project=image_build.project.project_name if image_build else "",
+            ready_minutes=ready_minutes,
+            graph_repository=graph_repository.repository_uri if graph_repository else "",
         )
         self.launch_template = ec2.LaunchTemplate(
             self,
             "LaunchTemplate",
             instance_type=ec2.InstanceType(spec.instance_type),
-            machine_image=ec2.MachineImage.from_ssm_parameter(spec.ami_parameter, os=ec2.OperatingSystemType.LINUX),
+            machine_image=machine_image(self, backend),
             security_group=security_group,
-            role=role,
+            role=self.instance_role.role,
             require_imdsv2=True,
             user_data=ec2.UserData.custom(render_boot_script(boot)),
             block_devices=[
@@ -101,15 +151,43 @@ class ModelServer(Construct):
             self,
             "Group",
             vpc=vpc,
-            vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PUBLIC, availability_zones=list(backend.zones)),
+            vpc_subnets=ec2.SubnetSelection(
+                subnet_type=ec2.SubnetType.PUBLIC, availability_zones=list(backend.zones) or None
+            ),
             launch_template=self.launch_template,
-            min_capacity=1,
+            min_capacity=0,
             max_capacity=1,
-            # A new launch template version (flags, image, model) replaces the server.
-            update_policy=autoscaling.UpdatePolicy.rolling_update(max_batch_size=1, min_instances_in_service=0),
+            # One instance at creation when its image exists; none while the app builds it (the
+            # build brings the group to one). Omitted, CloudFormation starts the group at its minimum.
+            desired_capacity=None if image_build else 1,
+        )
+        if not image_build:
+            Annotations.of(self.group).acknowledge_warning(
+                "@aws-cdk/aws-autoscaling:desiredCapacitySet",
+                "One instance at creation only: IgnoreUnmodifiedGroupSizeProperties keeps later deploys off its size.",
+            )
+        cfn_group = self.group.node.default_child
+        # A new launch template version (flags, image, model) replaces the server; a stack update
+        # leaves the group's size alone unless the template changes it (the time-to-live and the
+        # servers themselves set it).
+        cfn_group.cfn_options.update_policy = CfnUpdatePolicy(
+            auto_scaling_rolling_update=CfnAutoScalingRollingUpdate(max_batch_size=1, min_instances_in_service=0),
+            auto_scaling_scheduled_action=CfnAutoScalingScheduledAction(ignore_unmodified_group_size_properties=True),
         )
         # Which backend a group (and the instance it launches) serves, for the runner and the sweep.
         Tags.of(self.group).add(BACKEND_TAG_KEY, spec.name)
+        if image_build:
+            Tags.of(self.group).add(IMAGE_TAG_KEY, image_build.folder)
+        self.time_to_live = None
+        if expires_at:
+            self.time_to_live = autoscaling.CfnScheduledAction(
+                self,
+                "TimeToLive",
+                auto_scaling_group_name=self.group.auto_scaling_group_name,
+                start_time=expires_at,
+                desired_capacity=0,
+                min_size=0,
+            )
         for rule, reason in (
             ("AwsSolutions-AS1", "No load balancer: one server reached over SSM; readiness is reported in SSM."),
             ("AwsSolutions-AS2", "One instance with no load balancer: EC2 status checks are the only health signal."),
@@ -130,7 +208,7 @@ class ModelServer(Construct):
             port=spec.port,
             health_path=spec.health_path,
             auto_scaling_group=self.group.auto_scaling_group_name,
-            zones=list(backend.zones),
+            zones=list(backend.zones) or list(vpc.availability_zones),
             instance_type=spec.instance_type,
             readiness_parameter=self.readiness.parameter_name,
             log_group=self.log_group.log_group_name,
@@ -138,6 +216,8 @@ class ModelServer(Construct):
             image_build_project=image_build.project.project_name if image_build else None,
             supports_tools=spec.supports_tools,
             max_total_tokens=spec.max_total_tokens,
+            expires_at=expires_at,
+            ready_minutes=ready_minutes,
         )
         CfnOutput(
             Stack.of(self),

@@ -1,14 +1,20 @@
 """A SageMaker real-time endpoint running AWS's vLLM container, with a least-privilege role.
 
 The endpoint's log group is created here (SageMaker would otherwise create it at run time and
-`cdk destroy` would leave it behind).
+`cdk destroy` would leave it behind). At the deploy's expiry an EventBridge Scheduler schedule
+(one-time, no Lambda) deletes the endpoint, the part that bills; its model and endpoint config
+stay with the stack, and `runner.up` recreates the endpoint from that config under the same name,
+so CloudFormation's record of it is true again (an unchanged template would not recreate it).
 """
 
 from __future__ import annotations
 
+import json
+
 from aws_cdk import Aws, CfnOutput, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_scheduler as scheduler
 from aws_cdk.region_info import FactName
 from constructs import Construct
 
@@ -28,7 +34,15 @@ def dlc_image_uri(stack: Stack, repository_and_tag: str) -> str:
 
 
 class VllmSageMakerEndpoint(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, backend: BackendConfig, endpoint_name: str) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        backend: BackendConfig,
+        endpoint_name: str,
+        expires_at: str | None = None,
+    ) -> None:
         super().__init__(scope, construct_id)
         spec = backend.spec
         stack = Stack.of(self)
@@ -126,6 +140,7 @@ class VllmSageMakerEndpoint(Construct):
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
         )
         self.endpoint.node.add_dependency(self.log_group)
+        self.time_to_live = self._time_to_live(endpoint_name, expires_at) if expires_at else None
 
         self.output = BackendOutput(
             name=spec.name,
@@ -137,10 +152,43 @@ class VllmSageMakerEndpoint(Construct):
             endpoint_name=endpoint_name,
             instance_type=spec.instance_type,
             log_group=self.log_group.log_group_name,
+            expires_at=expires_at,
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
         )
         CfnOutput(
             stack,
             output_key(spec.name),
             value=stack.to_json_string(self.output.to_json()),
             description=f"{spec.title}: backend contract v{self.output.contract} (JSON)",
+        )
+
+    def _time_to_live(self, endpoint_name: str, expires_at: str) -> scheduler.CfnSchedule:
+        """A one-time schedule at the expiry that deletes the endpoint (Scheduler's universal
+        target for SageMaker DeleteEndpoint), with a role that may delete this endpoint only."""
+        stack = Stack.of(self)
+        endpoint_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{Aws.ACCOUNT_ID}:endpoint/{endpoint_name}"
+        role = iam.Role(
+            self,
+            "TimeToLiveRole",
+            assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
+            description=f"Deletes endpoint {endpoint_name} at the deploy's time-to-live",
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="DeleteThisEndpoint", actions=["sagemaker:DeleteEndpoint"], resources=[endpoint_arn]
+            )
+        )
+        # Scheduler's `at()` takes local time in the schedule's zone: the expiry without its Z, in UTC.
+        return scheduler.CfnSchedule(
+            self,
+            "TimeToLive",
+            description=f"Delete endpoint {endpoint_name} at the deploy's time-to-live (runner.up brings it back)",
+            schedule_expression=f"at({expires_at.removesuffix('Z')})",
+            schedule_expression_timezone="UTC",
+            flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
+            target=scheduler.CfnSchedule.TargetProperty(
+                arn="arn:aws:scheduler:::aws-sdk:sagemaker:deleteEndpoint",
+                role_arn=role.role_arn,
+                input=json.dumps({"EndpointName": endpoint_name}),
+            ),
         )

@@ -12,6 +12,13 @@ from runner.errors import RunnerError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CLI = PROJECT_ROOT / "node_modules" / ".bin" / "cdk"
+# Where the CLI runs (its cdk.json, and the cdk.context.json its lookups write): the project, or
+# a folder of its own (the emulator tests keep the account's lookups out of the project).
+CLI_DIR_ENV = "INFERENCE_CDK_DIR"
+
+
+def cli_dir() -> Path:
+    return Path(os.environ.get(CLI_DIR_ENV) or PROJECT_ROOT)
 
 
 @dataclass
@@ -47,7 +54,7 @@ def cdk(args: list[str], *, env: dict[str, str] | None = None, timeout_s: float 
     try:
         completed = subprocess.run(
             command,
-            cwd=PROJECT_ROOT,
+            cwd=cli_dir(),
             env=full_env,
             capture_output=True,
             text=True,

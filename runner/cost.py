@@ -85,11 +85,17 @@ def load_levels(evidence: dict[str, Any]) -> dict[str, list[LevelFigures]]:
 
 
 def price_request(backend: dict[str, Any]) -> PriceRequest | None:
-    """What a backend (as an evidence file lists it) is billed by; None when AWS does not bill it."""
+    """What a backend (as an evidence file lists it) is billed by; None when AWS does not bill it.
+
+    A known backend's name given with `--endpoint NAME=URL` (the survey's own manual forward:
+    `--endpoint g6=http://127.0.0.1:8001`) is that backend on its AWS instance, so it is priced
+    as the catalog's entry, in its first region when the evidence names none."""
     kind = backend.get("kind")
     output = backend.get("stack_output") or {}
     catalog = backend.get("catalog") or {}
-    region = backend.get("region") or output.get("region")
+    if kind == BackendKind.OPENAI.value and catalog.get("kind") in (*EC2_KINDS, BackendKind.SAGEMAKER.value):
+        kind = catalog["kind"]
+    region = backend.get("region") or output.get("region") or next(iter(catalog.get("regions") or []), None)
     instance_type = output.get("instance_type") or catalog.get("instance_type")
     if kind in EC2_KINDS and instance_type and region:
         return PriceRequest(EC2, instance_type, region)

@@ -40,7 +40,7 @@ from runner.forwards import (
 )
 from runner.local_server import free_port
 from runner.outputs import read_outputs_file, read_stack_outputs
-from runner.readiness import read_readiness
+from runner.readiness import read_group, read_readiness
 from runner.session import add_stack_arguments, console, main_guard, parse_forwards
 from runner.tables import stdout
 
@@ -171,6 +171,19 @@ def open_forward(server: BackendOutput, options: ForwardOptions, plugin: str, ta
     readiness = read_readiness(ssm, server.readiness_parameter)
     if readiness.state != "ready" or not readiness.instance_id:
         return Outcome(server.name, server.region, "skipped", f"server is {readiness.line}")
+    group = read_group(boto_client("autoscaling", server.region, 15), server.auto_scaling_group or "")
+    if not group.instance_id:
+        return Outcome(
+            server.name, server.region, "skipped", f"server has no instance (its group is at {group.desired})"
+        )
+    if readiness.stale_for(group.instance_id):
+        # A replaced instance (rolling update, zone move): the record is its predecessor's.
+        return Outcome(
+            server.name,
+            server.region,
+            "skipped",
+            f"readiness is stale: written by {readiness.instance_id}, the group now runs {group.instance_id}",
+        )
     ping = instance_online(ssm, readiness.instance_id)
     if ping != "Online":
         return Outcome(server.name, server.region, "skipped", f"{readiness.instance_id} is not on SSM yet ({ping})")

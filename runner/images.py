@@ -1,11 +1,12 @@
-"""`python -m runner.images build BACKEND`: build a backend's server image in AWS and follow it.
+"""`python -m runner.images build BACKEND`: rebuild a backend's server image in AWS and follow it.
 
 The backend's stack declares the ECR repository and the CodeBuild project (arm64 compute for g5g,
-x86_64 for the Neuron image) and names the project in the backend's stack output. This starts the
-build, prints each phase as it ends, and says how long the build took; the image lands in the
-repository under the tag the server pulls, and the server's next start (or a restart of its
-unit) serves it. `status BACKEND` shows the project's latest build. Ctrl-C stops following, not
-the build.
+x86_64 for the Neuron image), names the project in the backend's stack output, and starts the
+build itself on every deploy (the build skips an image already pushed, then brings back the
+servers waiting for it). This command rebuilds on purpose (FORCE_BUILD=1), prints each phase as
+it ends and how long the build took; the build then restarts the servers that run the image, so
+the new image serves. A build that fails prints its last log lines. `status BACKEND` shows the
+latest build. Ctrl-C stops following, not the build.
 """
 
 from __future__ import annotations
@@ -27,6 +28,67 @@ from runner.session import console, main_guard
 from runner.tables import print_report
 
 RUNNING = "IN_PROGRESS"
+LIMIT_ERRORS = ("AccountLimitExceededException", "ResourceAlreadyExistsException")
+
+
+def image_state(ecr: Any, image_uri: str) -> str:
+    """`present`, `missing`, or `no-repository` for an image in this account's ECR."""
+    from botocore.exceptions import ClientError
+
+    repository = image_uri.split("/", 1)[1].rsplit(":", 1)[0]
+    tag = image_uri.rsplit(":", 1)[1]
+    try:
+        ecr.describe_images(repositoryName=repository, imageIds=[{"imageTag": tag}])
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "")
+        if code == "RepositoryNotFoundException":
+            return "no-repository"
+        if code == "ImageNotFoundException":
+            return "missing"
+        raise
+    return "present"
+
+
+def latest_build(codebuild: Any, project: str) -> dict[str, Any] | None:
+    ids = codebuild.list_builds_for_project(projectName=project, sortOrder="DESCENDING").get("ids", [])
+    if not ids:
+        return None
+    (build,) = codebuild.batch_get_builds(ids=ids[:1])["builds"]
+    return build
+
+
+def start_build(codebuild: Any, project: str, *, force: bool = False) -> tuple[dict[str, Any], bool]:
+    """(build, started): a new build, or the one already running when the project's limit of one
+    refuses a second."""
+    from botocore.exceptions import ClientError
+
+    overrides = [{"name": "FORCE_BUILD", "value": "1", "type": "PLAINTEXT"}] if force else []
+    try:
+        return codebuild.start_build(projectName=project, environmentVariablesOverride=overrides)["build"], True
+    except ClientError as error:
+        running = latest_build(codebuild, project)
+        if (
+            error.response.get("Error", {}).get("Code") in LIMIT_ERRORS
+            and running
+            and running["buildStatus"] == RUNNING
+        ):
+            return running, False
+        raise
+
+
+def last_log_lines(logs: Any, build: dict[str, Any], count: int = 6) -> str:
+    """The build's last non-empty log lines, as CodeBuild wrote them to CloudWatch Logs."""
+    where = build.get("logs") or {}
+    if not where.get("groupName") or not where.get("streamName"):
+        return ""
+    try:
+        events = logs.get_log_events(
+            logGroupName=where["groupName"], logStreamName=where["streamName"], limit=200, startFromHead=False
+        )["events"]
+    except Exception:
+        return ""
+    lines = [e["message"].strip() for e in events if e["message"].strip()]
+    return " | ".join(lines[-count:])
 
 
 def find_backend(name: str, outputs_file: Path | None, region: str | None) -> BackendOutput:
@@ -113,12 +175,15 @@ def run(argv: list[str] | None = None) -> int:
         (build,) = codebuild.batch_get_builds(ids=ids[:1])["builds"]
     else:
         try:
-            build = codebuild.start_build(projectName=backend.image_build_project)["build"]
+            build, started = start_build(codebuild, backend.image_build_project, force=True)
         except Exception as error:
             raise RunnerError(
                 f"could not start {backend.image_build_project} in {backend.region}: {describe(error)}"
             ) from None
-        console.print(f"started {build['id']} in {backend.region}: {backend.image}")
+        if started:
+            console.print(f"started {build['id']} in {backend.region}: {backend.image}")
+        else:
+            console.print(f"a build is already running: following {build['id']} (one build at a time)")
         if not args.no_follow:
             started = time.monotonic()
             try:
@@ -136,7 +201,10 @@ def run(argv: list[str] | None = None) -> int:
                     f"[yellow]stopped following; {build['id']} goes on in AWS[/yellow] (runner.images status {backend.name})"
                 )
                 raise
-    evidence.add_record(build_record(backend, build))
+    record = build_record(backend, build)
+    if build["buildStatus"] == "FAILED":
+        record["last_log_lines"] = last_log_lines(boto_client("logs", backend.region, 30), build)
+    evidence.add_record(record)
     path = evidence.finish()
     print_report(evidence.data)
     print(f"evidence: {path}")
@@ -151,6 +219,8 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         seconds = row.get("duration_s")
         duration = f"{seconds / 60:.1f} min" if seconds is not None else "-"
         failure = f"{row['failed_phase']}: {row.get('failure') or ''}" if row.get("failed_phase") else ""
+        if row.get("last_log_lines"):
+            failure += f" (log: {row['last_log_lines']})"
         table.add_row(
             row["backend"], row["region"], row["project"], row["status"], duration, failure, row.get("image") or ""
         )

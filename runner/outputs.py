@@ -9,7 +9,7 @@ from typing import Any
 from catalog.backends import stack_names
 from catalog.contract import OUTPUT_PREFIX, BackendOutput
 from catalog.errors import CatalogError
-from catalog.offerings import KNOWN_REGIONS
+from catalog.offerings import US_REGIONS
 from runner.errors import RunnerError, read_json_file
 
 
@@ -47,7 +47,8 @@ def read_outputs_file(path: Path) -> OutputsReading:
 
 
 def search_regions() -> dict[str, list[str]]:
-    """Per stack, where to look: where runner.up placed it, its candidates, then every known region."""
+    """Per stack, where to look: where runner.up placed it, its candidates, then the four US regions
+    (a stack placed by hand elsewhere is found with --region)."""
     from catalog.config import load_config, read_placements
 
     placements = read_placements()
@@ -56,7 +57,7 @@ def search_regions() -> dict[str, list[str]]:
     except CatalogError:
         candidates = {}
     return {
-        stack: list(dict.fromkeys([*filter(None, [placements.get(stack)]), *candidates.get(stack, []), *KNOWN_REGIONS]))
+        stack: list(dict.fromkeys([*filter(None, [placements.get(stack)]), *candidates.get(stack, []), *US_REGIONS]))
         for stack in stack_names()
     }
 

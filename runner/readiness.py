@@ -1,8 +1,12 @@
 """Reads what a server says about itself: its readiness parameter and its Auto Scaling group.
 
-The instance writes `/inference/<backend>/ready` as it boots: `launching` (from the stack),
-`starting`, `ready` or `failed` with a reason; the group tells whether an instance launched at all
-and, when none did, the refusals it met (capacity, a zone that does not offer the type).
+The readiness parameter `/inference/<backend>/ready` is written by the stack (`launching`, or
+`waiting-for-image` where the app builds the image), by the instance (`booting` first, `starting`
+at each start, `ready`, or `failed` with a reason once it took itself to zero) and by the image
+build when it fails. A record names the instance that wrote it: one from an instance the group no
+longer runs is stale (a rolling update or a replacement), and says nothing of the new one. The
+group tells how many instances the app wants (zero: held there on purpose), whether one
+launched, and, when none did, the refusals it met (capacity, a zone that does not offer the type).
 """
 
 from __future__ import annotations
@@ -37,10 +41,20 @@ class Readiness:
     at: str | None = None
     # Seconds the server took to load its weights, from its own log (vLLM), when it says.
     weights_load_s: float | None = None
+    # The server took its own group to zero (True), tried and could not (False), or did not say.
+    stopped: bool | None = None
+    # The image build the record speaks of (waiting for it, or failed in it).
+    build_id: str | None = None
 
     @property
     def line(self) -> str:
-        return f"failed: {self.reason}" if self.state == "failed" else self.state
+        if self.state in ("failed", "waiting-for-image") and self.reason:
+            return f"{self.state}: {self.reason}"
+        return self.state
+
+    def stale_for(self, instance_id: str | None) -> bool:
+        """True when the record was written by another instance than the group's current one."""
+        return bool(self.instance_id and instance_id and self.instance_id != instance_id)
 
     @classmethod
     def parse(cls, text: str) -> Readiness:
@@ -57,6 +71,8 @@ class Readiness:
             zone=data.get("zone"),
             at=data.get("at"),
             weights_load_s=data.get("weights_load_s") if isinstance(data.get("weights_load_s"), int | float) else None,
+            stopped=data.get("stopped") if isinstance(data.get("stopped"), bool) else None,
+            build_id=data.get("build_id") if isinstance(data.get("build_id"), str) else None,
         )
 
 
@@ -81,11 +97,15 @@ class GroupState:
     zone: str | None = None
     lifecycle: str | None = None
     refusals: list[dict[str, str]] = field(default_factory=list)
+    desired: int | None = None
+    exists: bool = True
 
 
 def read_group(autoscaling: Any, group_name: str) -> GroupState:
     groups = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[group_name])["AutoScalingGroups"]
-    state = GroupState()
+    state = GroupState(exists=bool(groups))
+    if groups:
+        state.desired = groups[0].get("DesiredCapacity")
     if groups and groups[0].get("Instances"):
         instance = groups[0]["Instances"][0]
         state.instance_id = instance["InstanceId"]

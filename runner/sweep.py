@@ -1,13 +1,17 @@
-"""`python -m runner.sweep [--regions ...] [--delete]`: what is left, and billing, in four regions.
+"""`python -m runner.sweep [--regions ...|all] [--delete]`: what is left, and billing, and until when.
 
-Across us-east-1, us-east-2, us-west-1 and us-west-2 by default (a failed-over run leaves its
-resources wherever it landed): everything this app made, told by its tag (`app=inference-survey`,
+Across the four US regions plus every region the app deployed to (placement.json) or may fail
+over to (its stacks' candidate regions) by default, or every commercial region with `--regions
+all` (a region the account has not enabled is one line, not a stop): everything this app made,
+told by its tag (`app=inference-survey`,
 and for a volume the instance it is attached to), and everything that bills by the hour whatever
 its tag: instances, EBS volumes, SageMaker endpoints, NAT gateways and Elastic IPs. Also ours that
 do not bill but are left over: endpoint configs, models, Auto Scaling groups, the app's
 CloudFormation stacks and open SSM sessions to its instances. A table per region; the exit status
-is 1 while anything billing is left. `--delete` prints what it will remove, then removes ours
-only (stacks first, so CloudFormation does the rest), and never touches anything else.
+is 1 while anything billing is left. Each of our groups and endpoints shows its time-to-live:
+when its scheduled action (or its stack's expiry) takes it to zero. `--delete` prints what it
+will remove, then removes ours only (stacks first, so CloudFormation does the rest), and never
+touches anything else.
 """
 
 from __future__ import annotations
@@ -21,8 +25,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from catalog import CatalogError
 from catalog.backends import stack_names
-from catalog.contract import APP_TAG, BACKEND_TAG_KEY
+from catalog.config import load_config, read_placements
+from catalog.contract import APP_TAG, BACKEND_TAG_KEY, OUTPUT_PREFIX
+from catalog.offerings import COMMERCIAL_REGIONS, US_REGIONS
 from runner.aws import boto_client, check_region, credentials_configured
 from runner.errors import RunnerError, describe
 from runner.evidence import DEFAULT_RESULTS, Evidence
@@ -30,7 +37,7 @@ from runner.forwards import live_forwards, read_forwards
 from runner.session import console, main_guard
 from runner.tables import print_report
 
-REGIONS = ("us-east-1", "us-east-2", "us-west-1", "us-west-2")
+REGIONS = US_REGIONS
 INSTANCE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
 BILLING_INSTANCE_STATES = ("pending", "running", "stopping", "shutting-down")
 # Deletion order: stacks first (CloudFormation removes what it made), then what it left.
@@ -70,6 +77,9 @@ class RegionScan:
         self.found: list[Found] = []
         self.problems: list[str] = []
         self.clients: dict[str, Any] = {}
+        self.skipped: str | None = None
+        # Endpoint name -> its stack's expiry (the schedule that deletes it lives in the stack).
+        self.endpoint_expiries: dict[str, str | None] = {}
 
     def client(self, service: str) -> Any:
         if service not in self.clients:
@@ -84,6 +94,10 @@ class RegionScan:
             try:
                 step()
             except Exception as error:  # one refused list call never hides the rest
+                if step == self.stacks and region_not_enabled(error):
+                    # An opt-in region the account has not enabled: nothing can run (or bill) there.
+                    self.skipped = f"{self.region}: not enabled for this account (nothing can run there)"
+                    return self
                 self.problems.append(f"{self.region} {step.__name__}: {describe(error)}")
         try:
             self.sessions(forwarded_sessions)
@@ -100,14 +114,28 @@ class RegionScan:
                 if stack["StackStatus"] == "DELETE_COMPLETE":
                     continue
                 if stack["StackName"] in stack_names() or tags_are_ours(stack.get("Tags")):
-                    self.add("stack", stack["StackName"], stack["StackStatus"], ours=True, billing=False)
+                    expiry = stack_expiry(stack)
+                    for name in endpoint_names(stack):
+                        self.endpoint_expiries[name] = expiry
+                    detail = f"time-to-live {expiry}" if expiry else "no time-to-live"
+                    self.add("stack", stack["StackName"], stack["StackStatus"], ours=True, billing=False, detail=detail)
 
     def groups(self) -> None:
-        for page in self.client("autoscaling").get_paginator("describe_auto_scaling_groups").paginate():
+        autoscaling = self.client("autoscaling")
+        zero_at = {}
+        for action in autoscaling.describe_scheduled_actions().get("ScheduledUpdateGroupActions", []):
+            if action.get("DesiredCapacity") == 0 and action.get("StartTime"):
+                start = action["StartTime"]
+                zero_at[action["AutoScalingGroupName"]] = (
+                    start.strftime("%Y-%m-%dT%H:%M:%SZ") if hasattr(start, "strftime") else str(start)
+                )
+        for page in autoscaling.get_paginator("describe_auto_scaling_groups").paginate():
             for group in page["AutoScalingGroups"]:
                 tags = [{"Key": t["Key"], "Value": t["Value"]} for t in group.get("Tags", [])]
                 if tags_are_ours(tags):
                     detail = f"desired {group['DesiredCapacity']}, {len(group.get('Instances', []))} instance(s)"
+                    name = group["AutoScalingGroupName"]
+                    detail += f"; time-to-live {zero_at[name]}" if name in zero_at else "; no time-to-live"
                     self.add(
                         "auto-scaling-group",
                         group["AutoScalingGroupName"],
@@ -155,12 +183,17 @@ class RegionScan:
 
         for endpoint in sagemaker.list_endpoints(MaxResults=100)["Endpoints"]:
             status = endpoint["EndpointStatus"]
+            name = endpoint["EndpointName"]
+            expiry = self.endpoint_expiries.get(name)
             self.add(
                 "endpoint",
-                endpoint["EndpointName"],
+                name,
                 status,
                 ours=ours(endpoint["EndpointArn"]),
                 billing=status != "Failed",
+                detail=f"time-to-live {expiry}"
+                if expiry
+                else ("no time-to-live" if name in self.endpoint_expiries else ""),
             )
         for config in sagemaker.list_endpoint_configs(MaxResults=100)["EndpointConfigs"]:
             if ours(config["EndpointConfigArn"]):
@@ -205,19 +238,63 @@ class RegionScan:
                 )
 
 
-def sweep_regions(regions: list[str]) -> tuple[list[Found], list[str]]:
+NOT_ENABLED = ("UnrecognizedClientException", "InvalidClientTokenId", "AuthFailure", "OptInRequired")
+
+
+def region_not_enabled(error: Exception) -> bool:
+    code = getattr(error, "response", {}).get("Error", {}).get("Code", "")
+    return code in NOT_ENABLED
+
+
+def stack_outputs(stack: dict[str, Any]) -> list[dict[str, Any]]:
+    import json
+
+    values = []
+    for output in stack.get("Outputs") or []:
+        if output.get("OutputKey", "").startswith(OUTPUT_PREFIX):
+            try:
+                values.append(json.loads(output.get("OutputValue", "")))
+            except ValueError:
+                continue
+    return [v for v in values if isinstance(v, dict)]
+
+
+def stack_expiry(stack: dict[str, Any]) -> str | None:
+    """The expiry a stack's backends report (the same for every backend of one deploy)."""
+    return next((v["expires_at"] for v in stack_outputs(stack) if v.get("expires_at")), None)
+
+
+def endpoint_names(stack: dict[str, Any]) -> list[str]:
+    return [v["endpoint_name"] for v in stack_outputs(stack) if v.get("endpoint_name")]
+
+
+def default_regions() -> list[str]:
+    """The four US regions, where the app deployed (placement.json), and where it may fail over to."""
+    regions = list(REGIONS)
+    try:
+        regions += list(read_placements().values())
+        regions += [r for stack in load_config({}).stacks for r in stack.candidate_regions]
+    except CatalogError:
+        pass  # a damaged placement file: the US regions still get swept
+    return list(dict.fromkeys(regions))
+
+
+def sweep_regions(regions: list[str]) -> tuple[list[Found], list[str], list[str]]:
+    """(found, problems, skipped regions)."""
     try:
         sessions = {f.session_id for f in read_forwards()}
     except RunnerError:
         sessions = set()
     found: list[Found] = []
     problems: list[str] = []
+    skipped: list[str] = []
     for region in regions:
         console.print(f"[dim]sweeping {region} …[/dim]")
         scan = RegionScan(region).scan(sessions)
         found += scan.found
         problems += scan.problems
-    return found, problems
+        skipped += [scan.skipped] if scan.skipped else []
+    return found, problems, skipped
 
 
 def delete_ours(found: list[Found], wait_s: float) -> list[dict[str, Any]]:
@@ -305,7 +382,11 @@ def delete_stack(cloudformation: Any, name: str, wait_s: float) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runner.sweep", description=__doc__.splitlines()[0])
-    parser.add_argument("--regions", help=f"comma-separated regions (default: {','.join(REGIONS)})")
+    parser.add_argument(
+        "--regions",
+        help="comma-separated regions, or `all` for every commercial region "
+        f"(default: {','.join(REGIONS)} and wherever the app deployed or may fail over to)",
+    )
     parser.add_argument("--delete", action="store_true", help="remove what this app left (prints the list first)")
     parser.add_argument("--wait", type=float, default=900.0, help="seconds to wait for each stack deletion")
     parser.add_argument("--aws", dest="aws", action="store_true", default=None, help="use AWS even without credentials")
@@ -315,15 +396,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    regions = [check_region(r.strip()) for r in args.regions.split(",") if r.strip()] if args.regions else list(REGIONS)
+    if args.regions == "all":
+        regions = list(COMMERCIAL_REGIONS)
+    elif args.regions:
+        regions = [check_region(r.strip()) for r in args.regions.split(",") if r.strip()]
+    else:
+        regions = default_regions()
     if not regions:
         raise RunnerError("--regions: give at least one region")
     if not (args.aws or credentials_configured()):
         raise RunnerError("runner.sweep lists resources through the AWS API, and no AWS credentials are configured")
     evidence = Evidence("sweep", {"regions": regions, "delete": args.delete}, args.results_dir)
-    found, problems = sweep_regions(regions)
+    found, problems, skipped = sweep_regions(regions)
     evidence.data["found"] = [asdict(f) for f in found]
-    for line in problems:
+    for line in [*problems, *skipped]:
         evidence.notice(line)
     if args.delete:
         doomed = [f for f in found if f.ours]
@@ -331,7 +417,7 @@ def run(argv: list[str] | None = None) -> int:
         for item in doomed:
             console.print(f"  {item.region} {item.kind} {item.id} {item.detail}")
         evidence.data["deleted"] = delete_ours(found, args.wait)
-        found, problems = sweep_regions(regions)
+        found, problems, _ = sweep_regions(regions)
         for line in problems:
             evidence.notice(line)
     evidence.data["records"] = [asdict(f) for f in found]

@@ -1,13 +1,18 @@
-"""`python -m runner.up [STACK...]`: deploy, watch every server to ready, fail over to the next region.
+"""`python -m runner.up [STACK...] [--extend HOURS]`: deploy, bring every server to ready or to zero.
 
-Each stack is deployed with the pinned CDK CLI into the region its config gives (recorded in
-`placement.json`, which the app reads, so `cdk destroy --all` finds it). Then each server is
-watched: its Auto Scaling group (did an instance launch, which refusals did it meet) and its
-readiness parameter (`starting`, `ready`, `failed: reason`). When no instance launches anywhere in
-the region within `--launch-timeout`, or the deploy itself is refused for capacity or quota, the
-failed attempt is destroyed and the stack moves to the next region every backend of it lists.
-A `failed: reason` stops that stack at once: another region would not fix a missing image.
-Evidence: per backend, every attempt, launch and ready times and where it landed.
+Each stack is deployed with the pinned CDK CLI into the region its config gives, with what only
+the account knows passed in as context: its zones of that region (DescribeAvailabilityZones)
+and each server's AMI id (recorded in placement.json with the region, and reused, so a later
+deploy does not swap the image under a running server), and the deploy's time-to-live (every
+server goes to zero at its expiry; `ttlHours`, default 12, `0` turns it off). Then every backend
+is watched (runner/server_watch.py): a group held at zero on purpose (waiting for its image,
+stopped by a fault or by the time-to-live) is brought back, a build the image needs is waited
+for (or started), a server that fails is left at zero and its watch ends while the others go on.
+Only a capacity or quota refusal (at deploy, or no instance within `--launch-timeout`) destroys
+the attempt and moves the stack to the next region its backends share. The run ends with what
+is still billing, where, at what hourly price, and when the time-to-live takes it to zero.
+
+`--extend HOURS` redeploys what runner.up deployed with the expiry HOURS from now, and nothing else.
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ import argparse
 import json
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,18 +32,34 @@ from rich.table import Table
 
 from catalog import BackendKind, CatalogError
 from catalog.backends import stack_names
-from catalog.config import StackConfig, load_config, read_placements, write_placement
+from catalog.config import (
+    EXPIRY_FORMAT,
+    StackConfig,
+    load_config,
+    read_placement_records,
+    time_to_live,
+    ttl_notice,
+    write_placement,
+)
 from catalog.contract import BackendOutput
+from runner import billing
+from runner.account_facts import account_zones, deploy_context
 from runner.aws import boto_client
 from runner.cdk_cli import PROJECT_ROOT, cdk
 from runner.errors import RunnerError
 from runner.evidence import DEFAULT_RESULTS, Evidence, now_iso
-from runner.outputs import parse_outputs
-from runner.readiness import is_capacity_refusal, read_group, read_readiness
+from runner.outputs import parse_outputs, read_stack_outputs
+from runner.readiness import is_capacity_refusal
+from runner.server_watch import NO_CAPACITY, READY, EndpointWatch, ServerWatch, WatchOptions
 from runner.session import console, main_guard
 from runner.tables import print_report
 
 DESTROY_ATTEMPTS = 3
+# A backend's record fields that belong to one attempt (one region).
+ATTEMPT_FIELDS = (
+    "reason", "readiness", "refusals", "instance_id", "zone", "launched_at", "ready_at", "launch_to_ready_min",
+    "weights_load_s", "image_state", "build_id", "build_status", "held_at_zero", "brought_back_at",
+)  # fmt: skip
 
 
 @dataclass
@@ -47,11 +67,16 @@ class UpOptions:
     stacks: list[str]
     context: dict[str, str] = field(default_factory=dict)
     launch_timeout_s: float = 600.0
-    ready_timeout_s: float = 2700.0
+    # None: each backend's own bound (ready_minutes) plus ten minutes.
+    ready_timeout_s: float | None = None
     poll_s: float = 15.0
+    build_grace_s: float = 120.0
     method: str = "change-set"
     failover: bool = True
     results_dir: Path = DEFAULT_RESULTS
+
+    def watch_options(self) -> WatchOptions:
+        return WatchOptions(self.launch_timeout_s, self.ready_timeout_s, self.build_grace_s, self.poll_s)
 
 
 def parse_context(items: list[str]) -> dict[str, str]:
@@ -64,22 +89,42 @@ def parse_context(items: list[str]) -> dict[str, str]:
     return context
 
 
-def _minutes(start: str | None, end: str | None) -> float | None:
-    if not start or not end:
-        return None
-    delta = datetime.fromisoformat(end.replace("Z", "+00:00")) - datetime.fromisoformat(start.replace("Z", "+00:00"))
-    return round(delta.total_seconds() / 60, 1)
+def context_args(context: dict[str, str]) -> list[str]:
+    return [f"--context={k}={v}" for k, v in context.items()]
+
+
+def cli_output_folder(stack: str) -> str:
+    """A cloud assembly folder per stack (stacks deploy in parallel)."""
+    return str(PROJECT_ROOT / ".cache" / "cdk-up" / stack)
+
+
+def deploy_stack(stack: str, context: dict[str, str], method: str, outputs_file: Path | None = None):
+    args = ["deploy", stack, "--require-approval", "never", f"--method={method}"]
+    if outputs_file:
+        args += ["--outputs-file", str(outputs_file)]
+    return cdk([*args, "--output", cli_output_folder(stack), *context_args(context)])
 
 
 class StackUp:
-    """Brings one stack up: deploy, watch, and move region on capacity refusal."""
+    """Brings one stack up: deploy, watch every backend, and move region on capacity refusal."""
 
-    def __init__(self, config: StackConfig, options: UpOptions, evidence: Evidence, lock: threading.Lock) -> None:
+    def __init__(
+        self,
+        config: StackConfig,
+        options: UpOptions,
+        evidence: Evidence,
+        lock: threading.Lock,
+        expires_at: str | None,
+        records: dict[str, dict[str, Any]],
+    ) -> None:
         self.config = config
         self.options = options
         self.evidence = evidence
         self.lock = lock
+        self.expires_at = expires_at
+        self.placement = records.get(config.name, {})
         self.stop = threading.Event()
+        self.watches: list[ServerWatch | EndpointWatch] = []
         self.records = {
             b.name: {
                 "backend": b.name,
@@ -113,46 +158,56 @@ class StackUp:
         start = regions.index(self.config.region)
         for position, region in enumerate(regions[start:], start=start):
             outcome = self.attempt(region)
-            if outcome != "no-capacity":
+            if outcome != NO_CAPACITY:
                 return
             self.destroy(region)
             if not self.options.failover or position + 1 >= len(regions):
                 self.log(f"no capacity in {region} and no region left to try ({', '.join(regions)})")
                 for record in self.records.values():
-                    if record["outcome"] != "ready":
-                        record["outcome"] = "no-capacity"
+                    if record["outcome"] != READY:
+                        record["outcome"] = NO_CAPACITY
                 self.save()
                 return
             self.log(f"no capacity in {region}: moving to {regions[position + 1]}")
 
+    def say_what_the_deploy_adds(self, region: str) -> None:
+        """A stack deployed by an earlier version has no time-to-live: this deploy adds one."""
+        if not self.expires_at:
+            return
+        try:
+            existing = read_stack_outputs(region).backends
+        except RunnerError:
+            return
+        mine = [o for o in existing if o.name in self.records]
+        if mine and not any(o.expires_at for o in mine):
+            self.log(f"was deployed without a time-to-live: this deploy adds one (zero at {self.expires_at})")
+
     def attempt(self, region: str) -> str:
-        attempt = {"region": region, "deploy_started_at": now_iso()}
+        attempt: dict[str, Any] = {"region": region, "deploy_started_at": now_iso()}
         for record in self.records.values():
             record["attempts"].append(attempt)
+            for key in ATTEMPT_FIELDS:  # what the last region's attempt saw is not this one's
+                record.pop(key, None)
             record["region"] = region
         self.save()
-        write_placement(self.config.name, region)
-        self.log(f"deploying in {region} …")
+        recorded = self.placement.get("amis", {}) if self.placement.get("region") == region else {}
+        facts, amis = deploy_context(self.config, region, recorded)
+        context = self.options.context | facts | ({"expiresAt": self.expires_at} if self.expires_at else {})
+        attempt["amis"] = amis
+        attempt["zones"] = facts[f"{region}.zones"].split(",")
+        write_placement(self.config.name, region, amis=amis, context=self.options.context)
+        self.say_what_the_deploy_adds(region)
+        self.log(f"deploying in {region} (zones {', '.join(attempt['zones'])}) …")
+        since = datetime.now(UTC)
         outputs_file = Path(tempfile.mkdtemp(prefix="inference-up-")) / "outputs.json"
-        result = cdk(
-            [
-                "deploy",
-                self.config.name,
-                "--require-approval",
-                "never",
-                f"--method={self.options.method}",
-                "--outputs-file",
-                str(outputs_file),
-                *self.common_args(),
-            ]
-        )
+        result = deploy_stack(self.config.name, context, self.options.method, outputs_file)
         attempt["deployed_at"] = now_iso()
         if result.returncode != 0:
             attempt["deploy_error"] = result.tail
             if is_capacity_refusal(result.output):
-                attempt["outcome"] = "no-capacity"
+                attempt["outcome"] = NO_CAPACITY
                 self.log(f"deploy refused for capacity or quota in {region}: {result.tail[:200]}")
-                return "no-capacity"
+                return NO_CAPACITY
             attempt["outcome"] = "deploy-failed"
             for record in self.records.values():
                 record.update(outcome="deploy-failed", reason=result.tail)
@@ -164,111 +219,71 @@ class StackUp:
         missing = [name for name in self.records if name not in outputs]
         if missing:
             raise RunnerError(f"stack {self.config.name} deployed without outputs for {', '.join(missing)}")
-        outcome = self.watch(region, outputs, attempt)
+        outcome = self.watch(region, outputs, since)
         attempt["outcome"] = outcome
+        if outcome == NO_CAPACITY:
+            attempt["refusals"] = {name: self.records[name].get("refusals") or [] for name in outputs}
         self.save()
         return outcome
 
-    def watch(self, region: str, outputs: dict[str, BackendOutput], attempt: dict[str, Any]) -> str:
-        """Poll until every backend is ready, one failed, or no instance launched within the bound."""
-        timeout = self.options.launch_timeout_s
-        clients = {
-            service: boto_client(service, region, 30)
-            for service in ("autoscaling", "ssm", "ec2", "sagemaker")
-            if self._needs(service)
-        }
-        deployed = time.monotonic()
-        pending = dict(outputs)
+    def clients(self, region: str) -> Callable[[str], Any]:
+        made: dict[str, Any] = {}
+
+        def client(service: str) -> Any:
+            if service not in made:
+                made[service] = boto_client(service, region, 30)
+            return made[service]
+
+        return client
+
+    def watch(self, region: str, outputs: dict[str, BackendOutput], since: datetime) -> str:
+        """Step every backend's watch until each is over, or one finds no capacity."""
+        client = self.clients(region)
+        watch_options = self.options.watch_options()
+        pending = {}
+        for name, output in outputs.items():
+            kind = EndpointWatch if output.kind == BackendKind.SAGEMAKER else ServerWatch
+            pending[name] = kind(output, self.records[name], client, watch_options, self.log, since)
+        self.watches = list(pending.values())
         while pending and not self.stop.is_set():
-            for name, output in list(pending.items()):
+            for name, watch in list(pending.items()):
+                outcome = watch.step()
+                if outcome is None:
+                    continue
+                pending.pop(name)
                 record = self.records[name]
-                done = (
-                    self._watch_endpoint(clients["sagemaker"], output, record)
-                    if output.kind == BackendKind.SAGEMAKER
-                    else self._watch_server(clients, output, record)
-                )
-                if done:
-                    pending.pop(name)
-                    if record["outcome"] == "failed":
-                        self.log(f"{name} failed: {record['reason']}")
-                        return "failed"
-                    self.log(f"{name} ready in {record['zone'] or region} after {record['launch_to_ready_min']} min")
+                if outcome == READY:
+                    self.log(
+                        f"{name} ready in {record.get('zone') or region} after {record.get('launch_to_ready_min')} min"
+                    )
+                elif outcome == NO_CAPACITY:
+                    self.log(f"{name}: no instance in {region}; refusals: {len(record.get('refusals') or [])}")
+                    self.save()
+                    return NO_CAPACITY
+                else:
+                    self.log(f"{name} {outcome}: {record.get('reason')} (no longer watched; the others go on)")
             self.save()
-            waited = time.monotonic() - deployed
-            unlaunched = [n for n in pending if not self.records[n].get("launched_at")]
-            if unlaunched and waited > timeout:
-                for name in unlaunched:
-                    attempt.setdefault("refusals", {})[name] = self.records[name].get("refusals", [])
-                self.log(f"no instance for {', '.join(unlaunched)} in {region} after {waited:.0f} s")
-                return "no-capacity"
-            if pending and waited > timeout + self.options.ready_timeout_s:
-                for name in pending:
-                    self.records[name].update(outcome="timeout", reason=f"not ready after {waited / 60:.0f} min")
-                return "timeout"
             if pending:
                 self.stop.wait(self.options.poll_s)
-        return "interrupted" if pending else "ready"
+        return "interrupted" if pending else "done"
 
-    def _needs(self, service: str) -> bool:
-        kinds = {b.spec.kind for b in self.config.backends}
-        if service == "sagemaker":
-            return BackendKind.SAGEMAKER in kinds
-        return bool(kinds - {BackendKind.SAGEMAKER})
-
-    def _watch_server(self, clients: dict[str, Any], output: BackendOutput, record: dict[str, Any]) -> bool:
-        group = read_group(clients["autoscaling"], output.auto_scaling_group or "")
-        record["refusals"] = group.refusals
-        if group.instance_id and not record.get("launched_at"):
-            (reservation,) = clients["ec2"].describe_instances(InstanceIds=[group.instance_id])["Reservations"]
-            launch_time = reservation["Instances"][0]["LaunchTime"]
-            record.update(
-                instance_id=group.instance_id,
-                zone=group.zone,
-                launched_at=launch_time.astimezone(UTC).isoformat(timespec="seconds"),
-            )
-        readiness = read_readiness(clients["ssm"], output.readiness_parameter or "")
-        record["readiness"] = readiness.line
-        if readiness.state == "failed":
-            record.update(outcome="failed", reason=readiness.reason)
-            return True
-        if readiness.state == "ready":
-            record.update(
-                outcome="ready",
-                ready_at=readiness.at or now_iso(),
-                zone=readiness.zone or record.get("zone"),
-                instance_id=readiness.instance_id or record.get("instance_id"),
-                weights_load_s=readiness.weights_load_s,
-            )
-            record["launch_to_ready_min"] = _minutes(record.get("launched_at"), record["ready_at"])
-            return True
-        return False
-
-    def _watch_endpoint(self, client: Any, output: BackendOutput, record: dict[str, Any]) -> bool:
-        description = client.describe_endpoint(EndpointName=output.endpoint_name)
-        status = description["EndpointStatus"]
-        record["readiness"] = status
-        record["launched_at"] = description["CreationTime"].astimezone(UTC).isoformat(timespec="seconds")
-        if status == "InService":
-            ready = description.get("LastModifiedTime") or datetime.now(UTC)
-            record.update(outcome="ready", ready_at=ready.astimezone(UTC).isoformat(timespec="seconds"), zone=None)
-            record["launch_to_ready_min"] = _minutes(record["launched_at"], record["ready_at"])
-            return True
-        if status in ("Failed", "OutOfService"):
-            record.update(outcome="failed", reason=description.get("FailureReason", status))
-            return True
-        return False
-
-    def common_args(self) -> list[str]:
-        """A cloud assembly folder per stack (stacks deploy in parallel) and the user's context."""
-        output = PROJECT_ROOT / ".cache" / "cdk-up" / self.config.name
-        return ["--output", str(output), *[f"--context={k}={v}" for k, v in self.options.context.items()]]
+    def billing(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for watch in self.watches:
+            try:
+                rows += watch.billing()
+            except Exception as error:
+                rows.append({"backend": watch.output.name, "region": watch.output.region, "what": "unknown",
+                             "usd_per_hour": None, "note": f"could not read: {error}"})  # fmt: skip
+        return rows
 
     def destroy(self, region: str) -> None:
         """Remove the failed attempt before moving on, so nothing is left billing in `region`."""
         write_placement(self.config.name, region)
         self.log(f"destroying the attempt in {region} …")
         for attempt in range(1, DESTROY_ATTEMPTS + 1):
-            result = cdk(["destroy", self.config.name, "--force", *self.common_args()])
+            result = cdk(["destroy", self.config.name, "--force", "--output", cli_output_folder(self.config.name),
+                          *context_args(self.options.context)])  # fmt: skip
             if result.returncode == 0:
                 break
             # A deletion can fail once on dependencies still being released (network interfaces).
@@ -279,15 +294,21 @@ class StackUp:
         write_placement(self.config.name, None)
 
 
-def up(options: UpOptions, *, on_start: Callable[[list[StackUp]], None] | None = None) -> Evidence:
-    try:
-        config = load_config(options.context, read_placements())
-    except CatalogError as error:
-        raise RunnerError(str(error)) from None
+def chosen_stacks(options: UpOptions, records: dict[str, dict[str, Any]]) -> tuple[list[StackConfig], Any]:
     unknown = [s for s in options.stacks if s not in stack_names()]
     if unknown:
         raise RunnerError(f"unknown stack {unknown[0]!r}; stacks: {', '.join(stack_names())}")
-    chosen = [config.stack(name) for name in (options.stacks or stack_names())]
+    try:
+        config = load_config(options.context, records=records)
+    except CatalogError as error:
+        raise RunnerError(str(error)) from None
+    return [config.stack(name) for name in (options.stacks or stack_names())], config
+
+
+def up(options: UpOptions, *, on_start: Callable[[list[StackUp]], None] | None = None) -> Evidence:
+    records = read_placement_records_or_fail()
+    chosen, config = chosen_stacks(options, records)
+    expires_at = config.expiry_text
     evidence = Evidence(
         "up",
         {
@@ -296,11 +317,14 @@ def up(options: UpOptions, *, on_start: Callable[[list[StackUp]], None] | None =
             "launch_timeout_s": options.launch_timeout_s,
             "ready_timeout_s": options.ready_timeout_s,
             "context": options.context,
+            "expires_at": expires_at,
+            "ttl_hours": config.ttl_hours,
         },
         options.results_dir,
     )
+    console.print(ttl_notice(config))
     lock = threading.Lock()
-    runs = [StackUp(stack, options, evidence, lock) for stack in chosen]
+    runs = [StackUp(stack, options, evidence, lock, expires_at, records) for stack in chosen]
     errors: dict[str, str] = {}
 
     def guarded(run: StackUp) -> None:
@@ -315,19 +339,59 @@ def up(options: UpOptions, *, on_start: Callable[[list[StackUp]], None] | None =
         thread.start()
     if on_start:
         on_start(runs)
+    interrupted = False
     try:
         while any(t.is_alive() for t in threads):
             for thread in threads:
                 thread.join(timeout=0.5)
     except KeyboardInterrupt:
+        interrupted = True
         for run in runs:
             run.stop.set()
         for thread in threads:
             thread.join()
-        evidence.data["errors"] = errors
-        evidence.finish(interrupted=True)
-        raise
     evidence.data["errors"] = errors
+    evidence.data["billing"] = [row for run in runs for row in run.billing()]
+    evidence.finish(interrupted=interrupted)
+    if interrupted:
+        raise KeyboardInterrupt
+    return evidence
+
+
+def read_placement_records_or_fail() -> dict[str, dict[str, Any]]:
+    try:
+        return read_placement_records()
+    except CatalogError as error:
+        raise RunnerError(str(error)) from None
+
+
+def extend(hours: float, options: UpOptions) -> Evidence:
+    """Redeploy every stack runner.up placed, with the expiry `hours` from now; nothing else changes."""
+    if hours <= 0:
+        raise RunnerError(
+            f"--extend {hours:g}: give a number of hours above 0 (to turn the time-to-live off: -c ttlHours=0)"
+        )
+    records = read_placement_records_or_fail()
+    if not records:
+        raise RunnerError("--extend: nothing deployed by runner.up to extend (placement.json lists no stack)")
+    try:
+        _, expiry = time_to_live({"ttlHours": hours}, datetime.now(UTC))
+    except CatalogError as error:
+        raise RunnerError(str(error).replace("context ttlHours", "--extend")) from None
+    expires_at = expiry.strftime(EXPIRY_FORMAT) if expiry else None
+    evidence = Evidence(
+        "up", {"extend_hours": hours, "expires_at": expires_at, "stacks": sorted(records)}, options.results_dir
+    )
+    for stack, record in sorted(records.items()):
+        region = record["region"]
+        context = dict(record.get("context") or {}) | {f"{region}.zones": ",".join(account_zones(region))}
+        context |= {f"{name}.ami": ami for name, ami in (record.get("amis") or {}).items()}
+        context["expiresAt"] = expires_at or ""
+        console.print(f"[bold]{stack}[/bold] moving its time-to-live to {expires_at} in {region} …")
+        result = deploy_stack(stack, context, options.method)
+        outcome = "extended" if result.returncode == 0 else "deploy-failed"
+        evidence.add_record({"stack": stack, "region": region, "outcome": outcome, "expires_at": expires_at,
+                             "error": None if result.returncode == 0 else result.tail})  # fmt: skip
     evidence.finish()
     return evidence
 
@@ -339,11 +403,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--launch-timeout", type=float, default=600.0, help="seconds without any instance before moving region"
     )
-    parser.add_argument("--ready-timeout", type=float, default=2700.0, help="seconds from launch to ready")
+    parser.add_argument(
+        "--ready-timeout", type=float, help="seconds from launch to ready (default: each backend's own bound + 10 min)"
+    )
     parser.add_argument("--poll", type=float, default=15.0, help="seconds between checks (default: %(default)s)")
+    parser.add_argument(
+        "--build-grace", type=float, default=120.0, help="seconds to wait for the deploy's own image build to show up"
+    )
     parser.add_argument("--no-failover", action="store_true", help="stay in the first region")
     parser.add_argument(
         "--method", choices=("change-set", "direct"), default="change-set", help="CloudFormation deploy method"
+    )
+    parser.add_argument(
+        "--extend",
+        type=float,
+        metavar="HOURS",
+        help="move the time-to-live of what runner.up deployed to HOURS from now",
     )
     parser.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS, help="where evidence files go")
     return parser
@@ -357,39 +432,47 @@ def run(argv: list[str] | None = None) -> int:
         launch_timeout_s=args.launch_timeout,
         ready_timeout_s=args.ready_timeout,
         poll_s=args.poll,
+        build_grace_s=args.build_grace,
         method=args.method,
         failover=not args.no_failover,
         results_dir=args.results_dir,
     )
+    if args.extend is not None:
+        evidence = extend(args.extend, options)
+        print_report(evidence.data, notices=False)
+        print(f"evidence: {evidence.path}")
+        return 0 if all(r["outcome"] == "extended" for r in evidence.data["records"]) else 1
     evidence = up(options)
     print_report(evidence.data, notices=False)
     print(f"evidence: {evidence.path}")
     records = evidence.data["records"]
-    return 0 if records and all(r["outcome"] == "ready" for r in records) else 1
+    return 0 if records and all(r["outcome"] == READY for r in records) else 1
 
 
 def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
+    if "extend_hours" in evidence.get("config", {}):
+        table = Table(title=f"up --extend {evidence['config']['extend_hours']:g} h")
+        for column in ("stack", "region", "outcome", "expires at"):
+            table.add_column(column)
+        for record in evidence["records"]:
+            table.add_row(record["stack"], record["region"], record["outcome"] + (f": {record['error']}" if record.get("error") else ""), record["expires_at"] or "-")  # fmt: skip
+        out.print(table)
+        return
     table = Table(title="up: launch to ready (survey: run 2 of 2026-10-05)")
     columns = (
-        "backend",
-        "outcome",
-        "region",
-        "zone",
-        "attempts",
-        "launched",
-        "ready",
-        "min",
-        "survey min",
-        "weights s",
+        "backend", "outcome", "region", "zone", "attempts", "launched", "ready", "min", "survey min", "weights s",
         "survey weights s",
-    )
+    )  # fmt: skip
     for column in columns:
         table.add_column(column)
     for record in evidence["records"]:
         regions = " → ".join(a["region"] for a in record["attempts"]) or "-"
+        outcome = record["outcome"] + (f": {record['reason']}" if record.get("reason") else "")
+        if record.get("held_at_zero"):
+            outcome += f" (was held at zero: {record['held_at_zero']})"
         table.add_row(
             record["backend"],
-            record["outcome"] + (f": {record['reason']}" if record.get("reason") else ""),
+            outcome,
             record.get("region") or "-",
             record.get("zone") or "-",
             regions,
@@ -401,6 +484,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             str(record.get("survey_weights_load_s") or "-"),
         )
     out.print(table)
+    billing.render(evidence.get("billing") or [], out, evidence.get("config", {}).get("expires_at"))
 
 
 def main() -> None:

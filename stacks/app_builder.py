@@ -18,15 +18,21 @@ DESCRIPTIONS = {
 }
 
 
-def build_app(app: cdk.App, config: AppConfig, *, nag: bool = True) -> dict[str, cdk.Stack]:
-    """All stacks, keyed by name; every stack exists, an empty one holds only its marker."""
+def build_app(app: cdk.App, config: AppConfig, *, nag: bool = True, account: str | None = None) -> dict[str, cdk.Stack]:
+    """All stacks, keyed by name; every stack exists, an empty one holds only its marker.
+
+    `account` (the CLI's CDK_DEFAULT_ACCOUNT) lets the stacks look up the deploying account's
+    zones and AMI ids where the config does not give them; without it they stay account-agnostic."""
     stacks: dict[str, cdk.Stack] = {}
+    expires_at = config.expiry_text
     for stack_config in config.stacks:
         name = stack_config.name
-        env = cdk.Environment(region=stack_config.region)
+        env = cdk.Environment(account=account, region=stack_config.region)
         description = f"{DESCRIPTIONS[name]} ({', '.join(b.name for b in stack_config.backends) or 'no backends'})"
         if name == "InferenceSageMakerStack":
-            stacks[name] = InferenceSageMakerStack(app, name, env=env, config=stack_config, description=description)
+            stacks[name] = InferenceSageMakerStack(
+                app, name, env=env, config=stack_config, description=description, expires_at=expires_at
+            )
         else:
             cls = InferenceGpuStack if name == "InferenceGpuStack" else InferenceNeuronStack
             stacks[name] = cls(
@@ -36,6 +42,7 @@ def build_app(app: cdk.App, config: AppConfig, *, nag: bool = True) -> dict[str,
                 config=stack_config,
                 hf_token_secret_name=config.hf_token_secret_name,
                 description=description,
+                expires_at=expires_at,
             )
     cdk.Tags.of(app).add(*APP_TAG)
     if nag:

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Aws, Stack
+from aws_cdk import Aws, RemovalPolicy, Stack
+from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecr_assets as ecr_assets
 from constructs import Construct
 
-from catalog import Architecture
+from catalog import Accelerator, Architecture
+from catalog.backends import ModelArgument
 from catalog.config import BackendConfig, StackConfig
-from inference_constructs import ModelServer, ServerInstanceRole, SsmOnlyNetwork
-from inference_constructs.image_build import ImageBuild
+from inference_constructs import ModelServer, SsmOnlyNetwork
+from inference_constructs.image_build import REPOSITORY_PREFIX, ImageBuild
 from inference_constructs.stack_marker import StackMarker
 
 IMAGES_DIR = Path(__file__).resolve().parent.parent / "images"
@@ -27,19 +29,30 @@ BUILD_TIMEOUT_HOURS = {"vllm-sm75": 8, "neuron": 1}
 
 
 class ModelServerStack(Stack):
-    """Places each backend of `config` on its own one-instance Auto Scaling group."""
+    """Places each backend of `config` on its own Auto Scaling group of at most one instance."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, config: StackConfig, hf_token_secret_name: str, **kwargs
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StackConfig,
+        hf_token_secret_name: str,
+        expires_at: str | None = None,
+        **kwargs,
     ):
         super().__init__(scope, construct_id, **kwargs)
         self.marker = StackMarker(self, "Marker", config=config)
         self.servers: dict[str, ModelServer] = {}
         self.image_builds: dict[str, ImageBuild] = {}
+        self.graph_repository: ecr.Repository | None = None
         if not config.backends:
             return
-        network = SsmOnlyNetwork(self, "Network", zones=list(config.zones))
-        role = ServerInstanceRole(self, "ServerRole", hf_token_secret_name=hf_token_secret_name).role
+        # The account's zones as runner.up read them; else every zone the CDK's lookup finds in the
+        # deploying account (cached in cdk.context.json), or, with no account (a synth without
+        # credentials), its two Fn::GetAZs placeholders.
+        zones = list(config.zones) or list(self.availability_zones)
+        network = SsmOnlyNetwork(self, "Network", zones=zones)
         for backend in config.backends:
             self.servers[backend.name] = ModelServer(
                 self,
@@ -47,11 +60,31 @@ class ModelServerStack(Stack):
                 backend=backend,
                 vpc=network.vpc,
                 security_group=network.security_group,
-                role=role,
                 hf_token_secret_name=hf_token_secret_name,
                 image_uri=self._image_uri(backend),
                 image_build=self._image_build(backend),
+                graph_repository=self._graph_repository(backend),
+                expires_at=expires_at,
             )
+
+    def _graph_repository(self, backend: BackendConfig) -> ecr.Repository | None:
+        """The vendor Neuron engine's compiled graphs, kept per model and shape so a replaced
+        instance (zone or capacity move, rolling update) does not pay the compile again. Emptied
+        and removed by `cdk destroy` (EmptyOnDelete: no Lambda)."""
+        spec = backend.spec
+        if spec.accelerator is not Accelerator.NEURON or spec.model_argument is not ModelArgument.ENVIRONMENT:
+            return None
+        if self.graph_repository is None:
+            self.graph_repository = ecr.Repository(
+                self,
+                "NeuronGraphs",
+                repository_name=f"{REPOSITORY_PREFIX}neuron-graphs",
+                image_scan_on_push=False,
+                lifecycle_rules=[ecr.LifecycleRule(max_image_count=10, description="keep the newest compiled graphs")],
+                removal_policy=RemovalPolicy.DESTROY,
+                empty_on_delete=True,
+            )
+        return self.graph_repository
 
     def _image_build(self, backend: BackendConfig) -> ImageBuild | None:
         """`build:DIR`: one repository and CodeBuild project per folder, shared by the backends using it."""

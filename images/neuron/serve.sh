@@ -4,7 +4,7 @@
 # engine starts; a bad one, or no Neuron device, exits with status 78 (a configuration fault:
 # the server's systemd unit does not restart it) and one line saying what is wrong.
 #
-#   MODEL                 Hugging Face id (required)
+#   MODEL                 Hugging Face id, or a local checkpoint folder (required)
 #   TENSOR_PARALLEL_SIZE  NeuronCores to shard over (default 2: one Inferentia2 or Trainium chip)
 #   MAX_MODEL_LEN         prompt + output tokens per sequence (default 4096; at least 2048, room
 #                         for a Strands agent's system prompt and tool schemas)
@@ -14,6 +14,11 @@
 #   COMPILED_ARTIFACTS    where compiled graphs are kept, per model and shape, so a restart does
 #                         not recompile (default /var/cache/neuron; mount a volume there)
 #   NEURON_DEVICES        device files to look for (default /dev/neuron*)
+#
+# The checkpoint is downloaded first (into the Hugging Face cache the host mounts) and served from
+# that local folder under its hub id: vLLM-Neuron's shard-on-load fails on models with tied word
+# embeddings, Qwen 2.5 among them, when it reads them from the hub ("Cannot copy out of meta
+# tensor"; the Neuron vLLM user guide's known issues give the local path as the fix).
 set -euo pipefail
 
 die() {
@@ -56,7 +61,14 @@ shape="$(tr '/:' '__' <<<"$MODEL")-tp${TENSOR_PARALLEL_SIZE}-len${MAX_MODEL_LEN}
 export NEURON_COMPILED_ARTIFACTS="$COMPILED_ARTIFACTS/$shape"
 mkdir -p "$NEURON_COMPILED_ARTIFACTS" || die "COMPILED_ARTIFACTS $COMPILED_ARTIFACTS is not writable"
 
-args=(serve "$MODEL"
+if [[ -d "$MODEL" ]]; then
+  checkpoint="$MODEL"
+elif ! checkpoint=$("${PYTHON:-python3}" -c 'import sys; from huggingface_hub import snapshot_download; print(snapshot_download(sys.argv[1]))' "$MODEL"); then
+  echo "serve: could not download $MODEL from the Hugging Face hub" >&2
+  exit 1  # a network or hub fault: the unit restarts it
+fi
+
+args=(serve "$checkpoint" --served-model-name "$MODEL"
   --host 0.0.0.0 --port "$PORT"
   --tensor-parallel-size "$TENSOR_PARALLEL_SIZE"
   --max-model-len "$MAX_MODEL_LEN"

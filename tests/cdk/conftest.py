@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,9 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 
 ROOT = Path(__file__).resolve().parents[2]
+# The synth's clock: the default time-to-live (12 h) then expires at a fixed time, so snapshots hold.
+SYNTH_NOW = datetime(2026, 12, 1, 9, 0, 30, tzinfo=UTC)
+SYNTH_EXPIRY = "2026-12-01T21:01:00Z"
 
 
 def cdk_json_context() -> dict[str, Any]:
@@ -30,7 +34,7 @@ def synth(context: dict[str, Any], outdir: Path, *, nag: bool = True):
     context = context | {"aws:cdk:enable-path-metadata": True}
     app = cdk.App(context=context, outdir=str(outdir), builtin_cloud_formation_validation=False)
     # No placement record: tests see the catalog's defaults, whatever a developer deployed.
-    stacks = build_app(app, load_config(app.node.get_all_context(), placements={}), nag=nag)
+    stacks = build_app(app, load_config(app.node.get_all_context(), placements={}, now=SYNTH_NOW), nag=nag)
     return app.synth(), stacks
 
 
@@ -75,6 +79,8 @@ def render_join(value: Any, refs: dict[str, str] | None = None) -> str:
             return value["Fn::Sub"]
         if "Fn::GetAtt" in value:
             return f"<{'.'.join(value['Fn::GetAtt'])}>"
+        if "Fn::Select" in value and value["Fn::Select"][1] == {"Fn::GetAZs": ""}:
+            return f"<zone {value['Fn::Select'][0]}>"
         if "Fn::Select" in value and "Fn::Split" in value["Fn::Select"][1]:
             index, split = value["Fn::Select"]
             separator, source = split["Fn::Split"]

@@ -1,11 +1,12 @@
-"""The servers' boot scripts, run for real under bash with stand-ins for docker, aws and the
-metadata service, so "readiness that can say no" is tested as behaviour, not as text."""
+"""The servers' boot scripts, run for real: the user data exactly as rendered, under bash, on a
+stand-in host (tests/host: systemd's unit rules, docker, the metadata service, the accelerator),
+with the AWS CLI replaced by a recorder that answers as the services would. The emulator tests
+run the same scripts against moto with the real AWS CLI; these cover every path one by one."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -13,56 +14,39 @@ import pytest
 from catalog import Accelerator
 from catalog.backends import ModelArgument
 from inference_constructs.user_data import (
-    COMMON_SCRIPT,
     NO_RESTART_EXIT,
-    READY_SCRIPT,
-    SERVE_SCRIPT,
     ServerBoot,
-    failed_script,
+    container_args,
     render_boot_script,
-    server_env,
     server_unit,
 )
+from tests.host.machine import Host, HostOptions
 
-# Stand-ins: each records its arguments; behaviour is chosen by environment variables.
-STUBS = {
-    "aws": """#!/bin/bash
-echo "aws $*" >> "$CALLS"
-if [[ "$1 $2" == "ssm put-parameter" ]]; then
-  while [[ $# -gt 0 ]]; do [[ "$1" == --value ]] && printf '%s\\n' "$2" >> "$REPORTS"; shift; done
-fi
-if [[ "$1" == secretsmanager ]]; then echo hf_test; fi
-""",
-    "curl": """#!/bin/bash
-case "$*" in
-  *api/token*) echo token ;;
-  *instance-id*) echo i-0abc ;;
-  *availability-zone*) echo us-east-2c ;;
-  *) [[ -n "${HEALTHY:-}" ]] ;;
+GROUP = "InferenceGpuStack-G5gGroup-ABC123"
+# The AWS CLI as the scripts call it: each call recorded; answers chosen by environment variables.
+AWS_RECORDER = r"""#!/bin/bash
+echo "aws $*" >> "$HOST_STATE/aws.log"
+value() { while [[ $# -gt 0 ]]; do [[ "$1" == "$want" ]] && { printf '%s\n' "$2"; return; }; shift; done; }
+case "$1 $2" in
+  "ssm put-parameter") want=--value value "$@" >> "$HOST_STATE/reports.log" ;;
+  "secretsmanager get-secret-value") echo hf_test ;;
+  "ecr get-login-password") echo password ;;
+  "ecr describe-images")
+    want=--image-ids; tag=$(value "$@"); [[ -f "$REGISTRY_DIR/pushed-${tag#imageTag=}" ]] || exit 254 ;;
+  "autoscaling describe-auto-scaling-instances") echo "${AWS_GROUP:-None}" ;;
+  "autoscaling set-desired-capacity") [[ -z "${AWS_SCALE_REFUSED:-}" ]] || { echo "AccessDenied" >&2; exit 254; } ;;
+  "codebuild list-builds-for-project") echo "${AWS_BUILD_IDS:-None}" ;;
+  "codebuild batch-get-builds") echo "${AWS_RUNNING_BUILD:-None}" ;;
+  "codebuild start-build") echo "inference-build-vllm-sm75:0001" ;;
 esac
-""",
-    "docker": """#!/bin/bash
-echo "docker $*" >> "$CALLS"
-case "$1" in
-  pull) if [[ -n "${PULL_FAILS:-}" ]]; then echo "$PULL_FAILS" >&2; exit 1; fi ;;
-  run) exit "${RUN_STATUS:-0}" ;;
-  logs) printf '%s\n' "${DOCKER_LOGS:-}" ;;
-esac
-""",
-    "nvidia-smi": """#!/bin/bash
-[[ -n "${GPU:-}" ]] && echo "GPU 0: NVIDIA L4"
-[[ -n "${GPU:-}" ]]
-""",
-    "journalctl": """#!/bin/bash
-echo "${KERNEL_LOG:-}"
-""",
-}
+exit 0
+"""
 
 
-def boot(accelerator: Accelerator = Accelerator.NVIDIA, **changes) -> ServerBoot:
+def boot_config(accelerator: Accelerator = Accelerator.NVIDIA, **changes) -> ServerBoot:
     values = {
         "backend": "g5g",
-        "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/vllm-sm75:v1",
+        "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/inference-survey/vllm-sm75:v1",
         "model_id": "google/gemma-4-E2B-it",
         "serve_args": ("--dtype", "float16"),
         "accelerator": accelerator,
@@ -73,157 +57,276 @@ def boot(accelerator: Accelerator = Accelerator.NVIDIA, **changes) -> ServerBoot
         "hf_token_secret_name": "inference/hf-token",
         "log_group": "/inference/g5g",
         "readiness_parameter": "/inference/g5g/ready",
-        "image_build_hint": "build it with the README's g5g image steps",
+        "image_build_hint": "build it with: python -m runner.images build g5g",
+        "ready_minutes": 30,
     }
     return ServerBoot(**(values | changes))
 
 
 @pytest.fixture
 def host(tmp_path):
-    """A scratch root with the files the boot script writes, and stand-ins first on PATH."""
+    """Boots a rendered boot script on a stand-in host; yields a starter, shuts every host down."""
+    recorder = tmp_path / "aws-bin"
+    recorder.mkdir()
+    (recorder / "aws").write_text(AWS_RECORDER)
+    (recorder / "aws").chmod(0o755)
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    started: list[Host] = []
 
-    def make(server: ServerBoot) -> dict[str, str]:
-        root = tmp_path / "root"
-        for folder in ("etc/inference", "usr/local/lib", "run/inference", "dev", "bin"):
-            (root / folder).mkdir(parents=True, exist_ok=True)
-        (root / "etc/inference/server.env").write_text(server_env(server) + "\n")
-        args = "\n".join([server.model_id, *server.serve_args])
-        (root / "etc/inference/serve-args").write_text(args + "\n")
-        (root / "usr/local/lib/inference-common.sh").write_text(COMMON_SCRIPT)
-        for name, body in STUBS.items():
-            path = root / "bin" / name
-            path.write_text(body)
-            path.chmod(0o755)
-        return {
-            "PATH": f"{root / 'bin'}:{os.environ['PATH']}",
-            "INFERENCE_ROOT": str(root),
-            "CALLS": str(tmp_path / "calls.log"),
-            "REPORTS": str(tmp_path / "reports.log"),
-            "HOME": str(tmp_path),
-        }
+    def start(boot: ServerBoot, options: HostOptions | None = None, name: str = "host", **aws: str) -> Host:
+        machine = Host(
+            root=tmp_path / name,
+            instance_id=f"i-0{len(started)}abc",
+            zone="us-east-1c",
+            env={"AWS_GROUP": GROUP, "REGISTRY_DIR": str(registry)} | aws,
+            options=options or HostOptions(),
+        )
+        machine.env["PATH"] = f"{recorder}:{machine.environment()['PATH']}"
+        started.append(machine)
+        machine.boot(render_boot_script(boot))
+        return machine
 
-    return make
-
-
-def run_script(script: str, env: dict[str, str], **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["bash", "-c", script], env=env | extra, capture_output=True, text=True, timeout=30, check=False
-    )
+    yield start
+    for machine in started:
+        machine.shutdown()
 
 
-def reports(env: dict[str, str]) -> list[dict]:
-    path = Path(env["REPORTS"])
+def reports(machine: Host) -> list[dict]:
+    path = machine.state / "reports.log"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def test_a_missing_image_is_reported_with_what_builds_it_and_not_restarted(host):
-    env = host(boot())
-    result = run_script(SERVE_SCRIPT, env, GPU="1", PULL_FAILS="manifest unknown: manifest unknown")
-    assert result.returncode == NO_RESTART_EXIT
-    states = reports(env)
-    assert [s["state"] for s in states] == ["starting", "failed"]
-    failed = states[-1]
-    assert failed["reason"].startswith("image not found: 123456789012.dkr.ecr.us-east-1.amazonaws.com/vllm-sm75:v1")
-    assert failed["reason"].endswith("build it with the README's g5g image steps")
-    assert (failed["instance_id"], failed["zone"]) == ("i-0abc", "us-east-2c")
-    # systemd's unit does not restart this exit status.
-    assert f"RestartPreventExitStatus={NO_RESTART_EXIT}" in server_unit("g5g")
+def aws_calls(machine: Host) -> list[str]:
+    path = machine.state / "aws.log"
+    return path.read_text().splitlines() if path.exists() else []
 
 
-def test_a_network_fault_on_pull_is_retried_not_reported_as_failed(host):
-    env = host(boot())
-    result = run_script(SERVE_SCRIPT, env, GPU="1", PULL_FAILS="dial tcp: i/o timeout")
-    assert result.returncode == 1
-    assert [s["state"] for s in reports(env)] == ["starting"]
+def wait_for(machine: Host, predicate, timeout_s: float = 20) -> list[dict]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        states = reports(machine)
+        if predicate(states):
+            return states
+        time.sleep(0.05)
+    raise AssertionError(f"timed out; reports: {reports(machine)}\n{machine.boot_log()[-3000:]}")
 
 
-def test_no_neuron_device_fails_fast(host):
-    env = host(boot(Accelerator.NEURON, model_argument=ModelArgument.NONE, serve_args=()))
-    result = run_script(SERVE_SCRIPT, env)
-    assert result.returncode == NO_RESTART_EXIT
-    assert reports(env)[-1]["reason"].startswith("no Neuron device")
-    assert "docker pull" not in Path(env["CALLS"]).read_text()
+def last_state(name: str):
+    return lambda states: bool(states) and states[-1]["state"] == name
 
 
-def test_neuron_image_runs_with_no_arguments_and_its_data_volume(host):
-    server = boot(
+def docker_runs(machine: Host) -> list[str]:
+    return [c for c in machine.calls() if c.startswith("docker run")]
+
+
+def test_a_boot_reports_booting_first_then_starting_then_ready_with_where_it_landed(host):
+    machine = host(boot_config())
+    states = wait_for(machine, last_state("ready"))
+    assert [s["state"] for s in states] == ["booting", "starting", "ready"]
+    ready = states[-1]
+    assert (ready["instance_id"], ready["zone"], ready["model"]) == ("i-00abc", "us-east-1c", "google/gemma-4-E2B-it")
+    # vLLM's own "Loading weights took" seconds, from the container's log.
+    assert ready["weights_load_s"] == 3.21
+    (run,) = docker_runs(machine)
+    assert run.endswith("vllm-sm75:v1 google/gemma-4-E2B-it --dtype float16")
+    assert "-p 127.0.0.1:8000:8000" in run and "--gpus all" in run
+    # The image is in this account's ECR: the script logs in to that registry first.
+    assert any("docker login --username AWS" in c for c in machine.calls())
+    assert not [c for c in aws_calls(machine) if "set-desired-capacity" in c]
+
+
+def test_an_image_that_takes_no_arguments_gets_none(host):
+    """The survey's Neuron image runs with no arguments: not with one empty argument."""
+    boot = boot_config(
         Accelerator.NEURON,
+        image="docker.io/xbill9/gemma4-optb:slim",
         model_argument=ModelArgument.NONE,
         serve_args=(),
         data_volume="gemma4-data:/data",
         host_port=8080,
         container_port=8080,
-        image="docker.io/xbill9/gemma4-optb:slim",
     )
-    env = host(server)
-    (Path(env["INFERENCE_ROOT"]) / "dev/neuron0").write_text("")
-    (Path(env["INFERENCE_ROOT"]) / "etc/inference/serve-args").write_text("")
-    result = run_script(SERVE_SCRIPT, env)
-    assert result.returncode == 0, result.stderr
-    (run,) = [line for line in Path(env["CALLS"]).read_text().splitlines() if line.startswith("docker run")]
-    assert run.endswith("docker.io/xbill9/gemma4-optb:slim")  # nothing after the image
+    assert container_args(boot) == []
+    machine = host(boot)
+    wait_for(machine, last_state("ready"))
+    (run,) = docker_runs(machine)
+    assert run.endswith("docker.io/xbill9/gemma4-optb:slim")
+    args = json.loads((machine.state / "containers/inference-server/args.json").read_text())
+    assert args == {"image": "docker.io/xbill9/gemma4-optb:slim", "args": []}
     assert "-v gemma4-data:/data" in run and "--device=/dev/neuron0" in run
-    assert "-p 127.0.0.1:8080:8080" in run
 
 
-def test_vllm_gets_the_model_as_its_positional_argument(host):
-    env = host(boot())
-    result = run_script(SERVE_SCRIPT, env, GPU="1")
-    assert result.returncode == 0, result.stderr
-    (run,) = [line for line in Path(env["CALLS"]).read_text().splitlines() if line.startswith("docker run")]
-    assert run.endswith("vllm-sm75:v1 google/gemma-4-E2B-it --dtype float16")
-    assert "docker login" not in run
+def test_a_missing_image_the_app_does_not_build_fails_and_takes_the_server_to_zero(host):
+    machine = host(
+        boot_config(image="docker.io/example/none:v1"), HostOptions(missing_images=("docker.io/example/none:v1",))
+    )
+    states = wait_for(machine, lambda s: bool(s) and s[-1].get("stopped") is True)
+    failed = states[-1]
+    assert failed["state"] == "failed"
+    assert (
+        failed["reason"]
+        == "image not found: docker.io/example/none:v1; build it with: python -m runner.images build g5g"
+    )
+    assert f"aws autoscaling set-desired-capacity --auto-scaling-group-name {GROUP} --desired-capacity 0" in aws_calls(
+        machine
+    )
+    # Exit 78 is not restarted: one pull, and the unit is left failed.
+    time.sleep(0.5)
+    assert len([c for c in machine.calls() if c.startswith("docker pull")]) == 1
+    assert machine.unit_state("inference-server.service") == "failed"
+    assert f"RestartPreventExitStatus={NO_RESTART_EXIT}" in server_unit("g5g")
 
 
-def test_out_of_memory_is_named_when_the_unit_gives_up(host):
-    env = host(boot())
-    result = run_script(SERVE_SCRIPT, env, GPU="1", RUN_STATUS="137", KERNEL_LOG="Out of memory: Killed process 42")
-    assert result.returncode == 137  # systemd restarts it, up to its start limit
-    failed = run_script(failed_script(), env)
-    assert failed.returncode == 0
-    reason = reports(env)[-1]["reason"]
-    assert reason.startswith("container exits repeatedly (5 starts in 1200 s); last: out of memory")
+def test_a_missing_image_the_app_builds_starts_its_build_and_waits_at_zero(host):
+    boot = boot_config(image_build_project="inference-build-vllm-sm75")
+    machine = host(boot, HostOptions(missing_images=(boot.image,)))
+    states = wait_for(machine, last_state("waiting-for-image"))
+    waiting = states[-1]
+    assert waiting["build_id"] == "inference-build-vllm-sm75:0001"
+    assert "build inference-build-vllm-sm75:0001 makes it" in waiting["reason"]
+    calls = aws_calls(machine)
+    assert "aws codebuild start-build --project-name inference-build-vllm-sm75 --query build.id --output text" in calls
+    assert any("set-desired-capacity" in c and "--desired-capacity 0" in c for c in calls)
+    time.sleep(0.5)
+    # A clean stop: not restarted, not failed, no failure report.
+    assert machine.unit_state("inference-server.service") == "inactive"
+    assert [s["state"] for s in reports(machine)] == ["booting", "starting", "waiting-for-image"]
+
+
+def test_a_build_already_running_is_waited_for_not_started_again(host):
+    boot = boot_config(image_build_project="inference-build-vllm-sm75")
+    machine = host(
+        boot,
+        HostOptions(missing_images=(boot.image,)),
+        AWS_BUILD_IDS="inference-build-vllm-sm75:0042",
+        AWS_RUNNING_BUILD="inference-build-vllm-sm75:0042",
+    )
+    waiting = wait_for(machine, last_state("waiting-for-image"))[-1]
+    assert waiting["build_id"] == "inference-build-vllm-sm75:0042"
+    assert not [c for c in aws_calls(machine) if "start-build" in c]
+
+
+def test_a_network_fault_on_pull_is_retried_not_reported_as_failed(host):
+    machine = host(boot_config(), HostOptions(pull_error="dial tcp: lookup registry: i/o timeout"))
+    deadline = time.monotonic() + 10
+    while len([c for c in machine.calls() if c.startswith("docker pull")]) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len([c for c in machine.calls() if c.startswith("docker pull")]) >= 2
+    assert "failed" not in [s["state"] for s in reports(machine)]
+
+
+def test_no_neuron_device_fails_fast_and_stops(host):
+    boot = boot_config(Accelerator.NEURON, model_argument=ModelArgument.ENVIRONMENT, serve_args=())
+    machine = host(boot, HostOptions(neuron_devices=0))
+    failed = wait_for(machine, lambda s: bool(s) and s[-1].get("stopped") is True)[-1]
+    assert failed["reason"].startswith("no Neuron device")
+    assert not [c for c in machine.calls() if c.startswith("docker pull")]
+
+
+def test_no_gpu_fails_fast_and_stops(host):
+    machine = host(boot_config(), HostOptions(gpu=False))
+    failed = wait_for(machine, lambda s: bool(s) and s[-1].get("stopped") is True)[-1]
+    assert failed["reason"].startswith("no NVIDIA GPU")
+
+
+def test_out_of_memory_restarts_until_the_start_limit_then_stops(host):
+    machine = host(boot_config(), HostOptions(container="oom"))
+    failed = wait_for(machine, lambda s: bool(s) and s[-1].get("stopped") is True, timeout_s=30)[-1]
+    assert failed["reason"].startswith("container exits repeatedly (5 starts in 1200 s); last: out of memory")
+    # systemd restarted it four times before giving up at the fifth exit.
+    assert len(docker_runs(machine)) == 5
+    assert [s["state"] for s in reports(machine)].count("starting") == 5
 
 
 def test_a_crash_loop_is_reported_with_the_last_exit_status(host):
-    env = host(boot())
-    run_script(SERVE_SCRIPT, env, GPU="1", RUN_STATUS="1")
-    run_script(failed_script(), env)
-    assert reports(env)[-1]["reason"].endswith("last: container exited with status 1")
+    machine = host(boot_config(), HostOptions(container="exit:1"))
+    failed = wait_for(machine, lambda s: bool(s) and s[-1].get("stopped") is True, timeout_s=30)[-1]
+    assert failed["reason"].endswith("last: container exited with status 1")
 
 
-def test_ready_reports_ready_with_instance_and_zone(host):
-    env = host(boot())
-    result = run_script(READY_SCRIPT, env, HEALTHY="1")
-    assert result.returncode == 0, result.stderr
-    ready = reports(env)[-1]
-    assert (ready["state"], ready["instance_id"], ready["zone"], ready["model"]) == (
-        "ready",
-        "i-0abc",
-        "us-east-2c",
-        "google/gemma-4-E2B-it",
+def test_a_server_not_ready_within_its_bound_is_stopped(host):
+    # 1 minute at a time scale of 0.02 is 1.2 s here.
+    machine = host(boot_config(ready_minutes=1), HostOptions(container="never-healthy"))
+    failed = wait_for(machine, lambda s: bool(s) and s[-1].get("stopped") is True)[-1]
+    assert failed["reason"] == "not ready within 1 min of launch (last state: starting)"
+    assert machine.unit_state("inference-server.service") == "inactive"
+    assert "ready" not in [s["state"] for s in reports(machine)]
+
+
+def test_a_refused_scale_down_is_said_in_the_readiness(host):
+    machine = host(boot_config(), HostOptions(gpu=False), AWS_SCALE_REFUSED="1")
+    failed = wait_for(machine, lambda s: bool(s) and s[-1].get("stopped") is False)[-1]
+    assert "could not take group" in failed["reason"] and "AccessDenied" in failed["reason"]
+
+
+def test_a_failing_boot_step_stops_the_server_and_says_where(host):
+    # The swap file cannot be made: the boot script's own ERR trap stops the server.
+    boot = boot_config(Accelerator.NEURON, model_argument=ModelArgument.ENVIRONMENT, serve_args=(), swap_gib=16)
+    machine = host(boot, HostOptions(), SWAP_FAILS="1")
+    failed = wait_for(machine, lambda s: bool(s) and s[-1].get("stopped") is True)[-1]
+    assert failed["reason"].startswith("boot script failed at line ")
+
+
+def test_compiled_graphs_are_kept_and_a_replaced_instance_restores_them(host):
+    repository = "123456789012.dkr.ecr.us-east-2.amazonaws.com/inference-survey/neuron-graphs"
+    boot = boot_config(
+        Accelerator.NEURON,
+        model_argument=ModelArgument.ENVIRONMENT,
+        serve_args=(),
+        container_env=(("TENSOR_PARALLEL_SIZE", "2"),),
+        data_volume="/opt/inference/neuron-cache:/var/cache/neuron",
+        graph_repository=repository,
+        host_port=8080,
+        container_port=8080,
     )
+    first = host(boot, name="first")
+    wait_for(first, last_state("ready"))
+    assert "compiled the model" in (first.state / "containers/inference-server/log").read_text()
+    deadline = time.monotonic() + 10
+    while (
+        not [c for c in first.calls() if c.startswith(f"docker push {repository}:graphs-")]
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    (push,) = [c for c in first.calls() if c.startswith("docker push")]
+    tag = push.split()[-1].rsplit(":", 1)[1]
+    # The recorder's ECR now knows the tag, as DescribeImages would.
+    registry = Path(first.env["REGISTRY_DIR"])
+    (registry / f"pushed-{tag}").write_text("")
 
-
-def test_ready_keeps_the_servers_own_weight_loading_time(host):
-    env = host(boot())
-    log = "\n".join(
-        [
-            "(EngineCore pid=2128) INFO 10-05 02:55:22 [default_loader.py:430] Loading weights took 520.97 seconds",
-            "(APIServer pid=1651) INFO 10-05 02:58:21 [parser_manager.py:37] auto tool choice has been enabled",
-        ]
-    )
-    result = run_script(READY_SCRIPT, env, HEALTHY="1", DOCKER_LOGS=log)
-    assert result.returncode == 0, result.stderr
-    assert reports(env)[-1]["weights_load_s"] == 520.97
-    assert "docker logs inference-server" in Path(env["CALLS"]).read_text()
-    # A server whose log says nothing of it (the survey's Neuron graph) reports ready without it.
-    result = run_script(READY_SCRIPT, env, HEALTHY="1", DOCKER_LOGS="serving on :8080")
-    assert result.returncode == 0 and "weights_load_s" not in reports(env)[-1]
+    second = host(boot, name="second")
+    wait_for(second, last_state("ready"))
+    restored = Path(second.root) / "opt/inference/neuron-cache/compiled/model.neff"
+    assert restored.read_text() == "compiled graph"
+    assert "loaded the compiled model" in (second.state / "containers/inference-server/log").read_text()
+    # The restore came before the engine started, and the second instance pushed nothing.
+    calls = second.calls()
+    assert calls.index(next(c for c in calls if c.startswith("docker cp"))) < calls.index(docker_runs(second)[0])
+    assert not [c for c in calls if c.startswith("docker push")]
 
 
 def test_boot_script_is_valid_bash():
+    import subprocess
+
     result = subprocess.run(
-        ["bash", "-n"], input=render_boot_script(boot()), capture_output=True, text=True, timeout=10, check=False
+        ["bash", "-n"], input=render_boot_script(boot_config()), capture_output=True, text=True, timeout=10, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_server_scripts_pass_shellcheck():
+    """The instance's scripts, the image build's and the stand-in host's own, linted by ShellCheck."""
+    import subprocess
+    import sys
+
+    from inference_constructs.image_build import BUILD_SCRIPT
+    from inference_constructs.user_data import SCRIPTS
+    from tests.host.machine import BIN
+
+    scripts = sorted(str(p) for p in [*SCRIPTS.glob("*.sh"), BUILD_SCRIPT, *BIN.iterdir()])
+    shellcheck = Path(sys.executable).with_name("shellcheck")
+    result = subprocess.run(
+        [str(shellcheck), "-s", "bash", *scripts], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 
@@ -9,8 +10,7 @@ import pytest
 
 from catalog import get_backend
 from catalog.contract import BackendOutput, output_key
-from catalog.offerings import REGION_ZONES
-from tests.cdk.conftest import render_join, resources
+from tests.cdk.conftest import SYNTH_EXPIRY, render_join, resources
 
 EC2_BACKENDS = {
     "g6": "InferenceGpuStack",
@@ -61,23 +61,33 @@ def test_instance_type_and_ami_parameter(templates, backend):
     parameter = template["Parameters"][data["ImageId"]["Ref"]]
     assert parameter["Type"] == "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>"
     assert parameter["Default"] == spec.ami_parameter
-    arch = "arm64" if backend == "g5g" else "x86_64"
-    if spec.accelerator == "nvidia":
-        assert f"/deeplearning/ami/{arch}/base-oss-nvidia-driver-gpu-ubuntu-22.04/" in parameter["Default"]
-    else:
-        assert parameter["Default"] == "/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id"
+    # The DLAMI whose NVIDIA driver (595.91.07) the CUDA 13 images need: 26.04 on x86_64 (the
+    # survey's g6), 24.04 on arm64 (its release notes name G5g); the Neuron DLAMI for inf2 and trn1.
+    expected = {
+        "g6": "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-26.04/latest/ami-id",
+        "g5g": "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-24.04/latest/ami-id",
+        "inf2": "/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id",
+        "trn1": "/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id",
+    }
+    assert parameter["Default"] == expected[backend]
+
+
+def test_a_default_synth_names_no_fixed_zone_letter(templates):
+    for name, template in templates.items():
+        assert not re.search(r"(us|eu|ap|sa|ca|me|af|il|mx)-[a-z]+-\d[a-z]\b", json.dumps(template)), name
 
 
 @pytest.mark.parametrize(("backend", "size"), [("g6", 100), ("g5g", 80), ("inf2", 100), ("trn1", 200)])
 def test_one_server_group_across_every_zone_with_the_surveys_root_volume(templates, backend, size):
     template = templates[EC2_BACKENDS[backend]]
     group = group_of(template, backend)["Properties"]
-    assert (group["MinSize"], group["MaxSize"]) == ("1", "1")
+    # At most one instance, and none while the image the app builds for it does not exist yet.
+    assert (group["MinSize"], group["MaxSize"]) == ("0", "1")
+    assert group.get("DesiredCapacity") == ("1" if backend == "g6" else None)
     subnets = resources(template, "AWS::EC2::Subnet")
-    zones = sorted(subnets[ref["Ref"]]["Properties"]["AvailabilityZone"] for ref in group["VPCZoneIdentifier"])
-    region = "us-east-1" if backend in ("g6", "g5g") else "us-east-2"
-    # Every zone of the region: a capacity refusal in one moves the launch to the next by itself.
-    assert zones == sorted(REGION_ZONES[region])
+    zones = [subnets[ref["Ref"]]["Properties"]["AvailabilityZone"] for ref in group["VPCZoneIdentifier"]]
+    # With no account known the zones are the region's own, found at deploy (Fn::GetAZs).
+    assert zones == [{"Fn::Select": [i, {"Fn::GetAZs": ""}]} for i in range(len(zones))]
     (device,) = launch_data(template, backend)["BlockDeviceMappings"]
     ebs = device["Ebs"]
     assert (ebs["Encrypted"], ebs["VolumeType"], ebs["DeleteOnTermination"], ebs["VolumeSize"]) == (
@@ -88,10 +98,98 @@ def test_one_server_group_across_every_zone_with_the_surveys_root_volume(templat
     )
 
 
-def test_a_new_launch_template_version_replaces_the_server(templates):
+def test_a_new_launch_template_version_replaces_the_server_and_a_deploy_leaves_its_size_alone(templates):
     group = group_of(templates["InferenceGpuStack"], "g6")
     rolling = group["UpdatePolicy"]["AutoScalingRollingUpdate"]
     assert (rolling["MaxBatchSize"], rolling["MinInstancesInService"]) == (1, 0)
+    # A later deploy neither starts a server the time-to-live stopped nor stops a running one.
+    assert group["UpdatePolicy"]["AutoScalingScheduledAction"] == {"IgnoreUnmodifiedGroupSizeProperties": True}
+
+
+def zones_synth(tmp_path, context, account=None):
+    import aws_cdk as cdk
+
+    from catalog.config import load_config
+    from stacks import build_app
+    from tests.cdk.conftest import SYNTH_NOW, cdk_json_context
+
+    app = cdk.App(context=cdk_json_context() | context, outdir=str(tmp_path), builtin_cloud_formation_validation=False)
+    config = load_config(app.node.get_all_context(), placements={}, now=SYNTH_NOW)
+    # cdk-nag on: its findings name the account once it is known, and every one stays acknowledged.
+    build_app(app, config, nag=True, account=account)
+    template = app.synth().get_stack_by_name("InferenceGpuStack").template
+    return sorted(s["Properties"]["AvailabilityZone"] for s in resources(template, "AWS::EC2::Subnet").values())
+
+
+def test_zones_come_from_the_account(tmp_path):
+    six = ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-east-1e", "us-east-1f"]
+    # runner.up passes what DescribeAvailabilityZones said: every one of them, not CDK's default two.
+    assert zones_synth(tmp_path / "a", {"us-east-1.zones": ",".join(six)}) == six
+    # A plain `cdk deploy` knows the account: the CDK's own lookup answers (cdk.context.json holds it).
+    lookup = {"availability-zones:account=123456789012:region=us-east-1": six[:5]}
+    assert zones_synth(tmp_path / "b", lookup, account="123456789012") == six[:5]
+
+
+def test_the_time_to_live_takes_every_server_and_the_endpoint_to_zero(templates, tmp_path):
+    for stack in ("InferenceGpuStack", "InferenceNeuronStack"):
+        template = templates[stack]
+        actions = resources(template, "AWS::AutoScaling::ScheduledAction").values()
+        groups = resources(template, "AWS::AutoScaling::AutoScalingGroup")
+        assert sorted(a["Properties"]["AutoScalingGroupName"]["Ref"] for a in actions) == sorted(groups)
+        for action in actions:
+            # One time (no recurrence), at the deploy's expiry: no instance, and no minimum to restore one.
+            assert action["Properties"] == action["Properties"] | {
+                "StartTime": SYNTH_EXPIRY,
+                "DesiredCapacity": 0,
+                "MinSize": 0,
+            }
+            assert "Recurrence" not in action["Properties"]
+    template = templates["InferenceSageMakerStack"]
+    (schedule,) = resources(template, "AWS::Scheduler::Schedule").values()
+    properties = schedule["Properties"]
+    assert properties["ScheduleExpression"] == f"at({SYNTH_EXPIRY.removesuffix('Z')})"
+    assert properties["ScheduleExpressionTimezone"] == "UTC"
+    assert properties["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:sagemaker:deleteEndpoint"
+    assert json.loads(properties["Target"]["Input"]) == {"EndpointName": "inference-sagemaker"}
+    role_id = properties["Target"]["RoleArn"]["Fn::GetAtt"][0]
+    role = template["Resources"][role_id]["Properties"]
+    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    (policy,) = [
+        p for p in resources(template, "AWS::IAM::Policy").values() if p["Properties"]["Roles"] == [{"Ref": role_id}]
+    ]
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "sagemaker:DeleteEndpoint"
+    assert render_join(statement["Resource"]).endswith(":endpoint/inference-sagemaker")
+    # Every output says when.
+    for stack_template in templates.values():
+        for key, output in stack_template.get("Outputs", {}).items():
+            if key.startswith("Backend"):
+                assert f'\\"expires_at\\":\\"{SYNTH_EXPIRY}\\"' in json.dumps(output["Value"]), key
+
+    from tests.cdk.conftest import cdk_json_context, synth
+
+    assembly, _ = synth(cdk_json_context() | {"ttlHours": "0"}, tmp_path, nag=False)
+    for stack in assembly.stacks:
+        assert not resources(stack.template, "AWS::AutoScaling::ScheduledAction")
+        assert not resources(stack.template, "AWS::Scheduler::Schedule")
+
+
+@pytest.mark.parametrize("backend", EC2_BACKENDS)
+def test_each_server_may_take_only_its_own_group_to_zero(templates, backend):
+    template = templates[EC2_BACKENDS[backend]]
+    data = launch_data(template, backend)
+    profile = template["Resources"][data["IamInstanceProfile"]["Arn"]["Fn::GetAtt"][0]]["Properties"]
+    (role_ref,) = profile["Roles"]
+    (policy,) = [p for p in resources(template, "AWS::IAM::Policy").values() if p["Properties"]["Roles"] == [role_ref]]
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"] if "Sid" in s}
+    scale = statements["TakeOwnGroupToZero"]
+    assert scale["Action"] == "autoscaling:SetDesiredCapacity"
+    assert scale["Condition"] == {"StringEquals": {"aws:ResourceTag/inference:backend": backend}}
+    assert render_join(statements["ReportReadiness"]["Resource"]).endswith(f":parameter/inference/{backend}/ready")
+    group = group_of(template, backend)
+    assert {"Key": "inference:backend", "PropagateAtLaunch": True, "Value": backend} in group["Properties"]["Tags"]
+    if backend != "g6":
+        assert render_join(statements["StartItsImageBuild"]["Resource"]).startswith("<Build")
 
 
 def test_no_ingress_anywhere(templates):
@@ -136,9 +234,10 @@ def test_placement_record_moves_a_stack_to_its_failover_region(tmp_path):
 
     from catalog.config import load_config
     from stacks import build_app
+    from tests.cdk.conftest import SYNTH_NOW
 
     app = cdk.App(outdir=str(tmp_path), builtin_cloud_formation_validation=False)
-    config = load_config({}, placements={"InferenceNeuronStack": "us-west-2"})
+    config = load_config({}, placements={"InferenceNeuronStack": "us-west-2"}, now=SYNTH_NOW)
     stacks = build_app(app, config, nag=False)
     assert stacks["InferenceNeuronStack"].region == "us-west-2"
     assert stacks["InferenceGpuStack"].region == "us-east-1"
@@ -148,14 +247,20 @@ def user_data(templates, backend):
     return render_join(launch_data(templates[EC2_BACKENDS[backend]], backend)["UserData"])
 
 
-def container_env(script: str) -> list[str]:
-    block = script.split("cat > /etc/inference/container.env <<'INFERENCE_EOF'\n", 1)[1]
+def written_file(script: str, path: str) -> list[str]:
+    """The lines the boot script writes into `path` (none for an empty file)."""
+    if f': > "$ROOT{path}"' in script:
+        return []
+    block = script.split(f"cat > \"$ROOT{path}\" <<'INFERENCE_EOF'\n", 1)[1]
     return block.split("\nINFERENCE_EOF", 1)[0].split("\n")
+
+
+def container_env(script: str) -> list[str]:
+    return written_file(script, "/etc/inference/container.env")
 
 
 def serve_args(script: str) -> list[str]:
-    block = script.split("cat > /etc/inference/serve-args <<'INFERENCE_EOF'\n", 1)[1]
-    return block.split("\nINFERENCE_EOF", 1)[0].split("\n")
+    return written_file(script, "/etc/inference/serve-args")
 
 
 @pytest.mark.parametrize("backend", ["g6", "g5g"])
@@ -192,8 +297,8 @@ def test_g5g_pulls_the_image_its_stack_builds(templates):
     )
     assert "--dtype\nfloat16" in script
     assert "docker login --username AWS" in script
-    # A missing image is reported as failed, with the command that builds it, instead of restarting forever.
-    assert "IMAGE_BUILD_HINT='build it with: python -m runner.images build g5g" in script
+    # A missing image starts (or waits for) the stack's own build instead of restarting forever.
+    assert "IMAGE_BUILD_PROJECT='<BuildVllmSm75Project" in script
 
 
 @pytest.mark.parametrize(("backend", "swap"), [("inf2", True), ("trn1", False)])
@@ -203,19 +308,20 @@ def test_neuron_rows_run_the_vendor_engine_from_the_environment(templates, backe
     assert '-p "127.0.0.1:${HOST_PORT}:${CONTAINER_PORT}"' in script
     assert "HOST_PORT=8080" in script and "CONTAINER_PORT=8080" in script
     # No arguments: the entrypoint reads the model and the engine's settings from its environment.
-    assert serve_args(script) == [""]
+    assert serve_args(script) == []
     assert container_env(script) == [
-        "MODEL=Qwen/Qwen2.5-3B-Instruct",
+        "MODEL=Qwen/Qwen2.5-1.5B-Instruct",
         "TENSOR_PARALLEL_SIZE=2",
         "MAX_MODEL_LEN=4096",
         "MAX_NUM_SEQS=4",
         "TOOL_CALL_PARSER=hermes",
     ]
     assert '--env-file "$ROOT/etc/inference/container.env"' in script
-    # Compiled graphs persist across restarts on a named volume.
-    assert "DATA_VOLUME=neuron-cache:/var/cache/neuron" in script
+    # Compiled graphs persist on the host, and in the stack's graph repository for a replaced instance.
+    assert "DATA_VOLUME=/opt/inference/neuron-cache:/var/cache/neuron" in script
+    assert "GRAPH_REPOSITORY='<<NeuronGraphs" in script
     assert re.search(r"/<BuildNeuronRepository\w+>:[0-9a-f]{16}'$", image_line(script))
-    assert ("fallocate -l 16G /swapfile" in script) is swap
+    assert ('fallocate -l 16G "$ROOT/swapfile"' in script) is swap
 
 
 def root_volume(templates, backend):
@@ -264,6 +370,41 @@ def test_images_are_built_by_the_apps_own_codebuild_into_its_own_repository(
     assert statements["PushToItsRepository"]["Resource"] == {"Fn::GetAtt": [repository_id, "Arn"]}
     assert "ecr:PutImage" in statements["PushToItsRepository"]["Action"]
     assert statements["EcrLogin"]["Action"] == "ecr:GetAuthorizationToken"
+    # It brings back (and restarts) only the servers tagged with its image.
+    condition = {"StringEquals": {"aws:ResourceTag/inference:image": folder}}
+    assert statements["BringBackTheServersOfThisImage"]["Condition"] == condition
+    assert statements["RestartTheServersOfThisImage"]["Condition"] == {
+        "StringEquals": {"ssm:resourceTag/inference:image": folder}
+    }
+    # One build at a time, and the buildspec runs exactly the build script of the repository.
+    assert project["Properties"]["ConcurrentBuildLimit"] == 1
+    from inference_constructs.image_build import BUILD_SCRIPT
+
+    spec = json.loads(project["Properties"]["Source"]["BuildSpec"])
+    (command,) = spec["phases"]["build"]["commands"]
+    encoded = re.search(r"echo (\S+) \| base64 -d", command).group(1)
+    assert base64.b64decode(encoded).decode() == BUILD_SCRIPT.read_text()
+    assert command.endswith('&& bash "$script"')
+
+
+@pytest.mark.parametrize("stack", ["InferenceGpuStack", "InferenceNeuronStack"])
+def test_every_deploy_of_the_stack_starts_its_image_build(templates, stack):
+    """Images before servers: CloudFormation's own stack events start the build, no Lambda needed."""
+    template = templates[stack]
+    (rule,) = resources(template, "AWS::Events::Rule").values()
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern == {
+        "source": ["aws.cloudformation"],
+        "detail-type": ["CloudFormation Stack Status Change"],
+        "detail": {
+            "stack-id": [{"Ref": "AWS::StackId"}],
+            "status-details": {"status": ["CREATE_COMPLETE", "UPDATE_COMPLETE"]},
+        },
+    }
+    ((project_id, _),) = resources(template, "AWS::CodeBuild::Project").items()
+    (target,) = rule["Properties"]["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [project_id, "Arn"]}
+    assert not resources(template, "AWS::Lambda::Function")
 
 
 def test_outputs_name_the_build_project_and_what_the_server_takes(templates):
@@ -304,9 +445,12 @@ def test_sagemaker_environment_and_health_timeout(templates):
 
 def test_sagemaker_role_is_scoped(templates):
     template = templates["InferenceSageMakerStack"]
-    (role,) = resources(template, "AWS::IAM::Role").values()
-    assert "ManagedPolicyArns" not in role["Properties"]
-    (policy,) = resources(template, "AWS::IAM::Policy").values()
+    roles = resources(template, "AWS::IAM::Role")
+    (role_id,) = [k for k, r in roles.items() if "sagemaker.amazonaws.com" in json.dumps(r)]
+    assert "ManagedPolicyArns" not in roles[role_id]["Properties"]
+    (policy,) = [
+        p for p in resources(template, "AWS::IAM::Policy").values() if p["Properties"]["Roles"] == [{"Ref": role_id}]
+    ]
     statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
     assert render_join(statements["PullImage"]["Resource"]).endswith(":repository/vllm")
     assert "763104351884" in render_join(statements["PullImage"]["Resource"])
@@ -323,23 +467,26 @@ def test_secret_read_is_scoped_to_one_secret(templates):
         for s in policy["Properties"]["PolicyDocument"]["Statement"]
         if "secretsmanager:GetSecretValue" in s["Action"]
     ]
-    (statement,) = secret_statements
-    resource = statement["Resource"]
-    assert not isinstance(resource, list)
-    assert render_join(resource).endswith(":secret:inference/hf-token-??????")
+    assert len(secret_statements) == 2  # one per server
+    for statement in secret_statements:
+        resource = statement["Resource"]
+        assert not isinstance(resource, list)
+        assert render_join(resource).endswith(":secret:inference/hf-token-??????")
 
 
-def test_instance_role_has_ssm_and_ecr_pull(templates):
-    (role,) = [
+def test_instance_roles_have_ssm_and_ecr_pull(templates):
+    roles = [
         r
         for r in resources(templates["InferenceGpuStack"], "AWS::IAM::Role").values()
         if "ManagedPolicyArns" in r["Properties"]
     ]
-    arns = [render_join(a) for a in role["Properties"]["ManagedPolicyArns"]]
-    assert sorted(a.rsplit("/", 1)[1] for a in arns) == [
-        "AmazonEC2ContainerRegistryReadOnly",
-        "AmazonSSMManagedInstanceCore",
-    ]
+    assert len(roles) == 2  # one per server
+    for role in roles:
+        arns = [render_join(a) for a in role["Properties"]["ManagedPolicyArns"]]
+        assert sorted(a.rsplit("/", 1)[1] for a in arns) == [
+            "AmazonEC2ContainerRegistryReadOnly",
+            "AmazonSSMManagedInstanceCore",
+        ]
 
 
 def test_nothing_is_retained_and_logs_expire(templates):
@@ -372,12 +519,15 @@ def test_outputs_follow_the_contract_the_runner_reads(templates, backend):
     region = "us-east-1" if spec.stack == "InferenceGpuStack" else "us-east-2"
     assert (parsed.name, parsed.kind, parsed.region, parsed.model_id) == (backend, spec.kind, region, spec.model_id)
     assert (parsed.port, parsed.health_path) == (spec.port, spec.health_path)
+    assert parsed.expires_at == SYNTH_EXPIRY
     if spec.kind == "sagemaker":
         assert parsed.endpoint_name == "inference-sagemaker"
         assert parsed.log_group == "/aws/sagemaker/Endpoints/inference-sagemaker"
+        assert parsed.endpoint_config_name.startswith("<")
     else:
         assert parsed.auto_scaling_group.endswith("-ASG")
-        assert parsed.zones == list(REGION_ZONES[region])
+        assert parsed.zones == ["<zone 0>", "<zone 1>"]
+        assert parsed.ready_minutes == spec.ready_minutes
         assert parsed.readiness_parameter == f"/inference/{backend}/ready"
         assert parsed.log_group == f"/inference/{backend}"
 

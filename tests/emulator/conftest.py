@@ -8,7 +8,9 @@ import os
 import pytest
 
 from catalog.config import PLACEMENT_ENV
-from tests.moto_emulator import Emulator
+from runner.cdk_cli import CLI_DIR_ENV
+from tests.aws_emulator import Emulator
+from tests.emulator.cdk_cycle import cli_folder
 
 
 @pytest.fixture(scope="module")
@@ -16,9 +18,11 @@ def emulator(tmp_path_factory):
     # One line per emulated request would bury a failure's message.
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     scratch = tmp_path_factory.mktemp("emulator")
-    emulator = Emulator().start()
+    emulator = Emulator(scratch).start()
     saved = dict(os.environ)
-    os.environ.update(emulator.env() | {PLACEMENT_ENV: str(scratch / "placement.json")})
+    os.environ.update(
+        emulator.env() | {PLACEMENT_ENV: str(scratch / "placement.json"), CLI_DIR_ENV: str(cli_folder(scratch))}
+    )
     os.environ.pop("AWS_CONFIG_FILE", None)
     try:
         yield emulator

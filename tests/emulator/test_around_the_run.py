@@ -12,7 +12,6 @@ import re
 import socket
 import stat
 import sys
-import time
 from pathlib import Path
 
 import boto3
@@ -23,7 +22,7 @@ from runner.errors import RunnerError
 from runner.forwards import process_alive, read_forwards
 from runner.outputs import read_outputs_file
 from tests.emulator.cdk_cycle import bootstrap, deploy, destroy
-from tests.moto_emulator import instance_agent
+from tests.emulator.observe import SERVERS, wait_for_states
 from tests.runner.fake_openai import FakeOpenAI, text
 
 pytestmark = pytest.mark.emulator
@@ -33,17 +32,16 @@ STAND_IN = Path(__file__).with_name("stand_in_plugin.py")
 
 @pytest.fixture(scope="module")
 def deployed(emulator, tmp_path_factory):
-    """Every stack deployed through the real CLI, every EC2 server reporting ready."""
+    """Every stack deployed through the real CLI, every EC2 server booted and reporting ready
+    (the stacks' image builds started by their CloudFormation event, delivered by hand)."""
     scratch = tmp_path_factory.mktemp("deployed")
     outputs = scratch / "outputs.json"
-    bootstrap()
-    deploy(outputs)
-    servers = [b for b in read_outputs_file(outputs).backends if b.name in EC2_SERVERS]
-    with instance_agent(emulator) as reported:
-        deadline = time.monotonic() + 60
-        while len(reported) < len(servers) and time.monotonic() < deadline:
-            time.sleep(0.2)
-    assert len(reported) == len(servers), reported
+    emulator.reset()
+    bootstrap(emulator.scratch)
+    deploy(emulator.scratch, outputs)
+    emulator.fire_stack_deployed("us-east-1", "InferenceGpuStack")
+    emulator.fire_stack_deployed("us-east-2", "InferenceNeuronStack")
+    wait_for_states(SERVERS)
     yield outputs
     forward.close_forwards(aws=True)
 
@@ -159,7 +157,18 @@ def test_servers_not_ready_or_not_on_ssm_are_skipped_with_the_reason(deployed, e
     ssm = boto3.client("ssm", region_name="us-east-2")
     inf2 = readiness("us-east-2", "inf2")
     trn1 = readiness("us-east-2", "trn1")
+    g6 = readiness("us-east-1", "g6")
+    east1 = boto3.client("ssm", region_name="us-east-1")
     try:
+        # A record written by an instance the group no longer runs (a rolling update's old one).
+        east1.put_parameter(
+            Name="/inference/g6/ready", Type="String", Overwrite=True, Value=json.dumps(g6 | {"instance_id": "i-0old"})
+        )
+        assert forward.run(["--outputs-file", str(deployed), "--plugin", plugin, "--backends", "g6"]) == 1
+        assert (
+            f"readiness is stale: written by i-0old, the group now runs {g6['instance_id']}" in capsys.readouterr().out
+        )
+        east1.put_parameter(Name="/inference/g6/ready", Type="String", Overwrite=True, Value=json.dumps(g6))
         ssm.put_parameter(
             Name="/inference/inf2/ready",
             Type="String",
@@ -314,7 +323,7 @@ def test_sweep_finds_ours_before_destroy_and_nothing_of_ours_after_delete(
         (other,) = [f for f in found if not f["ours"] and f["kind"] == "instance"]
         assert other["id"] == stranger["InstanceId"] and other["region"] == "us-west-1" and other["billing"]
 
-        destroy()
+        destroy(emulator.scratch)
         assert sweep.run(["--results-dir", str(tmp_path / "after")]) == 1
         after = newest(tmp_path / "after", "sweep")["records"]
         assert not [f for f in after if f["ours"] and f["kind"] in ("stack", "endpoint", "endpoint-config", "model")]

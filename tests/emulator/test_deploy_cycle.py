@@ -1,64 +1,32 @@
-"""The whole real-account flow against the moto emulator on loopback, through the pinned CLI:
-bootstrap every region the app uses, deploy every stack, read the outputs (file and
-CloudFormation), `runner.up` failing a stack over to its next region on an injected capacity
-refusal, destroy, and a listing of what the emulator still holds."""
+"""Capacity failover against the moto emulator on loopback, through the pinned CLI: bootstrap
+every region the app uses, deploy every stack, read the outputs (file and CloudFormation),
+`runner.up` failing a stack over to its next region on an injected capacity refusal (the
+servers boot for real there: tests/host), destroy, and a listing of what the emulator still
+holds."""
 
 from __future__ import annotations
 
 import json
 
-import boto3
 import pytest
 
 from catalog.config import read_placements
 from runner.outputs import read_outputs_file, read_stack_outputs
 from runner.up import UpOptions, up
 from tests.emulator.cdk_cycle import CONTEXT, bootstrap, deploy, destroy
-from tests.moto_emulator import REGIONS, instance_agent
+from tests.emulator.observe import leftovers
 
 pytestmark = pytest.mark.emulator
 
 
-def leftovers() -> dict[str, list[str]]:
-    """Everything of the app's the emulator still holds, per region."""
-    found: dict[str, list[str]] = {}
-    for region in REGIONS:
-        items = []
-        cloudformation = boto3.client("cloudformation", region_name=region)
-        for stack in cloudformation.describe_stacks()["Stacks"]:
-            if stack["StackName"] != "CDKToolkit" and stack["StackStatus"] != "DELETE_COMPLETE":
-                items.append(f"stack {stack['StackName']} {stack['StackStatus']}")
-        for group in boto3.client("autoscaling", region_name=region).describe_auto_scaling_groups()[
-            "AutoScalingGroups"
-        ]:
-            items.append(f"group {group['AutoScalingGroupName']}")
-        ec2 = boto3.client("ec2", region_name=region)
-        for reservation in ec2.describe_instances(
-            Filters=[{"Name": "instance-state-name", "Values": ["pending", "running"]}]
-        )["Reservations"]:
-            items += [f"instance {i['InstanceId']}" for i in reservation["Instances"]]
-        for parameter in boto3.client("ssm", region_name=region).describe_parameters()["Parameters"]:
-            if parameter["Name"].startswith("/inference/"):
-                items.append(f"parameter {parameter['Name']}")
-        sagemaker = boto3.client("sagemaker", region_name=region)
-        items += [f"endpoint {e['EndpointName']}" for e in sagemaker.list_endpoints()["Endpoints"]]
-        logs = boto3.client("logs", region_name=region)
-        items += [
-            f"log group {g['logGroupName']}"
-            for g in logs.describe_log_groups()["logGroups"]
-            if g["logGroupName"].startswith(("/inference/", "/aws/sagemaker/Endpoints/inference-"))
-        ]
-        if items:
-            found[region] = items
-    return found
-
-
 def test_deploy_read_fail_over_and_destroy(emulator, tmp_path):
-    bootstrap()
+    emulator.reset()
+    bootstrap(emulator.scratch)
     # us-east-2 refuses every EC2 launch from now on (capacity, in every zone).
     emulator.refuse_capacity("us-east-2")
     outputs_file = tmp_path / "outputs.json"
-    deploy(outputs_file)
+    # As an earlier version of the app deployed: no time-to-live.
+    deploy(emulator.scratch, outputs_file, {"ttlHours": "0"})
     from_file = read_outputs_file(outputs_file)
     from_cloudformation = read_stack_outputs()
     assert from_file.problems == [] and from_cloudformation.problems == []
@@ -75,22 +43,25 @@ def test_deploy_read_fail_over_and_destroy(emulator, tmp_path):
         "sagemaker": "us-east-2",
     }
 
-    # us-east-2 refused every launch (since before the deploy): runner.up must move the Neuron
-    # stack to us-west-2 by itself.
-    with instance_agent(emulator, ("us-west-2",)):
-        evidence = up(
-            UpOptions(
-                stacks=["InferenceNeuronStack"],
-                context=CONTEXT,
-                launch_timeout_s=2.0,
-                ready_timeout_s=60.0,
-                poll_s=0.3,
-                method="direct",
-                results_dir=tmp_path / "results",
-            )
+    # us-east-2 refused every launch (since before the deploy): runner.up builds the image there
+    # (nothing bills meanwhile), brings the groups to one instance, gets none, and moves the Neuron
+    # stack to us-west-2 by itself, where the servers boot and report ready.
+    evidence = up(
+        UpOptions(
+            stacks=["InferenceNeuronStack"],
+            context=CONTEXT,
+            launch_timeout_s=3.0,
+            ready_timeout_s=60.0,
+            poll_s=0.3,
+            build_grace_s=0.5,
+            method="direct",
+            results_dir=tmp_path / "results",
         )
+    )
     records = {r["backend"]: r for r in evidence.data["records"]}
     assert set(records) == {"inf2", "trn1"}
+    # The deploy says that it adds the time-to-live the stack did not have.
+    assert any("was deployed without a time-to-live: this deploy adds one" in n for n in evidence.data["notices"])
     for record in records.values():
         assert record["outcome"] == "ready", json.dumps(
             [record["outcome"], evidence.data["notices"], evidence.data.get("errors")], default=str
@@ -112,7 +83,7 @@ def test_deploy_read_fail_over_and_destroy(emulator, tmp_path):
     names = {b.name: b.region for b in read_stack_outputs().backends}
     assert names["inf2"] == "us-west-2"
 
-    destroy()
+    destroy(emulator.scratch)
     # What the emulator still holds is exactly its gap: after that failed first deletion moto drops
     # the stack record but keeps the Auto Scaling groups (and their instances) it had not deleted.
     # On AWS, CloudFormation deletes the group, which terminates its instance.

@@ -26,6 +26,10 @@ def host(tmp_path):
         '"artifacts": os.environ.get("NEURON_COMPILED_ARTIFACTS")}))\' "$@"\n'
     )
     stub.chmod(0o755)
+    # The hub download, as huggingface_hub's snapshot_download answers: the local snapshot folder.
+    download = bin_dir / "fake-python"
+    download.write_text(f'#!/bin/bash\necho "{tmp_path}/hub/models--${{3//\\//--}}/snapshots/0123abc"\n')
+    download.chmod(0o755)
     return tmp_path
 
 
@@ -34,7 +38,8 @@ def serve(host: Path, **env: str) -> subprocess.CompletedProcess:
         "PATH": f"{host / 'bin'}:{os.environ['PATH']}",
         "NEURON_DEVICES": str(host / "dev" / "neuron*"),
         "COMPILED_ARTIFACTS": str(host / "cache"),
-        "MODEL": "Qwen/Qwen2.5-3B-Instruct",
+        "MODEL": "Qwen/Qwen2.5-1.5B-Instruct",
+        "PYTHON": str(host / "bin" / "fake-python"),
     }
     return subprocess.run(
         ["bash", str(SCRIPT)], env=base | env, capture_output=True, text=True, timeout=30, check=False
@@ -45,14 +50,32 @@ def test_flags_come_from_the_environment(host):
     result = serve(host, MAX_MODEL_LEN="8192", MAX_NUM_SEQS="2")
     assert result.returncode == 0, result.stderr
     ran = json.loads(result.stdout)
+    # Served from the local snapshot (tied embeddings), under the hub id clients ask for.
+    snapshot = str(host / "hub" / "models--Qwen--Qwen2.5-1.5B-Instruct" / "snapshots" / "0123abc")
     assert ran["argv"] == [
-        "serve", "Qwen/Qwen2.5-3B-Instruct", "--host", "0.0.0.0", "--port", "8080",
+        "serve", snapshot, "--served-model-name", "Qwen/Qwen2.5-1.5B-Instruct", "--host", "0.0.0.0", "--port", "8080",
         "--tensor-parallel-size", "2", "--max-model-len", "8192", "--max-num-seqs", "2",
         "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
     ]  # fmt: skip
     # Compiled graphs are kept per model and shape, on the mounted cache.
-    assert ran["artifacts"] == str(host / "cache" / "Qwen_Qwen2.5-3B-Instruct-tp2-len8192-seqs2")
+    assert ran["artifacts"] == str(host / "cache" / "Qwen_Qwen2.5-1.5B-Instruct-tp2-len8192-seqs2")
     assert Path(ran["artifacts"]).is_dir()
+
+
+def test_a_local_checkpoint_is_served_as_it_is(host):
+    folder = host / "checkpoint"
+    folder.mkdir()
+    ran = json.loads(serve(host, MODEL=str(folder)).stdout)
+    assert ran["argv"][1:4] == [str(folder), "--served-model-name", str(folder)]
+
+
+def test_a_failed_download_is_retried_by_the_unit_not_a_configuration_fault(host):
+    failing = host / "bin" / "failing-python"
+    failing.write_text("#!/bin/bash\necho 'HTTPSConnectionPool: Max retries exceeded' >&2\nexit 1\n")
+    failing.chmod(0o755)
+    result = serve(host, PYTHON=str(failing))
+    assert result.returncode == 1 and result.stdout == ""
+    assert "serve: could not download Qwen/Qwen2.5-1.5B-Instruct from the Hugging Face hub" in result.stderr
 
 
 def test_an_empty_parser_serves_without_tools(host):

@@ -187,3 +187,21 @@ def test_evidence_from_another_command_or_no_file_is_one_line_and_writes_nothing
     with pytest.raises(RunnerError, match=r"missing.json does not exist"):
         cost.run([str(tmp_path / "missing.json"), "--offline", "--results-dir", str(tmp_path / "out")])
     assert not (tmp_path / "out").exists()
+
+
+def test_a_known_backend_given_by_endpoint_is_priced_as_that_backend(tmp_path):
+    """The survey's manual-forward flow: `bench --endpoint g6=URL` measures g6 (the bench table
+    says g6), so `cost` prices the g6 instance, not 'not billed by AWS'."""
+    from runner import bench
+    from tests.runner.fake_openai import FakeOpenAI, text
+
+    with FakeOpenAI([text("The ocean is wide and deep.", usage_tokens=9)]) as server:
+        argv = ["--endpoint", f"g6={server.url}", "--backends", "g6", "--repeats", "1", "--no-aws", "--local", "never"]
+        assert bench.run([*argv, "--results-dir", str(tmp_path / "bench")]) == 0
+    (measured,) = (tmp_path / "bench").glob("*/bench-*.json")
+    assert cost.run([str(measured), "--offline", "--results-dir", str(tmp_path / "cost")]) == 0
+    (saved,) = (tmp_path / "cost").glob("*/cost-*.json")
+    (row,) = [r for r in json.loads(saved.read_text())["records"] if r["backend"] == "g6"]
+    assert row.get("note") != "not billed by AWS"
+    assert (row["billed_by"], row["usd_per_hour"], row["region"]) == ("g6.xlarge", 0.8048, "us-east-2")
+    assert row["usd_per_million_output"] > 0

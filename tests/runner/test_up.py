@@ -35,6 +35,11 @@ def run_up(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
         (["-c", "g6.zones=us-west-2a"], "'us-west-2a' is not a zone of us-east-1"),
         (["-c", "inf2.regions=us-west-2", "-c", "trn1.regions=us-east-2"], "asked for in two regions at once"),
         (["-c", "novalue"], "--context 'novalue': expected KEY=VALUE"),
+        (["-c", "ttlHours=-1"], "context ttlHours: '-1' is outside 0..744 hours (0 turns it off)"),
+        (["-c", "ttlHours=soon"], "context ttlHours: expected a number of hours (0 turns it off), got 'soon'"),
+        (["-c", "g6.regions=eu-central-1", "-c", "g5g.regions=eu-west-1"], "g5g.2xlarge is not offered in eu-west-1"),
+        (["--extend", "2"], "--extend: nothing deployed by runner.up to extend (placement.json lists no stack)"),
+        (["--extend", "0"], "--extend 0: give a number of hours above 0 (to turn the time-to-live off: -c ttlHours=0)"),
     ],
 )
 def test_bad_input_is_one_line_and_nothing_is_deployed_or_written(tmp_path, args, message):
@@ -61,6 +66,13 @@ def test_bad_input_is_one_line_and_nothing_is_deployed_or_written(tmp_path, args
 )
 def test_capacity_refusals_are_told_from_other_faults(message, refused):
     assert is_capacity_refusal(message) is refused
+
+
+def test_a_record_from_another_instance_is_stale():
+    """A rolling update or a replacement: the group runs a new instance, the record is the old one's."""
+    record = Readiness.parse('{"state": "ready", "instance_id": "i-old"}')
+    assert record.stale_for("i-new") and not record.stale_for("i-old")
+    assert not Readiness.parse('{"state": "launching"}').stale_for("i-new")  # the stack's own, no instance
 
 
 def test_readiness_lines():

@@ -1,0 +1,98 @@
+#!/bin/bash
+# The image build, run by CodeBuild in the image's source folder: build the image unless its tag
+# is already in the repository (FORCE_BUILD=1 rebuilds it), push it, then bring back the servers
+# that run it: a group held at zero goes to one instance, and a running server whose image was
+# just rebuilt is restarted (SSM Run Command) so the new image serves. A failed build writes its
+# last log lines into the readiness of the servers waiting for it; they stay at zero.
+#
+# Environment: IMAGE_URI (repository:tag), IMAGE_FOLDER (the `inference:image` tag of the groups
+# that run it), FORCE_BUILD, and CodeBuild's own AWS_REGION and CODEBUILD_BUILD_ID.
+set -uo pipefail
+export AWS_EXECUTION_ENV="inference-build"
+export AWS_DEFAULT_REGION="${AWS_REGION:?}"
+# Memory one nvcc (or compiler) job may take: vLLM's CUDA kernels need several GiB each.
+GIB_PER_JOB="${GIB_PER_JOB:-4}"
+LOG="${INFERENCE_BUILD_LOG:-$(mktemp)}"
+repository="${IMAGE_URI#*/}"
+repository="${repository%:*}"
+tag="${IMAGE_URI##*:}"
+: > "$LOG"
+
+# Parallel jobs the build machine's memory allows: the smaller of the host's memory and the
+# container's cgroup limit, less 2 GiB, over GIB_PER_JOB; at least 1, at most one per CPU.
+build_jobs() {
+  local bytes limit file gib jobs cpus
+  bytes=$(awk '/MemTotal/ {printf "%.0f", $2 * 1024}' /proc/meminfo)
+  for file in /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory/memory.limit_in_bytes; do
+    limit=$(cat "$file" 2>/dev/null) || continue
+    [[ "$limit" =~ ^[0-9]+$ ]] && (( limit < bytes )) && bytes=$limit
+  done
+  gib=$(( bytes / 1024 / 1024 / 1024 ))
+  cpus=$(nproc)
+  jobs=$(( (gib - 2) / GIB_PER_JOB ))
+  (( jobs < 1 )) && jobs=1
+  (( jobs > cpus )) && jobs=$cpus
+  echo "$jobs"
+}
+
+# One line per group that runs this image: NAME DESIRED BACKEND INSTANCE_IDS (comma-separated).
+image_groups() {
+  # shellcheck disable=SC2016  # the backticks are JMESPath
+  aws autoscaling describe-auto-scaling-groups --filters "Name=tag:inference:image,Values=$IMAGE_FOLDER" \
+    --query 'AutoScalingGroups[].[AutoScalingGroupName, DesiredCapacity, Tags[?Key==`inference:backend`].Value | [0], join(`,`, Instances[].InstanceId)]' \
+    --output text
+}
+
+report_failure() {
+  local what="$1" lines group desired backend _ids value
+  lines=$(grep -v '^\s*$' "$LOG" | tail -n 6 | tr '\n' ' ' | tr -s ' ' | cut -c1-400)
+  echo "inference-build: $what failed: $lines" >&2
+  while read -r group desired backend _ids; do
+    [[ -n "$group" && "$desired" == 0 ]] || continue  # a server that runs the old image keeps its state
+    value=$(REASON="image build ${CODEBUILD_BUILD_ID:-?} failed ($what): $lines" BUILD="${CODEBUILD_BUILD_ID:-}" python3 -c '
+import datetime, json, os
+print(json.dumps({"state": "failed", "reason": os.environ["REASON"][:600], "build_id": os.environ["BUILD"],
+                  "stopped": True, "at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}))')
+    aws ssm put-parameter --name "/inference/$backend/ready" --type String --overwrite --value "$value" >/dev/null \
+      || echo "inference-build: could not write the readiness of $backend" >&2
+  done < <(image_groups)
+  exit 1
+}
+
+bring_back() {
+  local rebuilt="$1" group desired backend ids
+  while read -r group desired backend ids; do
+    [[ -n "$group" ]] || continue
+    if [[ "$desired" == 0 ]]; then
+      aws autoscaling set-desired-capacity --auto-scaling-group-name "$group" --desired-capacity 1 \
+        && echo "inference-build: $backend ($group) brought back to one instance"
+    elif [[ "$rebuilt" == 1 && -n "$ids" && "$ids" != None ]]; then
+      # shellcheck disable=SC2046  # one word per instance id
+      aws ssm send-command --document-name AWS-RunShellScript --instance-ids $(tr ',' ' ' <<<"$ids") \
+        --comment "inference: restart $backend on the image just built" \
+        --parameters 'commands=["systemctl restart inference-server.service"]' >/dev/null \
+        && echo "inference-build: $backend restarted on $ids to serve the new image"
+    fi
+  done < <(image_groups)
+}
+
+aws ecr get-login-password | docker login --username AWS --password-stdin "${IMAGE_URI%%/*}" >>"$LOG" 2>&1 \
+  || report_failure "registry login"
+rebuilt=0
+if [[ "${FORCE_BUILD:-0}" != 1 ]] \
+  && aws ecr describe-images --repository-name "$repository" --image-ids "imageTag=$tag" >/dev/null 2>&1; then
+  echo "inference-build: $IMAGE_URI is already in the repository; not rebuilt"
+else
+  build_args=()
+  if grep -q '^ARG MAX_JOBS' Dockerfile; then
+    jobs=$(build_jobs)
+    echo "inference-build: $jobs parallel jobs ($(nproc) CPUs, $GIB_PER_JOB GiB per job)"
+    build_args+=(--build-arg "MAX_JOBS=$jobs")
+  fi
+  docker build "${build_args[@]}" --tag "$IMAGE_URI" . 2>&1 | tee -a "$LOG"
+  (( PIPESTATUS[0] == 0 )) || report_failure "docker build"
+  docker push "$IMAGE_URI" 2>&1 | tee -a "$LOG"
+  (( PIPESTATUS[0] == 0 )) || report_failure "docker push"
+  rebuilt=1
+fi
+bring_back "$rebuilt"

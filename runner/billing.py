@@ -1,0 +1,73 @@
+"""What is billing right now, and at what hourly list price: the table every `runner.up` ends with.
+
+A server bills while its instance runs (pending, running, or shutting down) and a SageMaker
+endpoint while it exists in any state but Failed; a group held at zero and a waiting image bill
+nothing by the hour (ECR storage and a running CodeBuild build are shown as what they are, not
+priced here). Prices come from the dated offline table (catalog/prices.py), the us-east-1 figure
+marked as such for another region; `runner.cost` asks the Pricing API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from catalog.prices import EC2, SAGEMAKER, offline_price
+
+
+@dataclass
+class Billing:
+    backend: str
+    region: str
+    what: str
+    usd_per_hour: float | None
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "region": self.region,
+            "what": self.what,
+            "usd_per_hour": self.usd_per_hour,
+            "note": self.note,
+        }
+
+
+def hourly(service: str, item: str, region: str) -> tuple[float | None, str]:
+    price = offline_price(service, item, region)
+    if price is None:
+        return None, "no price in the offline table"
+    return price.usd_per_hour, price.note or f"list price, {price.as_of[:10]}"
+
+
+def instance_billing(backend: str, region: str, instance_type: str, instance_id: str) -> Billing:
+    price, note = hourly(EC2, instance_type, region)
+    return Billing(backend, region, f"{instance_type} instance {instance_id}", price, note)
+
+
+def endpoint_billing(backend: str, region: str, instance_type: str, endpoint: str, status: str) -> Billing:
+    price, note = hourly(SAGEMAKER, instance_type, region)
+    return Billing(backend, region, f"endpoint {endpoint} ({instance_type}, {status})", price, note)
+
+
+def render(rows: list[dict[str, Any]], out: Console, expires_at: str | None) -> None:
+    if not rows:
+        out.print("[green]nothing of this run is billing by the hour[/green]")
+    else:
+        table = Table(title="billing now (list prices)")
+        for column in ("backend", "region", "what", "$/h", "note"):
+            table.add_column(column, justify="right" if column == "$/h" else "left")
+        total = 0.0
+        for row in rows:
+            price = row.get("usd_per_hour")
+            total += price or 0.0
+            table.add_row(row["backend"], row["region"], row["what"], f"{price:.4f}" if price else "-", row["note"])
+        table.add_row("total", "", "", f"{total:.4f}", "")
+        out.print(table)
+    if expires_at:
+        out.print(
+            f"time-to-live: every server of this deploy goes to zero at {expires_at} (runner.up --extend H moves it)"
+        )

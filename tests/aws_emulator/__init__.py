@@ -1,0 +1,33 @@
+"""AWS on loopback for the app's real CDK CLI cycle and its whole server lifecycle: moto in server
+mode, with each of its gaps filled by a module here that holds what AWS would hold (or, where
+moto stores but never acts, does what AWS would do), named as a gap in the module and its tests:
+
+- `parameters`: the DLAMI and Neuron AMI parameters; CloudFormation's map of parameter Tags;
+  who wrote each readiness parameter (the user agent's exec-env), so a test can prove only the
+  servers and the image builds write readiness;
+- `capacity`: launches refused per region, with the failed scaling activities AWS reports;
+- `cloudformation`: a stack update that keeps a parameter's previous value (the CDK CLI's
+  UsePreviousValue) when the stack was created with its default;
+- `sagemaker`: CloudFormation's endpoint keeps the EndpointName the template gives;
+- `sessions`: Session Manager (StartSession, TerminateSession, DescribeSessions,
+  DescribeInstanceInformation);
+- `codebuild`: CloudFormation's AWS::CodeBuild::Project, and builds that run: the buildspec under
+  bash with the real AWS CLI against the emulator and a Docker stand-in, pushing into the
+  emulated ECR, with phases, statuses and logs in CloudWatch Logs; one build at a time;
+- `instances`: every instance of the app boots its launch template's user data on a stand-in
+  host (tests/host), and terminating it shuts that host down;
+- `autoscaling`: stack updates change a group in place (moto deletes and recreates it), with the
+  rolling update and IgnoreUnmodifiedGroupSizeProperties; scheduled actions update, and fire
+  when a test says their time has come;
+- `schedules`: EventBridge rules on CloudFormation's stack events and EventBridge Scheduler
+  schedules, which moto never fires (Scheduler resources it does not even create): fired by hand,
+  from the deployed template.
+
+And `codebuild` deletes an ECR repository with its images, as EmptyOnDelete does (moto refuses a
+repository that holds images).
+"""
+
+from tests.aws_emulator.account import ACCOUNT, REGIONS
+from tests.aws_emulator.server import Emulator
+
+__all__ = ["ACCOUNT", "REGIONS", "Emulator"]

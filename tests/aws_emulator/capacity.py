@@ -1,0 +1,58 @@
+"""Capacity: moto launches every instance asked for. `Emulator.refuse_capacity(region)` makes
+Auto Scaling launch nothing there and answer DescribeScalingActivities with the failed
+activities a real account returns (moto's own answer is always empty)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+
+def refusal(group: Any, zone: str) -> dict[str, Any]:
+    """A failed launch activity in AWS's words (the survey's capacity-and-quota-events.txt)."""
+    return {
+        "ActivityId": str(uuid.uuid4()),
+        "AutoScalingGroupName": group.name,
+        "Cause": "At 2026-10-05T16:40:00Z an instance was started in response to a difference "
+        "between desired and actual capacity, increasing the capacity from 0 to 1.",
+        "Description": "Launching a new EC2 instance.  Status Reason: ",
+        "StartTime": datetime.now(UTC),
+        "EndTime": datetime.now(UTC),
+        "StatusCode": "Failed",
+        "StatusMessage": "We currently do not have sufficient "
+        f"{group.instance_type or 'requested'} capacity in the Availability Zone you requested "
+        f"({zone}). Our system will be working on provisioning additional capacity. Launching "
+        "EC2 instance failed.",
+        "Progress": 100,
+    }
+
+
+def install(emulator: Any) -> Callable[[], None]:
+    from moto.autoscaling.models import FakeAutoScalingGroup
+    from moto.autoscaling.responses import AutoScalingResponse
+    from moto.core.responses import ActionResult
+
+    original_replace = FakeAutoScalingGroup.replace_autoscaling_group_instances
+    original_describe = AutoScalingResponse.describe_scaling_activities
+
+    def replace(group, count_needed, propagated_tags):
+        if group.region in emulator.refused and count_needed > 0:
+            emulator.refused[group.region].extend(refusal(group, zone) for zone in group.availability_zones)
+            return None
+        return original_replace(group, count_needed, propagated_tags)
+
+    def describe(response):
+        name = response._get_param("AutoScalingGroupName")
+        activities = [a for a in emulator.refused.get(response.region, []) if a["AutoScalingGroupName"] == name]
+        return ActionResult({"Activities": activities})
+
+    FakeAutoScalingGroup.replace_autoscaling_group_instances = replace
+    AutoScalingResponse.describe_scaling_activities = describe
+
+    def undo() -> None:
+        FakeAutoScalingGroup.replace_autoscaling_group_instances = original_replace
+        AutoScalingResponse.describe_scaling_activities = original_describe
+
+    return undo

@@ -1,0 +1,99 @@
+"""Instances that boot: moto runs no user data. Every instance whose user data is one of the app's
+boot scripts boots it on a stand-in host (tests/host) with the real AWS CLI pointed at the
+emulator, so every call the script makes (readiness, the group's capacity, the build, ECR) lands
+here. Terminating an instance shuts its host down a moment later, as a real instance takes a
+while to stop (its scripts finish the call they are in). SSM Run Command (`AWS-RunShellScript`),
+which moto records without running, runs its commands on the target's host.
+
+What an instance has and does comes from `Emulator.host_options[backend]` (a HostOptions).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tests.host.machine import Host, HostOptions
+
+BOOT_MARKER = "inference-server.service"
+# How long a terminated instance takes to stop (real seconds).
+SHUTDOWN_DELAY_S = 2.0
+
+
+def boot(emulator: Any, instance: Any, script: str) -> None:
+    backend = re.search(r"^BACKEND=(\S+)$", script, re.M)
+    name = backend.group(1).strip("'") if backend else "?"
+    options = emulator.host_options.get(name, HostOptions())
+    host = Host(
+        root=emulator.scratch / "hosts" / instance.id,
+        instance_id=instance.id,
+        zone=instance.availability_zone,
+        env=emulator.env()
+        | {
+            "AWS_REGION": instance.region_name,
+            "AWS_DEFAULT_REGION": instance.region_name,
+            "REGISTRY_DIR": str(emulator.scratch / "registry"),
+        },
+        options=options,
+    )
+    emulator.hosts[instance.id] = host
+    host.boot(script)
+
+
+def shut_down_all(emulator: Any) -> None:
+    for host in list(emulator.hosts.values()):
+        host.shutdown()
+    emulator.hosts.clear()
+
+
+def install(emulator: Any) -> Callable[[], None]:
+    from moto.ec2.models.instances import Instance, InstanceBackend
+    from moto.ssm.responses import SimpleSystemManagerResponse
+
+    original_run = InstanceBackend.run_instances
+    original_terminate = Instance.terminate
+    original_send = SimpleSystemManagerResponse.send_command
+
+    def run_instances(backend, image_id, count, user_data, security_group_names, **kwargs):
+        reservation = original_run(backend, image_id, count, user_data, security_group_names, **kwargs)
+        for instance in reservation.instances:
+            data = instance.user_data
+            script = data.decode() if data is not None and hasattr(data, "decode") else ""
+            if BOOT_MARKER in script:
+                threading.Thread(target=boot, args=(emulator, instance, script), daemon=True).start()
+        return reservation
+
+    def terminate(instance):
+        host = emulator.hosts.pop(instance.id, None)
+        if host is not None:
+
+            def later() -> None:
+                time.sleep(SHUTDOWN_DELAY_S)
+                host.shutdown()
+
+            threading.Thread(target=later, daemon=True).start()
+        return original_terminate(instance)
+
+    def send_command(response):
+        result = original_send(response)
+        if response._get_param("DocumentName") == "AWS-RunShellScript":
+            commands = (response._get_param("Parameters") or {}).get("commands", [])
+            for instance_id in response._get_param("InstanceIds") or []:
+                host = emulator.hosts.get(instance_id)
+                if host is not None:
+                    threading.Thread(target=host.run, args=("\n".join(commands),), daemon=True).start()
+        return result
+
+    InstanceBackend.run_instances = run_instances
+    Instance.terminate = terminate
+    SimpleSystemManagerResponse.send_command = send_command
+
+    def undo() -> None:
+        InstanceBackend.run_instances = original_run
+        Instance.terminate = original_terminate
+        SimpleSystemManagerResponse.send_command = original_send
+
+    return undo

@@ -1,0 +1,87 @@
+"""What AWS starts on its own, which moto stores but never starts:
+
+- CloudFormation sends "CloudFormation Stack Status Change" events to the default event bus; moto
+  sends none. `fire_stack_deployed(region, stack)` builds the event AWS documents (source
+  aws.cloudformation, the stack's id in `resources` and `detail.stack-id`, `status-details.status`)
+  and delivers it to every rule whose pattern moto's own matcher says it matches: a CodeBuild
+  target starts its project, as EventBridge would (StartBuild).
+- moto's CloudFormation does not create AWS::Scheduler::Schedule at all. `fire_schedules(region,
+  stack)` reads the schedules from the stack's deployed template and does what their target says
+  (the universal target for SageMaker DeleteEndpoint, with its Input), as Scheduler would at
+  their time.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from tests.aws_emulator.account import ACCOUNT
+
+DELETE_ENDPOINT = "arn:aws:scheduler:::aws-sdk:sagemaker:deleteEndpoint"
+
+
+def deployed_stack(region: str, name: str) -> Any:
+    from moto.cloudformation.models import cloudformation_backends
+
+    backend = cloudformation_backends[ACCOUNT][region]
+    stacks = [s for s in backend.stacks.values() if s.name == name and s.status != "DELETE_COMPLETE"]
+    if not stacks:
+        raise AssertionError(f"stack {name} is not deployed in {region}")
+    return stacks[-1]
+
+
+def fire_stack_deployed(emulator: Any, region: str, stack: str, status: str = "CREATE_COMPLETE") -> list[str]:
+    """Deliver the stack's status-change event; returns the ids of the builds it started."""
+    from moto.events.models import events_backends
+
+    stack_id = deployed_stack(region, stack).stack_id
+    event = {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "CloudFormation Stack Status Change",
+        "source": "aws.cloudformation",
+        "account": ACCOUNT,
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": region,
+        "resources": [stack_id],
+        "detail": {
+            "stack-id": stack_id,
+            "status-details": {"status": status, "status-reason": ""},
+            "client-request-token": "",
+        },
+    }
+    started = []
+    for bus in events_backends[ACCOUNT][region].event_buses.values():
+        for rule in bus.rules.values():
+            if rule.state != "ENABLED" or not rule.event_pattern.matches_event(event):
+                continue
+            for target in rule.targets:
+                if ":codebuild:" in target["Arn"] and ":project/" in target["Arn"]:
+                    project = target["Arn"].rsplit("/", 1)[1]
+                    started.append(emulator.builds.start(region, project, {}).id)
+    return started
+
+
+def fire_schedules(emulator: Any, region: str, stack: str) -> list[str]:
+    """Run every Scheduler schedule of the stack's template; returns what each did."""
+    from moto.sagemaker.models import sagemaker_backends
+
+    template = deployed_stack(region, stack).template_dict
+    done = []
+    for logical_id, resource in template.get("Resources", {}).items():
+        if resource["Type"] != "AWS::Scheduler::Schedule":
+            continue
+        target = resource["Properties"]["Target"]
+        if target["Arn"] != DELETE_ENDPOINT:
+            raise AssertionError(f"{logical_id}: the emulator fires only {DELETE_ENDPOINT}, not {target['Arn']}")
+        name = json.loads(target["Input"])["EndpointName"]
+        sagemaker_backends[ACCOUNT][region].delete_endpoint(name)
+        done.append(f"{logical_id}: deleted endpoint {name}")
+    return done
+
+
+def install(emulator: Any):
+    return lambda: None

@@ -1,0 +1,116 @@
+"""The moto server on loopback, in this process, with every gap module installed."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+from tests.aws_emulator import (
+    autoscaling,
+    capacity,
+    cloudformation,
+    codebuild,
+    instances,
+    parameters,
+    sagemaker,
+    schedules,
+    sessions,
+)
+from tests.aws_emulator.account import ACCOUNT, REGIONS
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Emulator:
+    """moto in server mode. Knobs for a test: `refuse_capacity(region)`, `take_offline(id)`,
+    `host_options[backend]` (what an instance of that backend has and does), `build_behaviour
+    [folder]` (`ok` or `fail:TEXT`); `hosts` are the booted instances."""
+
+    def __init__(self, scratch: Path) -> None:
+        from moto.server import ThreadedMotoServer
+
+        self.scratch = scratch
+        self.port = free_port()
+        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        # localhost, not 127.0.0.1: the CDK CLI builds template URLs from it.
+        self.url = f"http://localhost:{self.port}"
+        self.refused: dict[str, list[dict[str, Any]]] = {}
+        self.sessions: dict[str, dict[str, Any]] = {}
+        self.offline: set[str] = set()
+        self.readiness_writes: list[dict[str, str]] = []
+        self.host_options: dict[str, Any] = {}
+        self.build_behaviour: dict[str, str] = {}
+        self.hosts: dict[str, Any] = {}
+        self.builds = codebuild.Builds(self)
+        self._undo: list[Any] = []
+
+    def start(self) -> Emulator:
+        self.server.start()
+        for module in (
+            parameters, capacity, sessions, codebuild, instances, autoscaling, schedules, sagemaker, cloudformation
+        ):  # fmt: skip
+            self._undo.append(module.install(self))
+        self.reset()
+        return self
+
+    def reset(self) -> None:
+        """Forget everything (moto keeps its state per process, across emulator instances)."""
+        import urllib.request
+
+        instances.shut_down_all(self)
+        self.builds.wait()
+        urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST"), timeout=30).read()
+        self.refused.clear()
+        self.sessions.clear()
+        self.offline.clear()
+        self.readiness_writes.clear()
+        self.host_options.clear()
+        self.build_behaviour.clear()
+        self.builds.clear()
+        parameters.seed_ami_parameters(ACCOUNT, REGIONS)
+
+    def refuse_capacity(self, region: str) -> None:
+        self.refused.setdefault(region, [])
+
+    def take_offline(self, instance_id: str) -> None:
+        self.offline.add(instance_id)
+
+    def forget_volumes(self, volumes: set[tuple[str, str]]) -> None:
+        """Drop (region, volume id) pairs from the emulator: what AWS deletes with a terminated
+        instance, moto keeps attached to it and cannot detach."""
+        from moto.ec2.models import ec2_backends
+
+        for region, volume_id in volumes:
+            ec2_backends[ACCOUNT][region].volumes.pop(volume_id, None)
+
+    def stop(self) -> None:
+        instances.shut_down_all(self)
+        self.builds.wait()
+        for undo in reversed(self._undo):
+            undo()
+        self.server.stop()
+
+    def env(self) -> dict[str, str]:
+        return {
+            "AWS_ENDPOINT_URL": self.url,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": "us-east-1",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+
+    # What AWS does on its own, on a test's word (moto never does it): see schedules.py and autoscaling.py.
+    def fire_stack_deployed(self, region: str, stack: str) -> list[str]:
+        return schedules.fire_stack_deployed(self, region, stack)
+
+    def fire_scheduled_actions(self, region: str) -> list[str]:
+        return autoscaling.fire_scheduled_actions(ACCOUNT, region)
+
+    def fire_schedules(self, region: str, stack: str) -> list[str]:
+        return schedules.fire_schedules(self, region, stack)

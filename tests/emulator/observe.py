@@ -1,0 +1,97 @@
+"""What the emulated account holds, read the way a user would read it (boto3 against the emulator)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+import boto3
+
+from tests.aws_emulator import REGIONS
+
+SERVERS = {"g6": "us-east-1", "g5g": "us-east-1", "inf2": "us-east-2", "trn1": "us-east-2"}
+
+
+def readiness(region: str, backend: str) -> dict:
+    value = boto3.client("ssm", region_name=region).get_parameter(Name=f"/inference/{backend}/ready")
+    return json.loads(value["Parameter"]["Value"])
+
+
+def states(servers: dict[str, str]) -> dict[str, str]:
+    return {name: readiness(region, name)["state"] for name, region in servers.items()}
+
+
+def wait_until(check: Callable[[], object], timeout_s: float = 90, what: str = "") -> object:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what or check}")
+
+
+def wait_for_states(servers: dict[str, str], wanted: str = "ready", timeout_s: float = 90) -> dict[str, str]:
+    last: dict[str, str] = {}
+
+    def reached() -> bool:
+        last.update(states(servers))
+        return all(state == wanted for state in last.values())
+
+    try:
+        wait_until(reached, timeout_s)
+    except AssertionError:
+        raise AssertionError(f"not all {wanted}: {last}") from None
+    return last
+
+
+def group(region: str, backend: str) -> dict:
+    """The backend's Auto Scaling group (found by its inference:backend tag)."""
+    autoscaling = boto3.client("autoscaling", region_name=region)
+    for candidate in autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]:
+        tags = {t["Key"]: t["Value"] for t in candidate.get("Tags", [])}
+        if tags.get("inference:backend") == backend:
+            return candidate
+    raise AssertionError(f"no group for {backend} in {region}")
+
+
+def running_instances(region: str) -> list[dict]:
+    ec2 = boto3.client("ec2", region_name=region)
+    reservations = ec2.describe_instances(Filters=[{"Name": "instance-state-name", "Values": ["pending", "running"]}])
+    return [i for r in reservations["Reservations"] for i in r["Instances"]]
+
+
+def leftovers() -> dict[str, list[str]]:
+    """Everything of the app's the emulator still holds, per region."""
+    found: dict[str, list[str]] = {}
+    for region in REGIONS:
+        items = []
+        cloudformation = boto3.client("cloudformation", region_name=region)
+        for stack in cloudformation.describe_stacks()["Stacks"]:
+            if stack["StackName"] != "CDKToolkit" and stack["StackStatus"] != "DELETE_COMPLETE":
+                items.append(f"stack {stack['StackName']} {stack['StackStatus']}")
+        for candidate in boto3.client("autoscaling", region_name=region).describe_auto_scaling_groups()[
+            "AutoScalingGroups"
+        ]:
+            items.append(f"group {candidate['AutoScalingGroupName']}")
+        items += [f"instance {i['InstanceId']}" for i in running_instances(region)]
+        for parameter in boto3.client("ssm", region_name=region).describe_parameters()["Parameters"]:
+            if parameter["Name"].startswith("/inference/"):
+                items.append(f"parameter {parameter['Name']}")
+        sagemaker = boto3.client("sagemaker", region_name=region)
+        items += [f"endpoint {e['EndpointName']}" for e in sagemaker.list_endpoints()["Endpoints"]]
+        items += [
+            f"repository {r['repositoryName']}"
+            for r in boto3.client("ecr", region_name=region).describe_repositories()["repositories"]
+            if r["repositoryName"].startswith("inference-survey/")
+        ]
+        logs = boto3.client("logs", region_name=region)
+        items += [
+            f"log group {g['logGroupName']}"
+            for g in logs.describe_log_groups()["logGroups"]
+            if g["logGroupName"].startswith(("/inference/", "/aws/sagemaker/Endpoints/inference-"))
+        ]
+        if items:
+            found[region] = items
+    return found

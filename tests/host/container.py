@@ -1,0 +1,38 @@
+"""What a server container runs on a stand-in host: the scripted OpenAI-compatible server (it
+streams like vLLM) on a free loopback port, which it writes to --port-file; its log says how long
+its "weights" took, in vLLM's words, so the readiness script has a line to read."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from tests.runner.fake_openai import FakeOpenAI, text
+
+REPLY = "The ocean is wide and deep."
+REPLY_TOKENS = 9
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port-file", type=Path, required=True)
+    parser.add_argument("--health", type=int, default=200)
+    args = parser.parse_args()
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    with FakeOpenAI([text(REPLY, usage_tokens=REPLY_TOKENS)]) as server:
+        server.health = lambda: args.health
+        print("(EngineCore pid=2128) INFO [default_loader.py:430] Loading weights took 3.21 seconds", flush=True)
+        partial = args.port_file.with_suffix(".partial")
+        partial.write_text(server.url.rsplit(":", 1)[1])
+        partial.replace(args.port_file)
+        print(f"INFO: Uvicorn running on {server.url}", flush=True)
+        done.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

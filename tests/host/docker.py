@@ -1,0 +1,309 @@
+"""The Docker CLI, as far as the boot scripts and the image build use it.
+
+- `pull IMAGE`: an image in this account's ECR exists when the emulated ECR lists its tag
+  (DescribeImages against AWS_ENDPOINT_URL); a missing one fails with the daemon's own words
+  ("manifest unknown"). Public images pull, unless MISSING_IMAGES names them; PULL_ERROR forces
+  a failure with its text (a network fault, say).
+- `run … IMAGE ARGS`: in the foreground, like `docker run` without `-d`. CONTAINER_BEHAVIOUR
+  decides what the container does: `serve` (a scripted OpenAI-compatible server, `tests.host.
+  container`, on a free loopback port, mapped from the published host port in $HOST_STATE/ports),
+  `never-healthy` (serves, /health answers 503), `exit:N`, `oom` (exit 137, the kernel's line in
+  its log).
+- `logs`, `stop`, `rm -f`: by container name. `login`: reads the password, succeeds.
+- `build … --tag URI .`: BUILD_BEHAVIOUR `ok` or `fail:TEXT`; `push URI`: the image's tag into the
+  emulated ECR (PutImage with a manifest), its files (for `import`ed images) into REGISTRY_DIR.
+- `import - TAG`, `create TAG CMD`, `cp ID:/. DEST`: the compiled-graph images the Neuron
+  servers keep, stored as tar files in REGISTRY_DIR (shared by every host of the emulator).
+
+Every call is appended to $HOST_STATE/calls.log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+STATE = Path(os.environ.get("HOST_STATE", "/tmp/host"))
+REGISTRY = Path(os.environ.get("REGISTRY_DIR", STATE / "registry"))
+
+
+def log_call(argv: list[str]) -> None:
+    STATE.mkdir(parents=True, exist_ok=True)
+    with (STATE / "calls.log").open("a") as calls:
+        calls.write("docker " + " ".join(argv) + "\n")
+
+
+def is_ecr(image: str) -> bool:
+    return ".dkr.ecr." in image.split("/", 1)[0]
+
+
+def split(image: str) -> tuple[str, str, str]:
+    """URI -> (registry, repository, tag)."""
+    registry, _, rest = image.partition("/")
+    repository, _, tag = rest.rpartition(":")
+    return registry, repository, tag
+
+
+def ecr_client(image: str):
+    import boto3
+
+    region = image.split(".dkr.ecr.", 1)[1].split(".", 1)[0]
+    return boto3.client("ecr", region_name=region, endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+
+
+def in_ecr(image: str) -> bool:
+    _, repository, tag = split(image)
+    if "AWS_ENDPOINT_URL" not in os.environ:
+        return (REGISTRY / repository / f"{tag}.pushed").exists()
+    from botocore.exceptions import ClientError
+
+    try:
+        ecr_client(image).describe_images(repositoryName=repository, imageIds=[{"imageTag": tag}])
+    except ClientError:
+        return False
+    return True
+
+
+def blob(image: str) -> Path:
+    _, repository, tag = split(image)
+    return REGISTRY / repository / f"{tag}.tar"
+
+
+def pull(image: str) -> int:
+    if os.environ.get("PULL_ERROR"):
+        print(os.environ["PULL_ERROR"], file=sys.stderr)
+        return 1
+    missing = [m for m in os.environ.get("MISSING_IMAGES", "").split(",") if m]
+    if ":graphs-" in image:
+        exists = in_ecr(image) and blob(image).exists()
+    elif is_ecr(image) and "AWS_ENDPOINT_URL" in os.environ:
+        exists = in_ecr(image)
+    else:
+        exists = image not in missing
+    if not exists:
+        print(
+            f"Error response from daemon: manifest for {image} not found: manifest unknown: Requested image not found",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"Status: Downloaded newer image for {image}")
+    return 0
+
+
+def container_dir(name: str) -> Path:
+    return STATE / "containers" / name
+
+
+def run(argv: list[str]) -> int:
+    name, published, index, volumes = "", "", 0, []
+    while index < len(argv):
+        word = argv[index]
+        if word in ("--name", "-p", "-v", "--env-file", "--log-driver", "--log-opt", "--gpus"):
+            if word == "--name":
+                name = argv[index + 1]
+            elif word == "-p":
+                published = argv[index + 1]
+            elif word == "-v":
+                volumes.append(argv[index + 1])
+            index += 2
+            continue
+        if word.startswith("-"):
+            index += 1
+            continue
+        break
+    image, args = argv[index], argv[index + 1 :]
+    folder = container_dir(name or "anonymous")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "args.json").write_text(json.dumps({"image": image, "args": args}))
+    behaviour = os.environ.get("CONTAINER_BEHAVIOUR", "serve")
+    log = (folder / "log").open("a")
+    if behaviour.startswith("exit:"):
+        log.write(f"container exits with status {behaviour[5:]}\n")
+        return int(behaviour[5:])
+    if behaviour == "oom":
+        with (STATE / "kernel.log").open("a") as kernel:
+            kernel.write("Out of memory: Killed process 4242 (python3) total-vm:16777216kB\n")
+        return 137
+    for volume in volumes:
+        source, _, target = volume.partition(":")
+        if source.startswith("/") and target == NEURON_CACHE:
+            compile_graphs(Path(source), log)
+    log.flush()
+    port_file = folder / "port"
+    port_file.unlink(missing_ok=True)
+    health = "503" if behaviour == "never-healthy" else "200"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.host.container", "--port-file", str(port_file), "--health", health],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    (folder / "pid").write_text(str(process.pid))
+    deadline = time.monotonic() + 30
+    while not port_file.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if published and port_file.exists():
+        host_port = published.rsplit(":", 2)[-2]
+        ports = STATE / "ports"
+        ports.mkdir(parents=True, exist_ok=True)
+        (ports / host_port).write_text(port_file.read_text())
+
+    def stop_container(*_: object) -> None:
+        process.terminate()
+
+    signal.signal(signal.SIGTERM, stop_container)
+    code = process.wait()
+    return 143 if code < 0 else code
+
+
+NEURON_CACHE = "/var/cache/neuron"
+
+
+def compile_graphs(cache: Path, log) -> None:
+    """The Neuron engine compiles its graphs into the cache folder unless they are there."""
+    graph = cache / "compiled" / "model.neff"
+    if graph.exists():
+        log.write(f"INFO: loaded the compiled model from {NEURON_CACHE}\n")
+        return
+    graph.parent.mkdir(parents=True, exist_ok=True)
+    graph.write_text("compiled graph")
+    log.write(f"INFO: compiled the model into {NEURON_CACHE}\n")
+
+
+def stop(name: str) -> int:
+    pid_file = container_dir(name) / "pid"
+    if pid_file.exists():
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.kill(int(pid_file.read_text()), signal.SIGTERM)
+        pid_file.unlink(missing_ok=True)
+    return 0
+
+
+def logs(name: str) -> int:
+    log = container_dir(name) / "log"
+    if log.exists():
+        sys.stdout.write(log.read_text())
+    return 0
+
+
+def build(argv: list[str]) -> int:
+    tag = argv[argv.index("--tag") + 1]
+    behaviour = os.environ.get("BUILD_BEHAVIOUR", "ok")
+    print("#1 [internal] load build definition from Dockerfile")
+    print(f"#2 building {tag} with {' '.join(a for a in argv if a.startswith('MAX_JOBS'))}".rstrip())
+    if behaviour.startswith("fail:"):
+        print("#14 [build 6/6] RUN pip wheel --no-build-isolation --no-deps --wheel-dir /wheels .")
+        print(f"#14 {behaviour[5:]}")
+        print("ERROR: failed to solve: process did not complete successfully: exit code: 1")
+        return 1
+    local = STATE / "images"
+    local.mkdir(parents=True, exist_ok=True)
+    (local / hashlib.sha256(tag.encode()).hexdigest()).write_text(tag)
+    print(f"#20 naming to {tag} done")
+    return 0
+
+
+def push(image: str) -> int:
+    _, repository, tag = split(image)
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+        "config": {
+            "mediaType": "application/vnd.docker.container.image.v1+json",
+            "size": 2,
+            "digest": "sha256:" + "0" * 64,
+        },
+        "layers": [],
+    }
+    imported = STATE / "imports" / f"{hashlib.sha256(image.encode()).hexdigest()}.tar"
+    target = blob(image)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if imported.exists():
+        shutil.copy(imported, target)
+    if "AWS_ENDPOINT_URL" in os.environ:
+        from botocore.exceptions import ClientError
+
+        try:
+            ecr_client(image).put_image(repositoryName=repository, imageTag=tag, imageManifest=json.dumps(manifest))
+        except ClientError as error:
+            # The same image pushed again: the registry has every layer already, as docker reports.
+            if error.response["Error"]["Code"] != "ImageAlreadyExistsException":
+                raise
+            print(f"{tag}: Layer already exists")
+    (target.parent / f"{tag}.pushed").write_text("")
+    print(f"{tag}: digest: sha256:{hashlib.sha256(image.encode()).hexdigest()} size: 529")
+    return 0
+
+
+def import_image(tag: str) -> int:
+    imports = STATE / "imports"
+    imports.mkdir(parents=True, exist_ok=True)
+    (imports / f"{hashlib.sha256(tag.encode()).hexdigest()}.tar").write_bytes(sys.stdin.buffer.read())
+    print("sha256:" + hashlib.sha256(tag.encode()).hexdigest())
+    return 0
+
+
+def create(image: str) -> int:
+    created = STATE / "created"
+    created.mkdir(parents=True, exist_ok=True)
+    container_id = hashlib.sha256(f"{image}{time.time()}".encode()).hexdigest()[:12]
+    (created / container_id).write_text(image)
+    print(container_id)
+    return 0
+
+
+def copy_out(source: str, destination: str) -> int:
+    container_id = source.split(":", 1)[0]
+    image = (STATE / "created" / container_id).read_text()
+    with tarfile.open(fileobj=io.BytesIO(blob(image).read_bytes())) as archive:
+        archive.extractall(destination, filter="data")
+    return 0
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    log_call(argv)
+    if not argv:
+        return 1
+    verb, rest = argv[0], argv[1:]
+    if verb == "pull":
+        return pull(rest[0])
+    if verb == "run":
+        return run(rest)
+    if verb == "stop":
+        return stop(rest[-1])
+    if verb == "rm":
+        for name in (a for a in rest if not a.startswith("-")):
+            stop(name)
+        return 0
+    if verb == "logs":
+        return logs(rest[-1])
+    if verb == "login":
+        sys.stdin.read()
+        print("Login Succeeded")
+        return 0
+    if verb == "build":
+        return build(rest)
+    if verb == "push":
+        return push(rest[0])
+    if verb == "import":
+        return import_image(rest[1])
+    if verb == "create":
+        return create(rest[0])
+    if verb == "cp":
+        return copy_out(rest[0], rest[1])
+    print(f"docker stand-in: {verb} is not emulated", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""runner.up's watch of one server, against clients that answer as the AWS APIs do (shapes from
+the Auto Scaling, SSM, ECR and EC2 references): held at zero is not a capacity refusal."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from catalog.contract import BackendOutput
+from runner.server_watch import FAILED, NO_CAPACITY, ServerWatch, WatchOptions
+
+OUTPUT = BackendOutput(
+    name="g5g",
+    kind="ec2-vllm",
+    region="us-east-1",
+    model_id="google/gemma-4-E2B-it",
+    port=8000,
+    health_path="/health",
+    auto_scaling_group="InferenceGpuStack-G5gGroup-1",
+    readiness_parameter="/inference/g5g/ready",
+    image="123456789012.dkr.ecr.us-east-1.amazonaws.com/inference-survey/vllm-sm75:0123456789abcdef",
+    image_build_project="InferenceGpuStack-BuildVllmSm75Project-1",
+    instance_type="g5g.2xlarge",
+    ready_minutes=50,
+)
+
+
+class Account:
+    """One region's answers: a group, its readiness, its repository (or none)."""
+
+    def __init__(self, *, desired: int, readiness: dict[str, Any], repository: bool = True) -> None:
+        self.desired = desired
+        self.readiness = readiness
+        self.repository = repository
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __call__(self, service: str) -> Account:
+        return self
+
+    def describe_auto_scaling_groups(self, **kwargs):
+        group = {"AutoScalingGroupName": OUTPUT.auto_scaling_group, "DesiredCapacity": self.desired, "Instances": []}
+        return {"AutoScalingGroups": [group]}
+
+    def describe_scaling_activities(self, **kwargs):
+        return {"Activities": []}
+
+    def get_parameter(self, **kwargs):
+        return {"Parameter": {"Value": json.dumps(self.readiness)}}
+
+    def describe_images(self, **kwargs):
+        code = "ImageNotFoundException" if self.repository else "RepositoryNotFoundException"
+        raise ClientError({"Error": {"Code": code, "Message": "not found"}}, "DescribeImages")
+
+    def set_desired_capacity(self, **kwargs):
+        self.calls.append(("set_desired_capacity", kwargs))
+        self.desired = kwargs["DesiredCapacity"]
+
+
+def watch(account: Account, **options) -> tuple[ServerWatch, dict[str, Any]]:
+    record: dict[str, Any] = {}
+    return ServerWatch(OUTPUT, record, account, WatchOptions(**options), lambda line: None), record
+
+
+def test_an_image_repository_that_does_not_exist_is_one_line_and_nothing_launches():
+    account = Account(desired=0, readiness={"state": "waiting-for-image"}, repository=False)
+    server, record = watch(account)
+    assert server.step() == FAILED
+    assert record["reason"] == (f"the image repository of {OUTPUT.image} does not exist in us-east-1")
+    assert account.calls == []  # never brought to one instance
+
+
+def test_a_group_held_at_zero_by_its_time_to_live_is_brought_back_not_failed_over():
+    at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    account = Account(desired=0, readiness={"state": "ready", "instance_id": "i-old", "at": at})
+    account.describe_images = lambda **kwargs: {"imageDetails": [{}]}  # its image is there
+    server, record = watch(account, launch_timeout_s=0.0)
+    assert server.step() is None
+    assert account.calls == [
+        ("set_desired_capacity", {"AutoScalingGroupName": OUTPUT.auto_scaling_group, "DesiredCapacity": 1})
+    ]
+    assert record["held_at_zero"] == "ready"
+    # Now it wants an instance and gets none within the (zero) bound: that is no capacity.
+    assert server.step() == NO_CAPACITY
