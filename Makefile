@@ -3,7 +3,12 @@
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION ?= 1
 
-.PHONY: setup setup-vllm setup-browser bench test lint synth client-overhead
+# Test workers side by side (pytest-xdist, `--dist loadgroup`: tests/conftest.py groups what must
+# share a process). Two on two cores measured fastest; PYTEST_WORKERS=0 runs everything in one.
+PYTEST_WORKERS ?= 2
+PYTEST = .venv/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+
+.PHONY: setup setup-vllm setup-browser bench test test-fast lint lint-only synth client-overhead
 setup:
 	@./scripts/setup.sh
 
@@ -18,13 +23,19 @@ setup-browser:
 bench: setup
 	.venv/bin/python -m runner.bench $(ARGS)
 
-test: setup setup-vllm setup-browser
+test: setup setup-vllm setup-browser lint-only
+	$(PYTEST) $(ARGS)
+
+# The inner loop: lint and everything but the emulator and the vLLM tier.
+test-fast: setup setup-browser lint-only
+	$(PYTEST) -m "not emulator and not vllm" $(ARGS)
+
+lint: setup lint-only
+
+lint-only:
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
-	.venv/bin/python -m pytest $(ARGS)
-
-lint: setup
-	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+	.venv/bin/lint-imports --no-cache
 
 synth: setup
 	npx cdk synth --all --quiet

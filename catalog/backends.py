@@ -25,6 +25,10 @@ class BackendKind(StrEnum):
     OPENAI = "openai"
 
 
+# The kinds a stack runs on an EC2 instance of its own (values compare equal to their strings).
+EC2_KINDS = frozenset({BackendKind.EC2_VLLM, BackendKind.EC2_NEURON})
+
+
 class Architecture(StrEnum):
     X86_64 = "x86_64"
     ARM64 = "arm64"
@@ -152,8 +156,6 @@ class BackendSpec:
     # gp3 throughput of the root volume (MB/s; 125 is gp3's included baseline).
     root_volume_throughput_mbs: int = 125
     swap_gib: int = 0
-    # How to make the image when the stack points at one nobody has built yet.
-    image_build_hint: str = ""
     # The survey's launch-to-ready minutes (run 2, run2-REPORT.md), shown beside a user's own.
     survey_launch_to_ready_min: float | None = None
     # Minutes from launch to ready after which the server takes itself to zero instances: about
@@ -208,7 +210,6 @@ INF2 = BackendSpec(
     root_volume_gib=100,
     # inf2.xlarge has 16 GiB of RAM: room for the compiler's peaks (the survey ran it with 16 GiB of swap).
     swap_gib=16,
-    image_build_hint="build it with: python -m runner.images build inf2",
     supports_tools=True,
     max_total_tokens=4096,
     memory_bandwidth_gbs=817,
@@ -271,7 +272,6 @@ BACKENDS: tuple[BackendSpec, ...] = (
         # volume read for the first time; these servers download to a fresh volume instead.
         root_volume_throughput_mbs=500,
         survey_weights_load_s=(520.97, 530.83),
-        image_build_hint="build it with: python -m runner.images build g5g (or deploy with -c g5g.image=URI)",
         memory_bandwidth_gbs=320,
         decode_read_gb=E2B_BF16_GB,
         survey_launch_to_ready_min=23.7,
@@ -291,7 +291,6 @@ BACKENDS: tuple[BackendSpec, ...] = (
         root_volume_gib=200,
         # 32 GiB of RAM: no swap needed.
         swap_gib=0,
-        image_build_hint="build it with: python -m runner.images build trn1",
         memory_bandwidth_gbs=613,
         survey_launch_to_ready_min=12.8,
         ready_minutes=60,
@@ -370,7 +369,6 @@ IMAGE_PROFILES: dict[str, dict[str, object]] = {
         "supports_tools": False,
         "max_total_tokens": 512,
         "decode_read_gb": E2B_BF16_GB,
-        "image_build_hint": "",
         "notes": "the survey's hand-ported Gemma 4 graph: 512 tokens in total, 128 for the prompt; ignores tools",
     }
 }

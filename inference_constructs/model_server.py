@@ -59,6 +59,13 @@ def machine_image(scope: Construct, backend: BackendConfig) -> ec2.IMachineImage
     )
 
 
+def missing_image_hint(image_uri: str, backend: str) -> str:
+    """For an image the app does not build: where it has to come from."""
+    if ".dkr.ecr." in image_uri.split("/", 1)[0]:
+        return f"push it to this account's ECR, or deploy with -c {backend}.image=URI"
+    return f"check the image name, or deploy with -c {backend}.image=URI"
+
+
 class ModelServer(Construct):
     def __init__(
         self,
@@ -119,7 +126,7 @@ class ModelServer(Construct):
             swap_gib=spec.swap_gib,
             model_argument=spec.model_argument,
             data_volume=spec.data_volume,
-            image_build_hint=spec.image_build_hint,
+            missing_image_hint=missing_image_hint(image_uri, spec.name) if not image_build else "",
             container_env=spec.container_env,
             image_build_project=image_build.project.project_name if image_build else "",
             ready_minutes=ready_minutes,

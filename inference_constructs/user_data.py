@@ -66,7 +66,8 @@ class ServerBoot:
     swap_gib: int = 0
     model_argument: ModelArgument = ModelArgument.POSITIONAL
     data_volume: str | None = None
-    image_build_hint: str = ""
+    # What the reason says when the image is missing and no build of the app's makes it.
+    missing_image_hint: str = ""
     container_env: tuple[tuple[str, str], ...] = ()
     # The CodeBuild project that builds the image when the app builds it (the server starts it
     # when it finds the image missing).
@@ -132,7 +133,7 @@ def server_env(boot: ServerBoot) -> str:
         "ACCELERATOR": boot.accelerator.value,
         "DATA_VOLUME": boot.data_volume or "",
         "IMAGE_BUILD_PROJECT": boot.image_build_project,
-        "IMAGE_BUILD_HINT": boot.image_build_hint,
+        "MISSING_IMAGE_HINT": boot.missing_image_hint,
         "READY_MINUTES": str(boot.ready_minutes),
         "GRAPH_REPOSITORY": boot.graph_repository,
     }

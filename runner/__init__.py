@@ -1,6 +1,20 @@
-"""The runner: reads what was deployed and drives one agent and one benchmark across all of it.
+"""The runner: `python -m runner.<command>` (bench, check, cost, counting, forward, images,
+orchestrator, report, sweep, up, vllm_local). Each command module here is a thin front door:
+its arguments, then one call into the machinery below, then its table.
 
-Commands: `python -m runner.up`, `runner.bench`, `runner.check`, `runner.counting`,
-`runner.orchestrator`, `runner.report`; `runner.vllm_local` serves the embedded model on vLLM.
-With nothing deployed the runner starts an embedded local model server.
+The packages, each importing only the ones listed after it (import-linter checks it, see
+pyproject.toml):
+
+- `cli`: what the front doors share: their common flags, backend discovery, one way to run a
+  measuring command and to end it (exit statuses, Ctrl-C).
+- `render`: tables (one module per command, found by the evidence's `command`), the HTML and
+  Markdown report, the plots.
+- `agent`: the Strands models, the agent's run under limits, grading, and the three agent
+  tasks (the check's two questions, demo 1's counting, demo 2's orchestration).
+- `measure` and `servers` (independent of each other): timed requests and load levels (clients
+  per provider, one load engine, latency and level summaries, health waits, cost of a level);
+  the local servers (llama.cpp, the vLLM tier's CPU vLLM and its checkpoint).
+- `cloud`: talking to AWS: clients, the CDK CLI, stack outputs, readiness, port forwards,
+  image builds, bringing stacks up and watching servers, prices and billing, leftovers.
+- `core`: what everything shares: faults, evidence, statistics, backends, files, ports, the console.
 """

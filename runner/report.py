@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from runner.evidence import load
-from runner.session import main_guard
-from runner.tables import print_report, stdout
+from runner.cli.session import main_guard
+from runner.core.evidence import load
+from runner.core.files import write_atomically
+from runner.render.tables import print_report, stdout
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -20,7 +21,7 @@ def run(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     baseline = load(args.compare) if args.compare else None
     if args.html or args.markdown:
-        from runner.page import render_html, render_markdown
+        from runner.render.page import render_html, render_markdown
 
         files = [(path, load(path)) for path in args.files]
         for target, render in ((args.html, render_html), (args.markdown, render_markdown)):
@@ -33,14 +34,6 @@ def run(argv: list[str] | None = None) -> int:
         same_command = baseline is not None and baseline["command"] == evidence["command"]
         print_report(evidence, baseline if same_command else None)
     return 0
-
-
-def write_atomically(target: Path, text: str) -> None:
-    """Nothing half-written: the page appears whole or not at all."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(target)
 
 
 def main() -> None:

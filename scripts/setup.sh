@@ -1,29 +1,29 @@
 #!/usr/bin/env bash
-# Idempotent set-up: Python virtual environment and the pinned CDK CLI.
-# Re-installs only when a requirements, constraints or lock file changed since the last run.
+# Idempotent set-up: the Python environment (.venv) and the pinned CDK CLI (node_modules), each a
+# link to an entry of the shared cache (scripts/cache.sh) keyed by its lock files and this script:
+# built once per machine and recipe, reused by every clone, rebuilt only when a pin changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
+source scripts/cache.sh
 PYTHON="${PYTHON:-python3}"
-stamp_dir=.venv/.stamps
 
-if [ ! -x .venv/bin/python ]; then
-  echo "setup: creating .venv with $($PYTHON --version)"
-  "$PYTHON" -m venv .venv
-fi
-mkdir -p "$stamp_dir"
+build_python() {
+  echo "setup: creating the Python environment with $($PYTHON --version) (pinned packages)"
+  "$PYTHON" -m venv "$1"
+  "$1/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+  "$1/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
+}
 
-py_hash=$(cat requirements.txt requirements-dev.txt constraints.txt | sha256sum | cut -c1-16)
-if [ ! -f "$stamp_dir/python-$py_hash" ]; then
-  echo "setup: installing Python packages (pinned)"
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
-  rm -f "$stamp_dir"/python-* && touch "$stamp_dir/python-$py_hash"
-fi
-
-npm_hash=$(sha256sum package-lock.json | cut -c1-16)
-if [ ! -f "node_modules/.stamp-$npm_hash" ]; then
+build_node() {
   echo "setup: installing the pinned aws-cdk CLI (npm ci)"
-  npm ci --no-audit --no-fund --loglevel=error
-  touch "node_modules/.stamp-$npm_hash"
-fi
+  cp package.json package-lock.json "$1/"
+  npm ci --prefix "$1" --no-audit --no-fund --loglevel=error
+}
+
+cached_entry python "$(cache_hash requirements.txt requirements-dev.txt constraints.txt scripts/setup.sh)" build_python
+link_entry .venv "$ENTRY"
+evict python 2 "$ENTRY"
+
+cached_entry node "$(cache_hash package.json package-lock.json scripts/setup.sh)" build_node
+link_entry node_modules "$ENTRY/node_modules"
+evict node 2 "$ENTRY"

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+GUARD_DIR = Path(__file__).with_name("loopback")
+sys.path.insert(0, str(GUARD_DIR))
+from loopback_guard import LOG_VARIABLE, LoopbackGuard  # noqa: E402
 
 # No instance-metadata probes and no real credentials, ever.
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
@@ -16,22 +23,86 @@ os.environ["AWS_CONFIG_FILE"] = os.devnull + ".missing"
 os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull + ".missing"
 # runner.forward's state file: never the project's own (a developer's open forwards stay theirs).
 os.environ["INFERENCE_FORWARDS_FILE"] = os.path.join(tempfile.mkdtemp(prefix="forwards-"), "forwards.json")
+# Loopback only, in this process (the autouse fixture below) and in every Python process a test
+# starts (`tests/loopback/sitecustomize.py`), which logs what it tried here. xdist workers keep the
+# controller's log, so the controller's session sees every process's attempts.
+if not os.environ.get("PYTEST_XDIST_WORKER") or not os.environ.get(LOG_VARIABLE):
+    os.environ[LOG_VARIABLE] = os.path.join(tempfile.mkdtemp(prefix="loopback-"), "attempts.log")
+if str(GUARD_DIR) not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GUARD_DIR), os.environ.get("PYTHONPATH")]))
+GUARD = LoopbackGuard().install()
+
+
+@pytest.fixture(autouse=True)
+def loopback_only() -> Iterator[LoopbackGuard]:
+    """Fails the test that tried to reach anything off loopback (the attempt itself was refused)."""
+    GUARD.attempts.clear()
+    yield GUARD
+    tried, GUARD.attempts[:] = list(GUARD.attempts), []
+    if tried:
+        pytest.fail(f"tried to leave loopback: {tried}")
+
+
+def pytest_configure(config):
+    # In the controlling process only: the vLLM tier's server starts loading now, in the background.
+    if not hasattr(config, "workerinput"):
+        from tests.vllm.background import start_if_selected
+
+        config.vllm_background = start_if_selected(config)
+
+
+def pytest_unconfigure(config):
+    background = getattr(config, "vllm_background", None)
+    if background is not None:
+        background.stop()
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the groups into node ids
+def pytest_collection_modifyitems(config, items):
+    """Side by side under xdist (`--dist loadgroup`): the vLLM tier in one group (one worker talks
+    to its one server), the emulator tests that share one deployment (`deployed`) in one group
+    (moto's state is per process and those tests run in order on it; every other emulator test
+    empties its worker's emulator first, so it may run anywhere), the tests of the embedded model in one; every other test
+    goes wherever a worker is free."""
+    for item in items:
+        path = str(item.fspath).replace("\\", "/")
+        if "/tests/vllm/" in path:
+            item.add_marker(pytest.mark.xdist_group("vllm"))
+        elif "/tests/emulator/" in path and "deployed" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(f"emulator-{Path(path).stem}"))
+        elif "local_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("llama-cpp"))  # one embedded server, not one per worker
+    # The longest first (xdist hands out work in this order): the emulator flows, then the vLLM tier,
+    # then the many short tests that fill the gaps. Stable, so each module keeps its own order.
+    items.sort(
+        key=lambda item: 0 if "/tests/emulator/" in str(item.fspath) else 1 if "/tests/vllm/" in str(item.fspath) else 2
+    )
+
+
+def pytest_sessionfinish(session, exitstatus):
+    log = Path(os.environ[LOG_VARIABLE])
+    if log.is_file() and log.read_text().strip():
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print(f"\nA process started by a test tried to leave loopback:\n{log.read_text()}", file=sys.stderr)
 
 
 @pytest.fixture
-def dead_url() -> str:
-    """A loopback URL where nothing listens."""
+def dead_url() -> Iterator[str]:
+    """A loopback URL where nothing listens: the port stays bound (never listening) for the test, so
+    no other process can take it meanwhile and connections to it are refused."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 @pytest.fixture(scope="session")
 def local_server():
-    """The real embedded llama.cpp server, once per session."""
-    from runner.local_server import LocalServer
+    """The real embedded llama.cpp server, once per session (per worker: its tests share a group).
+    Side by side with other tests it gets one thread: two threads on two busy cores spin-wait on
+    each other and run several times slower than one."""
+    from runner.servers.llama_cpp import LocalServer, LocalServerConfig
 
-    server = LocalServer().start()
+    threads = 1 if os.environ.get("PYTEST_XDIST_WORKER") else LocalServerConfig().threads
+    server = LocalServer(LocalServerConfig(threads=threads)).start()
     yield server
     server.stop()

@@ -77,7 +77,7 @@ if ! pull_log=$(docker pull "$IMAGE" 2>&1); then
   echo "$pull_log" >&2
   if grep -qiE 'not found|manifest unknown|does not exist|repository .* not found|pull access denied' <<<"$pull_log"; then
     [[ -n "$IMAGE_BUILD_PROJECT" ]] && await_image
-    fail "image not found: $IMAGE${IMAGE_BUILD_HINT:+; $IMAGE_BUILD_HINT}"
+    fail "image not found: $IMAGE${MISSING_IMAGE_HINT:+; $MISSING_IMAGE_HINT}"
   fi
   printf 'image pull failed: %s\n' "$(tail -n 1 <<<"$pull_log")" > "$FAILURE_FILE"
   exit 1  # a network fault: systemd retries

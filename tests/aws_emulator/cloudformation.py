@@ -1,7 +1,14 @@
-"""Stack updates that keep a parameter: the CDK CLI sends `UsePreviousValue` for a parameter the
+"""Two CloudFormation gaps of moto 5.
+
+Stack updates that keep a parameter: the CDK CLI sends `UsePreviousValue` for a parameter the
 stack had (BootstrapVersion, the AMI parameters), and moto answers HTTP 500 (KeyError) when the
 stack was created with that parameter's default, not an explicit value. CloudFormation keeps the
-previous value, the default here: moto resolves it again from the template."""
+previous value, the default here: moto resolves it again from the template.
+
+Stack deletion: moto's `AWS::EC2::RouteTable` has no delete, so a deleted stack left its route
+tables (and their subnet associations) behind, its VPC could never be deleted ("has dependencies"),
+and `cdk destroy` failed until moto dropped the stack record while keeping what it had not
+deleted. CloudFormation deletes the associations and the table with the stack; here too."""
 
 from __future__ import annotations
 
@@ -22,7 +29,17 @@ def install(emulator: Any) -> Callable[[], None]:
 
     CloudFormationBackend._resolve_update_parameters = resolve
 
+    from moto.ec2.models import ec2_backends
+    from moto.ec2.models.route_tables import RouteTable
+
+    def delete_route_table(table, account_id: str, region_name: str) -> None:
+        table._associations.clear()  # the stack's SubnetRouteTableAssociations go with it
+        ec2_backends[account_id][region_name].delete_route_table(table.id)
+
+    RouteTable.delete = delete_route_table
+
     def undo() -> None:
         CloudFormationBackend._resolve_update_parameters = original
+        del RouteTable.delete
 
     return undo

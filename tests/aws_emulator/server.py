@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,8 @@ from tests.aws_emulator import (
 from tests.aws_emulator.account import ACCOUNT, REGIONS
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Emulator:
-    """moto in server mode. Knobs for a test: `refuse_capacity(region)`, `take_offline(id)`,
+    """moto in server mode. Knobs for a test: `refuse_capacity(region)`, `refuse_endpoint_quota(region)`, `take_offline(id)`,
     `host_options[backend]` (what an instance of that backend has and does), `build_behaviour
     [folder]` (`ok` or `fail:TEXT`); `hosts` are the booted instances."""
 
@@ -35,13 +28,14 @@ class Emulator:
         from moto.server import ThreadedMotoServer
 
         self.scratch = scratch
-        self.port = free_port()
-        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
-        # localhost, not 127.0.0.1: the CDK CLI builds template URLs from it.
-        self.url = f"http://localhost:{self.port}"
+        # Port 0: the server binds a free port itself and keeps it (never released and reused by number).
+        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self.port = 0
+        self.url = ""
         self.refused: dict[str, list[dict[str, Any]]] = {}
         self.sessions: dict[str, dict[str, Any]] = {}
         self.offline: set[str] = set()
+        self.endpoint_quota_refused: set[str] = set()
         self.readiness_writes: list[dict[str, str]] = []
         self.host_options: dict[str, Any] = {}
         self.build_behaviour: dict[str, str] = {}
@@ -51,6 +45,9 @@ class Emulator:
 
     def start(self) -> Emulator:
         self.server.start()
+        self.port = self.server.get_host_and_port()[1]
+        # localhost, not 127.0.0.1: the CDK CLI builds template URLs from it.
+        self.url = f"http://localhost:{self.port}"
         for module in (
             parameters, capacity, sessions, codebuild, instances, autoscaling, schedules, sagemaker, cloudformation
         ):  # fmt: skip
@@ -68,14 +65,21 @@ class Emulator:
         self.refused.clear()
         self.sessions.clear()
         self.offline.clear()
+        self.endpoint_quota_refused.clear()
         self.readiness_writes.clear()
         self.host_options.clear()
         self.build_behaviour.clear()
         self.builds.clear()
+        # runner.up's record of where it deployed belongs to the account that was just emptied.
+        (self.scratch / "placement.json").unlink(missing_ok=True)
         parameters.seed_ami_parameters(ACCOUNT, REGIONS)
 
     def refuse_capacity(self, region: str) -> None:
         self.refused.setdefault(region, [])
+
+    def refuse_endpoint_quota(self, region: str) -> None:
+        """SageMaker endpoints in `region` fail as at a zero quota (sagemaker.py)."""
+        self.endpoint_quota_refused.add(region)
 
     def take_offline(self, instance_id: str) -> None:
         self.offline.add(instance_id)

@@ -13,6 +13,7 @@ import pytest
 
 from catalog import Accelerator
 from catalog.backends import ModelArgument
+from inference_constructs.model_server import missing_image_hint
 from inference_constructs.user_data import (
     NO_RESTART_EXIT,
     ServerBoot,
@@ -57,7 +58,7 @@ def boot_config(accelerator: Accelerator = Accelerator.NVIDIA, **changes) -> Ser
         "hf_token_secret_name": "inference/hf-token",
         "log_group": "/inference/g5g",
         "readiness_parameter": "/inference/g5g/ready",
-        "image_build_hint": "build it with: python -m runner.images build g5g",
+        "missing_image_hint": "push it to this account's ECR, or deploy with -c g5g.image=URI",
         "ready_minutes": 30,
     }
     return ServerBoot(**(values | changes))
@@ -112,6 +113,17 @@ def wait_for(machine: Host, predicate, timeout_s: float = 20) -> list[dict]:
     raise AssertionError(f"timed out; reports: {reports(machine)}\n{machine.boot_log()[-3000:]}")
 
 
+def wait_for_call(machine: Host, predicate, timeout_s: float = 20) -> list[str]:
+    """The state is reported before the scale-down call is made: wait for the call, not the report."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        calls = aws_calls(machine)
+        if any(predicate(c) for c in calls):
+            return calls
+        time.sleep(0.05)
+    raise AssertionError(f"timed out; aws calls: {aws_calls(machine)}\n{machine.boot_log()[-3000:]}")
+
+
 def last_state(name: str):
     return lambda states: bool(states) and states[-1]["state"] == name
 
@@ -159,14 +171,17 @@ def test_an_image_that_takes_no_arguments_gets_none(host):
 
 def test_a_missing_image_the_app_does_not_build_fails_and_takes_the_server_to_zero(host):
     machine = host(
-        boot_config(image="docker.io/example/none:v1"), HostOptions(missing_images=("docker.io/example/none:v1",))
+        boot_config(
+            image="docker.io/example/none:v1", missing_image_hint=missing_image_hint("docker.io/example/none:v1", "g5g")
+        ),
+        HostOptions(missing_images=("docker.io/example/none:v1",)),
     )
     states = wait_for(machine, lambda s: bool(s) and s[-1].get("stopped") is True)
     failed = states[-1]
     assert failed["state"] == "failed"
     assert (
         failed["reason"]
-        == "image not found: docker.io/example/none:v1; build it with: python -m runner.images build g5g"
+        == "image not found: docker.io/example/none:v1; check the image name, or deploy with -c g5g.image=URI"
     )
     assert f"aws autoscaling set-desired-capacity --auto-scaling-group-name {GROUP} --desired-capacity 0" in aws_calls(
         machine
@@ -185,9 +200,8 @@ def test_a_missing_image_the_app_builds_starts_its_build_and_waits_at_zero(host)
     waiting = states[-1]
     assert waiting["build_id"] == "inference-build-vllm-sm75:0001"
     assert "build inference-build-vllm-sm75:0001 makes it" in waiting["reason"]
-    calls = aws_calls(machine)
+    calls = wait_for_call(machine, lambda c: "set-desired-capacity" in c and "--desired-capacity 0" in c)
     assert "aws codebuild start-build --project-name inference-build-vllm-sm75 --query build.id --output text" in calls
-    assert any("set-desired-capacity" in c and "--desired-capacity 0" in c for c in calls)
     time.sleep(0.5)
     # A clean stop: not restarted, not failed, no failure report.
     assert machine.unit_state("inference-server.service") == "inactive"
@@ -316,7 +330,8 @@ def test_boot_script_is_valid_bash():
 
 
 def test_the_server_scripts_pass_shellcheck():
-    """The instance's scripts, the image build's and the stand-in host's own, linted by ShellCheck."""
+    """The instance's scripts, the image build's, the stand-in host's and the set-up scripts, linted
+    by ShellCheck."""
     import subprocess
     import sys
 
@@ -324,9 +339,15 @@ def test_the_server_scripts_pass_shellcheck():
     from inference_constructs.user_data import SCRIPTS
     from tests.host.machine import BIN
 
-    scripts = sorted(str(p) for p in [*SCRIPTS.glob("*.sh"), BUILD_SCRIPT, *BIN.iterdir()])
+    setup = Path(__file__).parents[2] / "scripts"
+    scripts = sorted(str(p) for p in [*SCRIPTS.glob("*.sh"), BUILD_SCRIPT, *BIN.iterdir(), *setup.glob("*.sh")])
     shellcheck = Path(sys.executable).with_name("shellcheck")
     result = subprocess.run(
-        [str(shellcheck), "-s", "bash", *scripts], capture_output=True, text=True, timeout=60, check=False
+        [str(shellcheck), "-s", "bash", "-x", *scripts],
+        cwd=setup.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert result.returncode == 0, result.stdout

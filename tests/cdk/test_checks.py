@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.cdk_cli import cdk, cli_command, cli_env
+from runner.cloud.cdk_cli import cdk, cli_command, cli_env
 from tests.cdk.conftest import ROOT, cdk_json_context
 
 # Notices and telemetry off: no test reaches the network.
@@ -105,12 +105,18 @@ def test_cfn_lint_would_flag_an_instance_type_the_region_lacks(assembly):
     assert "E3628" in result.stdout and "g5g.2xlarge" in result.stdout
 
 
-def run_app(tmp_path: Path, **extra_context) -> subprocess.CompletedProcess[str]:
+def run_app(
+    tmp_path: Path, env_extra: dict[str, str] | None = None, **extra_context
+) -> subprocess.CompletedProcess[str]:
     """Run app.py the way the CDK CLI does (context in CDK_CONTEXT_JSON)."""
-    env = CLI_ENV | {
-        "CDK_CONTEXT_JSON": json.dumps(cdk_json_context() | extra_context),
-        "CDK_OUTDIR": str(tmp_path),
-    }
+    env = (
+        CLI_ENV
+        | {
+            "CDK_CONTEXT_JSON": json.dumps(cdk_json_context() | extra_context),
+            "CDK_OUTDIR": str(tmp_path),
+        }
+        | (env_extra or {})
+    )
     return subprocess.run(
         [sys.executable, "app.py"], cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=120
     )
@@ -144,6 +150,12 @@ def test_app_stops_with_one_line_on_bad_input(tmp_path, context, message):
     lines = [line for line in result.stderr.splitlines() if line.strip() and "!!" not in line]
     assert lines == [lines[0]] and lines[0].startswith(message), result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_nag_switch_takes_on_or_off_only(tmp_path):
+    result = run_app(tmp_path, {"INFERENCE_CDK_NAG": "no"})
+    assert result.returncode == 2
+    assert "error: INFERENCE_CDK_NAG must be on or off, not 'no'" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_cli_synth_with_validation(tmp_path):

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from catalog.config import PLACEMENT_ENV
-from runner.cdk_cli import CLI_DIR_ENV
+from runner.cloud.cdk_cli import CLI_DIR_ENV
 from tests.aws_emulator import Emulator
 from tests.emulator.cdk_cycle import cli_folder
 
@@ -21,7 +21,13 @@ def emulator(tmp_path_factory):
     emulator = Emulator(scratch).start()
     saved = dict(os.environ)
     os.environ.update(
-        emulator.env() | {PLACEMENT_ENV: str(scratch / "placement.json"), CLI_DIR_ENV: str(cli_folder(scratch))}
+        emulator.env()
+        | {
+            PLACEMENT_ENV: str(scratch / "placement.json"),  # emptied by Emulator.reset
+            CLI_DIR_ENV: str(cli_folder(scratch)),
+            # Every CLI synth here would run cdk-nag again on templates tests/cdk already nag.
+            "INFERENCE_CDK_NAG": "off",
+        }
     )
     os.environ.pop("AWS_CONFIG_FILE", None)
     try:

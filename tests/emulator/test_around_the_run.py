@@ -18,9 +18,10 @@ import boto3
 import pytest
 
 from runner import bench, check, cost, forward, sweep
-from runner.errors import RunnerError
-from runner.forwards import process_alive, read_forwards
-from runner.outputs import read_outputs_file
+from runner.cloud import port_forward
+from runner.cloud.forwards import process_alive, read_forwards
+from runner.cloud.outputs import read_outputs_file
+from runner.core.errors import RunnerError
 from tests.emulator.cdk_cycle import bootstrap, deploy, destroy
 from tests.emulator.observe import SERVERS, wait_for_states
 from tests.runner.fake_openai import FakeOpenAI, text
@@ -43,7 +44,7 @@ def deployed(emulator, tmp_path_factory):
     emulator.fire_stack_deployed("us-east-2", "InferenceNeuronStack")
     wait_for_states(SERVERS)
     yield outputs
-    forward.close_forwards(aws=True)
+    port_forward.close_forwards(aws=True)
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +67,7 @@ def upstream(model_server, monkeypatch):
     monkeypatch.setenv("STAND_IN_UPSTREAMS", json.dumps({"*": model_server.url.removeprefix("http://")}))
     monkeypatch.delenv("STAND_IN_MODE", raising=False)
     yield
-    forward.close_forwards(aws=True)
+    port_forward.close_forwards(aws=True)
 
 
 def readiness(region: str, backend: str) -> dict:
@@ -194,7 +195,7 @@ def test_servers_not_ready_or_not_on_ssm_are_skipped_with_the_reason(deployed, e
 
 def test_ctrl_c_while_opening_closes_what_opened_and_writes_nothing(deployed, emulator, plugin, upstream, monkeypatch):
     opened = []
-    real_open = forward.open_forward
+    real_open = port_forward.open_forward
 
     def open_then_interrupt(server, *args):
         if opened:
@@ -203,7 +204,7 @@ def test_ctrl_c_while_opening_closes_what_opened_and_writes_nothing(deployed, em
         opened.append(outcome.forward)
         return outcome
 
-    monkeypatch.setattr(forward, "open_forward", open_then_interrupt)
+    monkeypatch.setattr(port_forward, "open_forward", open_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
         forward.run(["--outputs-file", str(deployed), "--plugin", plugin, "--backends", "g6,inf2"])
     assert len(opened) == 1 and not process_alive(opened[0].pid)
@@ -261,7 +262,7 @@ def test_cost_falls_back_to_the_dated_table_when_the_pricing_api_fails(deployed,
 
 def bench_evidence(outputs) -> dict:
     """A bench evidence file for the deployed backends at the survey's measured rates."""
-    from runner.backends import from_output
+    from runner.core.backends import from_output
 
     rates = {"g6": 131.5, "g5g": 37.2, "inf2": 36.4, "trn1": 37.1, "sagemaker": 106.3}
     backends = [from_output(o, {}).to_json() for o in outputs.backends]

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from catalog.config import read_placements
-from runner.outputs import read_outputs_file, read_stack_outputs
+from runner.cloud.outputs import read_outputs_file, read_stack_outputs
 from runner.up import UpOptions, up
 from tests.emulator.cdk_cycle import CONTEXT, bootstrap, deploy, destroy
 from tests.emulator.observe import leftovers
@@ -84,11 +84,35 @@ def test_deploy_read_fail_over_and_destroy(emulator, tmp_path):
     assert names["inf2"] == "us-west-2"
 
     destroy(emulator.scratch)
-    # What the emulator still holds is exactly its gap: after that failed first deletion moto drops
-    # the stack record but keeps the Auto Scaling groups (and their instances) it had not deleted.
-    # On AWS, CloudFormation deletes the group, which terminates its instance.
-    left = leftovers()
-    assert {r: [i for i in items if not i.startswith(("group ", "instance "))] for r, items in left.items()} == {
-        r: [] for r in left
-    }
-    assert all(i.startswith(("group Inference", "instance ")) for items in left.values() for i in items)
+    # Nothing of the app is left anywhere: stacks, groups, instances, endpoints, parameters.
+    assert leftovers() == {}
+
+
+def test_a_deploy_refused_for_quota_moves_the_stack_to_its_next_region(emulator, tmp_path):
+    """Not a launch timeout: the deploy itself fails (SageMaker refuses the endpoint at a zero
+    quota, the stack rolls back), so runner.up removes the rolled-back stack and deploys the next
+    region of the stack's list."""
+    emulator.reset()
+    bootstrap(emulator.scratch)
+    emulator.refuse_endpoint_quota("us-east-2")
+    evidence = up(
+        UpOptions(
+            stacks=["InferenceSageMakerStack"],
+            context=CONTEXT,
+            launch_timeout_s=3.0,
+            ready_timeout_s=60.0,
+            poll_s=0.3,
+            method="direct",
+            results_dir=tmp_path / "results",
+        )
+    )
+    (record,) = evidence.data["records"]
+    assert (record["backend"], record["outcome"], record["region"]) == ("sagemaker", "ready", "us-east-1")
+    first, second = record["attempts"]
+    assert (first["region"], first["outcome"], second["region"]) == ("us-east-2", "no-capacity", "us-east-1")
+    assert "ResourceLimitExceeded" in first["deploy_error"]
+    assert read_placements() == {"InferenceSageMakerStack": "us-east-1"}
+    # The rolled-back stack was deleted: nothing of the app is left in us-east-2.
+    assert "us-east-2" not in leftovers()
+    destroy(emulator.scratch)
+    assert leftovers() == {}

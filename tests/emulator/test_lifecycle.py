@@ -21,7 +21,8 @@ import boto3
 import pytest
 
 from runner import bench, check, cost, forward, images, sweep
-from runner.forwards import read_forwards
+from runner import up as up_command
+from runner.cloud.forwards import read_forwards
 from runner.up import UpOptions, extend, up
 from tests.emulator.cdk_cycle import CONTEXT, bootstrap, cli_folder, deploy, destroy
 from tests.emulator.observe import SERVERS, group, leftovers, readiness, running_instances, wait_for_states, wait_until
@@ -62,6 +63,15 @@ def newest(results: Path, command: str) -> dict:
 
 @pytest.fixture
 def empty_account(emulator):
+    """An empty account, bootstrapped by `cdk bootstrap` as the README says."""
+    emulator.reset()
+    bootstrap(emulator.scratch, through_cli=True)
+    yield emulator
+
+
+@pytest.fixture
+def bootstrapped_account(emulator):
+    """An empty account with the CLI's bootstrap stack in every region (made without the CLI)."""
     emulator.reset()
     bootstrap(emulator.scratch)
     yield emulator
@@ -132,15 +142,13 @@ def test_the_readme_flow_from_an_empty_account_to_a_table_and_back_to_nothing(
     found = newest(tmp_path / "sweep", "sweep")["records"]
     # Emulator gap (see test_around_the_run): moto keeps the volumes of terminated instances.
     assert [f for f in found if f["ours"] and f["kind"] != "volume"] == []
-    assert {r: [i for i in items if not i.startswith("group ")] for r, items in leftovers().items()} == {
-        r: [] for r in leftovers()
-    }
+    assert leftovers() == {}
 
 
 def test_a_plain_cdk_deploy_builds_first_and_the_time_to_live_takes_everything_to_zero_until_up_brings_it_back(
-    empty_account, tmp_path
+    bootstrapped_account, tmp_path
 ):
-    emulator = empty_account
+    emulator = bootstrapped_account
     # A plain `cdk deploy`: the CLI knows the account, so the CDK's own lookups give the zones and
     # AMI ids (moto answers them), kept in the CLI folder's cdk.context.json, never the project's.
     deploy(emulator.scratch, tmp_path / "outputs.json")
@@ -215,26 +223,31 @@ def test_a_plain_cdk_deploy_builds_first_and_the_time_to_live_takes_everything_t
 
 
 def test_up_with_a_failed_build_a_server_failing_at_boot_and_one_never_ready_leaves_those_at_zero(
-    empty_account, tmp_path
+    bootstrapped_account, tmp_path
 ):
-    emulator = empty_account
+    emulator = bootstrapped_account
     emulator.build_behaviour["vllm-sm75"] = "fail:nvcc error: out of memory (killed: 9)"
     emulator.host_options["trn1"] = HostOptions(neuron_devices=0)
     emulator.host_options["inf2"] = HostOptions(container="never-healthy")
-    options = up_options(tmp_path, context=CONTEXT | {"inf2.readyMinutes": "5"})
-    evidence = up(options)
-    records = {r["backend"]: r for r in evidence.data["records"]}
+    # The command itself, as a user runs it: it left servers not ready, so it exits 1.
+    argv = ["--launch-timeout", "20", "--poll", "0.3", "--build-grace", "1", "--method", "direct"]
+    argv += ["--results-dir", str(tmp_path / "results")]
+    argv += [f"-c{k}={v}" for k, v in (CONTEXT | {"inf2.readyMinutes": "5"}).items()]
+    assert up_command.run(argv) == 1
+    evidence = newest(tmp_path / "results", "up")
+    records = {r["backend"]: r for r in evidence["records"]}
     outcomes = {n: r["outcome"] for n, r in records.items()}
     assert outcomes == {"g6": "ready", "sagemaker": "ready", "g5g": "failed", "inf2": "failed", "trn1": "failed"}
     assert "nvcc error: out of memory" in records["g5g"]["reason"]
     assert records["g5g"]["reason"].startswith("image build ")
+    assert records["g5g"]["reason"].endswith("; after a fix: python -m runner.images build g5g")
     assert records["trn1"]["reason"].startswith("no Neuron device")
     assert records["inf2"]["reason"] == "not ready within 5 min of launch (last state: starting)"
     # Nothing bills without serving: each failed server is at zero, and the table lists the others.
     for name in ("g5g", "inf2", "trn1"):
         region = SERVERS[name]
         wait_until(lambda n=name, r=region: group(r, n)["DesiredCapacity"] == 0 and not group(r, n)["Instances"])
-    assert {row["backend"] for row in evidence.data["billing"]} == {"g6", "sagemaker"}
+    assert {row["backend"] for row in evidence["billing"]} == {"g6", "sagemaker"}
     assert_only_servers_and_builds_wrote_readiness(emulator)
     # The failed build wrote its reason into the waiting server's readiness.
     assert [w["writer"] for w in emulator.readiness_writes if w["name"] == "/inference/g5g/ready"] == [

@@ -2,10 +2,18 @@
 
 Each POST to /v1/chat/completions takes the next step of the script (the last step repeats).
 It behaves like vLLM and llama.cpp on the wire: HTTP/1.1 keep-alive with a chunked SSE body,
-a role-only first chunk, `finish_reason` then a separate usage chunk, `[DONE]`. It records
-which connection each request came on (`connection_ids`), so reuse can be proved. Faults:
-HTTP errors, a hang, a stream cut (body ends without a finish reason), a dropped connection
-(socket closed mid-body), malformed JSON, an empty body.
+a role-only first chunk, `finish_reason` then a separate usage chunk, `[DONE]`; a tool call
+streamed as vLLM streams it (the call's id and name first, then its arguments in fragments); a
+request's `max_tokens` honoured (the text cut there, finish reason `length`). It records which
+connection each request came on (`connection_ids`), so reuse can be proved, and how many were in
+flight at most (`max_in_flight`). Faults: HTTP errors, a hang, a stream cut (body ends without a
+finish reason), a dropped connection (socket closed mid-body), malformed JSON, an empty body.
+
+Closing like llama.cpp (which closes after every streamed response while it still advertises
+keep-alive), without a timer: `close="after"` closes each connection right after its response;
+`close="on-reuse"` serves one request per connection and closes a reused one as soon as the next
+request arrives, before any byte of a response (what a client sees when it writes into a
+connection the server has closed), so a client's resend is exercised deterministically.
 """
 
 from __future__ import annotations
@@ -38,13 +46,16 @@ class Step:
     finish: str | None = None
     # llama.cpp reports its own timings in the usage chunk.
     timings: dict[str, float] | None = None
-    # Close the connection this long after a complete response, as llama.cpp does after every
-    # streamed one while it still advertises keep-alive.
-    close_after_s: float | None = None
+    # Close like llama.cpp (see the module docstring): "after" each response, or "on-reuse".
+    close: str | None = None
     # Several words per content chunk (a server batching tokens), and the gap before each chunk
     # after the first content one.
     words_per_chunk: int = 1
     gap_s: float = 0.0
+
+
+# Characters of a tool call's arguments per streamed chunk.
+ARGUMENT_FRAGMENT = 7
 
 
 def text(value: str, **kw: Any) -> Step:
@@ -83,6 +94,9 @@ class FakeOpenAI(LoopbackServer):
         self.stop_event = threading.Event()
         self._connections = 0
         self._lock = threading.Lock()
+        self._served: dict[int, int] = {}
+        self.in_flight = 0
+        self.max_in_flight = 0
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -113,6 +127,14 @@ class FakeOpenAI(LoopbackServer):
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                step = server.script[0] if server.script else Step()
+                with server._lock:
+                    served = server._served.get(self.connection_id, 0)
+                    server._served[self.connection_id] = served + 1
+                if served and step.close == "on-reuse":
+                    # A reused connection, closed before any byte of a response.
+                    self.close_connection = True
+                    return
                 server.requests.append(body)
                 server.paths.append(self.path)
                 server.connection_ids.append(self.connection_id)
@@ -121,7 +143,14 @@ class FakeOpenAI(LoopbackServer):
                     self._json(400, refusal)
                     return
                 step = server.next_step()
-                server.respond(self, step, body)
+                with server._lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    server.respond(self, step, body)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
 
             def _json(self, status: int, payload: Any) -> None:
                 data = json.dumps(payload).encode()
@@ -163,7 +192,7 @@ class FakeOpenAI(LoopbackServer):
         handler.send_header("transfer-encoding", "chunked")
         handler.end_headers()
         continuous = bool((body.get("stream_options") or {}).get("continuous_usage_stats"))
-        lines = self._stream_lines(step, continuous)
+        lines = self._stream_lines(step, continuous, body.get("max_tokens"))
         for index, line in enumerate(lines):
             if index == 1 and step.first_token_delay_s:
                 time.sleep(step.first_token_delay_s)
@@ -177,8 +206,7 @@ class FakeOpenAI(LoopbackServer):
             return
         handler.wfile.write(b"0\r\n\r\n")
         handler.wfile.flush()
-        if step.close_after_s is not None:
-            time.sleep(step.close_after_s)
+        if step.close == "after":
             handler.close_connection = True
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None, running: int | None = None) -> str:
@@ -192,38 +220,41 @@ class FakeOpenAI(LoopbackServer):
             payload["usage"] = {"prompt_tokens": 12, "completion_tokens": running, "total_tokens": 12 + running}
         return f"data: {json.dumps(payload)}\n\n"
 
-    def _stream_lines(self, step: Step, continuous: bool = False) -> list[str]:
+    def _stream_lines(self, step: Step, continuous: bool = False, max_tokens: int | None = None) -> list[str]:
         if step.kind == "empty":
             return []
         if step.kind == "malformed":
             return [self._chunk({"role": "assistant", "content": "Pa"}), "data: {not json\n\n"]
         lines = [self._chunk({"role": "assistant", "content": ""})]
         words = step.text.split(" ") if step.text else []
+        cut = max_tokens is not None and len(words) > max_tokens
+        words = words[:max_tokens] if cut else words
         size = step.words_per_chunk
         for start in range(0, len(words), size):
             piece = " ".join(words[start : start + size])
             running = min(start + size, len(words)) if continuous else None
             lines.append(self._chunk({"content": piece if start == 0 else " " + piece}, running=running))
         for index, (name, raw) in enumerate(step.tool_calls):
-            lines.append(
-                self._chunk(
-                    {
-                        "tool_calls": [
-                            {
-                                "index": index,
-                                "id": f"call_{index}",
-                                "type": "function",
-                                "function": {"name": name, "arguments": raw},
-                            }
-                        ]
-                    }
-                )
-            )
+            # As vLLM streams a call: its id, type and name with empty arguments, then the arguments
+            # in fragments (a client must join them).
+            head = {
+                "index": index,
+                "id": f"call_{index}",
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }
+            lines.append(self._chunk({"tool_calls": [head]}))
+            for start in range(0, len(raw), ARGUMENT_FRAGMENT):
+                fragment = {"index": index, "function": {"arguments": raw[start : start + ARGUMENT_FRAGMENT]}}
+                lines.append(self._chunk({"tool_calls": [fragment]}))
         if step.kind in ("cut", "drop"):
             return lines  # no finish_reason, no usage, no [DONE]
-        lines.append(self._chunk({}, step.finish or ("tool_calls" if step.tool_calls else "stop")))
+        finish = step.finish or ("tool_calls" if step.tool_calls else "length" if cut else "stop")
+        lines.append(self._chunk({}, finish))
         if step.usage:
             tokens = step.usage_tokens if step.usage_tokens is not None else max(len(words), 1)
+            if max_tokens is not None:
+                tokens = min(tokens, max_tokens)
             usage = {"prompt_tokens": 12, "completion_tokens": tokens, "total_tokens": 12 + tokens}
             final: dict[str, Any] = {"id": "chatcmpl-fake", "choices": [], "usage": usage}
             if step.timings:

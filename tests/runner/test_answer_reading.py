@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.grading import read_count
+from runner.agent.grading import read_count
 
 FREE, FINAL = "free-text", "final-line"
 

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from runner import bench, report, tables
-from runner.evidence import load
+from runner import bench, report
+from runner.core.evidence import load
+from runner.render import bench as bench_tables
+from runner.render import tables
 from tests.runner.fake_openai import FakeOpenAI, Step, text
 
 OCEAN = "The ocean covers most of the planet and holds most of its water"
@@ -68,7 +70,7 @@ def test_good_dead_and_hanging_backends(tmp_path, dead_url, capsys):
     assert [w["backend"] for w in evidence["warm_up"]] == ["good", "dead", "slow"]
     assert evidence["warm_up"][0]["ok"] is True and evidence["warm_up"][1]["error"].startswith("unreachable")
 
-    summary = bench.bench_summary(evidence)
+    summary = bench_tables.bench_summary(evidence)
     assert summary["good"]["ok"] == 3 and summary["good"]["distinct_completions"] == 1
     assert summary["good"]["token_range"] == (13, 13)
     assert summary["dead"]["median_tok_s"] is None
@@ -84,15 +86,15 @@ def test_bench_reuses_one_warmed_connection_per_backend(tmp_path):
     assert good.connection_ids == [1] * 5  # warm-up + 4 timed requests, one keep-alive connection
     assert [r["new_connection"] for r in evidence["records"]] == [False] * 4
     assert evidence["warm_up"][0]["new_connection"] is True
-    assert bench.bench_summary(evidence)["good"]["new_connections"] == 0
+    assert bench_tables.bench_summary(evidence)["good"]["new_connections"] == 0
 
 
 def test_a_server_that_closes_its_connections_is_noted_in_the_table(tmp_path):
     # llama.cpp closes the connection after each streamed response while advertising keep-alive.
-    with FakeOpenAI([text(OCEAN, close_after_s=0.2)]) as closing:
+    with FakeOpenAI([text(OCEAN, close="on-reuse")]) as closing:
         code, evidence = run_bench(tmp_path, "--repeats", "2", "--endpoint", f"closing={closing.url}")
     assert code == 0 and all(r["ok"] for r in evidence["records"])
-    notes = [column._cells for column in bench.bench_table(evidence).columns][-1]
+    notes = [column._cells for column in bench_tables.bench_table(evidence).columns][-1]
     assert notes == ["new connection on 2 of 2 timed requests, 2 resent after the server closed it"]
 
 
@@ -121,7 +123,7 @@ def test_nothing_measured_exits_non_zero(tmp_path, dead_url):
 
 
 def test_ctrl_c_keeps_what_was_measured(tmp_path, monkeypatch):
-    from runner.timing.openai_http import OpenAIStreamClient
+    from runner.measure.openai_sync import OpenAIStreamClient
 
     real_chat = OpenAIStreamClient.chat
 
@@ -157,7 +159,7 @@ def test_compare_adds_change_percent(tmp_path):
     new = json.loads(json.dumps(old))
     for record in new["records"]:
         record["tokens_per_s"] = record["tokens_per_s"] * 1.1
-    table = bench.bench_table(new, baseline=old)
+    table = bench_tables.bench_table(new, baseline=old)
     cells = [column._cells for column in table.columns]
     assert "+10.0%" in cells[-2]
 
@@ -183,7 +185,7 @@ def test_report_renders_any_evidence_file(tmp_path, capsys):
 
 
 def test_report_rejects_a_file_that_is_not_evidence(tmp_path):
-    from runner.errors import RunnerError
+    from runner.core.errors import RunnerError
 
     bad = tmp_path / "x.json"
     bad.write_text('{"hello": 1}')
@@ -191,14 +193,17 @@ def test_report_rejects_a_file_that_is_not_evidence(tmp_path):
         report.run([str(bad)])
 
 
-@pytest.mark.parametrize("command", ["bench", "check", "counting", "orchestrator", "up"])
+@pytest.mark.parametrize("command", ["bench", "check", "cost", "counting", "images", "orchestrator", "sweep", "up"])
 def test_each_command_owns_its_report(command):
-    assert callable(tables.renderer_for(command))
+    import importlib
+
+    # The report of a command's evidence is the one its own render module defines, found by name.
+    assert tables.renderer_for(command) is importlib.import_module(f"runner.render.{command}").render_report
 
 
 def test_an_evidence_file_of_an_unknown_command_is_one_line(tmp_path):
-    from runner.errors import RunnerError
-    from runner.evidence import SCHEMA
+    from runner.core.errors import RunnerError
+    from runner.core.evidence import SCHEMA
 
     path = tmp_path / "x.json"
     path.write_text(json.dumps({"schema": SCHEMA, "command": "nosuch", "started_at": "2026-11-30"}))
@@ -211,7 +216,7 @@ def test_the_report_modules_import_no_command():
     import sys
 
     code = (
-        "import sys, runner.session, runner.report, runner.tables; "
+        "import sys, runner.cli.session, runner.report, runner.render.tables; "
         "loaded = [m for m in ('runner.bench', 'runner.check', 'runner.counting', 'runner.orchestrator', 'runner.up') "
         "if m in sys.modules]; print(loaded)"
     )

@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 from runner import check
-from runner.evidence import load
+from runner.core.evidence import load
 from tests.runner.fake_openai import FakeOpenAI, Step, text, tool_call
 
 

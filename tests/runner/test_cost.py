@@ -9,8 +9,9 @@ import pytest
 
 from catalog.prices import BEDROCK, EC2, HOURS_PER_MONTH, SAGEMAKER, offline_price
 from runner import cost
-from runner.errors import RunnerError
-from runner.pricing import PriceList, PriceRequest, PricingError, price_all
+from runner.cloud import pricing
+from runner.cloud.pricing import PriceList, PriceRequest, PricingError, price_all
+from runner.core.errors import RunnerError
 from tests.runner.fake_pricing import FakePricing
 
 SURVEY = {  # backend: (instance type, $/hour, measured tok/s, its published $ per million)
@@ -32,17 +33,17 @@ EC2_ATTRIBUTES = {
 @pytest.mark.parametrize("backend", sorted(SURVEY))
 def test_the_surveys_cost_per_million_from_its_inputs(backend):
     _, price, rate, published = SURVEY[backend]
-    assert round(cost.usd_per_million_output(price, rate), 2) == published
+    assert round(pricing.usd_per_million_output(price, rate), 2) == published
 
 
 def test_break_even_and_month_arithmetic():
     # g6 at $0.8048/h against Nova Micro's $0.14 per million output tokens: 1597 output tok/s.
-    assert cost.breakeven_tok_s(0.8048, 0.14) == pytest.approx(0.8048 / 3600 / 0.14e-6)
-    assert round(cost.breakeven_tok_s(0.8048, 0.14)) == 1597
+    assert pricing.breakeven_tok_s(0.8048, 0.14) == pytest.approx(0.8048 / 3600 / 0.14e-6)
+    assert round(pricing.breakeven_tok_s(0.8048, 0.14)) == 1597
     assert round(0.8048 * HOURS_PER_MONTH) == 588  # the survey's "$588/mo"
     nova = offline_price(BEDROCK, "Nova Micro", "us-east-1")
     # 17 prompt tokens per 94 output tokens add 17/94 x $0.035 to each million output tokens.
-    assert cost.bedrock_per_million_output(nova, 17 / 94) == pytest.approx(0.14 + 17 / 94 * 0.035)
+    assert pricing.bedrock_per_million_output(nova, 17 / 94) == pytest.approx(0.14 + 17 / 94 * 0.035)
 
 
 def bench_file(tmp_path, rates: dict[str, float], command: str = "bench"):

@@ -10,7 +10,9 @@ import time
 
 import pytest
 
-from runner.forwards import (
+from runner.cli.options import CommonOptions
+from runner.cli.session import discover
+from runner.cloud.forwards import (
     SESSION_RESPONSE_VARIABLE,
     Forward,
     forwards_file,
@@ -18,7 +20,6 @@ from runner.forwards import (
     process_alive,
     write_forwards,
 )
-from runner.session import CommonOptions, discover
 
 G6_OUTPUT = {
     "name": "g6",

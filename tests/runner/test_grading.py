@@ -6,8 +6,9 @@ import argparse
 
 import pytest
 
-from runner.backends import EndpointFlag, endpoint_backend
-from runner.counting import EXPECTED, IDS, QUESTION, SYSTEM, count_once, right_filter
+from runner.agent.counting import right_filter
+from runner.core.backends import EndpointFlag, endpoint_backend
+from runner.counting import EXPECTED, IDS, QUESTION, SYSTEM, count_once
 from tests.runner.fake_openai import FakeOpenAI, Step, text, tool_call
 
 
@@ -158,3 +159,26 @@ def test_server_faults_become_errors_for_that_run(step, fragment):
 def test_dead_server_is_an_unreached_error(dead_url):
     record = count_once(backend_for(dead_url), 1, args())
     assert record["reached"] is False and record["error"].startswith("unreachable")
+
+
+def test_counting_that_reached_no_backend_exits_1(tmp_path, dead_url):
+    from runner import counting
+    from runner.core.evidence import load
+
+    code = counting.run(
+        [
+            "--no-aws",
+            "--local",
+            "never",
+            "--endpoint",
+            f"dead={dead_url}",
+            "--runs",
+            "2",
+            "--results-dir",
+            str(tmp_path),
+        ]
+    )
+    assert code == 1
+    (path,) = tmp_path.glob("*/counting-*.json")
+    records = load(path)["records"]
+    assert [(r["reached"], r["passed"]) for r in records] == [(False, False), (False, False)]

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from runner.errors import BadCompletion, ServiceError, StreamFault, as_fault, describe, gave_no_answer
-from runner.timing import ChatRequest, RequestRecord, warm_up
-from runner.timing.bedrock import BedrockStreamClient
-from runner.timing.sagemaker import SageMakerStreamClient
+from runner.core.errors import BadCompletion, ServiceError, StreamFault, as_fault, describe, gave_no_answer
+from runner.measure import ChatRequest, RequestRecord, warm_up
+from runner.measure.bedrock import BedrockStreamClient
+from runner.measure.sagemaker import SageMakerStreamClient
 from tests.runner.fake_aws_stream import FakeAwsStream, Reply, event, exception, payload_part
 
 REQUEST = ChatRequest("Write a short paragraph about the ocean.", max_tokens=100)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runner.models import StrictOpenAIModel
+from runner.agent.models import StrictOpenAIModel
 
 SPEC = {"name": "count_ids", "description": "Count ids.", "inputSchema": {"json": {"type": "object", "properties": {}}}}
 USER = [{"role": "user", "content": [{"text": "How many?"}]}]

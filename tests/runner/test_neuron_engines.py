@@ -10,7 +10,7 @@ from catalog import get_backend
 from catalog.backends import GEMMA4_E2B, NEURON_MODEL, SURVEY_NEURON_IMAGE, ModelArgument
 from catalog.config import load_config
 from runner import bench, counting
-from runner.evidence import load
+from runner.core.evidence import load
 from tests.runner.fake_openai import FakeOpenAI, text, tool_call
 
 
@@ -65,7 +65,7 @@ def test_the_survey_graph_is_benchmarked_and_never_sent_tools(tmp_path):
     assert rows["inf2"]["model_id"] == GEMMA4_E2B and rows["trn1"]["model_id"] == NEURON_MODEL
     assert sent and all("tools" not in body and "tool_choice" not in body for body in sent)
     # The rows serve different weights, and the table says which.
-    from runner.bench import bench_table
+    from runner.render.bench import bench_table
 
     columns = {c.header: list(c._cells) for c in bench_table(evidence).columns}
     assert dict(zip(columns["backend"], columns["model"], strict=True)) == {"inf2": GEMMA4_E2B, "trn1": NEURON_MODEL}

@@ -16,7 +16,7 @@ import boto3
 import pytest
 
 from runner import bench, check, counting, orchestrator
-from runner.evidence import load
+from runner.core.evidence import load
 from tests.runner.fake_openai import FakeOpenAI, text, tool_call
 
 OUTPUTS = {

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner import orchestrator
-from runner.backends import EndpointFlag, endpoint_backend
-from runner.evidence import load
+from runner.agent import orchestration
+from runner.core.backends import EndpointFlag, endpoint_backend
+from runner.core.evidence import load
 from tests.runner.fake_openai import FakeOpenAI, Step, text, tool_call
 
 
@@ -31,22 +32,22 @@ def run_orchestrator(tmp_path: Path, agent_url: str, **backends: str) -> tuple[i
 def test_winner_check_flags_a_sentence_that_names_another_backend():
     found = backends("g6", "trn1", "bedrock")
     rows = table(("g6", 0.154, None), ("trn1", 0.196, None), ("bedrock", 0.51, None))
-    flagged = orchestrator.winner_check("The fastest response came from trn1.", rows, found)
+    flagged = orchestration.winner_check("The fastest response came from trn1.", rows, found)
     assert flagged == {"table_winner": "g6", "sentence_names": ["trn1"], "sentence_names_different_winner": True}
-    fine = orchestrator.winner_check("g6 was fastest, ahead of trn1.", rows, found)
+    fine = orchestration.winner_check("g6 was fastest, ahead of trn1.", rows, found)
     assert fine["sentence_names_different_winner"] is False
-    silent = orchestrator.winner_check("All answered Paris.", rows, found)
+    silent = orchestration.winner_check("All answered Paris.", rows, found)
     assert silent["sentence_names_different_winner"] is False
 
 
 def test_failed_rows_never_win():
     found = backends("a", "b")
     rows = table(("a", None, "unreachable"), ("b", 0.3, None))
-    assert orchestrator.winner_check("b wins", rows, found)["table_winner"] == "b"
+    assert orchestration.winner_check("b wins", rows, found)["table_winner"] == "b"
 
 
 def test_split_closing_keeps_table_and_sentence_apart():
-    quoted, closing = orchestrator.split_closing("| A | B |\n|---|---|\n| x | 1 |\n\nThe fastest was x.")
+    quoted, closing = orchestration.split_closing("| A | B |\n|---|---|\n| x | 1 |\n\nThe fastest was x.")
     assert quoted.count("|") == 9 and closing == "The fastest was x."
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,10 +13,11 @@ import httpx
 import pytest
 
 from catalog.contract import BackendOutput, output_key
-from runner.backends import from_output
-from runner.errors import RunnerError
-from runner.outputs import parse_outputs, read_outputs_file, read_stack_outputs
-from runner.session import CommonOptions, discover
+from runner.cli.options import CommonOptions
+from runner.cli.session import discover
+from runner.cloud.outputs import parse_outputs, read_outputs_file, read_stack_outputs
+from runner.core.backends import from_output
+from runner.core.errors import RunnerError
 
 G6 = BackendOutput(
     name="g6",
@@ -108,28 +107,13 @@ def test_missing_or_broken_outputs_file(tmp_path):
 
 @pytest.fixture(scope="module")
 def moto_endpoint():
-    """moto in server mode on a free loopback port."""
-    import socket
+    """moto in server mode on loopback, on the port it bound itself."""
+    from moto.server import ThreadedMotoServer
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://localhost:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"{url}/moto-api/", timeout=1)
-            break
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    yield url
-    server.terminate()
-    server.wait(timeout=10)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    yield f"http://localhost:{server.get_host_and_port()[1]}"
+    server.stop()
 
 
 @pytest.fixture
@@ -181,7 +165,7 @@ def test_selecting_a_backend_that_is_not_deployed_is_a_notice(emulated_aws):
 
 
 def test_wait_stops_at_once_on_a_failed_readiness_and_names_the_reason(emulated_aws, dead_url):
-    from runner.health import wait_healthy
+    from runner.measure.health import wait_healthy
 
     ssm = boto3.client("ssm", region_name="us-east-1")
     reason = "image not found: 1.dkr.ecr.us-east-1.amazonaws.com/vllm-sm75:v1; build the sm_75 vLLM image"
@@ -199,7 +183,7 @@ def test_wait_stops_at_once_on_a_failed_readiness_and_names_the_reason(emulated_
 
 
 def test_wait_reports_a_starting_server_as_starting_not_unreachable(emulated_aws, dead_url):
-    from runner.health import wait_healthy
+    from runner.measure.health import wait_healthy
 
     ssm = boto3.client("ssm", region_name="us-east-1")
     ssm.put_parameter(Name="/inference/g6/ready", Type="String", Value=json.dumps({"state": "starting"}))
@@ -210,7 +194,7 @@ def test_wait_reports_a_starting_server_as_starting_not_unreachable(emulated_aws
 
 
 def test_sagemaker_wait_uses_the_endpoint_in_service_waiter(emulated_aws):
-    from runner.health import wait_healthy
+    from runner.measure.health import wait_healthy
 
     sagemaker = boto3.client("sagemaker", region_name="us-east-1")
     sagemaker.create_model(
@@ -236,7 +220,7 @@ def test_sagemaker_wait_uses_the_endpoint_in_service_waiter(emulated_aws):
 
 
 def test_an_unreachable_forward_names_its_port_and_command(dead_url):
-    from runner.health import wait_healthy
+    from runner.measure.health import wait_healthy
 
     port = int(dead_url.rsplit(":", 1)[1])
     health = wait_healthy(from_output(G6, {"g6": port}), 0, poll_s=0.1)

@@ -16,7 +16,7 @@ from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 from strands.models.sagemaker import SageMakerAIModel
 
-from runner.models import clean_event_stream, clean_usage, sagemaker_model
+from runner.agent.models import clean_event_stream, clean_usage, sagemaker_model
 from tests.runner.fake_aws_stream import FakeAwsStream, Reply, payload_part
 
 VLLM_USAGE = {

@@ -10,7 +10,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from catalog.contract import BackendOutput
-from runner.server_watch import FAILED, NO_CAPACITY, ServerWatch, WatchOptions
+from runner.cloud.server_watch import ServerWatch
+from runner.cloud.watch import FAILED, NO_CAPACITY, WatchOptions
 
 OUTPUT = BackendOutput(
     name="g5g",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.errors import (
+from runner.core.errors import (
     BadCompletion,
     HttpStatus,
     StreamFault,
@@ -18,8 +18,8 @@ from runner.errors import (
     describe,
     gave_no_answer,
 )
-from runner.timing import ChatRequest, RequestRecord, warm_up
-from runner.timing.openai_http import OpenAIStreamClient
+from runner.measure import ChatRequest, RequestRecord, warm_up
+from runner.measure.openai_sync import OpenAIStreamClient
 from tests.runner.fake_openai import FakeOpenAI, Step, text
 
 REQUEST = ChatRequest(prompt="Write a short paragraph about the ocean.", max_tokens=100)
@@ -58,7 +58,7 @@ def test_a_kept_alive_connection_the_server_closed_is_retried_once_on_a_new_one(
     # Like llama.cpp: a complete response, then the server closes the connection a little later.
     # The next request goes out on the pooled connection, fails before any response, and is
     # sent again on a new connection; nothing is lost and the record says what happened.
-    with FakeOpenAI([text("The ocean is wide", close_after_s=0.3)]) as fake:
+    with FakeOpenAI([text("The ocean is wide", close="on-reuse")]) as fake:
         client = client_for(fake.url)
         warm = warm_up(client, "fake")
         records = [client.chat(REQUEST, RequestRecord("fake", run)) for run in (1, 2)]
@@ -199,7 +199,7 @@ def test_a_dead_server_is_unreachable(dead_url):
 
 
 def test_stream_error_object_is_a_fault():
-    from runner.timing.sse import ChatStreamAccumulator
+    from runner.measure.sse import ChatStreamAccumulator
 
     stream = ChatStreamAccumulator(RequestRecord(backend="x", run=1))
     with pytest.raises(StreamFault, match="server error in stream: overloaded"):
@@ -207,7 +207,7 @@ def test_stream_error_object_is_a_fault():
 
 
 def test_lines_after_done_are_drained_not_parsed():
-    from runner.timing.sse import ChatStreamAccumulator
+    from runner.measure.sse import ChatStreamAccumulator
 
     record = RequestRecord(backend="x", run=1)
     stream = ChatStreamAccumulator(record)

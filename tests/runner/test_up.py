@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from runner.readiness import Readiness, is_capacity_refusal
+from runner.cloud.readiness import Readiness, is_capacity_refusal
 from tests.cdk.conftest import ROOT
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from runner.vllm_checkpoint import MANIFEST, RECIPE, checkpoint_is_current, sha256
+from runner.servers.vllm_checkpoint import MANIFEST, RECIPE, checkpoint_is_current, sha256
 
 
 def make(tmp_path, **overrides):

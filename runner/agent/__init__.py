@@ -1,0 +1,7 @@
+"""The shared Strands agent: a model per backend (`models`), one run under limits with every
+model and tool call kept (`run`, `limits`), grading what it said and did (`grading`), and the
+tasks the commands give it: the check's plain answer and tool call (`checks`), demo 1's counting
+(`counting`), demo 2's orchestration (`orchestration`).
+
+Imports `runner.measure`, `runner.cloud` and `runner.core`.
+"""

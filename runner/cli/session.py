@@ -1,0 +1,213 @@
+"""What every command shares: common flags, backend discovery, the embedded server, evidence."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from catalog import BackendKind, CatalogError
+from runner.cli.options import CommonOptions, options_from_args
+from runner.cloud.aws import credentials_configured
+from runner.cloud.forwards import Forward, forwards_file, live_forwards
+from runner.cloud.outputs import OutputsReading, parse_outputs, read_outputs_file, read_stack_outputs
+from runner.core.backends import (
+    Backend,
+    bedrock_backend,
+    endpoint_backend,
+    from_output,
+    local_backend,
+    select,
+)
+from runner.core.console import console
+from runner.core.errors import RunnerError
+from runner.core.evidence import Evidence
+from runner.render.tables import print_report
+from runner.servers.llama_cpp import CAVEAT, MODEL_ALIAS, LocalServer, LocalServerConfig
+
+
+@dataclass
+class Discovery:
+    backends: list[Backend]
+    notices: list[str]
+    outputs: OutputsReading | None
+    local_server: LocalServer | None = None
+    # Whether this run may call AWS at all (credentials configured or --aws, and not --no-aws).
+    aws: bool = False
+
+
+def discover(options: CommonOptions) -> Discovery:
+    """Everything deployed or named, then the embedded model if nothing else is there."""
+    notices: list[str] = []
+    outputs: OutputsReading | None = None
+    use_aws = options.aws if options.aws is not None else credentials_configured()
+    forwarded = open_forwards(notices)
+    if options.outputs_file:
+        outputs = read_outputs_file(options.outputs_file)
+    elif use_aws:
+        outputs = read_stack_outputs(options.region)
+    elif forwarded:
+        # No AWS call: the servers runner.forward opened carry the stack outputs they were opened for.
+        outputs = forwarded_outputs(forwarded)
+    else:
+        notices.append("no AWS credentials configured: stack outputs and Bedrock skipped (--aws to force)")
+    found: list[Backend] = []
+    ports = {f.backend: f.local_port for f in forwarded} | options.forwards
+    if outputs is not None:
+        notices.extend(outputs.problems)
+        for output in outputs.backends:
+            try:
+                backend = from_output(output, ports)
+            except (RunnerError, CatalogError) as error:
+                notices.append(str(error))
+                continue
+            forward = next((f for f in forwarded if f.backend == output.name), None)
+            if forward is not None and output.name not in options.forwards:
+                backend.notes.append(f"forwarded by runner.forward (pid {forward.pid}, {forward.instance_id})")
+            found.append(backend)
+    deployed = bool(found)
+    for flag in options.endpoints:
+        existing = next((b for b in found if b.name == flag.name), None)
+        replacement = endpoint_backend(flag, existing)
+        found = [b for b in found if b.name != flag.name] + [replacement]
+    if use_aws:
+        found.append(bedrock_backend())
+    else:
+        # Listed, never called: building its AWS client would already probe for credentials.
+        why = "with --no-aws" if options.aws is False else "without AWS credentials (configure them, or pass --aws)"
+        for backend in found:
+            if backend.kind is BackendKind.SAGEMAKER:
+                backend.blocked = f"not reachable {why}: a SageMaker endpoint is called through the AWS API"
+
+    wanted = options.backends
+    extra = {flag.name for flag in options.endpoints}
+    selected = select(found, [w for w in wanted if w != "local"] if wanted else None, extra)
+    if wanted:
+        for name in wanted:
+            if name != "local" and name not in {b.name for b in selected}:
+                notices.append(f"backend {name} was asked for but is not deployed or configured")
+    want_local = (
+        options.local == "always"
+        or (wanted is not None and "local" in wanted)
+        or (options.local == "auto" and wanted is None and not deployed and not options.endpoints)
+    )
+    if options.local == "never":
+        want_local = False
+    server = None
+    if want_local:
+        config = LocalServerConfig(startup_timeout_s=120.0)
+        if options.threads:
+            config.threads = options.threads
+        console.print(f"[dim]starting the embedded model ({config.threads} threads) …[/dim]")
+        server = LocalServer(config).start()
+        notices.append(f"{CAVEAT}; started in {server.startup_s:.1f} s")
+        selected.append(local_backend(server.base_url, MODEL_ALIAS))
+    return Discovery(backends=selected, notices=notices, outputs=outputs, local_server=server, aws=use_aws)
+
+
+def open_forwards(notices: list[str]) -> list[Forward]:
+    """The forwards runner.forward left running; an unreadable state file is a notice, not a stop."""
+    try:
+        return live_forwards()
+    except RunnerError as error:
+        notices.append(str(error))
+        return []
+
+
+def forwarded_outputs(forwarded: list[Forward]) -> OutputsReading:
+    from catalog.contract import output_key
+
+    return parse_outputs({"runner.forward": {output_key(f.backend): f.output for f in forwarded}}, str(forwards_file()))
+
+
+@contextlib.contextmanager
+def run_session(command: str, args: argparse.Namespace, config: dict[str, Any]) -> Iterator[tuple[Discovery, Evidence]]:
+    """Discover backends, open evidence, and always stop the embedded server and save evidence."""
+    options = options_from_args(args)
+    evidence = Evidence(command, config | {"common": _jsonable(asdict(options))}, options.results_dir)
+    discovery = discover(options)
+    try:
+        for line in discovery.notices:
+            console.print(f"[yellow]note:[/yellow] {line}")
+            evidence.notice(line)
+        evidence.data["backends"] = [b.to_json() for b in discovery.backends]
+        evidence.data["stack_outputs"] = (
+            {"source": discovery.outputs.source, "outputs": discovery.outputs.raw} if discovery.outputs else None
+        )
+        if discovery.local_server is not None:
+            evidence.data["local_server"] = {
+                "startup_s": discovery.local_server.startup_s,
+                "threads": discovery.local_server.config.threads,
+                "model_path": discovery.local_server.model_path.name if discovery.local_server.model_path else None,
+            }
+        if not discovery.backends:
+            raise RunnerError("nothing to measure: no backend selected, deployed or configured")
+        yield discovery, evidence
+    finally:
+        if discovery.local_server is not None:
+            discovery.local_server.stop()
+
+
+def run_command(
+    command: str,
+    args: argparse.Namespace,
+    config: dict[str, Any],
+    measure: Callable[[Discovery, Evidence], None],
+    *,
+    measured: Callable[[list[dict[str, Any]]], bool],
+    baseline: dict[str, Any] | None = None,
+) -> int:
+    """What every measuring command shares: discover the backends, `measure` them, and conclude;
+    Ctrl-C stops the measuring, saves what was measured and goes on up as KeyboardInterrupt.
+
+    `measured(records)` decides the exit status: 0 when it holds, 1 when nothing counted.
+    """
+    with run_session(command, args, config) as (discovery, evidence):
+        interrupted = False
+        try:
+            measure(discovery, evidence)
+        except KeyboardInterrupt:
+            interrupted = True
+        return conclude(
+            evidence, interrupted=interrupted, measured=measured(evidence.data["records"]), baseline=baseline
+        )
+
+
+def conclude(evidence: Evidence, *, interrupted: bool, measured: bool, baseline: dict[str, Any] | None = None) -> int:
+    """Save the evidence, print its table, say where it is; Ctrl-C goes on up once saved.
+
+    Exit status: 0 when anything was measured, 1 when nothing could be.
+    """
+    path = evidence.finish(interrupted=interrupted)
+    print_report(evidence.data, baseline=baseline, notices=False)
+    print(f"evidence: {path}")
+    if interrupted:
+        raise KeyboardInterrupt
+    return 0 if measured else 1
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def main_guard(run: Callable[[], int]) -> None:
+    """Expected faults print one line and exit 2; Ctrl-C exits 130 after the command saved its evidence."""
+    try:
+        code = run()
+    except (RunnerError, CatalogError) as error:
+        console.print(f"[red]error:[/red] {error}")
+        code = 2
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/yellow]")
+        code = 130
+    sys.exit(code)

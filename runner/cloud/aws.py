@@ -1,0 +1,58 @@
+"""When to talk to AWS at all, and in which region.
+
+The runner touches AWS only when credentials are configured explicitly (environment, profile
+or ~/.aws files) or `--aws` is given: it never probes the instance metadata service on a
+laptop, and with no credentials it goes straight to the embedded model.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+CREDENTIAL_VARIABLES = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_PROFILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+)
+
+
+def credentials_configured() -> bool:
+    if any(os.environ.get(name) for name in CREDENTIAL_VARIABLES):
+        return True
+    home = Path(os.environ.get("HOME", "~")).expanduser()
+    config_file = Path(os.environ.get("AWS_CONFIG_FILE", home / ".aws" / "config"))
+    credentials_file = Path(os.environ.get("AWS_SHARED_CREDENTIALS_FILE", home / ".aws" / "credentials"))
+    return config_file.is_file() or credentials_file.is_file()
+
+
+def boto_client(service: str, region: str, timeout_s: float) -> Any:
+    """A boto3 client with one attempt and our timeout: retries would hide faults and skew timings.
+    Its pool holds as many connections as the highest load level asks for (64)."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        service,
+        region_name=region,
+        config=Config(read_timeout=timeout_s, connect_timeout=5, retries={"max_attempts": 1}, max_pool_connections=64),
+    )
+
+
+def check_region(name: str) -> str:
+    """`name` if botocore knows it as an AWS region; else a one-line error listing the US regions.
+
+    Reads botocore's bundled endpoint data: no client is built and nothing is sent.
+    """
+    import botocore.session
+
+    from runner.core.errors import RunnerError
+
+    known = botocore.session.get_session().get_available_regions("ec2")
+    if name not in known:
+        us = ", ".join(sorted(r for r in known if r.startswith("us-") and "gov" not in r))
+        raise RunnerError(f"region {name!r} does not exist (AWS regions in the US: {us})")
+    return name

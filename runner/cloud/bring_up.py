@@ -1,0 +1,127 @@
+"""runner.up's two jobs: every chosen stack brought up at once (StackUp each), the billing table at
+the end; and --extend, the deployed stacks redeployed with a later expiry and nothing else."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from catalog import CatalogError
+from catalog.backends import stack_names
+from catalog.config import (
+    EXPIRY_FORMAT,
+    StackConfig,
+    load_config,
+    read_placement_records,
+    time_to_live,
+    ttl_notice,
+)
+from runner.cloud.account_facts import account_zones
+from runner.cloud.stack_up import StackUp, UpOptions, deploy_stack
+from runner.core.console import console
+from runner.core.errors import RunnerError
+from runner.core.evidence import Evidence
+
+
+def chosen_stacks(options: UpOptions, records: dict[str, dict[str, Any]]) -> tuple[list[StackConfig], Any]:
+    unknown = [s for s in options.stacks if s not in stack_names()]
+    if unknown:
+        raise RunnerError(f"unknown stack {unknown[0]!r}; stacks: {', '.join(stack_names())}")
+    try:
+        config = load_config(options.context, records=records)
+    except CatalogError as error:
+        raise RunnerError(str(error)) from None
+    return [config.stack(name) for name in (options.stacks or stack_names())], config
+
+
+def up(options: UpOptions, *, on_start: Callable[[list[StackUp]], None] | None = None) -> Evidence:
+    records = read_placement_records_or_fail()
+    chosen, config = chosen_stacks(options, records)
+    expires_at = config.expiry_text
+    evidence = Evidence(
+        "up",
+        {
+            "stacks": [s.name for s in chosen],
+            "placement": {s.name: {"region": s.region, "candidates": list(s.candidate_regions)} for s in chosen},
+            "launch_timeout_s": options.launch_timeout_s,
+            "ready_timeout_s": options.ready_timeout_s,
+            "context": options.context,
+            "expires_at": expires_at,
+            "ttl_hours": config.ttl_hours,
+        },
+        options.results_dir,
+    )
+    console.print(ttl_notice(config))
+    lock = threading.Lock()
+    runs = [StackUp(stack, options, evidence, lock, expires_at, records) for stack in chosen]
+    errors: dict[str, str] = {}
+
+    def guarded(run: StackUp) -> None:
+        try:
+            run.run()
+        except (RunnerError, CatalogError) as error:
+            errors[run.config.name] = str(error)
+            run.log(f"stopped: {error}")
+
+    threads = [threading.Thread(target=guarded, args=(run,), name=run.config.name) for run in runs]
+    for thread in threads:
+        thread.start()
+    if on_start:
+        on_start(runs)
+    interrupted = False
+    try:
+        while any(t.is_alive() for t in threads):
+            for thread in threads:
+                thread.join(timeout=0.5)
+    except KeyboardInterrupt:
+        interrupted = True
+        for run in runs:
+            run.stop.set()
+        for thread in threads:
+            thread.join()
+    evidence.data["errors"] = errors
+    evidence.data["billing"] = [row for run in runs for row in run.billing()]
+    evidence.finish(interrupted=interrupted)
+    if interrupted:
+        raise KeyboardInterrupt
+    return evidence
+
+
+def read_placement_records_or_fail() -> dict[str, dict[str, Any]]:
+    try:
+        return read_placement_records()
+    except CatalogError as error:
+        raise RunnerError(str(error)) from None
+
+
+def extend(hours: float, options: UpOptions) -> Evidence:
+    """Redeploy every stack runner.up placed, with the expiry `hours` from now; nothing else changes."""
+    if hours <= 0:
+        raise RunnerError(
+            f"--extend {hours:g}: give a number of hours above 0 (to turn the time-to-live off: -c ttlHours=0)"
+        )
+    records = read_placement_records_or_fail()
+    if not records:
+        raise RunnerError("--extend: nothing deployed by runner.up to extend (placement.json lists no stack)")
+    try:
+        _, expiry = time_to_live({"ttlHours": hours}, datetime.now(UTC))
+    except CatalogError as error:
+        raise RunnerError(str(error).replace("context ttlHours", "--extend")) from None
+    expires_at = expiry.strftime(EXPIRY_FORMAT) if expiry else None
+    evidence = Evidence(
+        "up", {"extend_hours": hours, "expires_at": expires_at, "stacks": sorted(records)}, options.results_dir
+    )
+    for stack, record in sorted(records.items()):
+        region = record["region"]
+        context = dict(record.get("context") or {}) | {f"{region}.zones": ",".join(account_zones(region))}
+        context |= {f"{name}.ami": ami for name, ami in (record.get("amis") or {}).items()}
+        context["expiresAt"] = expires_at or ""
+        console.print(f"[bold]{stack}[/bold] moving its time-to-live to {expires_at} in {region} …")
+        result = deploy_stack(stack, context, options.method)
+        outcome = "extended" if result.returncode == 0 else "deploy-failed"
+        evidence.add_record({"stack": stack, "region": region, "outcome": outcome, "expires_at": expires_at,
+                             "error": None if result.returncode == 0 else result.tail})  # fmt: skip
+    evidence.finish()
+    return evidence

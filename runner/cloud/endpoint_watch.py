@@ -1,0 +1,70 @@
+"""A SageMaker endpoint from deploy to InService (or Failed), watched by runner.up; recreated from its endpoint config under the same name when the time-to-live deleted it."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from catalog.contract import APP_TAG
+from runner.cloud.billing import endpoint_billing
+from runner.cloud.watch import FAILED, READY, TIMEOUT, Watch, iso, minutes_between
+
+
+class EndpointWatch(Watch):
+    """A SageMaker endpoint: Creating → InService (or Failed); recreated when the time-to-live deleted it."""
+
+    def describe(self) -> dict[str, Any] | None:
+        try:
+            return self.client("sagemaker").describe_endpoint(EndpointName=self.output.endpoint_name)
+        except ClientError as error:
+            if "Could not find endpoint" in str(error):
+                return None
+            raise
+
+    def step(self) -> str | None:
+        description = self.describe()
+        if description is None:
+            if not self.first or not self.output.endpoint_config_name:
+                return self.end(FAILED, f"endpoint {self.output.endpoint_name} does not exist")
+            self.first = False
+            self.client("sagemaker").create_endpoint(
+                EndpointName=self.output.endpoint_name,
+                EndpointConfigName=self.output.endpoint_config_name,
+                Tags=[{"Key": APP_TAG[0], "Value": APP_TAG[1]}],
+            )
+            self.record["held_at_zero"] = "endpoint deleted (time-to-live)"
+            self.log(
+                f"{self.output.name}: endpoint was deleted (time-to-live): recreated from {self.output.endpoint_config_name}"
+            )
+            return None
+        self.first = False
+        status = description["EndpointStatus"]
+        self.record["readiness"] = status
+        self.record["launched_at"] = iso(description["CreationTime"])
+        if status == "InService":
+            ready = description.get("LastModifiedTime") or datetime.now(UTC)
+            self.record.update(ready_at=iso(ready), zone=None)
+            self.record["launch_to_ready_min"] = minutes_between(self.record["launched_at"], self.record["ready_at"])
+            return self.end(READY)
+        if status in ("Failed", "OutOfService"):
+            return self.end(FAILED, description.get("FailureReason", status))
+        if time.monotonic() - self.started > (self.options.ready_timeout_s or 3600):
+            return self.end(TIMEOUT, f"endpoint still {status}")
+        return None
+
+    def billing(self) -> list[dict[str, Any]]:
+        description = self.describe()
+        if description is None or description["EndpointStatus"] == "Failed":
+            return []
+        return [
+            endpoint_billing(
+                self.output.name,
+                self.output.region,
+                self.output.instance_type or "?",
+                self.output.endpoint_name or "?",
+                description["EndpointStatus"],
+            ).to_json()
+        ]

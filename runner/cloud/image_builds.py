@@ -1,0 +1,139 @@
+"""Image builds in AWS: whether an image is in the account's ECR, the project's latest build,
+starting one (or finding the one running when the project allows one at a time), its last log
+lines, following it to its end."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from catalog.contract import BackendOutput
+from runner.cloud.outputs import read_outputs_file, read_stack_outputs
+from runner.core.errors import RunnerError
+
+RUNNING = "IN_PROGRESS"
+
+
+LIMIT_ERRORS = ("AccountLimitExceededException", "ResourceAlreadyExistsException")
+
+
+def image_state(ecr: Any, image_uri: str) -> str:
+    """`present`, `missing`, or `no-repository` for an image in this account's ECR."""
+    from botocore.exceptions import ClientError
+
+    repository = image_uri.split("/", 1)[1].rsplit(":", 1)[0]
+    tag = image_uri.rsplit(":", 1)[1]
+    try:
+        ecr.describe_images(repositoryName=repository, imageIds=[{"imageTag": tag}])
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "")
+        if code == "RepositoryNotFoundException":
+            return "no-repository"
+        if code == "ImageNotFoundException":
+            return "missing"
+        raise
+    return "present"
+
+
+def latest_build(codebuild: Any, project: str) -> dict[str, Any] | None:
+    ids = codebuild.list_builds_for_project(projectName=project, sortOrder="DESCENDING").get("ids", [])
+    if not ids:
+        return None
+    (build,) = codebuild.batch_get_builds(ids=ids[:1])["builds"]
+    return build
+
+
+def start_build(codebuild: Any, project: str, *, force: bool = False) -> tuple[dict[str, Any], bool]:
+    """(build, started): a new build, or the one already running when the project's limit of one
+    refuses a second."""
+    from botocore.exceptions import ClientError
+
+    overrides = [{"name": "FORCE_BUILD", "value": "1", "type": "PLAINTEXT"}] if force else []
+    try:
+        return codebuild.start_build(projectName=project, environmentVariablesOverride=overrides)["build"], True
+    except ClientError as error:
+        running = latest_build(codebuild, project)
+        if (
+            error.response.get("Error", {}).get("Code") in LIMIT_ERRORS
+            and running
+            and running["buildStatus"] == RUNNING
+        ):
+            return running, False
+        raise
+
+
+def last_log_lines(logs: Any, build: dict[str, Any], count: int = 6) -> str:
+    """The build's last non-empty log lines, as CodeBuild wrote them to CloudWatch Logs."""
+    where = build.get("logs") or {}
+    if not where.get("groupName") or not where.get("streamName"):
+        return ""
+    try:
+        events = logs.get_log_events(
+            logGroupName=where["groupName"], logStreamName=where["streamName"], limit=200, startFromHead=False
+        )["events"]
+    except Exception:
+        return ""
+    lines = [e["message"].strip() for e in events if e["message"].strip()]
+    return " | ".join(lines[-count:])
+
+
+def find_backend(name: str, outputs_file: Path | None, region: str | None) -> BackendOutput:
+    reading = read_outputs_file(outputs_file) if outputs_file else read_stack_outputs(region)
+    by_name = {b.name: b for b in reading.backends}
+    if name not in by_name:
+        deployed = ", ".join(sorted(by_name)) or "none"
+        raise RunnerError(f"backend {name} is not deployed (deployed: {deployed}); deploy its stack first")
+    backend = by_name[name]
+    if not backend.image_build_project:
+        raise RunnerError(
+            f"backend {name} runs an image this app does not build ({backend.image or 'its catalog image'}); "
+            "nothing to build"
+        )
+    return backend
+
+
+def follow(codebuild: Any, build_id: str, poll_s: float, on_phase) -> dict[str, Any]:
+    """Poll the build until it ends; `on_phase(phase)` once for every phase that ended."""
+    reported: set[str] = set()
+    while True:
+        (build,) = codebuild.batch_get_builds(ids=[build_id])["builds"]
+        for phase in build.get("phases", []):
+            if phase.get("phaseStatus") and phase["phaseType"] not in reported:
+                reported.add(phase["phaseType"])
+                on_phase(phase)
+        if build["buildStatus"] != RUNNING:
+            return build
+        time.sleep(poll_s)
+
+
+def build_record(backend: BackendOutput, build: dict[str, Any]) -> dict[str, Any]:
+    started, ended = build.get("startTime"), build.get("endTime")
+    seconds = (
+        (ended - started).total_seconds() if hasattr(started, "isoformat") and hasattr(ended, "isoformat") else None
+    )
+    failed = next((p for p in build.get("phases", []) if p.get("phaseStatus") not in (None, "SUCCEEDED")), None)
+    return {
+        "backend": backend.name,
+        "region": backend.region,
+        "project": backend.image_build_project,
+        "image": backend.image,
+        "build_id": build["id"],
+        "status": build["buildStatus"],
+        "duration_s": seconds,
+        "phases": [
+            {k: str(v) for k, v in p.items() if k in ("phaseType", "phaseStatus", "durationInSeconds")}
+            for p in build.get("phases", [])
+        ],
+        "failed_phase": failed.get("phaseType") if failed else None,
+        "failure": " ".join(c.get("message", "") for c in (failed or {}).get("contexts", [])).strip() or None,
+        "logs": (build.get("logs") or {}).get("deepLink"),
+    }
+
+
+def rebuild_hint(output: BackendOutput, reason: str | None) -> str:
+    """What to run when a server's image is missing or its build failed (the runner's own command;
+    the catalog and the stacks name none)."""
+    if output.image_build_project and reason and reason.startswith(("image build", "image not found")):
+        return f"; after a fix: python -m runner.images build {output.name}"
+    return ""

@@ -1,0 +1,279 @@
+"""What the app left in a region, and what bills there whatever its tag: one region's listing
+(stacks with their time-to-live, groups, instances, volumes, endpoints, network, sessions), each
+list call's failure a line, never a stop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from catalog import CatalogError
+from catalog.backends import stack_names
+from catalog.config import load_config, read_placements
+from catalog.contract import APP_TAG, BACKEND_TAG_KEY, OUTPUT_PREFIX
+from catalog.offerings import US_REGIONS
+from runner.cloud.aws import boto_client
+from runner.cloud.forwards import read_forwards
+from runner.core.console import console
+from runner.core.errors import RunnerError, describe
+
+REGIONS = US_REGIONS
+
+
+INSTANCE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
+
+
+BILLING_INSTANCE_STATES = ("pending", "running", "stopping", "shutting-down")
+
+
+@dataclass
+class Found:
+    region: str
+    kind: str
+    id: str
+    state: str
+    ours: bool
+    billing: bool
+    detail: str = ""
+
+
+def tags_are_ours(tags: list[dict[str, str]] | None) -> bool:
+    pairs = {(t.get("Key"), t.get("Value")) for t in tags or []}
+    keys = {key for key, _ in pairs}
+    return (
+        APP_TAG in pairs
+        or BACKEND_TAG_KEY in keys
+        or any(key == "aws:cloudformation:stack-name" and value in stack_names() for key, value in pairs)
+    )
+
+
+def tag_value(tags: list[dict[str, str]] | None, key: str) -> str:
+    return next((t["Value"] for t in tags or [] if t.get("Key") == key), "")
+
+
+class RegionScan:
+    """Lists one region; each list call's failure becomes a row, never a stop."""
+
+    def __init__(self, region: str) -> None:
+        self.region = region
+        self.found: list[Found] = []
+        self.problems: list[str] = []
+        self.clients: dict[str, Any] = {}
+        self.skipped: str | None = None
+        # Endpoint name -> its stack's expiry (the schedule that deletes it lives in the stack).
+        self.endpoint_expiries: dict[str, str | None] = {}
+
+    def client(self, service: str) -> Any:
+        if service not in self.clients:
+            self.clients[service] = boto_client(service, self.region, 30)
+        return self.clients[service]
+
+    def add(self, kind: str, id: str, state: str, *, ours: bool, billing: bool, detail: str = "") -> None:
+        self.found.append(Found(self.region, kind, id, state, ours, billing, detail))
+
+    def scan(self, forwarded_sessions: set[str]) -> RegionScan:
+        for step in (self.stacks, self.groups, self.instances, self.volumes, self.sagemaker, self.network):
+            try:
+                step()
+            except Exception as error:  # one refused list call never hides the rest
+                if step == self.stacks and region_not_enabled(error):
+                    # An opt-in region the account has not enabled: nothing can run (or bill) there.
+                    self.skipped = f"{self.region}: not enabled for this account (nothing can run there)"
+                    return self
+                self.problems.append(f"{self.region} {step.__name__}: {describe(error)}")
+        try:
+            self.sessions(forwarded_sessions)
+        except Exception as error:
+            self.problems.append(f"{self.region} sessions: {describe(error)}")
+        return self
+
+    def ours(self, kind: str) -> set[str]:
+        return {f.id for f in self.found if f.kind == kind and f.ours}
+
+    def stacks(self) -> None:
+        for page in self.client("cloudformation").get_paginator("describe_stacks").paginate():
+            for stack in page["Stacks"]:
+                if stack["StackStatus"] == "DELETE_COMPLETE":
+                    continue
+                if stack["StackName"] in stack_names() or tags_are_ours(stack.get("Tags")):
+                    expiry = stack_expiry(stack)
+                    for name in endpoint_names(stack):
+                        self.endpoint_expiries[name] = expiry
+                    detail = f"time-to-live {expiry}" if expiry else "no time-to-live"
+                    self.add("stack", stack["StackName"], stack["StackStatus"], ours=True, billing=False, detail=detail)
+
+    def groups(self) -> None:
+        autoscaling = self.client("autoscaling")
+        zero_at = {}
+        for action in autoscaling.describe_scheduled_actions().get("ScheduledUpdateGroupActions", []):
+            if action.get("DesiredCapacity") == 0 and action.get("StartTime"):
+                start = action["StartTime"]
+                zero_at[action["AutoScalingGroupName"]] = (
+                    start.strftime("%Y-%m-%dT%H:%M:%SZ") if hasattr(start, "strftime") else str(start)
+                )
+        for page in autoscaling.get_paginator("describe_auto_scaling_groups").paginate():
+            for group in page["AutoScalingGroups"]:
+                tags = [{"Key": t["Key"], "Value": t["Value"]} for t in group.get("Tags", [])]
+                if tags_are_ours(tags):
+                    detail = f"desired {group['DesiredCapacity']}, {len(group.get('Instances', []))} instance(s)"
+                    name = group["AutoScalingGroupName"]
+                    detail += f"; time-to-live {zero_at[name]}" if name in zero_at else "; no time-to-live"
+                    self.add(
+                        "auto-scaling-group",
+                        group["AutoScalingGroupName"],
+                        "active",
+                        ours=True,
+                        billing=False,
+                        detail=detail,
+                    )
+
+    def instances(self) -> None:
+        groups = self.ours("auto-scaling-group")
+        filters = [{"Name": "instance-state-name", "Values": list(INSTANCE_STATES)}]
+        for page in self.client("ec2").get_paginator("describe_instances").paginate(Filters=filters):
+            for reservation in page["Reservations"]:
+                for instance in reservation["Instances"]:
+                    tags = instance.get("Tags")
+                    ours = tags_are_ours(tags) or tag_value(tags, "aws:autoscaling:groupName") in groups
+                    state = instance["State"]["Name"]
+                    name = tag_value(tags, BACKEND_TAG_KEY) or tag_value(tags, "Name")
+                    self.add(
+                        "instance",
+                        instance["InstanceId"],
+                        state,
+                        ours=ours,
+                        billing=state in BILLING_INSTANCE_STATES,
+                        detail=" ".join(filter(None, [instance.get("InstanceType"), name])),
+                    )
+
+    def volumes(self) -> None:
+        instances = self.ours("instance")
+        for page in self.client("ec2").get_paginator("describe_volumes").paginate():
+            for volume in page["Volumes"]:
+                attached = [a["InstanceId"] for a in volume.get("Attachments", [])]
+                ours = tags_are_ours(volume.get("Tags")) or any(i in instances for i in attached)
+                detail = f"{volume['Size']} GiB {volume.get('VolumeType', '')}" + (
+                    f" on {attached[0]}" if attached else ""
+                )
+                self.add("volume", volume["VolumeId"], volume["State"], ours=ours, billing=True, detail=detail)
+
+    def sagemaker(self) -> None:
+        sagemaker = self.client("sagemaker")
+
+        def ours(arn: str) -> bool:
+            return tags_are_ours(sagemaker.list_tags(ResourceArn=arn).get("Tags"))
+
+        for endpoint in sagemaker.list_endpoints(MaxResults=100)["Endpoints"]:
+            status = endpoint["EndpointStatus"]
+            name = endpoint["EndpointName"]
+            expiry = self.endpoint_expiries.get(name)
+            self.add(
+                "endpoint",
+                name,
+                status,
+                ours=ours(endpoint["EndpointArn"]),
+                billing=status != "Failed",
+                detail=f"time-to-live {expiry}"
+                if expiry
+                else ("no time-to-live" if name in self.endpoint_expiries else ""),
+            )
+        for config in sagemaker.list_endpoint_configs(MaxResults=100)["EndpointConfigs"]:
+            if ours(config["EndpointConfigArn"]):
+                self.add("endpoint-config", config["EndpointConfigName"], "-", ours=True, billing=False)
+        for model in sagemaker.list_models(MaxResults=100)["Models"]:
+            if ours(model["ModelArn"]):
+                self.add("model", model["ModelName"], "-", ours=True, billing=False)
+
+    def network(self) -> None:
+        ec2 = self.client("ec2")
+        for gateway in ec2.describe_nat_gateways()["NatGateways"]:
+            if gateway["State"] in ("pending", "available"):
+                self.add(
+                    "nat-gateway",
+                    gateway["NatGatewayId"],
+                    gateway["State"],
+                    ours=tags_are_ours(gateway.get("Tags")),
+                    billing=True,
+                )
+        for address in ec2.describe_addresses()["Addresses"]:
+            detail = f"{address.get('PublicIp', '')} " + ("attached" if address.get("AssociationId") else "unattached")
+            self.add(
+                "elastic-ip",
+                address.get("AllocationId", address.get("PublicIp", "?")),
+                "-",
+                ours=tags_are_ours(address.get("Tags")),
+                billing=True,
+                detail=detail,
+            )
+
+    def sessions(self, forwarded_sessions: set[str]) -> None:
+        instances = self.ours("instance")
+        for session in self.client("ssm").describe_sessions(State="Active")["Sessions"]:
+            if session.get("Target") in instances or session["SessionId"] in forwarded_sessions:
+                self.add(
+                    "session",
+                    session["SessionId"],
+                    session.get("Status", "Connected"),
+                    ours=True,
+                    billing=False,
+                    detail=f"to {session.get('Target')}",
+                )
+
+
+NOT_ENABLED = ("UnrecognizedClientException", "InvalidClientTokenId", "AuthFailure", "OptInRequired")
+
+
+def region_not_enabled(error: Exception) -> bool:
+    code = getattr(error, "response", {}).get("Error", {}).get("Code", "")
+    return code in NOT_ENABLED
+
+
+def stack_outputs(stack: dict[str, Any]) -> list[dict[str, Any]]:
+    import json
+
+    values = []
+    for output in stack.get("Outputs") or []:
+        if output.get("OutputKey", "").startswith(OUTPUT_PREFIX):
+            try:
+                values.append(json.loads(output.get("OutputValue", "")))
+            except ValueError:
+                continue
+    return [v for v in values if isinstance(v, dict)]
+
+
+def stack_expiry(stack: dict[str, Any]) -> str | None:
+    """The expiry a stack's backends report (the same for every backend of one deploy)."""
+    return next((v["expires_at"] for v in stack_outputs(stack) if v.get("expires_at")), None)
+
+
+def endpoint_names(stack: dict[str, Any]) -> list[str]:
+    return [v["endpoint_name"] for v in stack_outputs(stack) if v.get("endpoint_name")]
+
+
+def default_regions() -> list[str]:
+    """The four US regions, where the app deployed (placement.json), and where it may fail over to."""
+    regions = list(REGIONS)
+    try:
+        regions += list(read_placements().values())
+        regions += [r for stack in load_config({}).stacks for r in stack.candidate_regions]
+    except CatalogError:
+        pass  # a damaged placement file: the US regions still get swept
+    return list(dict.fromkeys(regions))
+
+
+def sweep_regions(regions: list[str]) -> tuple[list[Found], list[str], list[str]]:
+    """(found, problems, skipped regions)."""
+    try:
+        sessions = {f.session_id for f in read_forwards()}
+    except RunnerError:
+        sessions = set()
+    found: list[Found] = []
+    problems: list[str] = []
+    skipped: list[str] = []
+    for region in regions:
+        console.print(f"[dim]sweeping {region} …[/dim]")
+        scan = RegionScan(region).scan(sessions)
+        found += scan.found
+        problems += scan.problems
+        skipped += [scan.skipped] if scan.skipped else []
+    return found, problems, skipped

@@ -1,0 +1,244 @@
+"""On-demand prices from the AWS Pricing API, with the offline table as the fallback.
+
+GetProducts answers with PriceList entries (JSON strings): `product.attributes` and
+`terms.OnDemand.<offer>.priceDimensions.<rate>.{unit, pricePerUnit.USD}`. EC2 instances are
+priced for Linux, shared tenancy, no pre-installed software, capacity status `Used`; SageMaker
+endpoints from the `ML Instance` products of component `Hosting`; Bedrock models from their
+on-demand input and output token products (priced per 1,000 tokens). A failed call is one line,
+and the run goes on with the offline table, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from catalog import BACKENDS, BackendKind
+from catalog.backends import EC2_KINDS
+from catalog.prices import (
+    BEDROCK,
+    BEDROCK_PRICE_NAMES,
+    EC2,
+    PRICING_API_REGION,
+    SAGEMAKER,
+    Price,
+    offline_price,
+)
+from runner.core.errors import RunnerError, describe
+from runner.core.evidence import now_iso
+
+PRICING_SOURCE = "AWS Pricing API GetProducts"
+
+
+class PricingError(RunnerError):
+    """The Pricing API could not give one clear price. `per_item`: the API answered, but not with
+    one price for this item (others may still be priced); otherwise the API itself failed."""
+
+    def __init__(self, message: str, *, per_item: bool = False) -> None:
+        super().__init__(message)
+        self.per_item = per_item
+
+
+def term_filters(**terms: str) -> list[dict[str, str]]:
+    return [{"Type": "TERM_MATCH", "Field": field_name, "Value": value} for field_name, value in terms.items()]
+
+
+def on_demand_dimensions(product: dict[str, Any]) -> list[tuple[str, float, str]]:
+    """(unit, USD, description) for every on-demand price dimension of one PriceList entry."""
+    found = []
+    for offer in (product.get("terms", {}).get("OnDemand") or {}).values():
+        for dimension in (offer.get("priceDimensions") or {}).values():
+            usd = dimension.get("pricePerUnit", {}).get("USD")
+            if usd is None:
+                continue
+            found.append((dimension.get("unit", ""), float(usd), dimension.get("description", "")))
+    return found
+
+
+def per_million(unit: str, usd: float) -> float:
+    """A token price in whatever unit the list uses, as USD per million tokens."""
+    lowered = unit.lower().replace(",", "")
+    if "1k" in lowered or "1000" in lowered:
+        return usd * 1000
+    if "1m" in lowered or "1000000" in lowered:
+        return usd
+    if "token" in lowered:
+        return usd * 1_000_000
+    raise PricingError(f"Pricing API: token price in an unknown unit {unit!r}", per_item=True)
+
+
+@dataclass
+class PriceList:
+    """GetProducts through one boto3 `pricing` client (us-east-1); every query is recorded."""
+
+    client: Any
+    queries: list[dict[str, Any]] = field(default_factory=list)
+
+    def products(self, service: str, filters: list[dict[str, str]]) -> list[dict[str, Any]]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        products: list[dict[str, Any]] = []
+        token = None
+        try:
+            while True:
+                kwargs: dict[str, Any] = {"ServiceCode": service, "Filters": filters, "MaxResults": 100}
+                if token:
+                    kwargs["NextToken"] = token
+                page = self.client.get_products(**kwargs)
+                products += [json.loads(item) if isinstance(item, str) else item for item in page.get("PriceList", [])]
+                token = page.get("NextToken")
+                if not token:
+                    break
+        except (BotoCoreError, ClientError) as error:
+            raise PricingError(f"Pricing API {service}: {describe(error)}") from None
+        except json.JSONDecodeError as error:
+            raise PricingError(f"Pricing API {service}: a PriceList entry is not JSON ({error.msg})") from None
+        self.queries.append({"service": service, "filters": filters, "products": len(products)})
+        return products
+
+    def hourly(self, service: str, item: str, region: str, filters: list[dict[str, str]]) -> Price:
+        prices = {
+            usd
+            for product in self.products(service, filters)
+            for unit, usd, _ in on_demand_dimensions(product)
+            if unit.lower().startswith("hr") and usd > 0
+        }
+        if len(prices) != 1:
+            what = "no hourly on-demand price" if not prices else f"{len(prices)} different prices {sorted(prices)}"
+            raise PricingError(f"Pricing API {service}: {what} for {item} in {region}", per_item=True)
+        return Price(service, item, region, PRICING_SOURCE, now_iso(), usd_per_hour=prices.pop(), live=True)
+
+    def ec2_instance(self, instance_type: str, region: str) -> Price:
+        filters = term_filters(
+            instanceType=instance_type,
+            regionCode=region,
+            operatingSystem="Linux",
+            tenancy="Shared",
+            preInstalledSw="NA",
+            capacitystatus="Used",
+            licenseModel="No License required",
+        )
+        return self.hourly(EC2, instance_type, region, filters)
+
+    def sagemaker_hosting(self, instance_type: str, region: str) -> Price:
+        filters = term_filters(
+            instanceName=instance_type, regionCode=region, productFamily="ML Instance", component="Hosting"
+        )
+        return self.hourly(SAGEMAKER, instance_type, region, filters)
+
+    def bedrock_tokens(self, model: str, region: str) -> Price:
+        products = self.products(BEDROCK, term_filters(model=model, regionCode=region, feature="On-demand Inference"))
+        rates: dict[str, set[float]] = {"input": set(), "output": set()}
+        for product in products:
+            attributes = product.get("product", {}).get("attributes", {})
+            if attributes.get("service_tier", "standard") != "standard":
+                continue
+            kind = attributes.get("inferenceType", "").lower()
+            direction = "input" if "input" in kind else "output" if "output" in kind else None
+            if direction is None or "cache" in kind or "batch" in kind:
+                continue
+            rates[direction] |= {per_million(unit, usd) for unit, usd, _ in on_demand_dimensions(product)}
+        if len(rates["input"]) != 1 or len(rates["output"]) != 1:
+            raise PricingError(
+                f"Pricing API {BEDROCK}: expected one input and one output token price for {model} in {region}, "
+                f"found {sorted(rates['input'])} and {sorted(rates['output'])}",
+                per_item=True,
+            )
+        return Price(
+            BEDROCK,
+            model,
+            region,
+            PRICING_SOURCE,
+            now_iso(),
+            usd_per_million_input=rates["input"].pop(),
+            usd_per_million_output=rates["output"].pop(),
+            live=True,
+        )
+
+
+@dataclass(frozen=True)
+class PriceRequest:
+    """What one backend is billed by: an instance type by the hour, or a Bedrock model by the token."""
+
+    service: str
+    item: str
+    region: str
+
+
+def lookup(request: PriceRequest, price_list: PriceList) -> Price:
+    if request.service == EC2:
+        return price_list.ec2_instance(request.item, request.region)
+    if request.service == SAGEMAKER:
+        return price_list.sagemaker_hosting(request.item, request.region)
+    return price_list.bedrock_tokens(request.item, request.region)
+
+
+def price_all(
+    requests: list[PriceRequest], price_list: PriceList | None
+) -> tuple[dict[PriceRequest, Price], list[str]]:
+    """Live prices where the API answers, the dated offline table where it does not (said once per
+    fault). After a fault that is not about one item (no connection, no permission), the API is
+    not asked again in this run."""
+    prices: dict[PriceRequest, Price] = {}
+    notices: list[str] = []
+    for request in dict.fromkeys(requests):
+        if price_list is not None:
+            try:
+                prices[request] = lookup(request, price_list)
+                continue
+            except PricingError as error:
+                notices.append(f"{error}; using the offline table")
+                if not error.per_item:
+                    price_list = None
+        fallback = offline_price(request.service, request.item, request.region)
+        if fallback is not None:
+            prices[request] = fallback
+        else:
+            notices.append(f"no price for {request.item} in {request.region}: not in the offline table")
+    return prices, notices
+
+
+def bedrock_price_name(model_id: str) -> str:
+    return BEDROCK_PRICE_NAMES.get(model_id, model_id)
+
+
+REFERENCE_BEDROCK = next(spec for spec in BACKENDS if spec.kind is BackendKind.BEDROCK)
+
+
+def usd_per_million_output(usd_per_hour: float, output_tok_s: float) -> float:
+    """An instance's hourly price spread over the output tokens it makes in that hour."""
+    return usd_per_hour / (output_tok_s * 3600) * 1_000_000
+
+
+def bedrock_per_million_output(price: Price, input_per_output: float | None) -> float:
+    """Bedrock's output price plus the input tokens each output token took (when measured)."""
+    extra = (input_per_output or 0.0) * (price.usd_per_million_input or 0.0)
+    return (price.usd_per_million_output or 0.0) + extra
+
+
+def breakeven_tok_s(usd_per_hour: float, bedrock_usd_per_million_output: float) -> float:
+    """Sustained output tokens/s above which a 24x7 instance costs less than Bedrock per token."""
+    return usd_per_hour / 3600 / (bedrock_usd_per_million_output / 1_000_000)
+
+
+def price_request(backend: dict[str, Any]) -> PriceRequest | None:
+    """What a backend (as an evidence file lists it) is billed by; None when AWS does not bill it.
+
+    A known backend's name given with `--endpoint NAME=URL` (the survey's own manual forward:
+    `--endpoint g6=http://127.0.0.1:8001`) is that backend on its AWS instance, so it is priced
+    as the catalog's entry, in its first region when the evidence names none."""
+    kind = backend.get("kind")
+    output = backend.get("stack_output") or {}
+    catalog = backend.get("catalog") or {}
+    if kind == BackendKind.OPENAI.value and catalog.get("kind") in (*EC2_KINDS, BackendKind.SAGEMAKER.value):
+        kind = catalog["kind"]
+    region = backend.get("region") or output.get("region") or next(iter(catalog.get("regions") or []), None)
+    instance_type = output.get("instance_type") or catalog.get("instance_type")
+    if kind in EC2_KINDS and instance_type and region:
+        return PriceRequest(EC2, instance_type, region)
+    if kind == BackendKind.SAGEMAKER.value and instance_type and region:
+        return PriceRequest(SAGEMAKER, instance_type, region)
+    if kind == BackendKind.BEDROCK.value:
+        return PriceRequest(BEDROCK, bedrock_price_name(backend.get("model_id", "")), region or PRICING_API_REGION)
+    return None

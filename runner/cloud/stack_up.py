@@ -1,0 +1,273 @@
+"""One stack brought up: deployed with the account's facts and the time-to-live as context, every
+backend watched (cloud/server_watch.py), and the stack moved to its next region on a capacity
+refusal, the failed attempt destroyed first."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from catalog import BackendKind
+from catalog.config import (
+    StackConfig,
+    write_placement,
+)
+from catalog.contract import BackendOutput
+from runner.cloud.account_facts import deploy_context
+from runner.cloud.aws import boto_client
+from runner.cloud.cdk_cli import cdk, cli_dir
+from runner.cloud.endpoint_watch import EndpointWatch
+from runner.cloud.outputs import parse_outputs, read_stack_outputs
+from runner.cloud.readiness import is_capacity_refusal
+from runner.cloud.server_watch import ServerWatch
+from runner.cloud.watch import NO_CAPACITY, READY, WatchOptions
+from runner.core.console import console
+from runner.core.errors import RunnerError
+from runner.core.evidence import DEFAULT_RESULTS, Evidence, now_iso
+
+DESTROY_ATTEMPTS = 3
+
+
+# A backend's record fields that belong to one attempt (one region).
+ATTEMPT_FIELDS = (
+    "reason", "readiness", "refusals", "instance_id", "zone", "launched_at", "ready_at", "launch_to_ready_min",
+    "weights_load_s", "image_state", "build_id", "build_status", "held_at_zero", "brought_back_at",
+)  # fmt: skip
+
+
+@dataclass
+class UpOptions:
+    stacks: list[str]
+    context: dict[str, str] = field(default_factory=dict)
+    launch_timeout_s: float = 600.0
+    # None: each backend's own bound (ready_minutes) plus ten minutes.
+    ready_timeout_s: float | None = None
+    poll_s: float = 15.0
+    build_grace_s: float = 120.0
+    method: str = "change-set"
+    failover: bool = True
+    results_dir: Path = DEFAULT_RESULTS
+
+    def watch_options(self) -> WatchOptions:
+        return WatchOptions(self.launch_timeout_s, self.ready_timeout_s, self.build_grace_s, self.poll_s)
+
+
+def parse_context(items: list[str]) -> dict[str, str]:
+    context = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise RunnerError(f"--context {item!r}: expected KEY=VALUE")
+        context[key] = value
+    return context
+
+
+def context_args(context: dict[str, str]) -> list[str]:
+    return [f"--context={k}={v}" for k, v in context.items()]
+
+
+def cli_output_folder(stack: str) -> str:
+    """A cloud assembly folder per stack (stacks deploy in parallel), in the CLI's own folder."""
+    return str(cli_dir() / "cdk.out.up" / stack)
+
+
+def deploy_stack(stack: str, context: dict[str, str], method: str, outputs_file: Path | None = None):
+    args = ["deploy", stack, "--require-approval", "never", f"--method={method}"]
+    if outputs_file:
+        args += ["--outputs-file", str(outputs_file)]
+    return cdk([*args, "--output", cli_output_folder(stack), *context_args(context)])
+
+
+class StackUp:
+    """Brings one stack up: deploy, watch every backend, and move region on capacity refusal."""
+
+    def __init__(
+        self,
+        config: StackConfig,
+        options: UpOptions,
+        evidence: Evidence,
+        lock: threading.Lock,
+        expires_at: str | None,
+        records: dict[str, dict[str, Any]],
+    ) -> None:
+        self.config = config
+        self.options = options
+        self.evidence = evidence
+        self.lock = lock
+        self.expires_at = expires_at
+        self.placement = records.get(config.name, {})
+        self.stop = threading.Event()
+        self.watches: list[ServerWatch | EndpointWatch] = []
+        self.records = {
+            b.name: {
+                "backend": b.name,
+                "stack": config.name,
+                "instance_type": b.spec.instance_type,
+                "outcome": "pending",
+                "attempts": [],
+                "survey_launch_to_ready_min": b.spec.survey_launch_to_ready_min,
+                "survey_weights_load_s": b.spec.survey_weights_load_s,
+            }
+            for b in config.backends
+        }
+
+    def log(self, line: str) -> None:
+        console.print(f"[bold]{self.config.name}[/bold] {line}")
+        with self.lock:
+            self.evidence.notice(f"{self.config.name}: {line}")
+            self.evidence.save()
+
+    def save(self) -> None:
+        with self.lock:
+            self.evidence.data["records"] = [r for r in self.evidence.data["records"] if r["stack"] != self.config.name]
+            self.evidence.data["records"].extend(self.records.values())
+            self.evidence.save()
+
+    def run(self) -> None:
+        if not self.config.backends:
+            self.log("no backends enabled: nothing to bring up")
+            return
+        regions = list(self.config.candidate_regions)
+        start = regions.index(self.config.region)
+        for position, region in enumerate(regions[start:], start=start):
+            outcome = self.attempt(region)
+            if outcome != NO_CAPACITY:
+                return
+            self.destroy(region)
+            if not self.options.failover or position + 1 >= len(regions):
+                self.log(f"no capacity in {region} and no region left to try ({', '.join(regions)})")
+                for record in self.records.values():
+                    if record["outcome"] != READY:
+                        record["outcome"] = NO_CAPACITY
+                self.save()
+                return
+            self.log(f"no capacity in {region}: moving to {regions[position + 1]}")
+
+    def say_what_the_deploy_adds(self, region: str) -> None:
+        """A stack deployed by an earlier version has no time-to-live: this deploy adds one."""
+        if not self.expires_at:
+            return
+        try:
+            existing = read_stack_outputs(region).backends
+        except RunnerError:
+            return
+        mine = [o for o in existing if o.name in self.records]
+        if mine and not any(o.expires_at for o in mine):
+            self.log(f"was deployed without a time-to-live: this deploy adds one (zero at {self.expires_at})")
+
+    def attempt(self, region: str) -> str:
+        attempt: dict[str, Any] = {"region": region, "deploy_started_at": now_iso()}
+        for record in self.records.values():
+            record["attempts"].append(attempt)
+            for key in ATTEMPT_FIELDS:  # what the last region's attempt saw is not this one's
+                record.pop(key, None)
+            record["region"] = region
+        self.save()
+        recorded = self.placement.get("amis", {}) if self.placement.get("region") == region else {}
+        facts, amis = deploy_context(self.config, region, recorded)
+        context = self.options.context | facts | ({"expiresAt": self.expires_at} if self.expires_at else {})
+        attempt["amis"] = amis
+        attempt["zones"] = facts[f"{region}.zones"].split(",")
+        write_placement(self.config.name, region, amis=amis, context=self.options.context)
+        self.say_what_the_deploy_adds(region)
+        self.log(f"deploying in {region} (zones {', '.join(attempt['zones'])}) …")
+        since = datetime.now(UTC)
+        outputs_file = Path(tempfile.mkdtemp(prefix="inference-up-")) / "outputs.json"
+        result = deploy_stack(self.config.name, context, self.options.method, outputs_file)
+        attempt["deployed_at"] = now_iso()
+        if result.returncode != 0:
+            attempt["deploy_error"] = result.tail
+            if is_capacity_refusal(result.output):
+                attempt["outcome"] = NO_CAPACITY
+                self.log(f"deploy refused for capacity or quota in {region}: {result.tail[:200]}")
+                return NO_CAPACITY
+            attempt["outcome"] = "deploy-failed"
+            for record in self.records.values():
+                record.update(outcome="deploy-failed", reason=result.tail)
+            self.log(f"deploy failed in {region}: {result.tail[:300]}")
+            self.save()
+            return "deploy-failed"
+        reading = parse_outputs(json.loads(outputs_file.read_text()), source=str(outputs_file))
+        outputs = {o.name: o for o in reading.backends}
+        missing = [name for name in self.records if name not in outputs]
+        if missing:
+            raise RunnerError(f"stack {self.config.name} deployed without outputs for {', '.join(missing)}")
+        outcome = self.watch(region, outputs, since)
+        attempt["outcome"] = outcome
+        if outcome == NO_CAPACITY:
+            attempt["refusals"] = {name: self.records[name].get("refusals") or [] for name in outputs}
+        self.save()
+        return outcome
+
+    def clients(self, region: str) -> Callable[[str], Any]:
+        made: dict[str, Any] = {}
+
+        def client(service: str) -> Any:
+            if service not in made:
+                made[service] = boto_client(service, region, 30)
+            return made[service]
+
+        return client
+
+    def watch(self, region: str, outputs: dict[str, BackendOutput], since: datetime) -> str:
+        """Step every backend's watch until each is over, or one finds no capacity."""
+        client = self.clients(region)
+        watch_options = self.options.watch_options()
+        pending = {}
+        for name, output in outputs.items():
+            kind = EndpointWatch if output.kind == BackendKind.SAGEMAKER else ServerWatch
+            pending[name] = kind(output, self.records[name], client, watch_options, self.log, since)
+        self.watches = list(pending.values())
+        while pending and not self.stop.is_set():
+            for name, watch in list(pending.items()):
+                outcome = watch.step()
+                if outcome is None:
+                    continue
+                pending.pop(name)
+                record = self.records[name]
+                if outcome == READY:
+                    self.log(
+                        f"{name} ready in {record.get('zone') or region} after {record.get('launch_to_ready_min')} min"
+                    )
+                elif outcome == NO_CAPACITY:
+                    self.log(f"{name}: no instance in {region}; refusals: {len(record.get('refusals') or [])}")
+                    self.save()
+                    return NO_CAPACITY
+                else:
+                    self.log(f"{name} {outcome}: {record.get('reason')} (no longer watched; the others go on)")
+            self.save()
+            if pending:
+                self.stop.wait(self.options.poll_s)
+        return "interrupted" if pending else "done"
+
+    def billing(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for watch in self.watches:
+            try:
+                rows += watch.billing()
+            except Exception as error:
+                rows.append({"backend": watch.output.name, "region": watch.output.region, "what": "unknown",
+                             "usd_per_hour": None, "note": f"could not read: {error}"})  # fmt: skip
+        return rows
+
+    def destroy(self, region: str) -> None:
+        """Remove the failed attempt before moving on, so nothing is left billing in `region`."""
+        write_placement(self.config.name, region)
+        self.log(f"destroying the attempt in {region} …")
+        for attempt in range(1, DESTROY_ATTEMPTS + 1):
+            result = cdk(["destroy", self.config.name, "--force", "--output", cli_output_folder(self.config.name),
+                          *context_args(self.options.context)])  # fmt: skip
+            if result.returncode == 0:
+                break
+            # A deletion can fail once on dependencies still being released (network interfaces).
+            self.log(f"destroy attempt {attempt} in {region} failed: {result.tail[:200]}")
+            if attempt == DESTROY_ATTEMPTS:
+                raise RunnerError(f"could not destroy {self.config.name} in {region}: {result.tail[:300]}")
+            self.stop.wait(self.options.poll_s)
+        write_placement(self.config.name, None)

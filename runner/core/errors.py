@@ -1,0 +1,219 @@
+"""Expected faults become one clear line; only bugs keep their traceback.
+
+Faults are typed: callers decide on the class (`Unreachable`, `TimedOut`, ...), never on the
+words of a message. `as_fault` turns the libraries' exceptions (httpx, openai, botocore,
+Strands) into these types once, here.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import ClassVar
+
+import httpx
+
+from catalog import CatalogError
+
+
+class RunnerError(Exception):
+    """An expected failure with a complete one-line message (bad input, missing outputs, ...)."""
+
+
+class BackendFault(Exception):
+    """A backend misbehaved. `answered`: it produced an answer, but not one that counts."""
+
+    answered: ClassVar[bool] = False
+
+
+class Unreachable(BackendFault):
+    """Nothing answered at the address (refused, reset before a response, no route)."""
+
+
+class TimedOut(BackendFault):
+    """The backend took longer than the request timeout."""
+
+
+class HttpStatus(BackendFault):
+    """The server answered with an HTTP error status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class StreamFault(BackendFault):
+    """The response stream was empty, malformed, cut or dropped, or carried an error event."""
+
+
+class ServiceError(BackendFault):
+    """A managed service (Bedrock, SageMaker) refused or failed the call."""
+
+
+class BadCompletion(BackendFault):
+    """A complete response that is not a success: an abnormal finish reason, or no content at all."""
+
+    answered = True
+
+
+class ContextOverflow(BackendFault):
+    """The prompt and output do not fit the server's context."""
+
+    answered = True
+
+
+class MaxTokensReached(BackendFault):
+    """The model ran out of output tokens before it finished."""
+
+    answered = True
+
+
+# Faults after which the next request to the same backend would fail the same way.
+BACKEND_DOWN = (Unreachable, TimedOut)
+
+
+def as_fault(error: BaseException) -> BackendFault | None:
+    """The typed fault behind `error` (following `raise ... from` chains), or None for a bug."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        fault = _classify(current)
+        if fault is not None:
+            return fault
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def describe(error: BaseException) -> str:
+    """One line for an expected fault: what failed, in the user's terms."""
+    if isinstance(error, RunnerError | CatalogError):
+        return str(error)
+    fault = as_fault(error)
+    if fault is not None:
+        return str(fault)
+    return f"{type(error).__name__}: {_first_line(error)}"
+
+
+def gave_no_answer(error: BaseException) -> bool:
+    """True when the backend gave no usable response at all (unreachable, HTTP error, broken stream)."""
+    fault = as_fault(error)
+    return fault is not None and not fault.answered
+
+
+def backend_down(error: BaseException) -> bool:
+    """True when retrying the same backend now is pointless (unreachable or timing out)."""
+    return isinstance(as_fault(error), BACKEND_DOWN)
+
+
+def _classify(error: BaseException) -> BackendFault | None:
+    if isinstance(error, BackendFault):
+        return error
+    return _classify_openai(error) or _classify_http(error) or _classify_aws(error) or _classify_strands(error)
+
+
+def _classify_http(error: BaseException) -> BackendFault | None:
+    if isinstance(error, httpx.ConnectError):
+        return Unreachable(f"unreachable: {_first_line(error) or 'connection refused'}")
+    if isinstance(error, httpx.TimeoutException):
+        return TimedOut(f"timed out ({type(error).__name__})")
+    if isinstance(error, httpx.HTTPStatusError):
+        status = error.response.status_code
+        return _status_fault(status, f"HTTP {status}: {_body_hint(error.response)}")
+    if isinstance(error, httpx.RemoteProtocolError):
+        return StreamFault(f"connection dropped mid-response: {_first_line(error)}")
+    if isinstance(error, httpx.HTTPError):
+        return StreamFault(f"{type(error).__name__}: {_first_line(error)}")
+    if isinstance(error, ConnectionRefusedError):
+        return Unreachable(f"unreachable: {_first_line(error) or 'connection refused'}")
+    if isinstance(error, socket.timeout | TimeoutError):
+        return TimedOut("timed out")
+    if isinstance(error, json.JSONDecodeError):
+        return StreamFault(f"malformed JSON from server ({error.msg})")
+    return None
+
+
+def status_fault(status: int, body: str, reason: str = "") -> BackendFault:
+    """An HTTP error status with the start of its body, typed (a context overflow is its own fault)."""
+    return _status_fault(status, f"HTTP {status}: {' '.join(body.split())[:200] or reason}")
+
+
+def _status_fault(status: int, line: str) -> BackendFault:
+    lowered = line.lower()
+    if status == 400 and ("context length" in lowered or "context window" in lowered or "too long" in lowered):
+        return ContextOverflow(f"context overflow: {line}")
+    return HttpStatus(line, status)
+
+
+def _classify_openai(error: BaseException) -> BackendFault | None:
+    try:
+        import openai
+    except ImportError:
+        return None
+    if isinstance(error, openai.APITimeoutError):
+        return TimedOut("timed out waiting for the server")
+    if isinstance(error, openai.APIConnectionError):
+        cause = error.__cause__
+        return Unreachable(f"unreachable: {_first_line(cause) if cause else 'connection error'}")
+    if isinstance(error, openai.APIStatusError):
+        return _status_fault(error.status_code, f"HTTP {error.status_code}: {_first_line(error)[:200]}")
+    return None
+
+
+def _classify_aws(error: BaseException) -> BackendFault | None:
+    try:
+        from botocore.exceptions import (
+            ClientError,
+            ConnectTimeoutError,
+            EndpointConnectionError,
+            EventStreamError,
+            ReadTimeoutError,
+        )
+    except ImportError:
+        return None
+    if isinstance(error, EventStreamError):
+        # Raised by botocore while iterating a response stream: an exception event from the service.
+        code, message = _aws_code_message(error)
+        return StreamFault(f"stream error {code}: {message}")
+    if isinstance(error, ClientError):
+        code, message = _aws_code_message(error)
+        if "context" in message.lower() and ("length" in message.lower() or "window" in message.lower()):
+            return ContextOverflow(f"context overflow: {code}: {message}")
+        return ServiceError(f"{code}: {message}")
+    if isinstance(error, ReadTimeoutError | ConnectTimeoutError):
+        return TimedOut(f"timed out ({type(error).__name__})")
+    if isinstance(error, EndpointConnectionError):
+        return Unreachable(f"unreachable: {_first_line(error)}")
+    return None
+
+
+def _classify_strands(error: BaseException) -> BackendFault | None:
+    try:
+        from strands.types.exceptions import ContextWindowOverflowException, MaxTokensReachedException
+    except ImportError:
+        return None
+    if isinstance(error, MaxTokensReachedException):
+        return MaxTokensReached("hit the max-tokens limit before finishing (no final answer)")
+    if isinstance(error, ContextWindowOverflowException):
+        return ContextOverflow(f"context overflow: {_first_line(error)}")
+    return None
+
+
+def _aws_code_message(error) -> tuple[str, str]:
+    details = error.response.get("Error", {}) if isinstance(getattr(error, "response", None), dict) else {}
+    code = details.get("Code") or type(error).__name__
+    message = " ".join(str(details.get("Message") or "").split())[:200]
+    return code, message
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:300] if text else ""
+
+
+def _body_hint(response: httpx.Response) -> str:
+    try:
+        text = response.text
+    except httpx.ResponseNotRead:
+        return response.reason_phrase
+    return " ".join(text.split())[:200] or response.reason_phrase

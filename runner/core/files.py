@@ -1,0 +1,58 @@
+"""Files the runner reads and writes: the project's root, the machine's cache outside the clone, a
+JSON file a user points at (one line when it is missing or broken), one way to write a file whole
+(a partial file, then a rename, so a reader never sees half of it), and a lock between processes."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from runner.core.errors import RunnerError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def cache_root() -> Path:
+    """What is built once per machine and shared by its clones (the model, the converted
+    checkpoint; the set-up scripts' environments, by the same rule in scripts/cache.sh):
+    INFERENCE_CACHE_DIR, else $XDG_CACHE_HOME/inference-survey, else ~/.cache/inference-survey."""
+    if os.environ.get("INFERENCE_CACHE_DIR"):
+        return Path(os.environ["INFERENCE_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "inference-survey"
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (created) between processes: test workers, clones."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def read_json_file(path: Path, what: str, hint: str = "") -> Any:
+    """Parse a JSON file the user pointed at; a missing or broken file is one line, not a traceback."""
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise RunnerError(f"{what} {path} does not exist{hint}") from None
+    except json.JSONDecodeError as error:
+        raise RunnerError(f"{what} {path} is not JSON: {error.msg} at line {error.lineno}") from None
+
+
+def write_atomically(target: Path, text: str) -> Path:
+    """Write `text` to `target` whole: into a partial file of this process, then renamed over it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    partial.write_text(text)
+    partial.replace(target)
+    return target

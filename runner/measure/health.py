@@ -1,0 +1,95 @@
+"""Waits until a backend answers its health check (or its endpoint is InService)."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from catalog import BackendKind
+from runner.cloud.readiness import read_readiness
+from runner.core.backends import Backend
+from runner.core.errors import describe
+
+
+@dataclass
+class Health:
+    healthy: bool
+    waited_s: float
+    detail: str
+
+
+def wait_healthy(
+    backend: Backend,
+    wait_s: float,
+    *,
+    poll_s: float = 2.0,
+    sagemaker_client=None,
+    ssm_client=None,
+    stop: threading.Event | None = None,
+) -> Health:
+    """Poll until healthy or `wait_s` is spent; a server whose readiness parameter says
+    `failed: reason` stops the wait at once (give `ssm_client` to read it; never built here).
+    Setting `stop` (Ctrl-C) ends the wait early."""
+    stop = stop or threading.Event()
+    started = time.monotonic()
+    deadline = started + max(wait_s, 0.0)
+    if backend.blocked:
+        return Health(False, 0.0, backend.blocked)
+    if backend.kind is BackendKind.BEDROCK:
+        return Health(True, 0.0, "managed API: no health check")
+    if backend.kind is BackendKind.SAGEMAKER:
+        return _wait_sagemaker(backend, wait_s, max(poll_s, 15.0) if wait_s > 60 else poll_s, sagemaker_client)
+    parameter = backend.output.readiness_parameter if backend.output else None
+    with httpx.Client(timeout=httpx.Timeout(5.0)) as http:
+        while True:
+            server_says: str | None = None
+            if ssm_client is not None and parameter:
+                readiness = read_readiness(ssm_client, parameter)
+                if readiness.state == "failed":
+                    return Health(False, time.monotonic() - started, readiness.line)
+                if readiness.state != "ready":
+                    server_says = f"server {readiness.line}"
+            try:
+                response = http.get(backend.health_url or "")
+                if response.status_code == 200:
+                    return Health(True, time.monotonic() - started, "HTTP 200")
+                detail = f"HTTP {response.status_code}"
+            except Exception as error:
+                detail = backend.explain(error)
+            # What the server says of itself explains an unreachable port better than the port does.
+            detail = server_says or detail
+            if time.monotonic() + poll_s > deadline or stop.wait(poll_s):
+                return Health(False, time.monotonic() - started, detail)
+
+
+def _wait_sagemaker(backend: Backend, wait_s: float, poll_s: float, client) -> Health:
+    """boto3's own `endpoint_in_service` waiter: it stops at once on Failed, and polls otherwise."""
+    from botocore.exceptions import WaiterError
+
+    if client is None:
+        from runner.cloud.aws import boto_client
+
+        client = boto_client("sagemaker", backend.region or "us-east-1", 30)
+    started = time.monotonic()
+    attempts = max(1, math.floor(wait_s / poll_s) + 1)
+    try:
+        client.get_waiter("endpoint_in_service").wait(
+            EndpointName=backend.endpoint_name, WaiterConfig={"Delay": poll_s, "MaxAttempts": attempts}
+        )
+    except WaiterError as error:
+        last = error.last_response or {}
+        if "Error" in last:
+            detail = f"{last['Error'].get('Code')}: {last['Error'].get('Message')}"
+        elif last.get("EndpointStatus"):
+            reason = last.get("FailureReason")
+            detail = f"endpoint {last['EndpointStatus']}" + (f": {reason}" if reason else "")
+        else:
+            detail = describe(error)
+        return Health(False, time.monotonic() - started, detail)
+    except Exception as error:
+        return Health(False, time.monotonic() - started, describe(error))
+    return Health(True, time.monotonic() - started, "InService")

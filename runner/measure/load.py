@@ -1,0 +1,206 @@
+"""Load levels for `runner.bench`: closed loop (N requests always in flight) and open loop
+(Poisson arrivals at a fixed mean rate, optionally capped in flight), with a fixed seed.
+
+Records of a level are kept in memory while it runs and written once it ends: rewriting the
+evidence file after every record would hold the interpreter while other requests stream, and
+the client must not be what slows a level down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from runner.core.errors import RunnerError
+from runner.measure import ChatRequest, RequestRecord
+
+CLOSED = "concurrency"
+OPEN = "rate"
+
+
+@dataclass(frozen=True)
+class LoadLevel:
+    mode: str
+    value: float
+    requests: int
+    max_concurrency: int | None = None
+
+    @property
+    def label(self) -> str:
+        if self.mode == CLOSED:
+            return f"{int(self.value)} at a time"
+        cap = f", at most {self.max_concurrency}" if self.max_concurrency else ""
+        return f"{self.value:g}/s{cap}"
+
+    @property
+    def in_flight(self) -> int:
+        """Requests that may be in flight at once (threads and connections to provide)."""
+        if self.mode == CLOSED:
+            return int(self.value)
+        return self.max_concurrency or self.requests
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self) | {"label": self.label}
+
+
+def parse_numbers(text: str, flag: str, *, integer: bool) -> list[float]:
+    values = []
+    for part in text.split(","):
+        try:
+            value = int(part) if integer else float(part)
+        except ValueError:
+            raise RunnerError(
+                f"{flag} {text!r}: expected comma-separated {'whole ' if integer else ''}numbers"
+            ) from None
+        if value <= 0 or not math.isfinite(value):
+            raise RunnerError(f"{flag} {text!r}: every value must be above 0")
+        values.append(value)
+    return values
+
+
+def plan_levels(
+    concurrency: str | None, rate: str | None, requests: int | None, max_concurrency: int | None
+) -> list[LoadLevel]:
+    """The levels to run, in the order given. Default requests per level: four waves at a
+    closed-loop level, ten seconds of arrivals (at least 8) at an open-loop one."""
+    if requests is not None and requests < 1:
+        raise RunnerError("--requests must be at least 1")
+    if max_concurrency is not None and (max_concurrency < 1 or rate is None):
+        raise RunnerError("--max-concurrency caps an open-loop level: give it with --rate, at least 1")
+    levels = []
+    for value in parse_numbers(concurrency, "--concurrency", integer=True) if concurrency else []:
+        levels.append(LoadLevel(CLOSED, value, requests or max(4 * int(value), 4)))
+    for value in parse_numbers(rate, "--rate", integer=False) if rate else []:
+        levels.append(LoadLevel(OPEN, value, requests or max(8, math.ceil(10 * value)), max_concurrency))
+    return levels
+
+
+@dataclass(frozen=True)
+class Prompt:
+    text: str
+    max_tokens: int
+
+
+def read_prompts(path: Path, default_max_tokens: int) -> list[Prompt]:
+    """JSON lines `{"prompt": "...", "max_tokens": N}` (max_tokens optional); one bad line stops it."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as error:
+        raise RunnerError(f"--prompts {path}: {error.strerror or error}") from None
+    prompts = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise RunnerError(f"--prompts {path} line {number}: not JSON ({error.msg})") from None
+        if not isinstance(item, dict) or not isinstance(item.get("prompt"), str) or not item["prompt"]:
+            raise RunnerError(f'--prompts {path} line {number}: expected {{"prompt": "...", "max_tokens": N}}')
+        max_tokens = item.get("max_tokens", default_max_tokens)
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            raise RunnerError(f"--prompts {path} line {number}: max_tokens must be a whole number above 0")
+        prompts.append(Prompt(item["prompt"], max_tokens))
+    if not prompts:
+        raise RunnerError(f"--prompts {path}: no prompt in the file")
+    return prompts
+
+
+def poisson_offsets(rate: float, count: int, seed: int) -> list[float]:
+    """Send times (s from the level start) of a Poisson process: exponential gaps of mean 1/rate."""
+    rng = random.Random(seed)
+    offsets, at = [], 0.0
+    for _ in range(count):
+        at += rng.expovariate(rate)
+        offsets.append(at)
+    return offsets
+
+
+def start_record(backend: str, index: int, level: LoadLevel, scheduled: float | None, started: float) -> RequestRecord:
+    """The record of request `index` of a level, stamped with when it goes (s from the level start)."""
+    record = RequestRecord(backend=backend, run=index + 1, level=level.to_json(), scheduled_s=scheduled)
+    record.sent_s = time.perf_counter() - started
+    return record
+
+
+async def run_level_async(
+    chat: Callable[[ChatRequest, RequestRecord], Any],
+    explain: Callable[[BaseException], str],
+    backend: str,
+    level: LoadLevel,
+    requests: list[ChatRequest],
+    seed: int,
+) -> list[RequestRecord]:
+    """Every request of one level on one event loop, for a client whose `chat` is a coroutine
+    (the one load engine: `run_level` runs blocking clients through it). Closed loop: as many
+    workers as requests in flight, each taking the next request. Open loop: sends at the seeded
+    Poisson offsets, at most `max_concurrency` in flight (a late send is measured, not hidden).
+    A failed request is a record with its error, never dropped."""
+    records: list[RequestRecord | None] = [None] * level.requests
+    started = time.perf_counter()
+
+    async def one(index: int, scheduled: float | None) -> None:
+        record = records[index] = start_record(backend, index, level, scheduled, started)
+        try:
+            await chat(requests[index % len(requests)], record)
+        except Exception as error:
+            record.ok, record.error = False, explain(error)
+
+    if level.mode == CLOSED:
+        pending = iter(range(level.requests))
+
+        async def worker() -> None:
+            for index in pending:
+                await one(index, None)
+
+        await asyncio.gather(*(worker() for _ in range(level.in_flight)))
+    else:
+        slots = asyncio.Semaphore(level.in_flight)
+
+        async def capped(index: int, offset: float) -> None:
+            async with slots:
+                await one(index, offset)
+
+        tasks = []
+        for index, offset in enumerate(poisson_offsets(level.value, level.requests, seed)):
+            delay = started + offset - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(capped(index, offset)))
+        await asyncio.gather(*tasks)
+    return [r for r in records if r is not None]
+
+
+def run_level(
+    chat: Callable[[ChatRequest, RequestRecord], Any],
+    explain: Callable[[BaseException], str],
+    backend: str,
+    level: LoadLevel,
+    requests: list[ChatRequest],
+    seed: int,
+) -> list[RequestRecord]:
+    """The same engine for a client whose `chat` blocks (Bedrock and SageMaker through boto3):
+    the event loop schedules, each request runs on a thread of a pool as wide as the level keeps
+    in flight. Ctrl-C stops the level without waiting for the requests still out."""
+    pool = ThreadPoolExecutor(max_workers=level.in_flight, thread_name_prefix="level")
+
+    async def engine() -> list[RequestRecord]:
+        loop = asyncio.get_running_loop()
+
+        async def chat_on_a_thread(request: ChatRequest, record: RequestRecord) -> Any:
+            return await loop.run_in_executor(pool, chat, request, record)
+
+        return await run_level_async(chat_on_a_thread, explain, backend, level, requests, seed)
+
+    try:
+        return asyncio.run(engine())
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)

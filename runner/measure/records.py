@@ -1,0 +1,150 @@
+"""What one timed request records, and the interface every provider's client implements."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from runner.core.errors import BadCompletion, describe
+
+# Finish reasons that mean the model ended normally: OpenAI-compatible servers (vLLM, llama.cpp)
+# and Bedrock's Converse stop reasons. Anything else (content_filter, guardrail_intervened,
+# abort, error, ...) is an error, not a success.
+NORMAL_FINISH_REASONS = frozenset(
+    {"stop", "length", "tool_calls", "function_call", "end_turn", "max_tokens", "stop_sequence", "tool_use"}
+)
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    prompt: str
+    max_tokens: int = 100
+    temperature: float = 0.0
+    # vLLM's `continuous_usage_stats`: every chunk carries the running token count, so the
+    # tokens each chunk brought are known (others ignore it, and the count is estimated).
+    usage_per_chunk: bool = False
+
+    def openai_body(self, model_id: str) -> dict[str, Any]:
+        """The streamed chat-completions body, asking the server to report usage."""
+        stream_options: dict[str, Any] = {"include_usage": True}
+        if self.usage_per_chunk:
+            stream_options["continuous_usage_stats"] = True
+        return {
+            "model": model_id,
+            "messages": [{"role": "user", "content": self.prompt}],
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "stream": True,
+            "stream_options": stream_options,
+        }
+
+
+@dataclass
+class RequestRecord:
+    """One request's raw figures; derived rates are computed here, once, from the raw times."""
+
+    backend: str
+    run: int
+    ok: bool = False
+    error: str | None = None
+    started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="milliseconds"))
+    ttft_s: float | None = None
+    e2e_s: float | None = None
+    output_tokens: int | None = None
+    prompt_tokens: int | None = None
+    token_source: str | None = None
+    finish_reason: str | None = None
+    text: str = ""
+    chunks: int = 0
+    # The server's own figures where it reports them (llama.cpp's `timings`; vLLM has none).
+    server_timings: dict[str, Any] | None = None
+    # False when the request went out on the connection the previous one used (None: not knowable).
+    new_connection: bool | None = None
+    # True when the reused connection turned out closed by the server and the request went again.
+    stale_connection_retry: bool = False
+    # Arrival time (s from the request start) of every chunk that carried output, and, where the
+    # server reports a running count in each chunk, the completion tokens after that chunk.
+    chunk_times: list[float] = field(default_factory=list)
+    chunk_token_counts: list[int] | None = None
+    # The load level this request ran in (bench sweeps), and when it was meant to go and went
+    # (s from the level's start; open loop: a late send means the client fell behind).
+    level: dict[str, Any] | None = None
+    scheduled_s: float | None = None
+    sent_s: float | None = None
+
+    @property
+    def client_overhead_s(self) -> float | None:
+        """End-to-end time the server's own prompt and decode times do not account for."""
+        timings = self.server_timings or {}
+        if not self.ok or self.e2e_s is None or "prompt_ms" not in timings or "predicted_ms" not in timings:
+            return None
+        return self.e2e_s - (timings["prompt_ms"] + timings["predicted_ms"]) / 1000
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Output tokens over end-to-end time (network and prompt included), as the survey reports."""
+        if not self.ok or not self.output_tokens or not self.e2e_s:
+            return None
+        return self.output_tokens / self.e2e_s
+
+    @property
+    def decode_tokens_per_s(self) -> float | None:
+        """Tokens after the first over the time after the first token: the server's decode rate."""
+        if not self.ok or not self.output_tokens or self.output_tokens < 2 or self.ttft_s is None or not self.e2e_s:
+            return None
+        span = self.e2e_s - self.ttft_s
+        return (self.output_tokens - 1) / span if span > 0 else None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["tokens_per_s"] = self.tokens_per_s
+        data["decode_tokens_per_s"] = self.decode_tokens_per_s
+        data["client_overhead_s"] = self.client_overhead_s
+        return data
+
+
+def check_finish_reason(reason: str | None) -> None:
+    if reason not in NORMAL_FINISH_REASONS:
+        raise BadCompletion(f"finish reason {reason!r}: not a normal end of the answer")
+
+
+def check_completion(record: RequestRecord, *, has_output: bool) -> None:
+    """A complete response counts only with a normal finish reason and some output."""
+    check_finish_reason(record.finish_reason)
+    if not has_output:
+        raise BadCompletion(f"empty completion: no text and no tool call (finish reason {record.finish_reason!r})")
+
+
+class Stopwatch:
+    """Monotonic times relative to the request start."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+
+    def now(self) -> float:
+        return time.perf_counter() - self.start
+
+
+class TimedClient(Protocol):
+    def chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
+        """Send one streamed request and fill `record`; raises on faults."""
+
+    def close(self) -> None: ...
+
+
+# The survey's warm-up: a short generation, through the same path as the timed requests.
+WARM_UP = ChatRequest(prompt="Hi", max_tokens=4)
+
+
+def warm_up(client: TimedClient, backend: str) -> RequestRecord:
+    """One untimed generation before the timed ones, the same for every provider: it opens the
+    connection (and TLS, and an SSM tunnel stream) and wakes the server. Never raises."""
+    record = RequestRecord(backend=backend, run=0)
+    try:
+        client.chat(WARM_UP, record)
+    except Exception as error:
+        record.ok = False
+        record.error = describe(error)
+    return record

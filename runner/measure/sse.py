@@ -1,0 +1,134 @@
+"""OpenAI chat-completions event streams (SSE `data:` lines): framing, accumulation, end checks.
+
+The end checks live here once and serve both the timed clients and the agent's model
+(`runner.agent.models`), so a stream cut looks the same wherever it happens.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from runner.core.errors import StreamFault
+from runner.measure.records import RequestRecord, check_completion
+
+
+def check_stream_end(chunks: int, finish_reason: str | None) -> None:
+    """A stream that closed before any chunk, or without a finish reason, is a fault, not a short answer."""
+    if chunks == 0:
+        raise StreamFault("empty stream: no chunks before the connection closed")
+    if finish_reason is None:
+        raise StreamFault(f"stream cut: ended after {chunks} chunks without a finish reason")
+
+
+class LineSplitter:
+    """Whole lines out of byte parts split anywhere (a network read, a SageMaker PayloadPart event),
+    `\\n` removed: the one line framing of every stream reader, blocking or not."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+
+    def feed(self, part: bytes) -> list[bytes]:
+        self.buffer += part
+        *lines, self.buffer = self.buffer.split(b"\n")
+        return lines
+
+    def rest(self) -> list[bytes]:
+        """What is left after the stream closed (a last line without its newline)."""
+        rest, self.buffer = self.buffer, b""
+        return [rest] if rest else []
+
+
+def sse_lines(parts: Iterable[bytes]) -> Iterator[bytes]:
+    """Whole lines from byte parts split anywhere (see LineSplitter)."""
+    splitter = LineSplitter()
+    for part in parts:
+        yield from splitter.feed(part)
+    yield from splitter.rest()
+
+
+class ChatStreamAccumulator:
+    """Feed it lines as they arrive; `finish` checks the stream was complete."""
+
+    def __init__(self, record: RequestRecord) -> None:
+        self.record = record
+        self.parts: list[str] = []
+        self.done_at: float | None = None
+        self.content_chunks = 0
+        self.has_output = False
+
+    @property
+    def done(self) -> bool:
+        return self.done_at is not None
+
+    def feed_line(self, line: str, at: float) -> None:
+        line = line.strip()
+        if self.done or not line.startswith("data:"):
+            return  # blank lines, SSE comments and anything after [DONE]
+        payload = line[len("data:") :].strip()
+        if payload == "[DONE]":
+            self.done_at = at
+            return
+        try:
+            chunk = json.loads(payload)
+        except json.JSONDecodeError:
+            raise StreamFault(
+                f"malformed stream: chunk {self.record.chunks + 1} is not JSON: {payload[:80]!r}"
+            ) from None
+        if not isinstance(chunk, dict):
+            raise StreamFault(f"malformed stream: chunk {self.record.chunks + 1} is not an object")
+        self.record.chunks += 1
+        self.feed_chunk(chunk, at)
+
+    def feed_chunk(self, chunk: dict[str, Any], at: float) -> None:
+        if "error" in chunk:
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise StreamFault(f"server error in stream: {str(message)[:200]}")
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            content = delta.get("content") or ""
+            # A role-only first chunk carries no token: time to first token waits for content.
+            if content or delta.get("tool_calls"):
+                if self.record.ttft_s is None:
+                    self.record.ttft_s = at
+                self.content_chunks += 1
+                self.has_output = True
+                self.parts.append(content)
+                self.record.chunk_times.append(at)
+                self._note_running_count(chunk.get("usage"))
+            if choice.get("finish_reason"):
+                self.record.finish_reason = choice["finish_reason"]
+        usage = chunk.get("usage")
+        if isinstance(usage, dict) and usage.get("completion_tokens") is not None:
+            self.record.output_tokens = int(usage["completion_tokens"])
+            self.record.prompt_tokens = usage.get("prompt_tokens")
+            self.record.token_source = "server"
+        if isinstance(chunk.get("timings"), dict):
+            self.record.server_timings = chunk["timings"]
+
+    def _note_running_count(self, usage: Any) -> None:
+        """vLLM's continuous usage: the completion tokens so far, in every content chunk."""
+        counts = self.record.chunk_token_counts
+        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+            if counts is None and len(self.record.chunk_times) == 1:
+                self.record.chunk_token_counts = counts = []
+            if counts is not None:
+                counts.append(usage["completion_tokens"])
+        elif counts is not None:
+            self.record.chunk_token_counts = None  # a chunk without the count: no exact split
+
+    def finish(self, at: float) -> RequestRecord:
+        """Close the record at [DONE] (or the end of the body when the server sends none)."""
+        record = self.record
+        record.e2e_s = self.done_at if self.done_at is not None else at
+        record.text = "".join(self.parts)
+        check_stream_end(record.chunks, record.finish_reason)
+        if record.output_tokens is None:
+            # Marked fallback: one content chunk is usually one token, but not always.
+            record.output_tokens = self.content_chunks
+            record.token_source = "client-chunks"
+        check_completion(record, has_output=self.has_output)
+        record.ok = True
+        return record

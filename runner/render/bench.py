@@ -1,0 +1,195 @@
+"""The bench tables: one request at a time (medians, the survey's figures, same-text and roofline
+columns), or per load level of a sweep."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
+from runner.measure.levels import level_groups, level_summary, roofline
+from runner.render.tables import models
+
+
+def bench_summary(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per backend: the figures the bench table shows, computed from the raw records."""
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for backend in evidence.get("backends", []):
+        grouped[backend["name"]] = []
+    for record in evidence.get("records", []):
+        grouped[record["backend"]].append(record)
+    summary = {}
+    for name, records in grouped.items():
+        ok = [r for r in records if r["ok"]]
+        rates = [r["tokens_per_s"] for r in ok]
+        tokens = [r["output_tokens"] for r in ok]
+        server_rates = [(r.get("server_timings") or {}).get("predicted_per_second") for r in ok]
+        summary[name] = {
+            "runs": len(records),
+            "ok": len(ok),
+            "errors": len(records) - len(ok),
+            "median_s": median(r["e2e_s"] for r in ok),
+            "median_ttft_s": median(r["ttft_s"] for r in ok),
+            "median_tok_s": median(rates),
+            "tok_s_range": value_range(rates),
+            "token_range": value_range(tokens),
+            "distinct_completions": len({r["text"] for r in ok}),
+            "token_sources": sorted({r["token_source"] for r in ok if r.get("token_source")}),
+            "median_server_tok_s": median(server_rates),
+            "median_overhead_s": median(r.get("client_overhead_s") for r in ok),
+            "new_connections": sum(1 for r in records if r.get("new_connection")),
+            "stale_retries": sum(1 for r in records if r.get("stale_connection_retry")),
+            "first_error": next((r["error"] for r in records if r.get("error")), None),
+        }
+    return summary
+
+
+def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None) -> Table:
+    config = evidence["config"]
+    table = Table(title=f"bench: {config.get('prompt', '')!r}, {config.get('max_tokens')} tokens max")
+    summary = bench_summary(evidence)
+    server_figures = any(row["median_server_tok_s"] is not None for row in summary.values())
+    columns = [
+        "backend",
+        "model",
+        "ok/runs",
+        "median s",
+        "median TTFT s",
+        "median tok/s",
+        "survey tok/s",
+        "tok/s range",
+        "tokens",
+        "distinct",
+    ]
+    if server_figures:
+        columns += ["server tok/s", "client overhead ms"]
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("backend", "model") else "right")
+    if baseline is not None:
+        table.add_column("tok/s change", justify="right")
+    ceilings = roofline(evidence)
+    if ceilings:
+        table.add_column("decode ceiling tok/s", justify="right")
+        table.add_column("share", justify="right")
+    table.add_column("notes")
+    old = bench_summary(baseline) if baseline else {}
+    survey = survey_figures(evidence)
+    same = same_text(evidence)
+    served = models(evidence)
+
+    for name, row in summary.items():
+        notes = []
+        if same.get(name):
+            notes.append(f"same text as {', '.join(same[name])}")
+        if "client-chunks" in row["token_sources"]:
+            notes.append("tokens counted by client (no server usage)")
+        if row["new_connections"]:
+            retried = f", {row['stale_retries']} resent after the server closed it" if row["stale_retries"] else ""
+            notes.append(f"new connection on {row['new_connections']} of {row['runs']} timed requests{retried}")
+        if row["first_error"]:
+            notes.append(row["first_error"])
+        cells = [
+            name,
+            served.get(name, "-"),
+            f"{row['ok']}/{row['runs']}",
+            fmt(row["median_s"]),
+            fmt(row["median_ttft_s"]),
+            fmt(row["median_tok_s"], 1),
+            " / ".join(f"{v:g}" for v in survey.get(name, ())) or "-",
+            fmt_range(row["tok_s_range"]),
+            fmt_range(row["token_range"], 0),
+            str(row["distinct_completions"]) if row["ok"] else "-",
+        ]
+        if server_figures:
+            overhead = row["median_overhead_s"]
+            cells += [fmt(row["median_server_tok_s"], 1), fmt(overhead * 1000 if overhead is not None else None, 1)]
+        if baseline is not None:
+            cells.append(change_percent(old.get(name, {}).get("median_tok_s"), row["median_tok_s"]))
+        if ceilings:
+            figures = ceilings.get(name, {})
+            share = figures.get("share")
+            cells += [fmt(figures.get("ceiling_tok_s"), 1), f"{share:.0%}" if share is not None else "-"]
+        table.add_row(*cells, "; ".join(notes))
+    return table
+
+
+def survey_figures(evidence: dict[str, Any]) -> dict[str, tuple[float, ...]]:
+    """Per backend, the survey's published single-request tok/s (catalog, with its source)."""
+    return {b["name"]: tuple((b.get("catalog") or {}).get("survey_tok_s") or ()) for b in evidence.get("backends", [])}
+
+
+def same_text(evidence: dict[str, Any]) -> dict[str, list[str]]:
+    """Backends whose completions were word for word the same set (the survey found g6 = SageMaker,
+    one model and engine on two services, and inf2 = trn1, one image on two chips)."""
+    texts: dict[str, frozenset[str]] = {}
+    for record in evidence.get("records", []):
+        if record.get("ok"):
+            texts[record["backend"]] = texts.get(record["backend"], frozenset()) | {" ".join(record["text"].split())}
+    return {
+        name: sorted(other for other, theirs in texts.items() if other != name and theirs == mine)
+        for name, mine in texts.items()
+    }
+
+
+def is_sweep(evidence: dict[str, Any]) -> bool:
+    return bool(evidence.get("config", {}).get("levels"))
+
+
+def sweep_table(evidence: dict[str, Any]) -> Table:
+    """Per backend and level: counts, throughputs, and latency percentiles in milliseconds."""
+    config = evidence["config"]
+    table = Table(title=f"bench sweep: {config.get('prompts')} prompt(s), seed {config.get('seed')}")
+    columns = [
+        "backend",
+        "model",
+        "load",
+        "ok/failed",
+        "req/s",
+        "out tok/s",
+        "TTFT ms p50/p90/p99",
+        "ITL ms p50/p90/p99",
+        "TPOT ms p50",
+        "e2e s p50/p99",
+        "notes",
+    ]
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("backend", "model", "load", "notes") else "right")
+    served = models(evidence)
+    for (backend, label), records in level_groups(evidence).items():
+        row = level_summary(records)
+        notes = []
+        if row["itl_method"] and row["itl_method"] != ["server running count"]:
+            notes.append("ITL: " + "; ".join(row["itl_method"]))
+        if row["max_send_lag_s"] is not None and row["max_send_lag_s"] > 0.05:
+            notes.append(f"sends up to {row['max_send_lag_s'] * 1000:.0f} ms late")
+        if row["first_error"]:
+            notes.append(row["first_error"])
+        table.add_row(
+            backend,
+            served.get(backend, "-"),
+            label,
+            f"{row['completed']}/{row['failed']}",
+            fmt(row["request_throughput"], 2),
+            fmt(row["output_tok_s"], 1),
+            ms_triple(row["ttft_s"]),
+            ms_triple(row["itl_s"]),
+            fmt(_ms(row["tpot_s"]["median"]), 1),
+            f"{fmt(row['e2e_s']['median'], 2)}/{fmt(row['e2e_s']['p99'], 2)}",
+            "; ".join(notes),
+        )
+    return table
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else value * 1000
+
+
+def ms_triple(figures: dict[str, float | None]) -> str:
+    return "/".join(fmt(_ms(figures[key]), 1) for key in ("median", "p90", "p99"))
+
+
+def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
+    out.print(sweep_table(evidence) if is_sweep(evidence) else bench_table(evidence, baseline))

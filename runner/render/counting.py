@@ -1,0 +1,59 @@
+"""The counting table: per backend and mode, right answers, right filters, and how each answer was
+read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from runner.core.stats import counts, fmt, median
+from runner.render.tables import models
+
+
+def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
+    mode = evidence["config"].get("tools", "filter")
+    table = Table(
+        title=f"counting ({mode}): {evidence['config']['question']} expected {evidence['config']['expected']}"
+    )
+    columns = (
+        "backend",
+        "model",
+        "runs",
+        "correct",
+        "right filter",
+        "passed",
+        "errors",
+        "median s",
+        "graded by",
+        "filters sent",
+    )
+    for column in columns:
+        table.add_column(
+            column, justify="left" if column in ("backend", "model", "graded by", "filters sent") else "right"
+        )
+    served = models(evidence)
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for record in evidence["records"]:
+        grouped.setdefault(record["backend"], []).append(record)
+    for name, records in grouped.items():
+        n = len(records)
+        correct = sum(1 for r in records if r.get("correct"))
+        right = sum(1 for r in records if r.get("right_filter"))
+        passed = sum(1 for r in records if r.get("passed"))
+        errors = sum(1 for r in records if r.get("error"))
+        filters = [f for r in records for f in r.get("filters_sent", [])] or (["none"] if records else [])
+        table.add_row(
+            name,
+            served.get(name, "-"),
+            str(n),
+            f"{correct}/{n}",
+            f"{right}/{n}" if mode == "filter" else "-",
+            f"{passed}/{n}",
+            str(errors),
+            fmt(median(r["seconds"] for r in records if r.get("seconds") is not None), 2),
+            counts([r["grading_route"] for r in records if r.get("grading_route")]),
+            counts(filters),
+        )
+    out.print(table)

@@ -1,0 +1,39 @@
+"""The sweep tables: per region what was found, ours or not, billing or not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
+    for action in evidence.get("deleted") or []:
+        out.print(f"{action['region']} {action['kind']} {action['id']}: {action['outcome']}")
+    records = evidence.get("records", [])
+    for region in evidence["config"]["regions"]:
+        rows = [r for r in records if r["region"] == region]
+        billing = sum(1 for r in rows if r["billing"])
+        table = Table(title=f"{region}: {len(rows)} found, {billing} billing" if rows else f"{region}: nothing found")
+        if not rows:
+            out.print(table.title)
+            continue
+        for column in ("kind", "id", "state", "ours", "billing", "detail"):
+            table.add_column(column)
+        for row in rows:
+            table.add_row(
+                row["kind"],
+                row["id"],
+                row["state"],
+                "ours" if row["ours"] else "not ours",
+                "yes" if row["billing"] else "no",
+                row["detail"],
+            )
+        out.print(table)
+    left = [r for r in records if r["billing"]]
+    if left:
+        mine = sum(1 for r in left if r["ours"])
+        out.print(f"[red]still billing: {len(left)} item(s), {mine} of them this app's[/red]")
+    else:
+        out.print("[green]nothing billing in the swept regions[/green]")

@@ -1,0 +1,45 @@
+"""Renders an evidence file's tables. Each command's table is a module of this package named for
+the command (`runner/render/bench.py` for bench evidence), found by the evidence's `command`
+field, so adding a command adds one module here and changes nothing else."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+
+from runner.core.errors import RunnerError
+
+stdout = Console(highlight=False, soft_wrap=False, width=200)
+
+Renderer = Callable[[dict[str, Any], Console, dict[str, Any] | None], None]
+
+
+def renderer_for(command: str) -> Renderer:
+    """`runner.render.<command>.render_report`; a command without one is a one-line error."""
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", str(command)):
+        raise RunnerError(f"no report for command {command!r}")
+    try:
+        module = importlib.import_module(f"runner.render.{command}")
+    except ModuleNotFoundError:
+        raise RunnerError(f"no report for command {command!r}") from None
+    render = getattr(module, "render_report", None)
+    if render is None:
+        raise RunnerError(f"no report for command {command!r}")
+    return render
+
+
+def print_report(evidence: dict[str, Any], baseline: dict[str, Any] | None = None, *, notices: bool = True) -> None:
+    renderer_for(evidence["command"])(evidence, stdout, baseline)
+    for line in evidence.get("notices", []) if notices else []:
+        stdout.print(f"[dim]note: {line}[/dim]")
+    if evidence.get("interrupted"):
+        stdout.print("[yellow]interrupted: the table shows what was measured before Ctrl-C[/yellow]")
+
+
+def models(evidence: dict[str, Any]) -> dict[str, str]:
+    """Per backend, the model it served: rows are not all the same weights, and the tables say so."""
+    return {b["name"]: b.get("model_id") or "-" for b in evidence.get("backends", [])}
