@@ -9,6 +9,9 @@ STATE_DIR="$ROOT/run/inference"
 # shellcheck disable=SC2034  # read by the scripts that source this one
 FAILURE_FILE="$STATE_DIR/failure"
 STATE_FILE="$STATE_DIR/state"
+# Present once this boot's server has been ready: the launch deadline is for a server that never
+# served, not for one restarted later (an image rebuilt, Run Command) that is starting again.
+SERVED_FILE="$STATE_DIR/served"
 # The user agent of every AWS call names the server as its caller (botocore's exec-env).
 export AWS_EXECUTION_ENV="inference-server"
 export AWS_DEFAULT_REGION="$AWS_REGION"
@@ -26,6 +29,7 @@ report() {
   local state="$1" reason="${2:-}" value
   shift $(( $# < 2 ? $# : 2 ))
   printf '%s\n' "$state" > "$STATE_FILE"
+  [[ "$state" == ready ]] && : > "$SERVED_FILE"
   value=$(STATE="$state" REASON="$reason" ID="$(imds instance-id)" ZONE="$(imds placement/availability-zone)" \
     MODEL="$MODEL_ID" python3 - "$@" <<'PY'
 import datetime, json, os, sys

@@ -5,6 +5,7 @@ set -uo pipefail
 # shellcheck source=/dev/null
 source "${INFERENCE_ROOT:-}/usr/local/lib/inference-common.sh"
 state=$(cat "$STATE_FILE" 2>/dev/null || echo unknown)
+[[ -e "$SERVED_FILE" ]] && exit 0  # it served in this boot: a later restart is not a launch
 case "$state" in
   ready | failed | waiting-for-image) exit 0 ;;  # serving, or already stopped with its reason
 esac

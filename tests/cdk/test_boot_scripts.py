@@ -268,6 +268,24 @@ def test_a_server_not_ready_within_its_bound_is_stopped(host):
     assert "ready" not in [s["state"] for s in reports(machine)]
 
 
+def test_a_server_that_served_is_not_stopped_by_the_launch_deadline_when_restarted(host):
+    # The image rebuilt under a running server restarts it (Run Command): it reports "starting"
+    # again, and the launch deadline (1 min: 6 s at this time scale) must leave it alone.
+    machine = host(boot_config(ready_minutes=1), HostOptions(time_scale=0.1))
+    wait_for(machine, last_state("ready"))
+    # Held in the middle of such a restart: the unit stopped, its state "starting".
+    assert machine.run("systemctl stop inference-server.service").returncode == 0
+    (machine.root / "run/inference/state").write_text("starting\n")
+    deadline_ran = machine.state / "units" / "inference-deadline.service.json"
+    until = time.monotonic() + 30
+    while not deadline_ran.exists() and time.monotonic() < until:
+        time.sleep(0.05)
+    assert deadline_ran.exists(), machine.boot_log()[-2000:]
+    time.sleep(0.5)
+    assert not [s for s in reports(machine) if s.get("stopped")]
+    assert not [c for c in aws_calls(machine) if "set-desired-capacity" in c]
+
+
 def test_a_refused_scale_down_is_said_in_the_readiness(host):
     machine = host(boot_config(), HostOptions(gpu=False), AWS_SCALE_REFUSED="1")
     failed = wait_for(machine, lambda s: bool(s) and s[-1].get("stopped") is False)[-1]

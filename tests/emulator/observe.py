@@ -18,8 +18,11 @@ def readiness(region: str, backend: str) -> dict:
     return json.loads(value["Parameter"]["Value"])
 
 
-def states(servers: dict[str, str]) -> dict[str, str]:
-    return {name: readiness(region, name)["state"] for name, region in servers.items()}
+def states(servers: dict[str, str], with_reasons: bool = False) -> dict[str, str]:
+    found = {name: readiness(region, name) for name, region in servers.items()}
+    if with_reasons:
+        return {name: f"{r['state']}: {r['reason']}" if r.get("reason") else r["state"] for name, r in found.items()}
+    return {name: r["state"] for name, r in found.items()}
 
 
 def wait_until(check: Callable[[], object], timeout_s: float = 90, what: str = "") -> object:
@@ -42,7 +45,7 @@ def wait_for_states(servers: dict[str, str], wanted: str = "ready", timeout_s: f
     try:
         wait_until(reached, timeout_s)
     except AssertionError:
-        raise AssertionError(f"not all {wanted}: {last}") from None
+        raise AssertionError(f"not all {wanted}: {states(servers, with_reasons=True)}") from None
     return last
 
 
