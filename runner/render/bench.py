@@ -11,7 +11,7 @@ from rich.table import Table
 
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
 from runner.measure.levels import level_groups, level_summary, roofline
-from runner.render.tables import models
+from runner.render.tables import add_columns, models
 
 
 def bench_summary(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -66,8 +66,7 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     ]
     if server_figures:
         columns += ["server tok/s", "client overhead ms"]
-    for column in columns:
-        table.add_column(column, justify="left" if column in ("backend", "model") else "right")
+    add_columns(table, columns, left=("backend", "model"))
     if baseline is not None:
         table.add_column("tok/s change", justify="right")
     ceilings = roofline(evidence)
@@ -155,8 +154,7 @@ def sweep_table(evidence: dict[str, Any]) -> Table:
         "e2e s p50/p99",
         "notes",
     ]
-    for column in columns:
-        table.add_column(column, justify="left" if column in ("backend", "model", "load", "notes") else "right")
+    add_columns(table, columns, left=("backend", "model", "load", "notes"))
     served = models(evidence)
     for (backend, label), records in level_groups(evidence).items():
         row = level_summary(records)

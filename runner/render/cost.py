@@ -10,6 +10,7 @@ from rich.table import Table
 
 from catalog.prices import HOURS_PER_MONTH
 from runner.core.stats import fmt
+from runner.render.tables import add_columns
 
 
 def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
@@ -26,10 +27,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         "beats Bedrock above (tok/s)",
         "price source",
     ]
-    for column in columns:
-        table.add_column(
-            column, justify="left" if column in ("backend", "region", "billed by", "price source") else "right"
-        )
+    add_columns(table, columns, left=("backend", "region", "billed by", "price source"))
     for row in evidence.get("records", []):
         price = row.get("price") or {}
         if price.get("usd_per_million_output") is not None:

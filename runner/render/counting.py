@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runner.core.stats import counts, fmt, median
-from runner.render.tables import models
+from runner.render.tables import add_columns, models
 
 
 def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
@@ -29,10 +29,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         "graded by",
         "filters sent",
     )
-    for column in columns:
-        table.add_column(
-            column, justify="left" if column in ("backend", "model", "graded by", "filters sent") else "right"
-        )
+    add_columns(table, columns, left=("backend", "model", "graded by", "filters sent"))
     served = models(evidence)
     grouped: dict[str, list[dict[str, Any]]] = {}
     for record in evidence["records"]:

@@ -10,10 +10,18 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
+from rich.table import Table
 
 from runner.core.errors import RunnerError
 
 stdout = Console(highlight=False, soft_wrap=False, width=200)
+
+
+def add_columns(table: Table, columns: list[str] | tuple[str, ...], left: tuple[str, ...]) -> None:
+    """The columns of a table: the names in `left` aligned left (text), every other one right (figures)."""
+    for column in columns:
+        table.add_column(column, justify="left" if column in left else "right")
+
 
 Renderer = Callable[[dict[str, Any], Console, dict[str, Any] | None], None]
 
