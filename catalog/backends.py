@@ -20,13 +20,34 @@ class BackendKind(StrEnum):
     EC2_VLLM = "ec2-vllm"
     EC2_NEURON = "ec2-neuron"
     SAGEMAKER = "sagemaker"
+    SAGEMAKER_SERVERLESS = "sagemaker-serverless"
+    SAGEMAKER_ASYNC = "sagemaker-async"
+    SAGEMAKER_BATCH = "sagemaker-batch"
     BEDROCK = "bedrock"
+    BEDROCK_IMPORT = "bedrock-import"
     LOCAL = "local"
     OPENAI = "openai"
 
 
 # The kinds a stack runs on an EC2 instance of its own (values compare equal to their strings).
 EC2_KINDS = frozenset({BackendKind.EC2_VLLM, BackendKind.EC2_NEURON})
+# The kinds SageMaker serves (instance types start with `ml.`), and those reached by endpoint name.
+SAGEMAKER_KINDS = frozenset(
+    {BackendKind.SAGEMAKER, BackendKind.SAGEMAKER_SERVERLESS, BackendKind.SAGEMAKER_ASYNC, BackendKind.SAGEMAKER_BATCH}
+)
+ENDPOINT_KINDS = frozenset({BackendKind.SAGEMAKER, BackendKind.SAGEMAKER_SERVERLESS, BackendKind.SAGEMAKER_ASYNC})
+
+
+class Billing(StrEnum):
+    """How AWS bills a backend: what `runner.cost` and `runner.advise` multiply."""
+
+    INSTANCE_HOURS = "instance-hours"  # an instance (EC2 or SageMaker real-time) while it exists
+    INSTANCE_HOURS_WHILE_RUNNING = "instance-hours-while-running"  # async: only while scaled above zero
+    JOB_INSTANCE_HOURS = "job-instance-hours"  # batch transform: the job's instances for its duration
+    SERVERLESS_SECONDS = "serverless-seconds"  # compute seconds at the configured memory size
+    MODEL_UNIT_MINUTES = "model-unit-minutes"  # Custom Model Import: CMUs per minute, 5-minute windows
+    PER_TOKEN = "per-token"  # Bedrock's managed models
+    NONE = "none"  # the embedded model and servers the user runs
 
 
 class Architecture(StrEnum):
@@ -85,6 +106,8 @@ SURVEY_BENCH_SOURCE = (
     "docs/article/evidence/bench-chat*.txt and run2-REPORT.md (repository xbill9/aws-inference-strands)"
 )
 GIB = 1024**3 / 1e9
+# The open model every open-model path serves in the `open` lane (catalog/lanes.py), and the
+# Neuron rows' model in both lanes.
 # Weight sizes of Gemma 4 E2B as the survey gives them: 6.32 GiB in bf16 (fp16 is the same size),
 # 2.85 GiB in int4; bandwidths are the accelerators' published figures the survey quotes. The
 # full weights are an upper bound on what a decode step reads: E2B's per-layer embedding tables
@@ -104,8 +127,22 @@ E2B_INT4_GB = round(2.85 * GIB, 3)
 # tested, but expected to work"; 0.5B and 7B tested), 12 query and 2 KV heads so tensor parallel 2
 # divides them, 3.09 GB in bf16 (its one safetensors file), tool calls in the hermes format. The
 # 3B size this row served before is under the Qwen Research licence (no commercial use).
-NEURON_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
+OPEN_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
+NEURON_MODEL = OPEN_MODEL
 QWEN25_1_5B_BF16_GB = 3.09
+# The serverless backend's file: Qwen's own 8-bit GGUF of the same checkpoint (repository
+# Qwen/Qwen2.5-1.5B-Instruct-GGUF, 1,894,532,128 bytes), served by llama.cpp on the CPU.
+OPEN_GGUF_REPOSITORY = "Qwen/Qwen2.5-1.5B-Instruct-GGUF"
+OPEN_GGUF_FILE = "qwen2.5-1.5b-instruct-q8_0.gguf"
+OPEN_GGUF_GB = 1.895
+# Custom Model Import's regions (Bedrock user guide, "Supported Regions and models for Custom
+# Model Import", 2026-11): us-east-1 first, as the survey's Bedrock row ran there.
+IMPORT_REGIONS = ("us-east-1", "us-west-2")
+# SageMaker Serverless Inference: memory 1024..6144 MB in 1 GB steps, concurrency 1..200 per
+# endpoint (SageMaker developer guide, "Serverless endpoint configuration"); vCPUs grow with memory,
+# so the default takes the most.
+SERVERLESS_MEMORY_SIZES_MB = (1024, 2048, 3072, 4096, 5120, 6144)
+SERVERLESS_MAX_CONCURRENCY = 200
 # The survey's own Neuron image: a hand-ported Gemma 4 E2B graph traced at 512 tokens in total
 # (128 for the prompt) that ignores tool definitions; run with no arguments, as the survey ran it.
 SURVEY_NEURON_IMAGE = "docker.io/xbill9/gemma4-optb:slim"
@@ -172,6 +209,18 @@ class BackendSpec:
     # Weight bytes a decode step reads (GB, 10^9): with the bandwidth, the single-request decode
     # ceiling (ROOFLINE_SOURCE says where the figures come from and what they leave out).
     decode_read_gb: float | None = None
+    # How the weights are stored as served (shown beside the model: int4 W4A16, bf16, Q8_0 GGUF).
+    precision: str = ""
+    billing: Billing = Billing.INSTANCE_HOURS
+    # Opt-in backends are deployed only when `backends` names them (a default deploy stays as it was).
+    opt_in: bool = False
+    # Serverless: memory size and the most requests served at once (SERVERLESS_* above).
+    memory_mb: int | None = None
+    max_concurrency: int | None = None
+    # Endpoints that scale (real-time, async): instance bounds and the concurrency target per model.
+    min_instances: int = 1
+    max_instances: int = 1
+    target_concurrency: int | None = None
     notes: str = ""
 
     @property
@@ -214,6 +263,7 @@ INF2 = BackendSpec(
     max_total_tokens=4096,
     memory_bandwidth_gbs=817,
     decode_read_gb=QWEN25_1_5B_BF16_GB,
+    precision="bf16",
     survey_tok_s=(36.4, 36.6),
     survey_launch_to_ready_min=17.9,
     # A first boot downloads the weights and compiles the graphs (tens of minutes on a 4-vCPU host).
@@ -244,9 +294,113 @@ G6 = BackendSpec(
     root_volume_gib=100,
     memory_bandwidth_gbs=300,
     decode_read_gb=E2B_INT4_GB,
+    precision="int4 (W4A16)",
     survey_launch_to_ready_min=13.9,
     ready_minutes=30,
     survey_tok_s=(131.5, 132.5),
+)
+
+SAGEMAKER = BackendSpec(
+    name="sagemaker",
+    title="SageMaker endpoint (AWS vLLM DLC, L4)",
+    kind=BackendKind.SAGEMAKER,
+    stack="InferenceSageMakerStack",
+    model_id=GEMMA4_EMB4,
+    instance_type="ml.g6.xlarge",
+    architecture=Architecture.X86_64,
+    accelerator=Accelerator.NVIDIA,
+    # Repository and tag inside the region's DLC registry account: the vLLM 0.30.0 DLC the
+    # survey's endpoint ran (run2-REPORT.md).
+    image="vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker-v1.4",
+    serve_flags=("--max-model-len", "8192", *VLLM_TOOL_FLAGS),
+    port=8080,
+    container_port=8080,
+    health_path="/ping",
+    regions=("us-east-2", "us-east-1"),
+    memory_bandwidth_gbs=300,
+    decode_read_gb=E2B_INT4_GB,
+    survey_launch_to_ready_min=8.0,
+    precision="int4 (W4A16)",
+    survey_tok_s=(106.3, 105.2),
+    # Real-time autoscaling (`sagemaker.maxInstances`): one instance unless asked (the survey's
+    # account had an ml.g6.xlarge endpoint quota of 1); target tracking on concurrent requests per
+    # model (SageMaker's high-resolution predefined metric) at this many.
+    target_concurrency=8,
+)
+
+
+# The SageMaker options beyond real-time, each opt-in (`-c backends=...,sagemaker-async`).
+SAGEMAKER_OPTIONS: tuple[BackendSpec, ...] = (
+    BackendSpec(
+        name="sagemaker-serverless",
+        title="SageMaker serverless endpoint (llama.cpp on CPU, Q8_0)",
+        kind=BackendKind.SAGEMAKER_SERVERLESS,
+        stack="InferenceSageMakerStack",
+        model_id=OPEN_MODEL,
+        architecture=Architecture.X86_64,
+        # images/llama-serverless: llama.cpp's CPU server with Qwen's Q8_0 file of the open model,
+        # behind the SageMaker container contract (/ping, /invocations on 8080), built into ECR.
+        image="build:llama-serverless",
+        port=8080,
+        container_port=8080,
+        health_path="/ping",
+        regions=("us-east-2", "us-east-1"),
+        billing=Billing.SERVERLESS_SECONDS,
+        opt_in=True,
+        memory_mb=6144,
+        # Enough for the bench's sweep at 1, 2 and 4; each concurrent request gets its own compute.
+        max_concurrency=4,
+        precision="Q8_0 GGUF",
+        decode_read_gb=OPEN_GGUF_GB,
+        max_total_tokens=4096,
+        notes="CPU only (serverless offers no GPU); the first request after idle is a cold start, timed apart",
+    ),
+    replace(
+        SAGEMAKER,
+        name="sagemaker-async",
+        title="SageMaker asynchronous endpoint (AWS vLLM DLC, L4, scales to zero)",
+        kind=BackendKind.SAGEMAKER_ASYNC,
+        billing=Billing.INSTANCE_HOURS_WHILE_RUNNING,
+        opt_in=True,
+        # Zero between bursts (AWS's async guide: MinCapacity 0, scale-out from zero on the
+        # HasBacklogWithoutCapacity metric), one instance at most unless asked.
+        min_instances=0,
+        max_instances=1,
+        target_concurrency=None,
+        survey_launch_to_ready_min=None,
+        survey_tok_s=(),
+        notes="inputs and outputs in the stack's bucket; the runner's teardown empties it",
+    ),
+    replace(
+        SAGEMAKER,
+        name="sagemaker-batch",
+        title="SageMaker batch transform (AWS vLLM DLC, L4)",
+        kind=BackendKind.SAGEMAKER_BATCH,
+        billing=Billing.JOB_INSTANCE_HOURS,
+        opt_in=True,
+        target_concurrency=None,
+        survey_launch_to_ready_min=None,
+        survey_tok_s=(),
+        notes="python -m runner.batch runs one transform job over a JSON-lines prompt set",
+    ),
+)
+
+BEDROCK_IMPORT = BackendSpec(
+    name="bedrock-import",
+    title="Bedrock Custom Model Import (Qwen2.5 1.5B)",
+    kind=BackendKind.BEDROCK_IMPORT,
+    stack="InferenceBedrockImportStack",
+    model_id=OPEN_MODEL,
+    health_path="",
+    regions=IMPORT_REGIONS,
+    billing=Billing.MODEL_UNIT_MINUTES,
+    opt_in=True,
+    precision="bf16",
+    decode_read_gb=QWEN25_1_5B_BF16_GB,
+    notes=(
+        "not in CloudFormation: python -m runner.model_import imports the weights the stack copied; "
+        "invoked with InvokeModel (Converse does not serve Qwen2.5 imports)"
+    ),
 )
 
 BACKENDS: tuple[BackendSpec, ...] = (
@@ -274,6 +428,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
         survey_weights_load_s=(520.97, 530.83),
         memory_bandwidth_gbs=320,
         decode_read_gb=E2B_BF16_GB,
+        precision="fp16",
         survey_launch_to_ready_min=23.7,
         ready_minutes=50,
         survey_tok_s=(37.2, 35.8),
@@ -297,28 +452,8 @@ BACKENDS: tuple[BackendSpec, ...] = (
         survey_tok_s=(37.1, 36.9),
         notes=f"{NEURON_MODEL} on the vendor engine, the same image as inf2",
     ),
-    BackendSpec(
-        name="sagemaker",
-        title="SageMaker endpoint (AWS vLLM DLC, L4)",
-        kind=BackendKind.SAGEMAKER,
-        stack="InferenceSageMakerStack",
-        model_id=GEMMA4_EMB4,
-        instance_type="ml.g6.xlarge",
-        architecture=Architecture.X86_64,
-        accelerator=Accelerator.NVIDIA,
-        # Repository and tag inside the region's DLC registry account: the vLLM 0.30.0 DLC the
-        # survey's endpoint ran (run2-REPORT.md).
-        image="vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker-v1.4",
-        serve_flags=("--max-model-len", "8192", *VLLM_TOOL_FLAGS),
-        port=8080,
-        container_port=8080,
-        health_path="/ping",
-        regions=("us-east-2", "us-east-1"),
-        memory_bandwidth_gbs=300,
-        decode_read_gb=E2B_INT4_GB,
-        survey_launch_to_ready_min=8.0,
-        survey_tok_s=(106.3, 105.2),
-    ),
+    SAGEMAKER,
+    *SAGEMAKER_OPTIONS,
     BackendSpec(
         name="bedrock",
         title="Amazon Bedrock (Nova Micro)",
@@ -326,9 +461,11 @@ BACKENDS: tuple[BackendSpec, ...] = (
         model_id="us.amazon.nova-micro-v1:0",
         regions=("us-east-1",),
         health_path="",
+        billing=Billing.PER_TOKEN,
         survey_tok_s=(111.9, 115.9),
         notes="the inference profile id is required for on-demand throughput",
     ),
+    BEDROCK_IMPORT,
     BackendSpec(
         name="local",
         title="Embedded llama.cpp server (Gemma 3 270M base, Q4_K_M)",
@@ -336,6 +473,8 @@ BACKENDS: tuple[BackendSpec, ...] = (
         model_id="gemma-3-270m-q4_k_m",
         port=0,
         container_port=0,
+        billing=Billing.NONE,
+        precision="Q4_K_M GGUF",
         notes="a small BASE model: proves the harness and measures speed, not answer quality",
     ),
 )

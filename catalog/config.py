@@ -35,6 +35,9 @@ from catalog.backends import (
     BACKENDS,
     IMAGE_PROFILES,
     INSTANCE_FAMILIES,
+    SAGEMAKER_KINDS,
+    SERVERLESS_MAX_CONCURRENCY,
+    SERVERLESS_MEMORY_SIZES_MB,
     BackendKind,
     BackendSpec,
     backend_names,
@@ -43,11 +46,24 @@ from catalog.backends import (
     stack_names,
 )
 from catalog.errors import CatalogError
+from catalog.lanes import DEFAULT_LANE, Lane, get_lane, in_lane
 from catalog.offerings import COMMERCIAL_REGIONS, check_offered, check_region
 
-GLOBAL_KEYS = ("backends", "hfTokenSecretName", "ttlHours", "expiresAt")
+GLOBAL_KEYS = ("backends", "lane", "hfTokenSecretName", "ttlHours", "expiresAt")
 EC2_KEYS = ("regions", "zones", "instanceType", "model", "image", "flags", "ami", "readyMinutes")
 SAGEMAKER_KEYS = ("regions", "instanceType", "model", "image", "flags", "startupTimeoutSeconds")
+SCALING_KEYS = ("minInstances", "maxInstances")
+KIND_KEYS: dict[BackendKind, tuple[str, ...]] = {
+    BackendKind.SAGEMAKER: (*SAGEMAKER_KEYS, *SCALING_KEYS, "targetConcurrency"),
+    BackendKind.SAGEMAKER_ASYNC: (*SAGEMAKER_KEYS, *SCALING_KEYS),
+    BackendKind.SAGEMAKER_BATCH: ("regions", "instanceType", "model", "image", "flags"),
+    # The image carries its model file: no model key.
+    BackendKind.SAGEMAKER_SERVERLESS: ("regions", "image", "memoryMb", "maxConcurrency"),
+    BackendKind.BEDROCK_IMPORT: ("regions", "model"),
+}
+# A real-time endpoint keeps at least one instance (scaling it to zero needs inference components);
+# an async one may sit at zero. The upper bound is a guard against a typo, not an AWS limit.
+MAX_INSTANCES = 20
 # Keys of earlier versions: a clear pointer beats "unknown key".
 RENAMED_KEYS = {
     "region": "each backend's '<backend>.regions' (failover order; the stack takes the first region its backends share)",
@@ -70,9 +86,7 @@ def placement_file() -> Path:
 
 
 def backend_keys(spec: BackendSpec) -> tuple[str, ...]:
-    if spec.kind is BackendKind.SAGEMAKER:
-        return SAGEMAKER_KEYS
-    return EC2_KEYS
+    return KIND_KEYS.get(spec.kind, EC2_KEYS)
 
 
 def known_keys() -> list[str]:
@@ -135,6 +149,7 @@ class StackConfig:
 class AppConfig:
     hf_token_secret_name: str
     stacks: tuple[StackConfig, ...]
+    lane: str = DEFAULT_LANE
     notices: tuple[str, ...] = ()
     # When every server of this deploy goes to zero (None: no time-to-live), and the hours asked for.
     expires_at: datetime | None = None
@@ -183,9 +198,9 @@ def _as_int(key: str, value: Any, low: int, high: int) -> int:
 
 
 def _check_instance_type(key: str, spec: BackendSpec, instance_type: str) -> None:
-    if spec.kind is BackendKind.SAGEMAKER and not instance_type.startswith("ml."):
+    if spec.kind in SAGEMAKER_KINDS and not instance_type.startswith("ml."):
         raise CatalogError(f"context {key}: SageMaker instance types start with 'ml.', got {instance_type!r}")
-    if spec.kind is not BackendKind.SAGEMAKER and instance_type.startswith("ml."):
+    if spec.kind not in SAGEMAKER_KINDS and instance_type.startswith("ml."):
         raise CatalogError(f"context {key}: {instance_type!r} is a SageMaker type; EC2 backends take e.g. g6.xlarge")
     family = instance_family(instance_type)
     wanted = (spec.architecture, spec.accelerator)
@@ -247,19 +262,44 @@ def apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any]) -> tuple[BackendS
             startup_timeout = _as_int(full, value, 60, 3600)
         elif key == "readyMinutes":
             changes["ready_minutes"] = _as_int(full, value, 5, 24 * 60)
+        elif key == "memoryMb":
+            changes["memory_mb"] = _memory_mb(full, value)
+        elif key == "maxConcurrency":
+            changes["max_concurrency"] = _as_int(full, value, 1, SERVERLESS_MAX_CONCURRENCY)
+        elif key == "minInstances":
+            changes["min_instances"] = _as_int(
+                full, value, 0 if spec.kind is BackendKind.SAGEMAKER_ASYNC else 1, MAX_INSTANCES
+            )
+        elif key == "maxInstances":
+            changes["max_instances"] = _as_int(full, value, 1, MAX_INSTANCES)
+        elif key == "targetConcurrency":
+            changes["target_concurrency"] = _as_int(full, value, 1, 1000)
         elif key == "ami":
             ami_id = _as_str(full, value)
             if not AMI_ID.fullmatch(ami_id):
                 raise CatalogError(f"context {full}: expected an AMI id like ami-0123456789abcdef0, got {ami_id!r}")
     spec = replace(spec, **changes)
+    if spec.min_instances > spec.max_instances:
+        raise CatalogError(
+            f"context {prefix}maxInstances: {spec.max_instances} is below {prefix}minInstances ({spec.min_instances})"
+        )
     profile = IMAGE_PROFILES.get(spec.image or "")
     if profile:
         # A known image brings what running it implies; a model given by context still wins.
         spec = replace(spec, **{k: v for k, v in profile.items() if not (k == "model_id" and "model_id" in changes)})
     key = f"{spec.name}.regions" if "regions" in changes else f"{spec.name}.instanceType"
     for region in spec.regions:
-        check_offered(key, spec.instance_type or "", region)
+        if spec.instance_type:
+            check_offered(key, spec.instance_type, region)
     return spec, Overrides(startup_timeout_seconds=startup_timeout, ami_id=ami_id)
+
+
+def _memory_mb(key: str, value: Any) -> int:
+    number = _as_int(key, value, 1, 10**6)
+    if number not in SERVERLESS_MEMORY_SIZES_MB:
+        sizes = ", ".join(map(str, SERVERLESS_MEMORY_SIZES_MB))
+        raise CatalogError(f"context {key}: serverless endpoints offer {sizes} MB, not {number}")
+    return number
 
 
 def common_regions(stack: str, specs: list[BackendSpec]) -> tuple[str, ...]:
@@ -442,7 +482,8 @@ def load_config(
         raise CatalogError(f"context hfTokenSecretName: {secret!r} is not a valid Secrets Manager name")
 
     deployable = backend_names(deployable_only=True)
-    selected = _as_list("backends", ctx.get("backends", deployable))
+    default = [name for name in deployable if not get_backend(name).opt_in]
+    selected = _as_list("backends", ctx.get("backends", default))
     for name in selected:
         if name not in deployable:
             raise CatalogError(f"context backends: unknown backend {name!r}; allowed: {', '.join(deployable)}")
@@ -451,10 +492,11 @@ def load_config(
         records = read_placement_records() if placements is None else {}
     placements = {name: entry["region"] for name, entry in records.items()} if placements is None else placements
     ttl_hours, expires_at = time_to_live(ctx, now or datetime.now(UTC))
+    lane: Lane = get_lane(_as_str("lane", ctx.get("lane", DEFAULT_LANE)))
     notices: list[str] = []
     stacks = []
     for stack in stack_names():
-        members = [b for b in BACKENDS if b.stack == stack]
+        members = [in_lane(b, lane) for b in BACKENDS if b.stack == stack]
         resolved = {b.name: apply_overrides(b, ctx) for b in members}
         enabled = [resolved[b.name] for b in members if b.name in selected]
         # A stack with no enabled backend still exists (empty), so `cdk destroy --all` always sees it.
@@ -480,6 +522,7 @@ def load_config(
     return AppConfig(
         hf_token_secret_name=secret,
         stacks=tuple(stacks),
+        lane=lane.name,
         notices=tuple(notices),
         expires_at=expires_at,
         ttl_hours=ttl_hours,

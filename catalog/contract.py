@@ -29,6 +29,16 @@ BACKEND_TAG_KEY = "inference:backend"
 IMAGE_TAG_KEY = "inference:image"
 
 
+# What each kind cannot be reached without.
+REQUIRED_BY_KIND: dict[BackendKind, tuple[str, ...]] = {
+    BackendKind.SAGEMAKER: ("endpoint_name",),
+    BackendKind.SAGEMAKER_SERVERLESS: ("endpoint_name",),
+    BackendKind.SAGEMAKER_ASYNC: ("endpoint_name", "bucket", "input_prefix", "output_prefix"),
+    BackendKind.SAGEMAKER_BATCH: ("model_name", "bucket", "input_prefix", "output_prefix", "instance_type"),
+    BackendKind.BEDROCK_IMPORT: ("bucket", "input_prefix", "import_role_arn", "weights_job"),
+}
+
+
 def output_key(backend: str) -> str:
     """'g6' -> 'BackendG6', 'sagemaker' -> 'BackendSagemaker' (CloudFormation keys are alphanumeric)."""
     return OUTPUT_PREFIX + "".join(part.capitalize() for part in backend.replace("_", "-").split("-"))
@@ -62,6 +72,25 @@ class BackendOutput:
     expires_at: str | None = None
     ready_minutes: int | None = None
     endpoint_config_name: str | None = None
+    # The lane and the weights' precision as served (optional, added within version 2).
+    lane: str | None = None
+    precision: str | None = None
+    # The SageMaker options and Custom Model Import (optional, added within version 2): the
+    # stack's bucket and the prefixes the runner writes inputs and reads outputs under; the
+    # SageMaker model a transform job runs; serverless memory and concurrency; scaling bounds;
+    # the async endpoint's result topics; the import role and the job that copies the weights.
+    bucket: str | None = None
+    input_prefix: str | None = None
+    output_prefix: str | None = None
+    model_name: str | None = None
+    memory_mb: int | None = None
+    max_concurrency: int | None = None
+    min_instances: int | None = None
+    max_instances: int | None = None
+    success_topic: str | None = None
+    error_topic: str | None = None
+    import_role_arn: str | None = None
+    weights_job: str | None = None
     contract: int = CONTRACT_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -102,6 +131,8 @@ class BackendOutput:
             data.get("auto_scaling_group") and data.get("readiness_parameter")
         ):
             raise CatalogError(f"{where}: an EC2 backend needs auto_scaling_group and readiness_parameter")
-        if kind is BackendKind.SAGEMAKER and not data.get("endpoint_name"):
-            raise CatalogError(f"{where}: a SageMaker backend needs endpoint_name")
+        needs = REQUIRED_BY_KIND.get(kind, ())
+        absent = [f for f in needs if not data.get(f)]
+        if absent:
+            raise CatalogError(f"{where}: a {kind.value} backend needs {' and '.join(needs)}")
         return cls(**{k: v for k, v in data.items() if k in names})

@@ -73,6 +73,11 @@ class RequestRecord:
     level: dict[str, Any] | None = None
     scheduled_s: float | None = None
     sent_s: float | None = None
+    # True for the first request after idle on a path that scales from zero (serverless, async,
+    # Custom Model Import): timed and kept, but summarised apart from the warm requests.
+    cold_start: bool | None = None
+    # A path's own stages in seconds (async: queued_s, leave_zero_s, work_s; import: not_ready_s).
+    phases: dict[str, float] | None = None
 
     @property
     def client_overhead_s(self) -> float | None:
