@@ -118,6 +118,8 @@ class BackendConfig:
     ready_minutes: int | None = None
     # An AMI id pinned by context or by runner.up's record; None: the stack resolves the parameter.
     ami_id: str | None = None
+    # The model lane the app was synthesized in (catalog/lanes.py): every output says it.
+    lane: str = DEFAULT_LANE
 
     @property
     def name(self) -> str:
@@ -135,6 +137,10 @@ class StackConfig:
 
     # The account's zones of the region when known (`<region>.zones`), else empty.
     region_zones: tuple[str, ...] = ()
+    # Images the app built for this stack in its region (`folder:tag`, recorded by runner.up once
+    # the build pushed them): an endpoint that cannot exist before its image waits for its entry.
+    built_images: tuple[str, ...] = ()
+    lane: str = DEFAULT_LANE
 
     @property
     def zones(self) -> tuple[str, ...]:
@@ -504,7 +510,9 @@ def load_config(
         region, candidates = _place_stack(stack, placing, placements, notices)
         known = region_zones(ctx, region)
         record = records.get(stack, {})
-        pinned = record.get("amis", {}) if record.get("region") == region else {}
+        here = record.get("region") == region
+        pinned = record.get("amis", {}) if here else {}
+        built = tuple(str(i) for i in record.get("images", [])) if here else ()
         backends = tuple(
             BackendConfig(
                 spec=spec,
@@ -513,11 +521,20 @@ def load_config(
                 startup_timeout_seconds=extra.startup_timeout_seconds,
                 ready_minutes=spec.ready_minutes,
                 ami_id=extra.ami_id or pinned.get(spec.name),
+                lane=lane.name,
             )
             for spec, extra in enabled
         )
         stacks.append(
-            StackConfig(name=stack, region=region, candidate_regions=candidates, backends=backends, region_zones=known)
+            StackConfig(
+                name=stack,
+                region=region,
+                candidate_regions=candidates,
+                backends=backends,
+                region_zones=known,
+                built_images=built,
+                lane=lane.name,
+            )
         )
     return AppConfig(
         hf_token_secret_name=secret,

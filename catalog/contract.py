@@ -64,6 +64,8 @@ class BackendOutput:
     # that builds it when the app builds it, and whether it takes tools and how many tokens.
     image: str | None = None
     image_build_project: str | None = None
+    # True while the endpoint waits for the image the app builds (serverless: no endpoint until then).
+    waiting_for_image: bool | None = None
     supports_tools: bool | None = None
     max_total_tokens: int | None = None
     # The deploy's time-to-live (optional, added within version 2): when the server goes to zero

@@ -3,6 +3,12 @@
 Every figure carries its source and date, and `runner.cost` records which one it used: a price
 read live from the Pricing API always wins. The table holds us-east-1 list prices (the survey's
 own pricing region); a backend in another region is priced from it with a note saying so.
+
+Each billing model has its own unit: an instance by the hour (EC2, SageMaker real-time, async
+and batch transform), SageMaker Serverless Inference by the second at its memory size (and the
+data it processes by the GB), Custom Model Import by the Custom Model Unit (CMU) minute while a
+model copy is active plus a monthly storage charge per CMU, Bedrock's managed models by the
+token. Figures this app could not check against AWS say so in their source (`verified` False).
 """
 
 from __future__ import annotations
@@ -10,8 +16,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-# AWS's own convention for a month of on-demand use (8760 hours / 12).
+# AWS's own convention for a month of on-demand use (8760 hours / 12), and the days in it.
 HOURS_PER_MONTH = 730
+DAYS_PER_MONTH = HOURS_PER_MONTH / 24
 # The Pricing API answers in us-east-1 (and two other regions) whatever region it prices.
 PRICING_API_REGION = "us-east-1"
 
@@ -24,11 +31,63 @@ SURVEY_EC2_SOURCE = (
     "docs/article/evidence/ec2-prices.txt (repository xbill9/aws-inference-strands)"
 )
 SURVEY_TABLE_SOURCE = "the survey's published cost table (on-demand list prices, AWS Pricing API)"
+SERVERLESS_SOURCE = (
+    "AWS SageMaker AI pricing page (aws.amazon.com/sagemaker/ai/pricing, Serverless Inference, us-east-1): "
+    "$0.0000200 per GB-second, linear in memory size. Not read from that page here (its tables are "
+    "rendered by script); consistent with a Price List API reading of USE1-ServerlessInf:Mem-3GB at "
+    "$0.00006 per second, effective 2026-09-01, quoted in a public repository on 2026-09-09. UNVERIFIED"
+)
+SERVERLESS_DATA_SOURCE = (
+    "AWS SageMaker AI pricing page, Serverless Inference data processed (in and out), us-east-1: $0.016 per GB. "
+    "UNVERIFIED (not read from the page here)"
+)
+ASYNC_BATCH_SOURCE = (
+    "the survey's ml.g6.xlarge real-time hosting figure ($1.1267/h), assumed to be the asynchronous "
+    "(usage type AsyncInf:) and batch transform (Tsform:) rate too: the Price List readings found list "
+    "them at the Host: rate of the same instance (eu-west-3 ml.g6.xlarge, 2026-10-04; us-east-1 "
+    "ml.g6e.2xlarge, 2026-09-20; eu-west-3 Tsform ml.g4dn.xlarge). UNVERIFIED for ml.g6.xlarge in us-east-1"
+)
+MODEL_IMPORT_SOURCE = (
+    "the figures commonly quoted for Amazon Bedrock Custom Model Import in us-east-1 (aws.amazon.com/"
+    "bedrock/pricing, Custom Model Import, CMU version 1.0): $0.0785 per CMU per minute, $1.95 per CMU "
+    "per month of storage. UNVERIFIED: AWS's page was not readable here, and one public source quotes "
+    "$0.05718 per CMU-minute; the rate depends on the model's customModelUnitsVersion (GetImportedModel)"
+)
+
+# SageMaker Serverless Inference bills compute per second at the configured memory size.
+SERVERLESS_USD_PER_GB_SECOND = 0.0000200
+SERVERLESS_USD_PER_GB_PROCESSED = 0.016
+# Custom Model Import: billed in 5-minute windows from the first successful call while a model
+# copy is active (Bedrock user guide, "Calculate the cost of running a custom model").
+MODEL_IMPORT_WINDOW_MINUTES = 5
+# How many CMUs a model copy takes is known only after import (GetImportedModel
+# `customModelUnits.customModelUnitsPerModelCopy`); until evidence says otherwise, Qwen2.5-1.5B is
+# taken as 1, the smallest allocation (an assumption, marked wherever it is used).
+DEFAULT_CUSTOM_MODEL_UNITS = 1
+DEFAULT_CUSTOM_MODEL_UNITS_NOTE = (
+    "1 CMU assumed for Qwen2.5-1.5B: GetImportedModel customModelUnits gives the real count after import"
+)
+MODEL_IMPORT_ITEM = "Custom Model Import"
+
+
+def serverless_item(memory_mb: int) -> str:
+    """The Price List usage type (without its region prefix) of serverless compute at a memory size."""
+    return f"ServerlessInf:Mem-{memory_mb // 1024}GB"
+
+
+def async_item(instance_type: str) -> str:
+    return f"AsyncInf:{instance_type}"
+
+
+def batch_item(instance_type: str) -> str:
+    return f"Tsform:{instance_type}"
 
 
 @dataclass(frozen=True)
 class Price:
-    """One on-demand price: per instance hour, or per million input and output tokens."""
+    """One on-demand price, in the unit of its billing model: per instance hour; per million input
+    and output tokens; per second of serverless compute (and per GB processed); per CMU-minute
+    (and per CMU-month of storage)."""
 
     service: str
     item: str
@@ -38,8 +97,14 @@ class Price:
     usd_per_hour: float | None = None
     usd_per_million_input: float | None = None
     usd_per_million_output: float | None = None
+    usd_per_second: float | None = None
+    usd_per_gb_processed: float | None = None
+    usd_per_unit_minute: float | None = None
+    usd_per_unit_month: float | None = None
     # True when read from the Pricing API in this run; False for the offline table.
     live: bool = False
+    # False when the figure could not be checked against AWS (the source says how far it was).
+    verified: bool = True
     note: str = ""
 
     @property
@@ -50,12 +115,48 @@ class Price:
         return asdict(self)
 
 
+def _serverless_prices() -> tuple[Price, ...]:
+    return tuple(
+        Price(
+            SAGEMAKER,
+            serverless_item(memory),
+            "us-east-1",
+            SERVERLESS_SOURCE,
+            "2026-09-09",
+            usd_per_second=round(SERVERLESS_USD_PER_GB_SECOND * memory / 1024, 10),
+            usd_per_gb_processed=SERVERLESS_USD_PER_GB_PROCESSED,
+            verified=False,
+            note=f"data processed ${SERVERLESS_USD_PER_GB_PROCESSED}/GB: {SERVERLESS_DATA_SOURCE}",
+        )
+        for memory in (1024, 2048, 3072, 4096, 5120, 6144)
+    )
+
+
 OFFLINE_PRICES: tuple[Price, ...] = (
     Price(EC2, "g6.xlarge", "us-east-1", SURVEY_EC2_SOURCE, "2026-10-05T03:07:49Z", usd_per_hour=0.8048),
     Price(EC2, "g5g.2xlarge", "us-east-1", SURVEY_EC2_SOURCE, "2026-10-05T03:07:49Z", usd_per_hour=0.556),
     Price(EC2, "inf2.xlarge", "us-east-1", SURVEY_EC2_SOURCE, "2026-10-05T03:07:49Z", usd_per_hour=0.7582),
     Price(EC2, "trn1.2xlarge", "us-east-1", SURVEY_EC2_SOURCE, "2026-10-05T03:07:49Z", usd_per_hour=1.3438),
     Price(SAGEMAKER, "ml.g6.xlarge", "us-east-1", SURVEY_TABLE_SOURCE, "2026-10-12", usd_per_hour=1.1267),
+    Price(
+        SAGEMAKER,
+        async_item("ml.g6.xlarge"),
+        "us-east-1",
+        ASYNC_BATCH_SOURCE,
+        "2026-10-12",
+        usd_per_hour=1.1267,
+        verified=False,
+    ),
+    Price(
+        SAGEMAKER,
+        batch_item("ml.g6.xlarge"),
+        "us-east-1",
+        ASYNC_BATCH_SOURCE,
+        "2026-10-12",
+        usd_per_hour=1.1267,
+        verified=False,
+    ),
+    *_serverless_prices(),
     Price(
         BEDROCK,
         "Nova Micro",
@@ -64,6 +165,16 @@ OFFLINE_PRICES: tuple[Price, ...] = (
         "2026-10-12",
         usd_per_million_input=0.035,
         usd_per_million_output=0.14,
+    ),
+    Price(
+        BEDROCK,
+        MODEL_IMPORT_ITEM,
+        "us-east-1",
+        MODEL_IMPORT_SOURCE,
+        "2026-12-01",
+        usd_per_unit_minute=0.0785,
+        usd_per_unit_month=1.95,
+        verified=False,
     ),
 )
 
@@ -84,4 +195,5 @@ def offline_price(service: str, item: str, region: str) -> Price | None:
     )
     if fallback is None:
         return None
-    return replace(fallback, note=f"{PRICING_API_REGION} price; the offline table lists none for {region}")
+    note = f"{PRICING_API_REGION} price; the offline table lists none for {region}"
+    return replace(fallback, note=f"{note}; {fallback.note}" if fallback.note else note)

@@ -28,12 +28,16 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from catalog import Architecture
+from catalog import Architecture, BackendSpec
 from catalog.contract import IMAGE_TAG_KEY
 from inference_constructs.instance_role import PARAMETER_PREFIX
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge, finding_account
 
+IMAGES_DIR = Path(__file__).resolve().parent.parent / "images"
+BUILD_PREFIX = "build:"
+# CodeBuild's limit for one build: vLLM compiled from source needs hours, a thin layer minutes.
+BUILD_TIMEOUT_HOURS = {"vllm-sm75": 8, "neuron": 1, "llama-serverless": 1}
 REPOSITORY_PREFIX = "inference-survey/"
 KEEP_IMAGES = 5
 BUILD_SCRIPT = Path(__file__).with_name("image_build.sh")
@@ -221,3 +225,21 @@ class ImageBuild(Construct):
             targets=[targets.CodeBuildProject(self.project)],
         )
         self.region = stack.region
+
+
+def image_build_for(scope: Construct, spec: BackendSpec, builds: dict[str, ImageBuild]) -> ImageBuild | None:
+    """`build:DIR`: one repository and CodeBuild project per folder and stack, shared by the
+    backends of the stack that use it (kept in `builds`); None for an image the app does not build."""
+    image = spec.image or ""
+    if not image.startswith(BUILD_PREFIX):
+        return None
+    folder = image[len(BUILD_PREFIX) :]
+    if folder not in builds:
+        builds[folder] = ImageBuild(
+            scope,
+            f"Build{''.join(part.capitalize() for part in folder.split('-'))}",
+            folder=IMAGES_DIR / folder,
+            architecture=spec.architecture or Architecture.X86_64,
+            timeout_hours=BUILD_TIMEOUT_HOURS.get(folder, 2),
+        )
+    return builds[folder]

@@ -225,6 +225,8 @@ class ModelServer(Construct):
             max_total_tokens=spec.max_total_tokens,
             expires_at=expires_at,
             ready_minutes=ready_minutes,
+            lane=backend.lane,
+            precision=spec.precision or None,
         )
         CfnOutput(
             Stack.of(self),

@@ -9,28 +9,16 @@ so CloudFormation's record of it is true again (an unchanged template would not 
 
 from __future__ import annotations
 
-import json
-
-from aws_cdk import Aws, CfnOutput, Stack
-from aws_cdk import aws_iam as iam
+from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_sagemaker as sagemaker
-from aws_cdk import aws_scheduler as scheduler
-from aws_cdk.region_info import FactName
 from constructs import Construct
 
 from catalog.config import BackendConfig, sagemaker_environment
 from catalog.contract import BackendOutput, output_key
+from inference_constructs.endpoint_scaling import RealTimeScaling
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge
-
-
-def dlc_image_uri(stack: Stack, repository_and_tag: str) -> str:
-    """'vllm:TAG' -> '<DLC account>.dkr.ecr.<region>.<suffix>/vllm:TAG'; a full URI passes through."""
-    if "/" in repository_and_tag:
-        return repository_and_tag
-    account = stack.regional_fact(FactName.DLC_REPOSITORY_ACCOUNT)
-    suffix = stack.regional_fact(FactName.DOMAIN_SUFFIX)
-    return f"{account}.dkr.ecr.{stack.region}.{suffix}/{repository_and_tag}"
+from inference_constructs.sagemaker_model import dlc_image_uri, endpoint_time_to_live, sagemaker_model
 
 
 class VllmSageMakerEndpoint(Construct):
@@ -49,71 +37,16 @@ class VllmSageMakerEndpoint(Construct):
         if not (spec.image and spec.instance_type):
             raise ValueError(f"backend {spec.name} has no image or instance type")
         image = dlc_image_uri(stack, spec.image)
-        repository = image.split("/", 1)[1].split(":", 1)[0].split("@", 1)[0]
-        registry_account = image.split(".", 1)[0]
 
         self.log_group = owned_log_group(self, "Logs", f"/aws/sagemaker/Endpoints/{endpoint_name}")
-        self.role = iam.Role(
+        made = sagemaker_model(
             self,
-            "ExecutionRole",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-            description=f"SageMaker endpoint {endpoint_name}: pull the vLLM image, write its logs and metrics",
+            purpose=f"SageMaker endpoint {endpoint_name}",
+            image_uri=image,
+            environment=sagemaker_environment(spec.serve_flags, spec.model_id),
+            log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
         )
-        self.role.add_to_policy(
-            iam.PolicyStatement(sid="EcrAuth", actions=["ecr:GetAuthorizationToken"], resources=["*"])
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="PullImage",
-                actions=["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"],
-                resources=[f"arn:{stack.partition}:ecr:{stack.region}:{registry_account}:repository/{repository}"],
-            )
-        )
-        log_streams = f"log-group:/aws/sagemaker/Endpoints/{endpoint_name}:*"
-        log_streams_arn = f"arn:{Aws.PARTITION}:logs:{stack.region}:{Aws.ACCOUNT_ID}:{log_streams}"
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="WriteLogs",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-                resources=[log_streams_arn],
-            )
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="PublishMetrics",
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
-            )
-        )
-        acknowledge(
-            self.role,
-            "AwsSolutions-IAM5[Resource::*]",
-            "ecr:GetAuthorizationToken and cloudwatch:PutMetricData take no resource; metrics are limited by namespace.",
-        )
-        acknowledge(
-            self.role,
-            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:{stack.region}:<AWS::AccountId>:{log_streams}]",
-            "Streams inside the endpoint's own log group only.",
-        )
-
-        self.model = sagemaker.CfnModel(
-            self,
-            "Model",
-            execution_role_arn=self.role.role_arn,
-            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=image,
-                mode="SingleModel",
-                environment=sagemaker_environment(spec.serve_flags, spec.model_id),
-            ),
-        )
-        # The image pull needs the policy in place before SageMaker validates the model.
-        self.model.node.add_dependency(self.role.node.find_child("DefaultPolicy"))
-        acknowledge(
-            self.model,
-            "AwsSolutions-SM1",
-            "The model downloads public weights from Hugging Face; without a VPC it needs no NAT gateway.",
-        )
+        self.role, self.model = made.role, made.model
         self.endpoint_config = sagemaker.CfnEndpointConfig(
             self,
             "EndpointConfig",
@@ -121,7 +54,7 @@ class VllmSageMakerEndpoint(Construct):
                 sagemaker.CfnEndpointConfig.ProductionVariantProperty(
                     variant_name="AllTraffic",
                     model_name=self.model.attr_model_name,
-                    initial_instance_count=1,
+                    initial_instance_count=spec.min_instances,
                     instance_type=spec.instance_type,
                     container_startup_health_check_timeout_in_seconds=backend.startup_timeout_seconds,
                     model_data_download_timeout_in_seconds=backend.startup_timeout_seconds,
@@ -140,7 +73,12 @@ class VllmSageMakerEndpoint(Construct):
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
         )
         self.endpoint.node.add_dependency(self.log_group)
-        self.time_to_live = self._time_to_live(endpoint_name, expires_at) if expires_at else None
+        self.time_to_live = endpoint_time_to_live(self, endpoint_name, expires_at) if expires_at else None
+        self.scaling = (
+            RealTimeScaling(self, "Scaling", endpoint=self.endpoint, backend=spec)
+            if spec.max_instances > spec.min_instances
+            else None
+        )
 
         self.output = BackendOutput(
             name=spec.name,
@@ -154,41 +92,14 @@ class VllmSageMakerEndpoint(Construct):
             log_group=self.log_group.log_group_name,
             expires_at=expires_at,
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            lane=backend.lane,
+            precision=spec.precision or None,
+            min_instances=spec.min_instances,
+            max_instances=spec.max_instances,
         )
         CfnOutput(
             stack,
             output_key(spec.name),
             value=stack.to_json_string(self.output.to_json()),
             description=f"{spec.title}: backend contract v{self.output.contract} (JSON)",
-        )
-
-    def _time_to_live(self, endpoint_name: str, expires_at: str) -> scheduler.CfnSchedule:
-        """A one-time schedule at the expiry that deletes the endpoint (Scheduler's universal
-        target for SageMaker DeleteEndpoint), with a role that may delete this endpoint only."""
-        stack = Stack.of(self)
-        endpoint_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{Aws.ACCOUNT_ID}:endpoint/{endpoint_name}"
-        role = iam.Role(
-            self,
-            "TimeToLiveRole",
-            assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
-            description=f"Deletes endpoint {endpoint_name} at the deploy's time-to-live",
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="DeleteThisEndpoint", actions=["sagemaker:DeleteEndpoint"], resources=[endpoint_arn]
-            )
-        )
-        # Scheduler's `at()` takes local time in the schedule's zone: the expiry without its Z, in UTC.
-        return scheduler.CfnSchedule(
-            self,
-            "TimeToLive",
-            description=f"Delete endpoint {endpoint_name} at the deploy's time-to-live (runner.up brings it back)",
-            schedule_expression=f"at({expires_at.removesuffix('Z')})",
-            schedule_expression_timezone="UTC",
-            flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
-            target=scheduler.CfnSchedule.TargetProperty(
-                arn="arn:aws:scheduler:::aws-sdk:sagemaker:deleteEndpoint",
-                role_arn=role.role_arn,
-                input=json.dumps({"EndpointName": endpoint_name}),
-            ),
         )

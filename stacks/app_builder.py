@@ -8,13 +8,15 @@ from cdk_nag import AwsSolutionsChecks
 from catalog.config import AppConfig
 from catalog.contract import APP_TAG
 from stacks.gpu_stack import InferenceGpuStack
+from stacks.import_stack import InferenceBedrockImportStack
 from stacks.neuron_stack import InferenceNeuronStack
 from stacks.sagemaker_stack import InferenceSageMakerStack
 
 DESCRIPTIONS = {
     "InferenceGpuStack": "Inference survey: vLLM on EC2 GPU instances",
     "InferenceNeuronStack": "Inference survey: Neuron image on inf2 and trn1",
-    "InferenceSageMakerStack": "Inference survey: SageMaker endpoint with the AWS vLLM container",
+    "InferenceSageMakerStack": "Inference survey: SageMaker real-time, serverless, asynchronous and batch",
+    "InferenceBedrockImportStack": "Inference survey: weights and role for Bedrock Custom Model Import",
 }
 
 
@@ -32,6 +34,15 @@ def build_app(app: cdk.App, config: AppConfig, *, nag: bool = True, account: str
         if name == "InferenceSageMakerStack":
             stacks[name] = InferenceSageMakerStack(
                 app, name, env=env, config=stack_config, description=description, expires_at=expires_at
+            )
+        elif name == "InferenceBedrockImportStack":
+            stacks[name] = InferenceBedrockImportStack(
+                app,
+                name,
+                env=env,
+                config=stack_config,
+                description=description,
+                hf_token_secret_name=config.hf_token_secret_name,
             )
         else:
             cls = InferenceGpuStack if name == "InferenceGpuStack" else InferenceNeuronStack

@@ -1,13 +1,25 @@
-"""InferenceSageMakerStack: the AWS vLLM container behind a SageMaker real-time endpoint."""
+"""InferenceSageMakerStack: every SageMaker option the app measures, in one region.
+
+Real-time (the survey's endpoint, with autoscaling when `sagemaker.maxInstances` > 1), and the
+opt-in options: serverless (the app's CPU image), asynchronous (to zero) and batch transform,
+the last two sharing one bucket for their inputs and outputs.
+"""
 
 from __future__ import annotations
 
 from aws_cdk import Stack
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from catalog import BackendKind
 from catalog.config import StackConfig
 from inference_constructs import VllmSageMakerEndpoint
+from inference_constructs.image_build import ImageBuild, image_build_for
+from inference_constructs.sagemaker_options import AsyncEndpoint, BatchModel, ServerlessEndpoint, options_bucket
 from inference_constructs.stack_marker import StackMarker
+
+# Endpoint names the runner describes, invokes and (after the time-to-live) recreates.
+ENDPOINT_PREFIX = "inference-"
 
 
 class InferenceSageMakerStack(Stack):
@@ -16,9 +28,42 @@ class InferenceSageMakerStack(Stack):
     ):
         super().__init__(scope, construct_id, **kwargs)
         self.marker = StackMarker(self, "Marker", config=config)
-        self.endpoints = {
-            b.name: VllmSageMakerEndpoint(
-                self, "Inference", backend=b, endpoint_name=f"inference-{b.name}", expires_at=expires_at
-            )
-            for b in config.backends
-        }
+        self.bucket: s3.Bucket | None = None
+        self.image_builds: dict[str, ImageBuild] = {}
+        self.endpoints: dict[str, object] = {}
+        for b in config.backends:
+            name = f"{ENDPOINT_PREFIX}{b.name}"
+            kind = b.spec.kind
+            if kind is BackendKind.SAGEMAKER:
+                # "Inference": the construct id the real-time endpoint has had since the first version.
+                self.endpoints[b.name] = VllmSageMakerEndpoint(
+                    self, "Inference", backend=b, endpoint_name=name, expires_at=expires_at
+                )
+            elif kind is BackendKind.SAGEMAKER_SERVERLESS:
+                build = image_build_for(self, b.spec, self.image_builds)
+                self.endpoints[b.name] = ServerlessEndpoint(
+                    self,
+                    "Serverless",
+                    backend=b,
+                    endpoint_name=name,
+                    image_uri=build.image_uri if build else (b.spec.image or ""),
+                    image_build=build,
+                    image_ready=build is None or f"{build.folder}:{build.tag}" in config.built_images,
+                    expires_at=expires_at,
+                )
+            elif kind is BackendKind.SAGEMAKER_ASYNC:
+                self.endpoints[b.name] = AsyncEndpoint(
+                    self,
+                    "Async",
+                    backend=b,
+                    endpoint_name=name,
+                    bucket=self._bucket(),
+                    expires_at=expires_at,
+                )
+            elif kind is BackendKind.SAGEMAKER_BATCH:
+                self.endpoints[b.name] = BatchModel(self, "Batch", backend=b, bucket=self._bucket())
+
+    def _bucket(self) -> s3.Bucket:
+        if self.bucket is None:
+            self.bucket = options_bucket(self, "Requests")
+        return self.bucket

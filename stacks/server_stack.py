@@ -6,8 +6,6 @@ of `backends` or of a stack's region deploys cleanly, and each stack can live in
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from aws_cdk import Aws, RemovalPolicy, Stack
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecr_assets as ecr_assets
@@ -17,15 +15,11 @@ from catalog import Accelerator, Architecture
 from catalog.backends import ModelArgument
 from catalog.config import BackendConfig, StackConfig
 from inference_constructs import ModelServer, SsmOnlyNetwork
-from inference_constructs.image_build import REPOSITORY_PREFIX, ImageBuild
+from inference_constructs.image_build import IMAGES_DIR, REPOSITORY_PREFIX, ImageBuild, image_build_for
 from inference_constructs.stack_marker import StackMarker
 
-IMAGES_DIR = Path(__file__).resolve().parent.parent / "images"
 ECR_PREFIX = "ecr:"
 ASSET_PREFIX = "asset:"
-BUILD_PREFIX = "build:"
-# CodeBuild's limit for one build: vLLM compiled from source needs hours, a thin layer minutes.
-BUILD_TIMEOUT_HOURS = {"vllm-sm75": 8, "neuron": 1}
 
 
 class ModelServerStack(Stack):
@@ -87,20 +81,7 @@ class ModelServerStack(Stack):
         return self.graph_repository
 
     def _image_build(self, backend: BackendConfig) -> ImageBuild | None:
-        """`build:DIR`: one repository and CodeBuild project per folder, shared by the backends using it."""
-        image = backend.spec.image or ""
-        if not image.startswith(BUILD_PREFIX):
-            return None
-        folder = image[len(BUILD_PREFIX) :]
-        if folder not in self.image_builds:
-            self.image_builds[folder] = ImageBuild(
-                self,
-                f"Build{''.join(part.capitalize() for part in folder.split('-'))}",
-                folder=IMAGES_DIR / folder,
-                architecture=backend.spec.architecture,
-                timeout_hours=BUILD_TIMEOUT_HOURS.get(folder, 2),
-            )
-        return self.image_builds[folder]
+        return image_build_for(self, backend.spec, self.image_builds)
 
     def _image_uri(self, backend: BackendConfig) -> str:
         """`ecr:REPO:TAG` -> this account's ECR; `asset:DIR` -> built from images/DIR at deploy;

@@ -23,7 +23,7 @@ def cdk_json_context() -> dict[str, Any]:
     return json.loads((ROOT / "cdk.json").read_text())["context"]
 
 
-def synth(context: dict[str, Any], outdir: Path, *, nag: bool = True):
+def synth(context: dict[str, Any], outdir: Path, *, nag: bool = True, records: dict[str, Any] | None = None):
     """Build and synthesize the app as app.py does; returns (assembly, stacks)."""
     import aws_cdk as cdk
 
@@ -33,8 +33,9 @@ def synth(context: dict[str, Any], outdir: Path, *, nag: bool = True):
     # The CLI adds path metadata; cfn-lint reads it to recognise CDK templates.
     context = context | {"aws:cdk:enable-path-metadata": True}
     app = cdk.App(context=context, outdir=str(outdir), builtin_cloud_formation_validation=False)
-    # No placement record: tests see the catalog's defaults, whatever a developer deployed.
-    stacks = build_app(app, load_config(app.node.get_all_context(), placements={}, now=SYNTH_NOW), nag=nag)
+    # No placement record unless given: tests see the catalog's defaults, whatever a developer deployed.
+    config = load_config(app.node.get_all_context(), records=records or {}, now=SYNTH_NOW)
+    stacks = build_app(app, config, nag=nag)
     return app.synth(), stacks
 
 

@@ -355,10 +355,13 @@ def test_the_server_scripts_pass_shellcheck():
 
     from inference_constructs.image_build import BUILD_SCRIPT
     from inference_constructs.user_data import SCRIPTS
+    from stacks.import_stack import COPY_SCRIPT
     from tests.host.machine import BIN
 
     setup = Path(__file__).parents[2] / "scripts"
-    scripts = sorted(str(p) for p in [*SCRIPTS.glob("*.sh"), BUILD_SCRIPT, *BIN.iterdir(), *setup.glob("*.sh")])
+    scripts = sorted(
+        str(p) for p in [*SCRIPTS.glob("*.sh"), BUILD_SCRIPT, COPY_SCRIPT, *BIN.iterdir(), *setup.glob("*.sh")]
+    )
     shellcheck = Path(sys.executable).with_name("shellcheck")
     result = subprocess.run(
         [str(shellcheck), "-s", "bash", "-x", *scripts],

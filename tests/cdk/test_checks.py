@@ -90,7 +90,7 @@ def cfn_lint(paths: list[str], region: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cfn_lint_clean_for_each_stacks_own_region(assembly):
-    assert len(assembly.stacks) == 3
+    assert len(assembly.stacks) == 4
     for stack in assembly.stacks:
         result = cfn_lint([str(Path(assembly.directory) / stack.template_file)], stack.environment.region)
         assert (result.returncode, result.stdout) == (0, ""), stack.stack_name
@@ -164,7 +164,12 @@ def test_cli_synth_with_validation(tmp_path):
     result = cdk(["synth", "--quiet", "--output", str(out)], timeout_s=300)
     assert result.returncode == 0, result.output
     stacks = sorted(p.name.removesuffix(".template.json") for p in out.glob("*.template.json"))
-    assert stacks == ["InferenceGpuStack", "InferenceNeuronStack", "InferenceSageMakerStack"]
+    assert stacks == [
+        "InferenceBedrockImportStack",
+        "InferenceGpuStack",
+        "InferenceNeuronStack",
+        "InferenceSageMakerStack",
+    ]
     assert "error" not in result.output.lower().replace("errors", "")
 
 

@@ -32,6 +32,8 @@ def test_defaults_enable_every_deployable_backend_where_its_type_is_offered():
         # trn1 is not offered in us-east-1, so inf2's us-east-1 is skipped: us-east-2, then us-west-2.
         "InferenceNeuronStack": ("us-east-2", ("us-east-2", "us-west-2")),
         "InferenceSageMakerStack": ("us-east-2", ("us-east-2", "us-east-1")),
+        # Custom Model Import's regions; the stack holds only its marker until bedrock-import is named.
+        "InferenceBedrockImportStack": ("us-east-1", ("us-east-1", "us-west-2")),
     }
     for backend in config.backends:
         for region in backend.spec.regions:
@@ -95,7 +97,10 @@ def test_cdk_json_holds_no_project_defaults_only_framework_flags():
     [
         ({"backends": "g6,g7"}, "context backends: unknown backend 'g7'; allowed: g6, g5g, inf2, trn1, sagemaker"),
         ({"g7.regions": "us-east-1"}, "unknown backend 'g7' in context key 'g7.regions'; backends: g6, g5g,"),
-        ({"g6.regoins": "us-east-1"}, "unknown context key 'g6.regoins'; allowed keys: backends, hfTokenSecretName,"),
+        (
+            {"g6.regoins": "us-east-1"},
+            "unknown context key 'g6.regoins'; allowed keys: backends, lane, hfTokenSecretName,",
+        ),
         ({"sagemaker.zones": "us-east-1a"}, "unknown context key 'sagemaker.zones'"),
         ({"region": "us-east-1"}, "context key 'region' is gone: use each backend's '<backend>.regions'"),
         ({"g6.zone": "us-east-1a"}, "context key 'g6.zone' is gone: use g6.zones"),
@@ -192,6 +197,7 @@ def test_narrowing_backends_keeps_every_stack_so_destroy_sees_it():
         ("InferenceGpuStack", ["g6"]),
         ("InferenceNeuronStack", []),
         ("InferenceSageMakerStack", []),
+        ("InferenceBedrockImportStack", []),
     ]
     # With g5g off, g6's own order applies: the survey's us-east-2 first.
     assert config.stack("InferenceGpuStack").region == "us-east-2"

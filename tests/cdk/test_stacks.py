@@ -20,13 +20,14 @@ EC2_BACKENDS = {
 }
 
 
-def test_three_stacks_each_in_the_region_that_offers_its_types(assembly):
+def test_every_stack_in_the_region_that_offers_its_types(assembly):
     regions = {stack.stack_name: stack.environment.region for stack in assembly.stacks}
     # g5g is not offered in us-east-2, trn1 not in us-east-1 (catalog/offerings.py).
     assert regions == {
         "InferenceGpuStack": "us-east-1",
         "InferenceNeuronStack": "us-east-2",
         "InferenceSageMakerStack": "us-east-2",
+        "InferenceBedrockImportStack": "us-east-1",
     }
 
 
@@ -221,7 +222,12 @@ def test_every_stack_has_its_marker_and_an_empty_stack_still_exists(tmp_path):
 
     assembly, _ = synth(cdk_json_context() | {"backends": "g6"}, tmp_path, nag=False)
     names = sorted(s.stack_name for s in assembly.stacks)
-    assert names == ["InferenceGpuStack", "InferenceNeuronStack", "InferenceSageMakerStack"]
+    assert names == [
+        "InferenceBedrockImportStack",
+        "InferenceGpuStack",
+        "InferenceNeuronStack",
+        "InferenceSageMakerStack",
+    ]
     neuron = assembly.get_stack_by_name("InferenceNeuronStack").template
     (marker,) = resources(neuron, "AWS::SSM::Parameter").values()
     assert marker["Properties"]["Name"] == "/inference/stacks/InferenceNeuronStack"

@@ -1,0 +1,123 @@
+"""Application Auto Scaling for SageMaker endpoints: real-time between its bounds on concurrent
+requests per model, asynchronous between zero and its maximum on the queue.
+
+Real-time: target tracking on `SageMakerVariantConcurrentRequestsPerModelHighResolution`, the
+predefined high-resolution metric (Application Auto Scaling's MetricType list), which scales out
+on in-flight requests rather than on a minute of invocations. Asynchronous: AWS's guide to
+autoscaling an asynchronous endpoint ("Autoscale an asynchronous endpoint", SageMaker developer
+guide): MinCapacity 0, target tracking on `ApproximateBacklogSizePerInstance`, and, since target
+tracking cannot leave zero (no instance, no per-instance figure), a step policy that adds one
+instance when the `HasBacklogWithoutCapacity` alarm fires. Both use Application Auto Scaling's
+service-linked role, which it creates itself.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from catalog.backends import BackendSpec
+
+VARIANT = "AllTraffic"
+DIMENSION = "sagemaker:variant:DesiredInstanceCount"
+# Backlog per instance the async endpoint aims at (requests waiting per running instance): one
+# instance drains a handful of generations a minute on an L4.
+ASYNC_BACKLOG_TARGET = 5.0
+# Seconds; scale-in waits longer than scale-out, so a burst's tail does not stop the instance
+# the next request would use.
+SCALE_OUT_COOLDOWN_S = 60
+SCALE_IN_COOLDOWN_S = 600
+
+
+def _target(scope: Construct, endpoint: sagemaker.CfnEndpoint, low: int, high: int) -> appscaling.CfnScalableTarget:
+    target = appscaling.CfnScalableTarget(
+        scope,
+        "Target",
+        service_namespace="sagemaker",
+        resource_id=f"endpoint/{endpoint.attr_endpoint_name}/variant/{VARIANT}",
+        scalable_dimension=DIMENSION,
+        min_capacity=low,
+        max_capacity=high,
+    )
+    return target  # after the endpoint: its ResourceId reads the endpoint's name attribute
+
+
+class RealTimeScaling(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, endpoint: sagemaker.CfnEndpoint, backend: BackendSpec):
+        super().__init__(scope, construct_id)
+        self.target = _target(self, endpoint, backend.min_instances, backend.max_instances)
+        self.policy = appscaling.CfnScalingPolicy(
+            self,
+            "ConcurrentRequests",
+            policy_name=f"{backend.name}-concurrent-requests",
+            policy_type="TargetTrackingScaling",
+            scaling_target_id=self.target.ref,
+            target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
+                target_value=float(backend.target_concurrency or 1),
+                predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
+                    predefined_metric_type="SageMakerVariantConcurrentRequestsPerModelHighResolution"
+                ),
+                scale_out_cooldown=SCALE_OUT_COOLDOWN_S,
+                scale_in_cooldown=SCALE_IN_COOLDOWN_S,
+            ),
+        )
+
+
+class AsyncScaling(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, endpoint: sagemaker.CfnEndpoint, backend: BackendSpec):
+        super().__init__(scope, construct_id)
+        name = endpoint.attr_endpoint_name
+        self.target = _target(self, endpoint, backend.min_instances, backend.max_instances)
+        self.backlog = appscaling.CfnScalingPolicy(
+            self,
+            "Backlog",
+            policy_name=f"{backend.name}-backlog-per-instance",
+            policy_type="TargetTrackingScaling",
+            scaling_target_id=self.target.ref,
+            target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
+                target_value=ASYNC_BACKLOG_TARGET,
+                customized_metric_specification=appscaling.CfnScalingPolicy.CustomizedMetricSpecificationProperty(
+                    metric_name="ApproximateBacklogSizePerInstance",
+                    namespace="AWS/SageMaker",
+                    dimensions=[appscaling.CfnScalingPolicy.MetricDimensionProperty(name="EndpointName", value=name)],
+                    statistic="Average",
+                ),
+                scale_out_cooldown=SCALE_OUT_COOLDOWN_S,
+                scale_in_cooldown=SCALE_IN_COOLDOWN_S,
+            ),
+        )
+        self.leave_zero = appscaling.CfnScalingPolicy(
+            self,
+            "LeaveZero",
+            policy_name=f"{backend.name}-has-backlog-without-capacity",
+            policy_type="StepScaling",
+            scaling_target_id=self.target.ref,
+            step_scaling_policy_configuration=appscaling.CfnScalingPolicy.StepScalingPolicyConfigurationProperty(
+                adjustment_type="ChangeInCapacity",
+                metric_aggregation_type="Average",
+                cooldown=SCALE_OUT_COOLDOWN_S,
+                step_adjustments=[
+                    appscaling.CfnScalingPolicy.StepAdjustmentProperty(
+                        metric_interval_lower_bound=0, scaling_adjustment=1
+                    )
+                ],
+            ),
+        )
+        self.alarm = cloudwatch.CfnAlarm(
+            self,
+            "HasBacklogWithoutCapacity",
+            alarm_description=f"{backend.name}: requests wait and no instance runs: start one",
+            namespace="AWS/SageMaker",
+            metric_name="HasBacklogWithoutCapacity",
+            dimensions=[cloudwatch.CfnAlarm.DimensionProperty(name="EndpointName", value=name)],
+            statistic="Average",
+            period=60,
+            evaluation_periods=2,
+            datapoints_to_alarm=2,
+            threshold=1,
+            comparison_operator="GreaterThanOrEqualToThreshold",
+            treat_missing_data="missing",
+            alarm_actions=[self.leave_zero.ref],
+        )

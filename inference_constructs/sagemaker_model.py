@@ -1,0 +1,160 @@
+"""A SageMaker model and its least-privilege execution role, shared by every SageMaker option
+(real-time, serverless, asynchronous, batch transform), and the deploy's time-to-live for an
+endpoint (an EventBridge Scheduler one-time schedule that deletes it: no Lambda)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from aws_cdk import Aws, Stack
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_scheduler as scheduler
+from aws_cdk import aws_sns as sns
+from aws_cdk.region_info import FactName
+from constructs import Construct
+
+from inference_constructs.nag import acknowledge
+
+
+def dlc_image_uri(stack: Stack, repository_and_tag: str) -> str:
+    """'vllm:TAG' -> '<DLC account>.dkr.ecr.<region>.<suffix>/vllm:TAG'; a full URI passes through."""
+    if "/" in repository_and_tag:
+        return repository_and_tag
+    account = stack.regional_fact(FactName.DLC_REPOSITORY_ACCOUNT)
+    suffix = stack.regional_fact(FactName.DOMAIN_SUFFIX)
+    return f"{account}.dkr.ecr.{stack.region}.{suffix}/{repository_and_tag}"
+
+
+@dataclass(frozen=True)
+class SageMakerModel:
+    role: iam.Role
+    model: sagemaker.CfnModel
+
+
+def sagemaker_model(
+    scope: Construct,
+    *,
+    purpose: str,
+    image_uri: str,
+    environment: dict[str, str],
+    log_group_name: str,
+    repository: ecr.IRepository | None = None,
+    bucket: s3.IBucket | None = None,
+    input_prefix: str = "",
+    output_prefix: str = "",
+    topics: tuple[sns.ITopic, ...] = (),
+) -> SageMakerModel:
+    """The model (one container) and the role SageMaker runs it with, made in `scope` as
+    `ExecutionRole` and `Model`: pull its image, write its logs and metrics, and, for the
+    options that use the stack's bucket, read inputs under one prefix and write outputs under
+    another; publish to the async result topics."""
+    stack = Stack.of(scope)
+    role = iam.Role(
+        scope,
+        "ExecutionRole",
+        assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+        description=f"{purpose}: pull the image, write its logs and metrics",
+    )
+    role.add_to_policy(iam.PolicyStatement(sid="EcrAuth", actions=["ecr:GetAuthorizationToken"], resources=["*"]))
+    if repository is not None:
+        repository.grant_pull(role)
+    else:
+        path = image_uri.split("/", 1)[1].split(":", 1)[0].split("@", 1)[0]
+        registry_account = image_uri.split(".", 1)[0]
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="PullImage",
+                actions=["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"],
+                resources=[f"arn:{stack.partition}:ecr:{stack.region}:{registry_account}:repository/{path}"],
+            )
+        )
+    log_streams = f"log-group:{log_group_name}:*"
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="WriteLogs",
+            actions=["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+            resources=[f"arn:{Aws.PARTITION}:logs:{stack.region}:{Aws.ACCOUNT_ID}:{log_streams}"],
+        )
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="PublishMetrics",
+            actions=["cloudwatch:PutMetricData"],
+            resources=["*"],
+            conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
+        )
+    )
+    acknowledge(
+        role,
+        "AwsSolutions-IAM5[Resource::*]",
+        "ecr:GetAuthorizationToken and cloudwatch:PutMetricData take no resource; metrics are limited by namespace.",
+    )
+    acknowledge(
+        role,
+        f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:{stack.region}:<AWS::AccountId>:{log_streams}]",
+        "Streams inside the model's own log group only.",
+    )
+    if bucket is not None:
+        bucket.grant_read(role, f"{input_prefix}*")
+        bucket.grant_put(role, f"{output_prefix}*")
+        for finding in ("Action::s3:GetBucket*", "Action::s3:GetObject*", "Action::s3:List*", "Action::s3:Abort*"):
+            acknowledge(role, f"AwsSolutions-IAM5[{finding}]", "CDK's grant on the stack's own bucket.")
+        bucket_id = stack.resolve(stack.get_logical_id(bucket.node.default_child))  # type: ignore[arg-type]
+        for prefix in (input_prefix, output_prefix):
+            acknowledge(
+                role,
+                f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{prefix}*]",
+                "Objects under this option's own prefix of the stack's bucket.",
+            )
+    for topic in topics:
+        topic.grant_publish(role)
+    model = sagemaker.CfnModel(
+        scope,
+        "Model",
+        execution_role_arn=role.role_arn,
+        primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+            image=image_uri, mode="SingleModel", environment=environment
+        ),
+    )
+    # The image pull needs the policy in place before SageMaker validates the model.
+    model.node.add_dependency(role.node.find_child("DefaultPolicy"))
+    acknowledge(
+        model,
+        "AwsSolutions-SM1",
+        "The model downloads public weights from Hugging Face; without a VPC it needs no NAT gateway.",
+    )
+    return SageMakerModel(role=role, model=model)
+
+
+def endpoint_time_to_live(scope: Construct, endpoint_name: str, expires_at: str) -> scheduler.CfnSchedule:
+    """A one-time schedule at the expiry that deletes the endpoint (Scheduler's universal target
+    for SageMaker DeleteEndpoint), with a role that may delete this endpoint only."""
+    stack = Stack.of(scope)
+    endpoint_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{Aws.ACCOUNT_ID}:endpoint/{endpoint_name}"
+    role = iam.Role(
+        scope,
+        "TimeToLiveRole",
+        assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
+        description=f"Deletes endpoint {endpoint_name} at the deploy's time-to-live",
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(sid="DeleteThisEndpoint", actions=["sagemaker:DeleteEndpoint"], resources=[endpoint_arn])
+    )
+    # Scheduler's `at()` takes local time in the schedule's zone: the expiry without its Z, in UTC.
+    return scheduler.CfnSchedule(
+        scope,
+        "TimeToLive",
+        description=f"Delete endpoint {endpoint_name} at the deploy's time-to-live (runner.up brings it back)",
+        schedule_expression=f"at({expires_at.removesuffix('Z')})",
+        schedule_expression_timezone="UTC",
+        flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
+        target=scheduler.CfnSchedule.TargetProperty(
+            arn="arn:aws:scheduler:::aws-sdk:sagemaker:deleteEndpoint",
+            role_arn=role.role_arn,
+            input=json.dumps({"EndpointName": endpoint_name}),
+        ),
+    )

@@ -1,0 +1,33 @@
+#!/bin/bash
+# The weights copy, run by CodeBuild inside AWS: download a Hugging Face model's serving files
+# (safetensors, config.json, tokenizer) from the hub and put them under one S3 prefix, where
+# Bedrock Custom Model Import reads them. The weights never pass through the user's machine.
+# A gated model takes a token from Secrets Manager (HF_TOKEN_SECRET, optional).
+#
+# Environment: MODEL_ID (owner/name), WEIGHTS_URI (s3://bucket/prefix/), HF_TOKEN_SECRET,
+# HF_HUB_VERSION (the huggingface_hub release to install), CodeBuild's AWS_REGION.
+set -euo pipefail
+export AWS_DEFAULT_REGION="${AWS_REGION:?}"
+: "${MODEL_ID:?}" "${WEIGHTS_URI:?}" "${HF_HUB_VERSION:?}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+python3 -m pip install --quiet --disable-pip-version-check "huggingface_hub==${HF_HUB_VERSION}"
+if [[ -n "${HF_TOKEN_SECRET:-}" ]]; then
+  if token=$(aws secretsmanager get-secret-value --secret-id "$HF_TOKEN_SECRET" --query SecretString --output text 2>/dev/null); then
+    export HF_TOKEN="$token"
+  else
+    echo "note: no Hugging Face token in $HF_TOKEN_SECRET; downloading as an anonymous user"
+  fi
+fi
+# Custom Model Import takes the safetensors weights, config.json and the tokenizer's files only.
+hf download "$MODEL_ID" --local-dir "$work/model" \
+  --include "*.safetensors" "*.json" "tokenizer*" "merges.txt" "vocab.json"
+[[ -f "$work/model/config.json" ]] || { echo "error: $MODEL_ID has no config.json"; exit 1; }
+compgen -G "$work/model/*.safetensors" > /dev/null || { echo "error: $MODEL_ID has no safetensors weights"; exit 1; }
+rm -rf "$work/model/.cache"
+# Upload to a staging prefix, then move: an import never sees half a copy.
+aws s3 sync "$work/model" "${WEIGHTS_URI%/}.partial/" --only-show-errors
+aws s3 rm "${WEIGHTS_URI}" --recursive --only-show-errors
+aws s3 mv "${WEIGHTS_URI%/}.partial/" "${WEIGHTS_URI}" --recursive --only-show-errors
+echo "copied $MODEL_ID to $WEIGHTS_URI ($(du -sh "$work/model" | cut -f1))"

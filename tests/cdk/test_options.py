@@ -1,0 +1,294 @@
+"""The opt-in options and the one-model lane, as synthesized: every open-model backend on one model,
+SageMaker serverless, asynchronous (to zero) and batch transform, real-time autoscaling, and what
+Custom Model Import needs. moto's CloudFormation skips scaling targets, policies and alarms, so
+their shapes are asserted here, on the templates AWS would receive (and cfn-lint checks them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from catalog import BackendKind
+from catalog.backends import OPEN_MODEL
+from catalog.contract import BackendOutput
+from catalog.lanes import OPEN_MODEL_KINDS
+from tests.cdk.conftest import ROOT, cdk_json_context, render_join, resources, synth
+from tests.cdk.test_checks import cfn_lint
+from tests.cdk.test_stacks import serve_args, user_data
+
+EVERY_OPTION = "g6,g5g,inf2,trn1,sagemaker,sagemaker-serverless,sagemaker-async,sagemaker-batch,bedrock-import"
+OPEN_CONTEXT = {"lane": "open", "backends": EVERY_OPTION, "sagemaker.maxInstances": "2"}
+
+
+def serverless_image_record() -> dict:
+    """placement.json as runner.up writes it once the serverless image is built in us-east-2."""
+    import aws_cdk as cdk
+
+    from catalog import Architecture
+    from inference_constructs.image_build import IMAGES_DIR, ImageBuild
+
+    build = ImageBuild(
+        cdk.Stack(cdk.App(), "Probe"),
+        "Build",
+        folder=IMAGES_DIR / "llama-serverless",
+        architecture=Architecture.X86_64,
+        timeout_hours=1,
+    )
+    return {"InferenceSageMakerStack": {"region": "us-east-2", "images": [f"llama-serverless:{build.tag}"]}}
+
+
+@pytest.fixture(scope="module")
+def open_lane(tmp_path_factory):
+    """Every option deployed in the open lane, the serverless image recorded as built (nag on)."""
+    return synth(cdk_json_context() | OPEN_CONTEXT, tmp_path_factory.mktemp("open"), records=serverless_image_record())
+
+
+@pytest.fixture(scope="module")
+def open_templates(open_lane):
+    return {s.stack_name: s.template for s in open_lane[0].stacks}
+
+
+def outputs(template: dict) -> dict[str, BackendOutput]:
+    found = {}
+    for key, output in template.get("Outputs", {}).items():
+        if key.startswith("Backend"):
+            found[key] = BackendOutput.parse(key, json.loads(render_join(output["Value"])))
+    return found
+
+
+def every_output(templates) -> dict[str, BackendOutput]:
+    return {o.name: o for t in templates.values() for o in outputs(t).values()}
+
+
+def sm_resource(templates, type_name: str, path_part: str) -> dict:
+    (found,) = [
+        r
+        for r in resources(templates["InferenceSageMakerStack"], type_name).values()
+        if path_part in r["Metadata"]["aws:cdk:path"]
+    ]
+    return found["Properties"]
+
+
+def test_the_open_lane_puts_one_model_on_every_open_model_backend(open_templates):
+    found = every_output(open_templates)
+    assert sorted(found) == sorted(EVERY_OPTION.split(","))
+    assert {o.name: o.model_id for o in found.values()} == dict.fromkeys(found, OPEN_MODEL)
+    assert {o.lane for o in found.values()} == {"open"}
+    assert all(BackendKind(o.kind) in OPEN_MODEL_KINDS for o in found.values())
+    # What each server is told, not only what its output says: SageMaker's environment and the
+    # EC2 servers' container command, with the hermes tool parser in place of gemma4.
+    models = resources(open_templates["InferenceSageMakerStack"], "AWS::SageMaker::Model").values()
+    vllm = [m["Properties"]["PrimaryContainer"].get("Environment", {}) for m in models]
+    vllm = [env for env in vllm if env]
+    assert len(vllm) == 3  # real-time, async, batch (serverless carries its file in its image)
+    assert all(env["SM_VLLM_MODEL"] == OPEN_MODEL and env["SM_VLLM_TOOL_CALL_PARSER"] == "hermes" for env in vllm)
+    for backend in ("g6", "g5g"):
+        args = serve_args(user_data(open_templates, backend))
+        assert args[0] == OPEN_MODEL
+        assert args[args.index("--tool-call-parser") + 1] == "hermes" and "gemma4" not in args
+
+
+def test_the_survey_lane_keeps_each_path_on_its_own_model(templates):
+    found = every_output(templates)
+    assert found["g6"].model_id != found["inf2"].model_id
+    assert {o.lane for o in found.values()} == {"survey"}
+    # A default deploy deploys what it did: no opt-in option.
+    assert sorted(found) == ["g5g", "g6", "inf2", "sagemaker", "trn1"]
+
+
+def test_serverless_has_memory_and_concurrency_and_no_instance(open_templates):
+    (variant,) = sm_resource(open_templates, "AWS::SageMaker::EndpointConfig", "/Serverless/")["ProductionVariants"]
+    assert variant["ServerlessConfig"] == {"MaxConcurrency": 4, "MemorySizeInMB": 6144}
+    assert "InstanceType" not in variant and "InitialInstanceCount" not in variant
+    model = sm_resource(open_templates, "AWS::SageMaker::Model", "/Serverless/")
+    # The app's own ECR repository, not a public registry (serverless pulls from ECR only).
+    image = render_join(model["PrimaryContainer"]["Image"])
+    assert ".dkr.ecr." in image and "<BuildLlamaServerlessRepository" in image
+    output = every_output(open_templates)["sagemaker-serverless"]
+    assert (output.waiting_for_image, output.memory_mb, output.max_concurrency) == (False, 6144, 4)
+
+
+def test_a_serverless_endpoint_waits_for_its_image(templates, tmp_path):
+    """Before the build is recorded the stack holds the repository and the build, no endpoint."""
+    assembly, _ = synth(cdk_json_context() | {"backends": "sagemaker-serverless"}, tmp_path, nag=False)
+    template = assembly.get_stack_by_name("InferenceSageMakerStack").template
+    assert resources(template, "AWS::SageMaker::Endpoint") == {}
+    assert resources(template, "AWS::SageMaker::Model") == {}
+    assert len(resources(template, "AWS::CodeBuild::Project")) == 1
+    (output,) = outputs(template).values()
+    assert output.waiting_for_image is True and output.endpoint_name == "inference-sagemaker-serverless"
+
+
+def test_async_writes_to_the_stack_bucket_and_scales_between_zero_and_its_maximum(open_templates):
+    config = sm_resource(open_templates, "AWS::SageMaker::EndpointConfig", "/Async/")
+    output_config = config["AsyncInferenceConfig"]["OutputConfig"]
+    assert render_join(output_config["S3OutputPath"]).endswith("/async/outputs/")
+    assert render_join(output_config["S3FailurePath"]).endswith("/async/failures/")
+    assert set(output_config["NotificationConfig"]) == {"SuccessTopic", "ErrorTopic"}
+    target = sm_resource(open_templates, "AWS::ApplicationAutoScaling::ScalableTarget", "/Async/")
+    assert (target["MinCapacity"], target["MaxCapacity"]) == (0, 1)
+    assert target["ScalableDimension"] == "sagemaker:variant:DesiredInstanceCount"
+    backlog = sm_resource(open_templates, "AWS::ApplicationAutoScaling::ScalingPolicy", "/Async/Scaling/Backlog")
+    metric = backlog["TargetTrackingScalingPolicyConfiguration"]["CustomizedMetricSpecification"]
+    assert metric["MetricName"] == "ApproximateBacklogSizePerInstance"
+    step = sm_resource(open_templates, "AWS::ApplicationAutoScaling::ScalingPolicy", "/Async/Scaling/LeaveZero")
+    assert step["StepScalingPolicyConfiguration"]["StepAdjustments"] == [
+        {"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}
+    ]
+    alarm = sm_resource(open_templates, "AWS::CloudWatch::Alarm", "/Async/")
+    assert alarm["MetricName"] == "HasBacklogWithoutCapacity"
+    (action,) = alarm["AlarmActions"]
+    step_id = next(
+        k
+        for k, r in resources(
+            open_templates["InferenceSageMakerStack"], "AWS::ApplicationAutoScaling::ScalingPolicy"
+        ).items()
+        if r["Metadata"]["aws:cdk:path"].endswith("/LeaveZero")
+    )
+    assert action == {"Ref": step_id}
+
+
+def test_the_options_bucket_is_private_encrypted_tls_only_and_expires_objects(open_templates):
+    (bucket,) = resources(open_templates["InferenceSageMakerStack"], "AWS::S3::Bucket").values()
+    props = bucket["Properties"]
+    assert props["PublicAccessBlockConfiguration"] == dict.fromkeys(
+        ("BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"), True
+    )
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
+        "SSEAlgorithm": "AES256"
+    }
+    assert props["LifecycleConfiguration"]["Rules"][0]["ExpirationInDays"] == 7
+    (policy,) = resources(open_templates["InferenceSageMakerStack"], "AWS::S3::BucketPolicy").values()
+    (deny,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_real_time_scales_on_concurrent_requests_only_when_asked(open_templates, templates):
+    target = sm_resource(open_templates, "AWS::ApplicationAutoScaling::ScalableTarget", "/Inference/")
+    assert (target["MinCapacity"], target["MaxCapacity"]) == (1, 2)
+    policy = sm_resource(open_templates, "AWS::ApplicationAutoScaling::ScalingPolicy", "/Inference/")
+    tracking = policy["TargetTrackingScalingPolicyConfiguration"]
+    assert tracking["PredefinedMetricSpecification"] == {
+        "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"
+    }
+    assert tracking["TargetValue"] == 8
+    # One instance unless asked (the survey's account had an ml.g6.xlarge endpoint quota of 1).
+    assert resources(templates["InferenceSageMakerStack"], "AWS::ApplicationAutoScaling::ScalableTarget") == {}
+
+
+def test_batch_is_a_model_and_the_bucket_prefixes_the_runner_uses(open_templates):
+    output = every_output(open_templates)["sagemaker-batch"]
+    assert (output.input_prefix, output.output_prefix) == ("batch/inputs/", "batch/outputs/")
+    assert output.model_name and output.bucket and output.instance_type == "ml.g6.xlarge"
+    assert resources(open_templates["InferenceSageMakerStack"], "AWS::SageMaker::Endpoint").keys() == {
+        k
+        for k, r in resources(open_templates["InferenceSageMakerStack"], "AWS::SageMaker::Endpoint").items()
+        if "/Batch/" not in r["Metadata"]["aws:cdk:path"]
+    }
+
+
+def test_the_import_role_is_trusted_by_bedrock_for_this_accounts_import_jobs_only(open_templates):
+    template = open_templates["InferenceBedrockImportStack"]
+    (role,) = [
+        r for r in resources(template, "AWS::IAM::Role").values() if "ImportRole" in r["Metadata"]["aws:cdk:path"]
+    ]
+    (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "bedrock.amazonaws.com"}
+    assert statement["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    source_arn = render_join(statement["Condition"]["ArnEquals"]["aws:SourceArn"])
+    assert source_arn.endswith(":model-import-job/*") and ":bedrock:us-east-1:" in source_arn
+    (project,) = resources(template, "AWS::CodeBuild::Project").values()
+    env = {v["Name"]: v.get("Value") for v in project["Properties"]["Environment"]["EnvironmentVariables"]}
+    assert env["MODEL_ID"] == OPEN_MODEL
+    output = every_output(open_templates)["bedrock-import"]
+    assert output.model_name == "inference-survey-open-qwen2-5-1-5b-instruct"
+    assert output.input_prefix == f"weights/{output.model_name}/"
+
+
+def test_every_option_passes_nag_and_cfn_lint_in_its_own_region(open_lane):
+    assembly, _ = open_lane  # synthesized with AwsSolutionsChecks: a finding would have raised
+    for stack in assembly.stacks:
+        result = cfn_lint([str(Path(assembly.directory) / stack.template_file)], stack.environment.region)
+        assert (result.returncode, result.stdout) == (0, ""), stack.stack_name
+
+
+def run_copy(tmp_path: Path, *, with_config: bool) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """The weights copy under bash with stand-ins for pip, hf and aws that log what they were asked."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls.log"
+    files = "config.json model.safetensors tokenizer.json" if with_config else "model.safetensors"
+    stand_ins = {
+        "python3": 'echo "python3 $*" >> "$CALLS"',
+        "hf": f"""echo "hf $*" >> "$CALLS"
+while [ $# -gt 0 ]; do [ "$1" = --local-dir ] && dir=$2; shift; done
+mkdir -p "$dir" && cd "$dir" && touch {files}""",
+        "aws": 'echo "aws $*" >> "$CALLS"; [ "$1" != secretsmanager ] || exit 254',
+    }
+    for name, body in stand_ins.items():
+        path = bin_dir / name
+        path.write_text(f"#!/bin/bash\n{body}\n")
+        path.chmod(0o755)
+    env = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "CALLS": str(log),
+        "AWS_REGION": "us-east-1",
+        "MODEL_ID": OPEN_MODEL,
+        "WEIGHTS_URI": "s3://weights-bucket/weights/m/",
+        "HF_TOKEN_SECRET": "inference/hf-token",
+        "HF_HUB_VERSION": "2.4.0",
+    }
+    script = ROOT / "inference_constructs" / "weights_copy.sh"
+    result = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=30, check=False)
+    return result, log.read_text().splitlines() if log.exists() else []
+
+
+def test_the_weights_copy_stages_then_moves_so_an_import_never_sees_half_a_copy(tmp_path):
+    result, calls = run_copy(tmp_path, with_config=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    s3 = [c.split()[1:] for c in calls if c.startswith("aws s3")]
+    final, staged = "s3://weights-bucket/weights/m/", "s3://weights-bucket/weights/m.partial/"
+    assert [c[:2] for c in s3] == [["s3", "sync"], ["s3", "rm"], ["s3", "mv"]]
+    assert s3[0][3] == staged and s3[1][2] == final and s3[2][2:4] == [staged, final]
+    assert "anonymous" in result.stdout  # no token secret: Qwen's weights are not gated
+    assert any(c.startswith("python3 -m pip install") and "huggingface_hub==2.4.0" in c for c in calls)
+
+
+def test_a_model_without_config_json_is_refused_before_anything_is_uploaded(tmp_path):
+    result, calls = run_copy(tmp_path, with_config=False)
+    assert result.returncode == 1
+    assert f"error: {OPEN_MODEL} has no config.json" in result.stdout
+    assert not [c for c in calls if c.startswith("aws s3")]
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        (
+            {"backends": "sagemaker-serverless", "sagemaker-serverless.memoryMb": "3000"},
+            "context sagemaker-serverless.memoryMb: serverless endpoints offer 1024, 2048, 3072, 4096, 5120, 6144 MB, not 3000",
+        ),
+        (
+            {"backends": "sagemaker-async", "sagemaker-async.minInstances": "2", "sagemaker-async.maxInstances": "1"},
+            "context sagemaker-async.maxInstances: 1 is below sagemaker-async.minInstances (2)",
+        ),
+        ({"sagemaker.minInstances": "0"}, "context sagemaker.minInstances: 0 is outside the allowed range 1..20"),
+        (
+            {"sagemaker-serverless.maxConcurrency": "500"},
+            "context sagemaker-serverless.maxConcurrency: 500 is outside the allowed range 1..200",
+        ),
+        ({"lane": "fast"}, "context lane: unknown lane 'fast'; lanes: survey, open"),
+        ({"sagemaker-serverless.model": "x/y"}, "unknown context key 'sagemaker-serverless.model'"),
+    ],
+)
+def test_bad_option_context_is_one_line(context, message):
+    from catalog import CatalogError
+    from catalog.config import load_config
+
+    with pytest.raises(CatalogError) as raised:
+        load_config(cdk_json_context() | context, placements={})
+    assert str(raised.value).startswith(message)
