@@ -14,6 +14,7 @@ from pathlib import Path
 
 from catalog import get_backend
 from catalog.config import flag_pairs
+from catalog.lanes import OPEN_LANE, Lane, in_lane
 from runner.core.errors import RunnerError
 from runner.core.files import PROJECT_ROOT, locked
 from runner.servers.child import start_on_a_free_port, stop_child
@@ -49,13 +50,12 @@ def evict_other_checkpoints(current: Path, unused_for_s: float = 86400) -> list[
 SERVED_NAME = "gemma-3-270m"
 
 
-# The stacks' flags that mean nothing on a CPU, and the one that must differ here: the g6 server
-# serves Gemma 4 with its own tool-call format (`gemma4`); the embedded template writes
-# `<tool_call>{json}</tool_call>`, which is what vLLM's `hermes` parser reads.
+# The stacks' flags that mean nothing on a CPU. The tier runs the `open` lane's g6 flags as the
+# stack writes them: that lane's hermes tool parser reads `<tool_call>{json}</tool_call>`, which
+# is what the embedded template writes too (the survey lane's `gemma4` parser reads Gemma 4's own
+# format, which this model never writes).
 GPU_ONLY_FLAGS = ("--gpu-memory-utilization",)
-
-
-CPU_TOOL_PARSER = "hermes"
+TIER_LANE = OPEN_LANE
 
 
 # Test-tier only: vLLM 0.30's CPU build cannot load its own compile cache back here ("'function'
@@ -64,13 +64,13 @@ CPU_TOOL_PARSER = "hermes"
 TIER_FLAGS = ("--enforce-eager",)
 
 
-def cpu_serving_flags(backend: str = "g6") -> list[str]:
-    """The serving flags the stacks write for `backend`, minus GPU-only ones, tool parser for this model."""
+def cpu_serving_flags(backend: str = "g6", lane: Lane = TIER_LANE) -> list[str]:
+    """The serving flags the stacks write for `backend` in `lane`, minus GPU-only ones."""
     result: list[str] = []
-    for flag, value in flag_pairs(get_backend(backend).serve_flags):
+    for flag, value in flag_pairs(in_lane(get_backend(backend), lane).serve_flags):
         if flag in GPU_ONLY_FLAGS or flag == "--dtype":
             continue  # the CPU build runs the checkpoint's bf16
-        result += [flag] + ([CPU_TOOL_PARSER if flag == "--tool-call-parser" else value] if value is not None else [])
+        result += [flag] + ([value] if value is not None else [])
     return result
 
 

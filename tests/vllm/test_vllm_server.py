@@ -14,7 +14,9 @@ from pathlib import Path
 import httpx
 
 from catalog import BackendKind, get_backend
+from catalog.backends import OPEN_MODEL
 from catalog.config import load_config, sagemaker_environment
+from catalog.lanes import OPEN_LANE, in_lane
 from runner import bench, check, counting, orchestrator
 from runner.core.evidence import load
 from runner.servers.llama_cpp import MODEL_ALIAS
@@ -46,9 +48,11 @@ def evidence_of(tmp_path: Path, command: str) -> dict:
     return load(path)
 
 
-def test_the_server_runs_the_g6_stacks_flags_that_apply_on_a_cpu(vllm_server):
-    g6 = list(get_backend("g6").serve_flags)
+def test_the_server_runs_the_open_lanes_g6_flags_that_apply_on_a_cpu(vllm_server):
+    """The lane's own flags, hermes parser included, as the g6 stack writes them in `-c lane=open`."""
+    g6 = list(in_lane(get_backend("g6"), OPEN_LANE).serve_flags)
     assert g6[g6.index("--max-model-len") + 1] == "8192" and "--enable-auto-tool-choice" in g6
+    assert [f for f in g6 if f not in ("--gpu-memory-utilization", "0.90")] == cpu_serving_flags("g6")
     assert cpu_serving_flags("g6") == [
         "--max-model-len",
         "8192",
@@ -181,22 +185,23 @@ def test_greedy_text_agrees_across_engines(vllm_server, local_server, record_pro
     assert words >= 4 and same_tokens >= 4, (vllm, llama)
 
 
-def stack_command_lines() -> list[dict]:
+def stack_command_lines(context: dict | None = None, prefix: str = "") -> list[dict]:
     """Every vLLM server's command line as the stacks write it, from the app's own config."""
     cases = []
-    for stack in load_config({}).stacks:
+    for stack in load_config(context or {}, {}).stacks:
         for backend in stack.backends:
             spec = backend.spec
+            name = prefix + spec.name
             if spec.kind is BackendKind.EC2_VLLM:
-                cases.append({"name": spec.name, "style": "serve", "argv": [spec.model_id, *spec.serve_flags]})
-            elif spec.kind is BackendKind.SAGEMAKER:
+                cases.append({"name": name, "style": "serve", "argv": [spec.model_id, *spec.serve_flags]})
+            elif spec.kind in (BackendKind.SAGEMAKER, BackendKind.SAGEMAKER_ASYNC, BackendKind.SAGEMAKER_BATCH):
                 # The DLC's entrypoint: --port 8080, then each SM_VLLM_KEY=value as --key [value].
                 argv = ["--port", "8080"]
                 for key, value in sagemaker_environment(spec.serve_flags, spec.model_id).items():
                     argv.append("--" + key.removeprefix("SM_VLLM_").lower().replace("_", "-"))
                     if value:
                         argv.append(value)
-                cases.append({"name": spec.name, "style": "api_server", "argv": argv})
+                cases.append({"name": name, "style": "api_server", "argv": argv})
     return cases
 
 
@@ -212,9 +217,14 @@ def parse_with_vllm(cases: list[dict]) -> dict[str, dict]:
     return {r["name"]: r for r in json.loads(result.stdout.strip().splitlines()[-1])}
 
 
+OPEN_OPTIONS = {"lane": "open", "backends": "g6,g5g,sagemaker,sagemaker-async,sagemaker-batch"}
+
+
 def test_every_vllm_servers_flags_parse_with_vllms_own_parser(vllm_environment):
-    cases = stack_command_lines()
-    assert {c["name"] for c in cases} == {"g6", "g5g", "sagemaker"}
+    survey, open_lane = stack_command_lines(), stack_command_lines(OPEN_OPTIONS, "open/")
+    cases = survey + open_lane
+    assert {c["name"] for c in survey} == {"g6", "g5g", "sagemaker"}
+    assert {c["name"] for c in open_lane} == {f"open/{n}" for n in OPEN_OPTIONS["backends"].split(",")}
     controls = [
         {"name": "misspelled", "style": "serve", "argv": ["m", "--max-model-lenn", "8192"]},
         {
@@ -230,6 +240,10 @@ def test_every_vllm_servers_flags_parse_with_vllms_own_parser(vllm_environment):
     assert results["g6"]["parsed"]["tool_call_parser"] == "gemma4"
     assert results["g6"]["parsed"]["gpu_memory_utilization"] == 0.9
     assert results["g5g"]["parsed"]["dtype"] == "float16"
+    # The open lane: one model and vLLM's hermes parser on every vLLM path (the DLC's model is its env).
+    for case in open_lane:
+        parsed = results[case["name"]]["parsed"]
+        assert (parsed["model"], parsed["tool_call_parser"]) == (OPEN_MODEL, "hermes"), case["name"]
     sagemaker = results["sagemaker"]["parsed"]
     assert sagemaker["enable_auto_tool_choice"] is True and sagemaker["max_model_len"] == 8192
     assert sagemaker["port"] == 8080
