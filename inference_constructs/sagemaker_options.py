@@ -91,6 +91,7 @@ class ServerlessEndpoint(Construct):
         spec = backend.spec
         stack = Stack.of(self)
         self.endpoint: sagemaker.CfnEndpoint | None = None
+        config_name = None
         self.log_group = owned_log_group(self, "Logs", f"/aws/sagemaker/Endpoints/{endpoint_name}")
         if image_ready:
             made = sagemaker_model(
@@ -115,6 +116,7 @@ class ServerlessEndpoint(Construct):
                 ],
             )
             acknowledge(config, "AwsSolutions-SM2", "A serverless endpoint has no instance storage to encrypt.")
+            config_name = config.attr_endpoint_config_name
             self.endpoint = sagemaker.CfnEndpoint(
                 self, "Endpoint", endpoint_name=endpoint_name, endpoint_config_name=config.attr_endpoint_config_name
             )
@@ -136,6 +138,7 @@ class ServerlessEndpoint(Construct):
                 image=image_uri,
                 image_build_project=image_build.project.project_name if image_build else None,
                 waiting_for_image=not image_ready,
+                endpoint_config_name=config_name,
                 max_total_tokens=spec.max_total_tokens,
                 expires_at=expires_at,
                 lane=backend.lane,

@@ -12,7 +12,8 @@ export AWS_DEFAULT_REGION="${AWS_REGION:?}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-python3 -m pip install --quiet --disable-pip-version-check "huggingface_hub==${HF_HUB_VERSION}"
+# CodeBuild's standard image has no `hf`: install the pinned release (an image that has it keeps its own).
+command -v hf > /dev/null || python3 -m pip install --quiet --disable-pip-version-check "huggingface_hub==${HF_HUB_VERSION}"
 if [[ -n "${HF_TOKEN_SECRET:-}" ]]; then
   if token=$(aws secretsmanager get-secret-value --secret-id "$HF_TOKEN_SECRET" --query SecretString --output text 2>/dev/null); then
     export HF_TOKEN="$token"

@@ -8,8 +8,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from catalog import BackendKind
 from catalog.contract import APP_TAG
-from runner.cloud.billing import endpoint_billing
+from runner.cloud.billing import Billing, endpoint_billing
 from runner.cloud.watch import FAILED, READY, TIMEOUT, Watch, iso, minutes_between
 
 
@@ -56,15 +57,22 @@ class EndpointWatch(Watch):
         return None
 
     def billing(self) -> list[dict[str, Any]]:
+        """Serverless bills per second of compute only while it answers; async only while its
+        instances run (it may sit at zero); real-time per instance while it exists."""
         description = self.describe()
         if description is None or description["EndpointStatus"] == "Failed":
             return []
-        return [
-            endpoint_billing(
-                self.output.name,
-                self.output.region,
-                self.output.instance_type or "?",
-                self.output.endpoint_name or "?",
-                description["EndpointStatus"],
-            ).to_json()
-        ]
+        output, status = self.output, description["EndpointStatus"]
+        name = output.endpoint_name or "?"
+        if output.kind == BackendKind.SAGEMAKER_SERVERLESS:
+            what = f"serverless endpoint {name} ({output.memory_mb} MB, {status})"
+            return [Billing(output.name, output.region, what, 0.0, "per second of compute while it answers").to_json()]
+        variants = description.get("ProductionVariants") or [{}]
+        count = variants[0].get("CurrentInstanceCount", 1)
+        if count == 0:
+            what = f"endpoint {name} at zero instances ({status})"
+            return [Billing(output.name, output.region, what, 0.0, "starts an instance when requests wait").to_json()]
+        row = endpoint_billing(output.name, output.region, output.instance_type or "?", name, status)
+        if count > 1 and row.usd_per_hour is not None:
+            row = Billing(row.backend, row.region, f"{row.what} × {count}", row.usd_per_hour * count, row.note)
+        return [row.to_json()]

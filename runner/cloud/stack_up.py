@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog import BackendKind
+from catalog.backends import ENDPOINT_KINDS
 from catalog.config import (
     StackConfig,
     write_placement,
@@ -23,15 +24,21 @@ from runner.cloud.account_facts import deploy_context
 from runner.cloud.aws import boto_client
 from runner.cloud.cdk_cli import cdk, cli_dir
 from runner.cloud.endpoint_watch import EndpointWatch
+from runner.cloud.image_builds import follow, last_log_lines, start_build
 from runner.cloud.outputs import parse_outputs, read_stack_outputs
 from runner.cloud.readiness import is_capacity_refusal
 from runner.cloud.server_watch import ServerWatch
-from runner.cloud.watch import NO_CAPACITY, READY, WatchOptions
+from runner.cloud.watch import FAILED, NO_CAPACITY, READY, WatchOptions
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import DEFAULT_RESULTS, Evidence, now_iso
 
 DESTROY_ATTEMPTS = 3
+# The backends whose stack holds what they need but runs nothing by itself.
+NOTHING_RUNS = {
+    BackendKind.SAGEMAKER_BATCH: "nothing runs until a transform job: python -m runner.batch",
+    BackendKind.BEDROCK_IMPORT: "weights bucket and role ready: python -m runner.model_import import",
+}
 
 
 # A backend's record fields that belong to one attempt (one region).
@@ -193,17 +200,60 @@ class StackUp:
             self.log(f"deploy failed in {region}: {result.tail[:300]}")
             self.save()
             return "deploy-failed"
-        reading = parse_outputs(json.loads(outputs_file.read_text()), source=str(outputs_file))
-        outputs = {o.name: o for o in reading.backends}
-        missing = [name for name in self.records if name not in outputs]
-        if missing:
-            raise RunnerError(f"stack {self.config.name} deployed without outputs for {', '.join(missing)}")
+        outputs = self.read_outputs(outputs_file)
+        if any(o.waiting_for_image for o in outputs.values()):
+            outputs = self.build_images_then_redeploy(region, outputs, context)
         outcome = self.watch(region, outputs, since)
         attempt["outcome"] = outcome
         if outcome == NO_CAPACITY:
             attempt["refusals"] = {name: self.records[name].get("refusals") or [] for name in outputs}
         self.save()
         return outcome
+
+    def read_outputs(self, outputs_file: Path) -> dict[str, BackendOutput]:
+        reading = parse_outputs(json.loads(outputs_file.read_text()), source=str(outputs_file))
+        outputs = {o.name: o for o in reading.backends}
+        missing = [name for name in self.records if name not in outputs]
+        if missing:
+            raise RunnerError(f"stack {self.config.name} deployed without outputs for {', '.join(missing)}")
+        return outputs
+
+    def build_images_then_redeploy(
+        self, region: str, outputs: dict[str, BackendOutput], context: dict[str, str]
+    ) -> dict[str, BackendOutput]:
+        """An endpoint that cannot exist before its image (serverless): follow the image's build
+        (the one the stack's deploy started, or a new one), record the image as built, and deploy
+        again so the stack makes the endpoint. A failed build leaves that backend failed with the
+        build's last log lines, and nothing of it billing; the others are watched as usual."""
+        client = self.clients(region)
+        built: list[str] = []
+        for output in [o for o in outputs.values() if o.waiting_for_image]:
+            record = self.records[output.name]
+            self.log(f"{output.name}: its endpoint waits for its image: following the build of {output.image} …")
+            build, _ = start_build(client("codebuild"), output.image_build_project or "")
+            done = follow(client("codebuild"), build["id"], self.options.poll_s, lambda phase: None)
+            record.update(build_id=done["id"], build_status=done["buildStatus"])
+            if done["buildStatus"] != "SUCCEEDED":
+                reason = f"image build {done['buildStatus'].lower()}: {last_log_lines(client('logs'), done)}"
+                record.update(outcome=FAILED, reason=reason)
+                self.log(f"{output.name} failed: {reason[:300]} (no endpoint was made: nothing bills)")
+                continue
+            repository, tag = (output.image or "").split("/", 1)[-1].rsplit(":", 1)
+            built.append(f"{repository.rsplit('/', 1)[-1]}:{tag}")
+        failed = {name for name, record in self.records.items() if record["outcome"] == FAILED}
+        if not built:
+            return {name: o for name, o in outputs.items() if name not in failed}
+        images = sorted({*self.placement.get("images", []), *built})
+        self.placement["images"] = images
+        write_placement(self.config.name, region, images=images)
+        self.log(
+            f"image{'s' if len(built) > 1 else ''} {', '.join(built)} built: deploying again to make the endpoint …"
+        )
+        outputs_file = Path(tempfile.mkdtemp(prefix="inference-up-")) / "outputs.json"
+        result = deploy_stack(self.config.name, context, self.options.method, outputs_file)
+        if result.returncode != 0:
+            raise RunnerError(f"second deploy of {self.config.name} in {region} failed: {result.tail[:300]}")
+        return {name: o for name, o in self.read_outputs(outputs_file).items() if name not in failed}
 
     def clients(self, region: str) -> Callable[[str], Any]:
         made: dict[str, Any] = {}
@@ -221,7 +271,12 @@ class StackUp:
         watch_options = self.options.watch_options()
         pending = {}
         for name, output in outputs.items():
-            kind = EndpointWatch if output.kind == BackendKind.SAGEMAKER else ServerWatch
+            if output.kind in (BackendKind.SAGEMAKER_BATCH, BackendKind.BEDROCK_IMPORT):
+                # Nothing runs until asked: a transform job (runner.batch) or an import (runner.model_import).
+                self.records[name].update(outcome=READY, reason=NOTHING_RUNS[output.kind])
+                self.log(f"{name}: deployed; {NOTHING_RUNS[output.kind]}")
+                continue
+            kind = EndpointWatch if output.kind in ENDPOINT_KINDS else ServerWatch
             pending[name] = kind(output, self.records[name], client, watch_options, self.log, since)
         self.watches = list(pending.values())
         while pending and not self.stop.is_set():

@@ -222,11 +222,14 @@ def run_copy(tmp_path: Path, *, with_config: bool) -> tuple[subprocess.Completed
     bin_dir.mkdir()
     log = tmp_path / "calls.log"
     files = "config.json model.safetensors tokenizer.json" if with_config else "model.safetensors"
-    stand_ins = {
-        "python3": 'echo "python3 $*" >> "$CALLS"',
-        "hf": f"""echo "hf $*" >> "$CALLS"
+    hf = f"""#!/bin/bash
+echo "hf $*" >> "$CALLS"
 while [ $# -gt 0 ]; do [ "$1" = --local-dir ] && dir=$2; shift; done
-mkdir -p "$dir" && cd "$dir" && touch {files}""",
+mkdir -p "$dir" && cd "$dir" && touch {files}
+"""
+    # pip's install is what puts `hf` on the PATH, as on CodeBuild's standard image.
+    stand_ins = {
+        "python3": f'echo "python3 $*" >> "$CALLS"\ncat > "{bin_dir}/hf" <<\'EOF\'\n{hf}EOF\nchmod +x "{bin_dir}/hf"',
         "aws": 'echo "aws $*" >> "$CALLS"; [ "$1" != secretsmanager ] || exit 254',
     }
     for name, body in stand_ins.items():
