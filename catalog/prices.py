@@ -65,7 +65,7 @@ MODEL_IMPORT_WINDOW_MINUTES = 5
 # taken as 1, the smallest allocation (an assumption, marked wherever it is used).
 DEFAULT_CUSTOM_MODEL_UNITS = 1
 DEFAULT_CUSTOM_MODEL_UNITS_NOTE = (
-    "1 CMU assumed for Qwen2.5-1.5B: GetImportedModel customModelUnits gives the real count after import"
+    "1 CMU assumed for Qwen2.5-1.5B (GetImportedModel customModelUnits gives the count after import)"
 )
 MODEL_IMPORT_ITEM = "Custom Model Import"
 
@@ -121,12 +121,11 @@ def _serverless_prices() -> tuple[Price, ...]:
             SAGEMAKER,
             serverless_item(memory),
             "us-east-1",
-            SERVERLESS_SOURCE,
+            f"{SERVERLESS_SOURCE}; {SERVERLESS_DATA_SOURCE}",
             "2026-09-09",
             usd_per_second=round(SERVERLESS_USD_PER_GB_SECOND * memory / 1024, 10),
             usd_per_gb_processed=SERVERLESS_USD_PER_GB_PROCESSED,
             verified=False,
-            note=f"data processed ${SERVERLESS_USD_PER_GB_PROCESSED}/GB: {SERVERLESS_DATA_SOURCE}",
         )
         for memory in (1024, 2048, 3072, 4096, 5120, 6144)
     )

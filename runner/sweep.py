@@ -5,13 +5,21 @@ over to (its stacks' candidate regions) by default, or every commercial region w
 all` (a region the account has not enabled is one line, not a stop): everything this app made,
 told by its tag (`app=inference-survey`,
 and for a volume the instance it is attached to), and everything that bills by the hour whatever
-its tag: instances, EBS volumes, SageMaker endpoints, NAT gateways and Elastic IPs. Also ours that
-do not bill but are left over: endpoint configs, models, Auto Scaling groups, the app's
-CloudFormation stacks and open SSM sessions to its instances. A table per region; the exit status
-is 1 while anything billing is left. Each of our groups and endpoints shows its time-to-live:
-when its scheduled action (or its stack's expiry) takes it to zero. `--delete` prints what it
-will remove, then removes ours only (stacks first, so CloudFormation does the rest), and never
-touches anything else.
+its tag: instances, EBS volumes, SageMaker endpoints, running SageMaker transform jobs, NAT
+gateways and Elastic IPs. Also ours that do not bill by the hour but are left over: endpoint
+configs, models, Auto Scaling groups, the app's CloudFormation stacks, open SSM sessions to its
+instances, and the app's S3 buckets (the async and import stacks own one each; billing while they
+hold objects). Where Custom Model Import is offered (catalog IMPORT_REGIONS), every imported model
+(it is not in CloudFormation, so no stack removes it: billing, since it is charged per Custom Model
+Unit-minute while active and for storage every month while it exists) and every import job still
+running. A table per region; the exit status is 1 while anything billing is left. Each of our
+groups and endpoints shows its time-to-live: when its scheduled action (or its stack's expiry)
+takes it to zero. `--delete` prints what it will remove, then removes ours only: our running
+transform jobs are stopped and our buckets emptied (every object version) before the stacks go,
+so that CloudFormation can delete them (emptying on `cdk destroy` would need a custom-resource
+Lambda); then the stacks (CloudFormation does the rest), what they left, and our imported models.
+An import job cannot be stopped (Bedrock has no such call): it is reported. Nothing else is
+ever touched.
 """
 
 from __future__ import annotations

@@ -10,12 +10,16 @@ from typing import Any
 
 from strands import tool
 
+from catalog import BackendKind
 from runner.agent.limits import AgentLimits
 from runner.agent.models import strands_model
 from runner.agent.run import run_agent
 from runner.cloud.aws import boto_client
 from runner.core.backends import Backend
+from runner.core.errors import describe
+from runner.measure.clients import timed_client_for
 from runner.measure.health import Health, wait_healthy
+from runner.measure.records import ChatRequest, RequestRecord
 
 PLAIN_PROMPT = "What is the capital of France? Answer in one word."
 
@@ -24,6 +28,15 @@ TOOL_PROMPT = "Use the add_numbers tool to add 17 and 25, then say the result."
 
 
 TOOL_ARGS = {"a": 17, "b": 25}
+
+# The paths no agent runs on, and what the check does instead.
+NO_AGENT = {
+    BackendKind.SAGEMAKER_ASYNC: "an asynchronous endpoint answers through S3, not in a conversation: "
+    "one plain answer, no agent",
+    BackendKind.BEDROCK_IMPORT: "Converse (Strands' Bedrock model) does not serve Qwen2.5 imports: "
+    "one plain answer through InvokeModel, no agent",
+    BackendKind.SAGEMAKER_BATCH: "a transform job, not an endpoint: python -m runner.batch measures it",
+}
 
 
 def make_add_tool(seen: list[dict[str, Any]]):
@@ -73,6 +86,8 @@ def check_backend(backend: Backend, health: Health, args: argparse.Namespace) ->
     if not health.healthy:
         record.update(reached=False, plain_ok=False, tool_ok=False, error=f"not healthy: {health.detail}")
         return record
+    if backend.kind in NO_AGENT:
+        return plain_answer(backend, args, record)
     try:
         model = strands_model(backend, max_tokens=args.max_tokens, timeout_s=args.timeout)
     except Exception as error:
@@ -99,5 +114,33 @@ def check_backend(backend: Backend, health: Health, args: argparse.Namespace) ->
     return record
 
 
+def plain_answer(backend: Backend, args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
+    """One plain question through the path's own timed client; the tool check does not apply."""
+    record.update(tool_ok=None, tool_note=NO_AGENT[backend.kind])
+    if backend.kind is BackendKind.SAGEMAKER_BATCH:
+        record.update(reached=None, plain_ok=None)
+        return record
+    answer = RequestRecord(backend=backend.name, run=1)
+    try:
+        client = timed_client_for(backend, args.timeout)
+        try:
+            client.chat(ChatRequest(prompt=PLAIN_PROMPT, max_tokens=args.max_tokens), answer)
+        finally:
+            client.close()
+    except Exception as error:
+        record.update(reached=False, plain_ok=False, error=backend.explain(error))
+        return record
+    record["plain"] = answer.to_json() | {"answer": answer.text}
+    record.update(
+        reached=True, plain_ok=bool(answer.ok and answer.text), plain_says_paris="paris" in answer.text.lower()
+    )
+    if not answer.ok:
+        record["error"] = answer.error or describe(RuntimeError("no answer"))
+    return record
+
+
 def passed(record: dict[str, Any]) -> bool:
+    if record.get("plain_ok") is None and record.get("tool_ok") is None and record.get("reached") is None:
+        return True  # nothing to converse with (a batch model): its health is the check
+    return bool(record.get("plain_ok") or record.get("tool_ok"))
     return bool(record.get("plain_ok") or record.get("tool_ok"))

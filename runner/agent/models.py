@@ -206,9 +206,10 @@ def strands_model(
             region_name=backend.region,
             temperature=temperature,
             max_tokens=max_tokens,
-            boto_client_config=Config(read_timeout=timeout_s, connect_timeout=5, retries={"max_attempts": 1}),
+            boto_client_config=Config(read_timeout=timeout_s, connect_timeout=5, retries={"total_max_attempts": 1}),
         )
-    if backend.kind is BackendKind.SAGEMAKER:
+    if backend.kind in (BackendKind.SAGEMAKER, BackendKind.SAGEMAKER_SERVERLESS):
+        # Serverless answers InvokeEndpoint with one JSON body, as the model asks (stream False).
         if not backend.endpoint_name or not backend.region:
             raise RunnerError(f"backend {backend.name}: no SageMaker endpoint name or region")
         return sagemaker_model(backend.endpoint_name, backend.region, max_tokens=max_tokens, temperature=temperature)

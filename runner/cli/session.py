@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from catalog import BackendKind, CatalogError
+from catalog import CatalogError
 from runner.cli.options import CommonOptions, options_from_args
 from runner.cloud.aws import credentials_configured
 from runner.cloud.forwards import Forward, forwards_file, live_forwards
@@ -80,8 +80,8 @@ def discover(options: CommonOptions) -> Discovery:
         # Listed, never called: building its AWS client would already probe for credentials.
         why = "with --no-aws" if options.aws is False else "without AWS credentials (configure them, or pass --aws)"
         for backend in found:
-            if backend.kind is BackendKind.SAGEMAKER:
-                backend.blocked = f"not reachable {why}: a SageMaker endpoint is called through the AWS API"
+            if backend.aws_api:
+                backend.blocked = f"not reachable {why}: {backend.kind.value} is called through the AWS API"
 
     wanted = options.backends
     extra = {flag.name for flag in options.endpoints}

@@ -1,5 +1,8 @@
 """Removing what the app left: ours only, stacks first (CloudFormation removes what it made), then
-what they left, each step's outcome kept and a refusal never stopping the rest."""
+what they left, each step's outcome kept and a refusal never stopping the rest. Before the stacks:
+our running transform jobs are stopped and our buckets emptied (every object version), since
+CloudFormation deletes only an empty bucket; a bucket still there once its stack is gone is
+deleted. Custom Model Import models are deleted after the stacks (no stack removes them)."""
 
 from __future__ import annotations
 
@@ -10,11 +13,27 @@ from typing import Any
 from runner.cloud.aws import boto_client
 from runner.cloud.forwards import live_forwards
 from runner.cloud.leftovers import Found
+from runner.cloud.model_import import delete_imported_model
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
 
-# Deletion order: stacks first (CloudFormation removes what it made), then what it left.
-DELETE_ORDER = ("session", "stack", "auto-scaling-group", "instance", "endpoint", "endpoint-config", "model", "volume")
+# Deletion order: what must go before its stack, the stacks (CloudFormation removes what it made),
+# then what they left.
+DELETE_ORDER = (
+    "session",
+    "transform-job",
+    "bucket",
+    "stack",
+    "auto-scaling-group",
+    "instance",
+    "endpoint",
+    "endpoint-config",
+    "model",
+    "imported-model",
+    "volume",
+)
+# Ours, listed, and never removed: the reason is the outcome.
+LEFT = {"import-job": "left: Bedrock has no call that stops an import job; sweep again once it has ended"}
 
 
 def delete_ours(found: list[Found], wait_s: float) -> list[dict[str, Any]]:
@@ -43,11 +62,18 @@ def delete_ours(found: list[Found], wait_s: float) -> list[dict[str, Any]]:
         "endpoint-config": lambda f: client("sagemaker", f.region).delete_endpoint_config(EndpointConfigName=f.id),
         "model": lambda f: client("sagemaker", f.region).delete_model(ModelName=f.id),
         "volume": lambda f: client("ec2", f.region).delete_volume(VolumeId=f.id),
+        "transform-job": lambda f: stop_transform_job(client("sagemaker", f.region), f.id),
+        "bucket": lambda f: f"emptied ({empty_bucket(client('s3', f.region), f.id)} object version(s))",
+        "imported-model": lambda f: "deleted" if delete_imported_model(client("bedrock", f.region), f.id) else "gone",
         "nat-gateway": lambda f: client("ec2", f.region).delete_nat_gateway(NatGatewayId=f.id),
         "elastic-ip": lambda f: client("ec2", f.region).release_address(AllocationId=f.id),
     }
-    order = {kind: index for index, kind in enumerate((*DELETE_ORDER, "nat-gateway", "elastic-ip"))}
+    order = {kind: index for index, kind in enumerate((*DELETE_ORDER, "nat-gateway", "elastic-ip", *LEFT))}
+    emptied: list[Found] = []
     for item in sorted((f for f in found if f.ours), key=lambda f: order[f.kind]):
+        if item.kind in LEFT:
+            actions.append(asdict(item) | {"outcome": LEFT[item.kind]})
+            continue
         if item.kind == "volume" and item.state == "in-use":
             # Its instance was terminated above: wait for the volume to be released, then delete it
             # unless the termination took it along (DeleteOnTermination).
@@ -55,14 +81,63 @@ def delete_ours(found: list[Found], wait_s: float) -> list[dict[str, Any]]:
             if item.state != "available":
                 actions.append(asdict(item) | {"outcome": f"left: {item.state}"})
                 continue
-        console.print(f"[dim]deleting {item.kind} {item.id} in {item.region} …[/dim]")
+        verb = {"bucket": "emptying", "transform-job": "stopping"}.get(item.kind, "deleting")
+        console.print(f"[dim]{verb} {item.kind} {item.id} in {item.region} …[/dim]")
         try:
-            remove[item.kind](item)
-            outcome = "deleted"
+            result = remove[item.kind](item)
+            outcome = result if isinstance(result, str) else "deleted"
+            emptied += [item] if item.kind == "bucket" else []
+        except Exception as error:
+            outcome = f"not deleted: {describe(error)}"
+        actions.append(asdict(item) | {"outcome": outcome})
+    for item in emptied:
+        try:
+            outcome = delete_left_bucket(client("s3", item.region), item.id)
         except Exception as error:
             outcome = f"not deleted: {describe(error)}"
         actions.append(asdict(item) | {"outcome": outcome})
     return actions
+
+
+def stop_transform_job(sagemaker: Any, name: str) -> str:
+    """StopTransformJob: SageMaker stops the job's instances (the job ends Stopped)."""
+    sagemaker.stop_transform_job(TransformJobName=name)
+    return "stopped"
+
+
+def empty_bucket(s3: Any, name: str) -> int:
+    """Delete every object version and delete marker in the bucket; how many there were."""
+    removed = 0
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=name):
+        doomed = [
+            {"Key": v["Key"], "VersionId": v["VersionId"]}
+            for v in [*page.get("Versions", []), *page.get("DeleteMarkers", [])]
+        ]
+        for start in range(0, len(doomed), 1000):  # DeleteObjects takes 1000 keys at most
+            batch = doomed[start : start + 1000]
+            errors = s3.delete_objects(Bucket=name, Delete={"Objects": batch, "Quiet": True}).get("Errors", [])
+            if errors:
+                first = errors[0]
+                raise RunnerError(
+                    f"bucket {name}: {len(errors)} object(s) not deleted, {first.get('Key')}: "
+                    f"{first.get('Code')} {first.get('Message', '')}".strip()
+                )
+            removed += len(batch)
+    return removed
+
+
+def delete_left_bucket(s3: Any, name: str) -> str:
+    """After the stacks: a bucket its stack took along is gone; one left is deleted."""
+    from botocore.exceptions import ClientError
+
+    try:
+        s3.head_bucket(Bucket=name)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") in ("404", "NoSuchBucket", "NotFound"):
+            return "gone with its stack"
+        raise
+    s3.delete_bucket(Bucket=name)
+    return "deleted"
 
 
 def released_volume_state(ec2: Any, volume_id: str, wait_s: float) -> str:

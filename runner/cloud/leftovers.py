@@ -1,6 +1,7 @@
 """What the app left in a region, and what bills there whatever its tag: one region's listing
-(stacks with their time-to-live, groups, instances, volumes, endpoints, network, sessions), each
-list call's failure a line, never a stop."""
+(stacks with their time-to-live, groups, instances, volumes, endpoints, running transform jobs,
+network, our buckets, Custom Model Import models and running import jobs, sessions), each list
+call's failure a line, never a stop."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from catalog import CatalogError
-from catalog.backends import stack_names
+from catalog.backends import IMPORT_REGIONS, stack_names
 from catalog.config import load_config, read_placements
 from catalog.contract import APP_TAG, BACKEND_TAG_KEY, OUTPUT_PREFIX
 from catalog.offerings import US_REGIONS
 from runner.cloud.aws import boto_client
 from runner.cloud.forwards import read_forwards
+from runner.cloud.model_import import IN_PROGRESS, import_jobs, import_tags_are_ours, imported_models, resource_tags
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
 
@@ -24,6 +26,11 @@ INSTANCE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
 
 
 BILLING_INSTANCE_STATES = ("pending", "running", "stopping", "shutting-down")
+
+# How Custom Model Import bills (Bedrock pricing): nothing while idle at zero copies, but storage
+# while the model exists; an import job itself is not billed.
+IMPORTED_MODEL_PRICE = "bills per CMU-minute (5-minute windows) only while active, plus storage per CMU-month"
+IMPORT_JOB_PRICE = "an import job is not billed; its model bills once imported"
 
 
 @dataclass
@@ -72,7 +79,8 @@ class RegionScan:
         self.found.append(Found(self.region, kind, id, state, ours, billing, detail))
 
     def scan(self, forwarded_sessions: set[str]) -> RegionScan:
-        for step in (self.stacks, self.groups, self.instances, self.volumes, self.sagemaker, self.network):
+        steps = (self.stacks, self.groups, self.instances, self.volumes, self.sagemaker, self.transform_jobs)
+        for step in (*steps, self.network, self.buckets, self.model_imports):
             try:
                 step()
             except Exception as error:  # one refused list call never hides the rest
@@ -184,6 +192,50 @@ class RegionScan:
             if ours(model["ModelArn"]):
                 self.add("model", model["ModelName"], "-", ours=True, billing=False)
 
+    def transform_jobs(self) -> None:
+        """Running batch transform jobs, ours or not: their instances bill while the job runs."""
+        sagemaker = self.client("sagemaker")
+        for page in sagemaker.get_paginator("list_transform_jobs").paginate(StatusEquals="InProgress"):
+            for job in page["TransformJobSummaries"]:
+                tags = sagemaker.list_tags(ResourceArn=job["TransformJobArn"]).get("Tags")
+                self.add(
+                    "transform-job",
+                    job["TransformJobName"],
+                    job["TransformJobStatus"],
+                    ours=tags_are_ours(tags),
+                    billing=True,
+                    detail=f"started {job.get('CreationTime')}",
+                )
+
+    def buckets(self) -> None:
+        """Our buckets in this region (the async and import stacks own one each): a bucket with
+        objects in it bills storage, and CloudFormation deletes a bucket only once it is empty."""
+        s3 = self.client("s3")
+        for page in s3.get_paginator("list_buckets").paginate(BucketRegion=self.region):
+            for bucket in page.get("Buckets", []):
+                tags = bucket_tags(s3, bucket["Name"])
+                if not tags_are_ours(tags):
+                    continue
+                versions = count_versions(s3, bucket["Name"])
+                stack = tag_value(tags, "aws:cloudformation:stack-name")
+                detail = f"{versions} object version(s)" if versions < VERSION_COUNT_LIMIT else "1000+ object versions"
+                detail += f"; in stack {stack}" if stack else ""
+                self.add("bucket", bucket["Name"], "-", ours=True, billing=versions > 0, detail=detail)
+
+    def model_imports(self) -> None:
+        """Custom Model Import (not in CloudFormation, so no stack removes it): every imported
+        model, ours by its tags, and the import jobs still running. Only where CMI is offered."""
+        if self.region not in IMPORT_REGIONS:
+            return
+        bedrock = self.client("bedrock")
+        for model in imported_models(bedrock):
+            detail = " ".join(filter(None, [model.get("modelArchitecture"), IMPORTED_MODEL_PRICE]))
+            self.add("imported-model", model["modelName"], "-", ours=model["ours"], billing=True, detail=detail)
+        for job in import_jobs(bedrock, IN_PROGRESS):
+            ours = import_tags_are_ours(resource_tags(bedrock, job["jobArn"]))
+            detail = f"importing {job.get('importedModelName')}; {IMPORT_JOB_PRICE}"
+            self.add("import-job", job["jobName"], job["status"], ours=ours, billing=False, detail=detail)
+
     def network(self) -> None:
         ec2 = self.client("ec2")
         for gateway in ec2.describe_nat_gateways()["NatGateways"]:
@@ -218,6 +270,26 @@ class RegionScan:
                     billing=False,
                     detail=f"to {session.get('Target')}",
                 )
+
+
+# Counting stops here: the listing says how full a bucket is, not how big.
+VERSION_COUNT_LIMIT = 1000
+
+
+def bucket_tags(s3: Any, name: str) -> list[dict[str, str]]:
+    """A bucket's tags; none when it has no tag set."""
+    try:
+        return s3.get_bucket_tagging(Bucket=name).get("TagSet", [])
+    except Exception as error:
+        if getattr(error, "response", {}).get("Error", {}).get("Code") in ("NoSuchTagSet", "NoSuchBucket"):
+            return []
+        raise
+
+
+def count_versions(s3: Any, name: str) -> int:
+    """Object versions and delete markers in the bucket, up to VERSION_COUNT_LIMIT."""
+    page = s3.list_object_versions(Bucket=name, MaxKeys=VERSION_COUNT_LIMIT)
+    return len(page.get("Versions", [])) + len(page.get("DeleteMarkers", []))
 
 
 NOT_ENABLED = ("UnrecognizedClientException", "InvalidClientTokenId", "AuthFailure", "OptInRequired")

@@ -3,9 +3,13 @@
 GetProducts answers with PriceList entries (JSON strings): `product.attributes` and
 `terms.OnDemand.<offer>.priceDimensions.<rate>.{unit, pricePerUnit.USD}`. EC2 instances are
 priced for Linux, shared tenancy, no pre-installed software, capacity status `Used`; SageMaker
-endpoints from the `ML Instance` products of component `Hosting`; Bedrock models from their
-on-demand input and output token products (priced per 1,000 tokens). A failed call is one line,
-and the run goes on with the offline table, saying so.
+endpoints from the `ML Instance` products of component `Hosting`; SageMaker asynchronous and
+batch transform instances from the instance's products whose usage type ends `AsyncInf:<type>`
+or `Tsform:<type>`; SageMaker Serverless Inference from the `ML Serverless` products whose usage
+type ends `ServerlessInf:Mem-<N>GB` (per second); Bedrock models from their on-demand input and
+output token products (priced per 1,000 tokens); Custom Model Import from the Bedrock products of
+feature `Custom Model Import` (per CMU-minute, and per CMU-month of storage). A failed call is one
+line, and the run goes on with the offline table, saying so.
 """
 
 from __future__ import annotations
@@ -15,15 +19,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from catalog import BACKENDS, BackendKind
-from catalog.backends import EC2_KINDS
+from catalog.backends import EC2_KINDS, SERVERLESS_MEMORY_SIZES_MB
 from catalog.prices import (
     BEDROCK,
     BEDROCK_PRICE_NAMES,
     EC2,
+    MODEL_IMPORT_ITEM,
     PRICING_API_REGION,
     SAGEMAKER,
     Price,
+    async_item,
+    batch_item,
     offline_price,
+    serverless_item,
 )
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import now_iso
@@ -127,6 +135,84 @@ class PriceList:
         )
         return self.hourly(SAGEMAKER, instance_type, region, filters)
 
+    def sagemaker_usage(self, usage: str, instance_type: str, region: str) -> Price:
+        """An instance priced under one SageMaker usage type (`AsyncInf`, `Tsform`): the instance's
+        products in the region, kept where the usage type ends `<usage>:<instance type>`."""
+        item = f"{usage}:{instance_type}"
+        products = self.products(SAGEMAKER, term_filters(instanceName=instance_type, regionCode=region))
+        prices = {
+            usd
+            for product in products
+            if _usage_type(product).endswith(f"-{item}") or _usage_type(product) == item
+            for unit, usd, _ in on_demand_dimensions(product)
+            if unit.lower().startswith("hr") and usd > 0
+        }
+        if len(prices) != 1:
+            what = "no hourly on-demand price" if not prices else f"{len(prices)} different prices {sorted(prices)}"
+            raise PricingError(f"Pricing API {SAGEMAKER}: {what} for {item} in {region}", per_item=True)
+        return Price(SAGEMAKER, item, region, PRICING_SOURCE, now_iso(), usd_per_hour=prices.pop(), live=True)
+
+    def sagemaker_serverless(self, memory_mb: int, region: str) -> Price:
+        """Serverless Inference compute at one memory size, per second (usage type
+        `<region>-ServerlessInf:Mem-<N>GB`; provisioned concurrency has usage types of its own)."""
+        item = serverless_item(memory_mb)
+        products = self.products(SAGEMAKER, term_filters(regionCode=region, productFamily="ML Serverless"))
+        prices = {
+            usd
+            for product in products
+            if _usage_type(product).endswith(f"-{item}") or _usage_type(product) == item
+            for unit, usd, _ in on_demand_dimensions(product)
+            if unit.lower().startswith("second") and usd > 0
+        }
+        if len(prices) != 1:
+            what = "no per-second price" if not prices else f"{len(prices)} different prices {sorted(prices)}"
+            raise PricingError(f"Pricing API {SAGEMAKER}: {what} for {item} in {region}", per_item=True)
+        fallback = offline_price(SAGEMAKER, item, region)
+        return Price(
+            SAGEMAKER,
+            item,
+            region,
+            PRICING_SOURCE,
+            now_iso(),
+            usd_per_second=prices.pop(),
+            # Data processed is not looked up: the offline table's figure, said in the note.
+            usd_per_gb_processed=fallback.usd_per_gb_processed if fallback else None,
+            live=True,
+            note="data processed from the offline table" if fallback else "",
+        )
+
+    def bedrock_model_import(self, region: str) -> Price:
+        """Custom Model Import: the per CMU-minute inference price and the per CMU-month storage
+        price of the Bedrock products of feature `Custom Model Import`."""
+        products = self.products(BEDROCK, term_filters(regionCode=region, feature=MODEL_IMPORT_ITEM))
+        minute: set[float] = set()
+        month: set[float] = set()
+        for product in products:
+            for unit, usd, description in on_demand_dimensions(product):
+                text = f"{unit} {description} {_usage_type(product)}".lower()
+                if usd <= 0:
+                    continue
+                if "month" in text or "storage" in text:
+                    month.add(usd)
+                elif "min" in text:
+                    minute.add(usd)
+        if len(minute) != 1 or len(month) != 1:
+            raise PricingError(
+                f"Pricing API {BEDROCK}: expected one per CMU-minute and one per CMU-month price for "
+                f"{MODEL_IMPORT_ITEM} in {region}, found {sorted(minute)} and {sorted(month)}",
+                per_item=True,
+            )
+        return Price(
+            BEDROCK,
+            MODEL_IMPORT_ITEM,
+            region,
+            PRICING_SOURCE,
+            now_iso(),
+            usd_per_unit_minute=minute.pop(),
+            usd_per_unit_month=month.pop(),
+            live=True,
+        )
+
     def bedrock_tokens(self, model: str, region: str) -> Price:
         products = self.products(BEDROCK, term_filters(model=model, regionCode=region, feature="On-demand Inference"))
         rates: dict[str, set[float]] = {"input": set(), "output": set()}
@@ -166,11 +252,24 @@ class PriceRequest:
     region: str
 
 
+def _usage_type(product: dict[str, Any]) -> str:
+    return str(product.get("product", {}).get("attributes", {}).get("usagetype", ""))
+
+
 def lookup(request: PriceRequest, price_list: PriceList) -> Price:
     if request.service == EC2:
         return price_list.ec2_instance(request.item, request.region)
     if request.service == SAGEMAKER:
+        usage, _, rest = request.item.partition(":")
+        if usage == "ServerlessInf":
+            return price_list.sagemaker_serverless(
+                int(rest.removeprefix("Mem-").removesuffix("GB")) * 1024, request.region
+            )
+        if usage in ("AsyncInf", "Tsform"):
+            return price_list.sagemaker_usage(usage, rest, request.region)
         return price_list.sagemaker_hosting(request.item, request.region)
+    if request.item == MODEL_IMPORT_ITEM:
+        return price_list.bedrock_model_import(request.region)
     return price_list.bedrock_tokens(request.item, request.region)
 
 
@@ -222,23 +321,67 @@ def breakeven_tok_s(usd_per_hour: float, bedrock_usd_per_million_output: float) 
     return usd_per_hour / 3600 / (bedrock_usd_per_million_output / 1_000_000)
 
 
+# The kinds a known backend given with `--endpoint` is priced as (its catalog entry's kind).
+PRICED_AS_CATALOG = (
+    *EC2_KINDS,
+    BackendKind.SAGEMAKER.value,
+    BackendKind.SAGEMAKER_SERVERLESS.value,
+    BackendKind.SAGEMAKER_ASYNC.value,
+    BackendKind.SAGEMAKER_BATCH.value,
+    BackendKind.BEDROCK_IMPORT.value,
+)
+
+
+def priced_kind(backend: dict[str, Any]) -> str | None:
+    """The kind a backend is billed as: its own, or for a known backend's name given with
+    `--endpoint NAME=URL` (the survey's own manual forward), its catalog entry's."""
+    kind = backend.get("kind")
+    catalog = backend.get("catalog") or {}
+    if kind == BackendKind.OPENAI.value and catalog.get("kind") in PRICED_AS_CATALOG:
+        return catalog["kind"]
+    return kind
+
+
+def serverless_memory_mb(backend: dict[str, Any]) -> int | None:
+    """The memory size a serverless endpoint was deployed with (stack output, else catalog)."""
+    output = backend.get("stack_output") or {}
+    catalog = backend.get("catalog") or {}
+    memory = output.get("memory_mb") or catalog.get("memory_mb")
+    return memory if isinstance(memory, int) and memory in SERVERLESS_MEMORY_SIZES_MB else None
+
+
 def price_request(backend: dict[str, Any]) -> PriceRequest | None:
     """What a backend (as an evidence file lists it) is billed by; None when AWS does not bill it.
 
     A known backend's name given with `--endpoint NAME=URL` (the survey's own manual forward:
     `--endpoint g6=http://127.0.0.1:8001`) is that backend on its AWS instance, so it is priced
     as the catalog's entry, in its first region when the evidence names none."""
-    kind = backend.get("kind")
+    kind = priced_kind(backend)
     output = backend.get("stack_output") or {}
     catalog = backend.get("catalog") or {}
-    if kind == BackendKind.OPENAI.value and catalog.get("kind") in (*EC2_KINDS, BackendKind.SAGEMAKER.value):
-        kind = catalog["kind"]
     region = backend.get("region") or output.get("region") or next(iter(catalog.get("regions") or []), None)
     instance_type = output.get("instance_type") or catalog.get("instance_type")
     if kind in EC2_KINDS and instance_type and region:
         return PriceRequest(EC2, instance_type, region)
     if kind == BackendKind.SAGEMAKER.value and instance_type and region:
         return PriceRequest(SAGEMAKER, instance_type, region)
+    if kind == BackendKind.SAGEMAKER_ASYNC.value and instance_type and region:
+        return PriceRequest(SAGEMAKER, async_item(instance_type), region)
+    if kind == BackendKind.SAGEMAKER_BATCH.value and instance_type and region:
+        return PriceRequest(SAGEMAKER, batch_item(instance_type), region)
+    if kind == BackendKind.SAGEMAKER_SERVERLESS.value and region:
+        memory = serverless_memory_mb(backend)
+        return PriceRequest(SAGEMAKER, serverless_item(memory), region) if memory else None
+    if kind == BackendKind.BEDROCK_IMPORT.value:
+        return PriceRequest(BEDROCK, MODEL_IMPORT_ITEM, region or PRICING_API_REGION)
     if kind == BackendKind.BEDROCK.value:
         return PriceRequest(BEDROCK, bedrock_price_name(backend.get("model_id", "")), region or PRICING_API_REGION)
     return None
+
+
+def batch_price_request(job: dict[str, Any], region: str | None) -> PriceRequest | None:
+    """A batch transform job is billed by its instance type under the `Tsform` usage type."""
+    instance_type = job.get("instance_type")
+    if not instance_type or not region:
+        return None
+    return PriceRequest(SAGEMAKER, batch_item(instance_type), region)

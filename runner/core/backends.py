@@ -7,10 +7,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from catalog import BACKENDS, BackendKind, BackendSpec, CatalogError, backend_names, get_backend
+from catalog.backends import SAGEMAKER_KINDS
 from catalog.contract import BackendOutput
+from catalog.lanes import model_label as label_for
 from runner.core.errors import RunnerError, Unreachable, as_fault, describe
 
 OPENAI_KINDS = (BackendKind.EC2_VLLM, BackendKind.EC2_NEURON, BackendKind.LOCAL, BackendKind.OPENAI)
+# Paths whose first request after idle starts the compute it runs on (a serverless container, an
+# async endpoint's first instance, an imported model's copy): timed and kept, summarised apart.
+COLD_START_KINDS = frozenset(
+    {BackendKind.SAGEMAKER_SERVERLESS, BackendKind.SAGEMAKER_ASYNC, BackendKind.BEDROCK_IMPORT}
+)
+# Reached only through the AWS API (never built, never called without AWS in use).
+AWS_API_KINDS = frozenset({*SAGEMAKER_KINDS, BackendKind.BEDROCK, BackendKind.BEDROCK_IMPORT})
+# Not a timed chat: one transform job over a prompt set (`python -m runner.batch`).
+BATCH_COMMAND = "python -m runner.batch"
 
 
 @dataclass
@@ -36,10 +47,34 @@ class Backend:
     forward_command: str | None = None
     # Why this backend cannot be called in this run (e.g. it needs AWS and AWS is not in use).
     blocked: str | None = None
+    # The SageMaker options: the stack's bucket and prefixes (async inputs and outputs, batch
+    # inputs and outputs), the SageMaker model a transform job runs, the instance type it runs on.
+    bucket: str | None = None
+    input_prefix: str | None = None
+    output_prefix: str | None = None
+    model_name: str | None = None
+    instance_type: str | None = None
+    # What the tables' model column shows: the model, its precision as served, its lane.
+    model_label: str | None = None
 
     @property
     def speaks_openai(self) -> bool:
         return self.kind in OPENAI_KINDS
+
+    @property
+    def cold_starts(self) -> bool:
+        """True when the first request after idle starts the compute (timed apart as a cold start)."""
+        return self.kind in COLD_START_KINDS
+
+    @property
+    def timed_chat(self) -> bool:
+        """False for a transform job's model: measured by `python -m runner.batch`, not by chat."""
+        return self.kind is not BackendKind.SAGEMAKER_BATCH
+
+    @property
+    def aws_api(self) -> bool:
+        """True when the backend is reached through the AWS API (so never without AWS in use)."""
+        return self.kind in AWS_API_KINDS
 
     def require_reachable(self) -> None:
         """Raise before any client is built for a backend this run must not call."""
@@ -90,6 +125,13 @@ def from_output(output: BackendOutput, forwards: dict[str, int]) -> Backend:
         max_total_tokens=first_known(output.max_total_tokens, spec.max_total_tokens if spec else None),
         spec=spec,
         output=output,
+        bucket=output.bucket,
+        input_prefix=output.input_prefix,
+        output_prefix=output.output_prefix,
+        model_name=output.model_name,
+        instance_type=output.instance_type or (spec.instance_type if spec else None),
+        # The output's own lane and precision (a deploy of another lane serves other weights).
+        model_label=label_for(output.model_id, output.lane, output.precision),
     )
     if kind in (BackendKind.EC2_VLLM, BackendKind.EC2_NEURON):
         port = forwards.get(output.name) or (spec.forward_port if spec else None)
@@ -103,6 +145,8 @@ def from_output(output: BackendOutput, forwards: dict[str, int]) -> Backend:
         backend.local_port = port
         backend.forward_command = forward_command(output, port)
         backend.notes.append(backend.forward_command)
+    if kind is BackendKind.SAGEMAKER_BATCH:
+        backend.notes.append(f"a transform job's model: measured by {BATCH_COMMAND}")
     return backend
 
 

@@ -24,6 +24,12 @@ PACKAGES = ("strands-agents", "openai", "httpx", "boto3", "xllamacpp", "gemma3-2
 DEFAULT_RESULTS = PROJECT_ROOT / "results"
 
 
+def aws_endpoint_overrides() -> dict[str, str]:
+    """AWS endpoints this process was pointed away from AWS at (`AWS_ENDPOINT_URL[_SERVICE]`: an
+    emulator or a fake): figures measured so are not AWS's, and cost and advise label them so."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith("AWS_ENDPOINT_URL") and v}
+
+
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -67,6 +73,7 @@ class Evidence:
             "git": git_commit(),
             "versions": package_versions(),
             "host": {"platform": platform.platform(), "cpus": os.cpu_count()},
+            "emulated": _emulated(),
             "backends": [],
             "stack_outputs": None,
             "notices": [],
@@ -101,3 +108,10 @@ def load(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or "command" not in data:
         raise RunnerError(f"{path} is not an evidence file of this runner (schema {SCHEMA})")
     return data
+
+
+def _emulated() -> str | None:
+    overrides = aws_endpoint_overrides()
+    if not overrides:
+        return None
+    return "AWS endpoints overridden (" + ", ".join(f"{k}={v}" for k, v in overrides.items()) + "): not measured on AWS"

@@ -1,6 +1,12 @@
 """The benchmark's measuring: per backend one warm-up, then timed requests one at a time, or every
 load level of a sweep (OpenAI-compatible servers on one event loop); a level's records are kept
-when it ends."""
+when it ends.
+
+On a path that scales from zero (serverless, asynchronous, Custom Model Import: `Backend.cold_starts`)
+the warm-up is the first request after idle, so it is a cold start: it is timed like any request
+and kept under `warm_up` with `cold_start: true` (the async client says for itself whether the
+endpoint was at zero), and the bench table shows it apart, never in the warm medians. A transform
+job's model is not a timed chat: it is skipped here in one line (`python -m runner.batch`)."""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ import argparse
 import asyncio
 
 from catalog import BackendKind
-from runner.core.backends import Backend
+from runner.core.backends import BATCH_COMMAND, Backend
 from runner.core.console import console
 from runner.core.errors import backend_down
 from runner.core.evidence import Evidence
@@ -30,6 +36,10 @@ def bench_backend(
 ) -> None:
     """Warm one client, then time `repeats` requests; a backend that is down is not retried."""
     level = LoadLevel("concurrency", 1, repeats).to_json()
+    if not backend.timed_chat:
+        skip_batch(backend, evidence)
+        advance(repeats)
+        return
     try:
         client = timed_client_for(backend, timeout_s)
     except Exception as error:
@@ -40,7 +50,7 @@ def bench_backend(
             advance()
         return
     try:
-        warm = warm_up(client, backend.name)
+        warm = warm_up_once(client, backend)
         evidence.data["warm_up"].append(warm.to_json())
         if warm.error:
             # Warm-up failing is information, not a verdict: the timed request decides.
@@ -65,6 +75,22 @@ def bench_backend(
         client.close()
 
 
+def skip_batch(backend: Backend, evidence: Evidence) -> None:
+    """A transform job's model: one line, no records (not an error)."""
+    line = f"{backend.name}: measured by {BATCH_COMMAND} (a transform job, not a timed chat)"
+    console.print(f"[dim]{line}[/dim]")
+    evidence.notice(line)
+
+
+def warm_up_once(client, backend: Backend) -> RequestRecord:
+    """The survey's warm-up; on a path that scales from zero it is the cold start, timed and marked
+    (unless the client knows better: an async endpoint that had an instance was not cold)."""
+    warm = warm_up(client, backend.name)
+    if backend.cold_starts and warm.cold_start is None:
+        warm.cold_start = True
+    return warm
+
+
 def chat_requests(backend: Backend, prompts: list[Prompt]) -> list[ChatRequest]:
     """The prompts as requests. Servers that may be vLLM are asked for a running token count per
     chunk (`continuous_usage_stats`); others ignore the option and the count is estimated."""
@@ -81,6 +107,10 @@ def sweep_backend(
     advance,
 ) -> None:
     """One warm-up, then every level in turn; a level's records are saved when it ends."""
+    if not backend.timed_chat:
+        skip_batch(backend, evidence)
+        advance(sum(level.requests for level in levels))
+        return
     requests = chat_requests(backend, prompts)
     if backend.speaks_openai and backend.base_url and not backend.blocked:
         asyncio.run(sweep_openai(backend, levels, requests, args, evidence, advance))
@@ -99,7 +129,7 @@ def sweep_backend(
         evidence.save()
         return
     try:
-        warm = warm_up(client, backend.name)
+        warm = warm_up_once(client, backend)
         evidence.data["warm_up"].append(warm.to_json())
         for level in levels:
             records = run_level(client.chat, backend.explain, backend.name, level, requests, args.seed)

@@ -1,61 +1,226 @@
-"""Cost of what was measured: per backend and load level the rate it reached (median of single
-requests, or all output tokens over the level's wall time), priced per million output tokens,
-with the break-even against Bedrock."""
+"""Cost of what was measured, each backend by its own billing model (catalog `Billing`), per load
+level in $ per million output tokens:
+
+- instance-hours (EC2, SageMaker real-time): $/h over the output tokens/s the level reached
+  (one request at a time: the median of the requests' own rates, as the survey priced them;
+  any other level: all output tokens over the level's wall time), with the break-even against
+  Bedrock; for the real-time endpoint, where a second instance starts paying for itself;
+- async (instance-hours while an instance runs): the same $/M while busy, and apart what one
+  burst after idle adds (the measured time to leave zero, and the idle time before scale-in);
+- serverless (compute seconds at the memory size): each request's end-to-end time x the price
+  per second, plus the data it processed, over its output tokens; cold starts apart;
+- batch transform (a job's instances for its billable time), from `runner.batch` evidence;
+- Custom Model Import (CMU-minutes in 5-minute windows while a copy is active): the level's
+  active time rounded up to windows x CMUs x the price, over its tokens; storage a monthly line;
+- Bedrock per token: the output price plus the input each output token took.
+
+Cold-start records (`cold_start` true) never enter a level's figures: they are shown apart.
+Evidence that did not come from AWS (the embedded model, an `--endpoint` server, a server marked
+emulated or scripted) is priced but labelled, by `provenance`.
+"""
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from catalog import BACKENDS, BackendKind
-from catalog.prices import BEDROCK, HOURS_PER_MONTH, PRICING_API_REGION, Price
+from catalog import BACKENDS, BackendKind, get_backend
+from catalog.backends import Billing
+from catalog.prices import (
+    BEDROCK,
+    DEFAULT_CUSTOM_MODEL_UNITS,
+    DEFAULT_CUSTOM_MODEL_UNITS_NOTE,
+    HOURS_PER_MONTH,
+    MODEL_IMPORT_WINDOW_MINUTES,
+    PRICING_API_REGION,
+    Price,
+)
 from runner.cloud.pricing import (
     REFERENCE_BEDROCK,
     PriceRequest,
+    batch_price_request,
     bedrock_per_million_output,
     bedrock_price_name,
     breakeven_tok_s,
     price_request,
+    priced_kind,
     usd_per_million_output,
 )
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
-from runner.core.stats import median
+from runner.core.stats import median, percentile
+
+COST_COMMANDS = ("bench", "batch")
+# Serverless data processed: request and response bodies, taken as 4 bytes per prompt and output
+# token (English text runs about 4 characters a token; the JSON envelope is left out).
+PAYLOAD_BYTES_PER_TOKEN = 4
+# After its last request an async instance keeps billing until scale-in: the target-tracking
+# scale-in alarm of Application Auto Scaling wants 15 one-minute datapoints below target.
+ASYNC_IDLE_TAIL_S = 15 * 60
+# Real-time scaling: one instance has stopped growing when the next level's tok/s is within this
+# share of its own.
+PLATEAU_SHARE = 0.05
+NOT_EMULATED = "needs a real account: scaling under load is not emulated"
+
+BILLING_BY_KIND = {
+    BackendKind.EC2_VLLM.value: Billing.INSTANCE_HOURS,
+    BackendKind.EC2_NEURON.value: Billing.INSTANCE_HOURS,
+    BackendKind.SAGEMAKER.value: Billing.INSTANCE_HOURS,
+    BackendKind.SAGEMAKER_ASYNC.value: Billing.INSTANCE_HOURS_WHILE_RUNNING,
+    BackendKind.SAGEMAKER_BATCH.value: Billing.JOB_INSTANCE_HOURS,
+    BackendKind.SAGEMAKER_SERVERLESS.value: Billing.SERVERLESS_SECONDS,
+    BackendKind.BEDROCK_IMPORT.value: Billing.MODEL_UNIT_MINUTES,
+    BackendKind.BEDROCK.value: Billing.PER_TOKEN,
+}
+
+
+def billing_of(backend: dict[str, Any]) -> Billing:
+    """How AWS bills a backend as an evidence file lists it: by the kind it is priced as (a known
+    backend given with --endpoint is priced as its catalog entry), else by its catalog entry."""
+    kind = priced_kind(backend)
+    if kind in BILLING_BY_KIND:
+        return BILLING_BY_KIND[kind]
+    if kind in (BackendKind.LOCAL.value, BackendKind.OPENAI.value):
+        return Billing.NONE
+    try:
+        return Billing((backend.get("catalog") or {}).get("billing"))
+    except ValueError:
+        return Billing.NONE
+
+
+def _flag(value: Any, what: str) -> str | None:
+    if not value:
+        return None
+    return f"{what} ({value})" if isinstance(value, str) else what
+
+
+def provenance(evidence: dict[str, Any], backend: dict[str, Any]) -> str | None:
+    """None when the figures came from AWS; otherwise what they came from. Not AWS: the embedded
+    model, any `--endpoint` server (not known to be AWS, even under a known backend's name), a
+    plain OpenAI-compatible server, and anything marked `emulated` or `scripted` (on the evidence,
+    its config, the backend, or any of the backend's records)."""
+    name = backend.get("name")
+    config = evidence.get("config") or {}
+    records = [r for r in evidence.get("records", []) if r.get("backend") == name]
+    for holder in (evidence, config, backend, *records):
+        for key, what in (("emulated", "emulated AWS"), ("scripted", "scripted server")):
+            label = _flag(holder.get(key), what)
+            if label:
+                return label
+    source = str(backend.get("source") or "")
+    kind = backend.get("kind")
+    if kind == BackendKind.LOCAL.value or source == "embedded":
+        return "embedded model on this machine"
+    if "--endpoint" in source:
+        return "--endpoint server, not known to be AWS"
+    if kind == BackendKind.OPENAI.value:
+        return "OpenAI-compatible server, not AWS"
+    return None
+
+
+def custom_model_units(backend: dict[str, Any], records: list[dict[str, Any]]) -> tuple[int, str | None]:
+    """CMUs per model copy: an evidence field `custom_model_units` (on the backend, its stack
+    output or a record; a number, or GetImportedModel's `customModelUnits` object) wins; else 1,
+    with the note that says it is assumed."""
+    holders = [backend, backend.get("stack_output") or {}, *records]
+    for holder in holders:
+        for key in ("custom_model_units", "customModelUnits"):
+            value = holder.get(key)
+            if isinstance(value, dict):
+                value = value.get("customModelUnitsPerModelCopy")
+            if isinstance(value, int) and value > 0:
+                return value, None
+    return DEFAULT_CUSTOM_MODEL_UNITS, DEFAULT_CUSTOM_MODEL_UNITS_NOTE
 
 
 @dataclass
 class LevelFigures:
-    """What one backend sustained at one load level, from the bench records."""
+    """What one backend sustained at one load level, from its warm bench records."""
 
     level: str
     requests: int
     output_tok_s: float | None
     method: str
     input_per_output: float | None
+    mode: str | None = None
+    value: float | None = None
+    duration_s: float | None = None
+    output_tokens: int = 0
+    prompt_tokens: int = 0
+    e2e_sum_s: float = 0.0
+    p95_e2e_s: float | None = None
+    instances: int | None = None
+
+
+def is_cold(record: dict[str, Any]) -> bool:
+    return bool(record.get("cold_start"))
+
+
+def level_figures(label: str, records: list[dict[str, Any]]) -> LevelFigures | None:
+    """One level's figures from its warm records (cold starts left out); None when none succeeded."""
+    from runner.measure.levels import level_summary
+
+    warm = [r for r in records if not is_cold(r)]
+    done = [r for r in warm if r.get("ok")]
+    if not done:
+        return None
+    prompt = [r.get("prompt_tokens") for r in done]
+    output = sum(r.get("output_tokens") or 0 for r in done)
+    known_prompt = all(isinstance(p, int) for p in prompt)
+    ratio = sum(prompt) / output if output and known_prompt else None
+    summary = level_summary(warm)
+    if label == "1 at a time" or summary["output_tok_s"] is None:
+        rate, method = median(r.get("tokens_per_s") for r in done), "median of single requests"
+    else:
+        rate, method = summary["output_tok_s"], "all output tokens / level wall time"
+    level = done[0].get("level") or {}
+    counts = [(r.get("phases") or {}).get("instances") for r in done] + [level.get("instances")]
+    instances = max((c for c in counts if isinstance(c, int | float)), default=None)
+    return LevelFigures(
+        level=label,
+        requests=len(done),
+        output_tok_s=rate,
+        method=method,
+        input_per_output=ratio,
+        mode=level.get("mode"),
+        value=level.get("value"),
+        duration_s=summary["duration_s"],
+        output_tokens=output,
+        prompt_tokens=sum(prompt) if known_prompt else 0,
+        e2e_sum_s=sum(r.get("e2e_s") or 0.0 for r in done),
+        p95_e2e_s=percentile([r["e2e_s"] for r in done if r.get("e2e_s") is not None], 95),
+        instances=int(instances) if instances else None,
+    )
 
 
 def load_levels(evidence: dict[str, Any]) -> dict[str, list[LevelFigures]]:
-    """Per backend and load level: output tokens/s. One request at a time: the median of the
-    requests' own rates, as the survey priced them; any other level: all output tokens over the
-    level's wall time (the bench sweep's own figure)."""
-    from runner.measure.levels import level_groups, level_summary
+    """Per backend and load level: its figures (see `level_figures`)."""
+    from runner.measure.levels import level_groups
 
     levels: dict[str, list[LevelFigures]] = defaultdict(list)
     for (backend, label), records in level_groups(evidence).items():
-        done = [r for r in records if r.get("ok")]
-        if not done:
-            continue
-        prompt = [r.get("prompt_tokens") for r in done]
-        output = sum(r.get("output_tokens") or 0 for r in done)
-        ratio = sum(prompt) / output if output and all(isinstance(p, int) for p in prompt) else None
-        if label == "1 at a time":
-            rate, method = median(r.get("tokens_per_s") for r in done), "median of single requests"
-        else:
-            rate, method = level_summary(records)["output_tok_s"], "all output tokens / level wall time"
-        levels[backend].append(LevelFigures(label, len(done), rate, method, ratio))
+        figures = level_figures(label, records)
+        if figures is not None:
+            levels[backend].append(figures)
     return levels
+
+
+def cold_records(evidence: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Per backend, its successful cold starts (the first request after idle): the bench's warm-up
+    on a path that scales from zero (kept under `warm_up`), and any timed request marked cold."""
+    cold: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in [*evidence.get("warm_up", []), *evidence.get("records", [])]:
+        if is_cold(record) and record.get("ok"):
+            cold[record["backend"]].append(record)
+    return cold
+
+
+def _spec_json(spec: Any) -> dict[str, Any]:
+    return {k: getattr(v, "value", v) for k, v in asdict(spec).items()}
 
 
 def catalog_backends() -> list[dict[str, Any]]:
@@ -66,69 +231,373 @@ def catalog_backends() -> list[dict[str, Any]]:
             "kind": spec.kind.value,
             "region": spec.regions[0] if spec.regions else None,
             "model_id": spec.model_id,
-            "catalog": {"instance_type": spec.instance_type},
+            "source": "catalog",
+            "catalog": _spec_json(spec),
         }
         for spec in BACKENDS
         if spec.kind not in (BackendKind.LOCAL, BackendKind.OPENAI)
     ]
 
 
-def read_bench_evidence(path: Path) -> dict[str, Any]:
+def read_cost_evidence(path: Path, reader: str = "runner.cost") -> dict[str, Any]:
+    """A bench or batch evidence file; evidence of any other command is one line."""
     data = load(path)
-    if data["command"] != "bench":
+    if data["command"] not in COST_COMMANDS:
         raise RunnerError(
-            f"{path} is {data['command']} evidence; runner.cost reads bench evidence (written by python -m runner.bench)"
+            f"{path} is {data['command']} evidence; {reader} reads bench or batch evidence "
+            "(written by python -m runner.bench or python -m runner.batch)"
         )
     return data
 
 
+def batch_backend(evidence: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+    """The backend a batch job ran on: the evidence's own entry where it lists one, else the catalog's."""
+    name = job.get("backend") or "sagemaker-batch"
+    listed = next((b for b in evidence.get("backends", []) if b.get("name") == name), None)
+    if listed is not None:
+        return listed
+    spec = get_backend("sagemaker-batch")
+    return {
+        "name": name,
+        "kind": spec.kind.value,
+        "region": job.get("region") or (spec.regions[0] if spec.regions else None),
+        "source": "batch evidence",
+        "catalog": _spec_json(spec),
+    }
+
+
+def batch_region(backend: dict[str, Any], job: dict[str, Any]) -> str | None:
+    output = backend.get("stack_output") or {}
+    catalog = backend.get("catalog") or {}
+    return (
+        job.get("region")
+        or backend.get("region")
+        or output.get("region")
+        or next(iter(catalog.get("regions") or []), None)
+    )
+
+
+def evidence_price_requests(evidence: dict[str, Any]) -> list[PriceRequest]:
+    """Everything one bench or batch evidence file needs priced."""
+    if evidence.get("command") == "batch":
+        requests = []
+        for job in evidence.get("jobs", []):
+            backend = batch_backend(evidence, job)
+            request = batch_price_request(job, batch_region(backend, job))
+            if request is not None:
+                requests.append(request)
+        return requests
+    return [r for r in map(price_request, evidence.get("backends", [])) if r is not None]
+
+
+def bedrock_reference_request() -> PriceRequest:
+    return PriceRequest(BEDROCK, bedrock_price_name(REFERENCE_BEDROCK.model_id), PRICING_API_REGION)
+
+
+def _base_row(source: str, evidence: dict[str, Any], backend: dict[str, Any], request, price) -> dict[str, Any]:
+    billing = billing_of(backend)
+    hourly = price.usd_per_hour if price else None
+    return {
+        "evidence": source,
+        "backend": backend["name"],
+        "billing": billing.value,
+        "provenance": provenance(evidence, backend),
+        "region": request.region if request else backend.get("region"),
+        "billed_by": request.item if request else None,
+        "price": price.to_json() if price else None,
+        "usd_per_hour": hourly,
+        "usd_per_month_24x7": hourly * HOURS_PER_MONTH
+        if hourly and billing in (Billing.INSTANCE_HOURS, Billing.INSTANCE_HOURS_WHILE_RUNNING)
+        else None,
+    }
+
+
+def _per_million(usd: float, tokens: int) -> float | None:
+    return usd / tokens * 1_000_000 if tokens else None
+
+
+def serverless_level_cost(figures: LevelFigures, price: Price) -> tuple[float, float]:
+    """(compute $, data $) of one level's warm requests: the sum of their end-to-end times at the
+    price per second, and their payload (4 bytes per prompt and output token) at the price per GB."""
+    compute = figures.e2e_sum_s * (price.usd_per_second or 0.0)
+    gigabytes = (figures.prompt_tokens + figures.output_tokens) * PAYLOAD_BYTES_PER_TOKEN / 1e9
+    return compute, gigabytes * (price.usd_per_gb_processed or 0.0)
+
+
+def model_import_level_cost(figures: LevelFigures, price: Price, units: int) -> tuple[int, float]:
+    """(5-minute windows, $) of one level: its active time (first send to last end; the sum of its
+    requests' times where the level has no wall time) rounded up to windows x CMUs x $/CMU-minute.
+    One model copy is assumed (CloudWatch's ModelCopy metric says how many ran)."""
+    active = figures.duration_s if figures.duration_s else figures.e2e_sum_s
+    windows = max(1, math.ceil(active / (MODEL_IMPORT_WINDOW_MINUTES * 60)))
+    return windows, windows * MODEL_IMPORT_WINDOW_MINUTES * units * (price.usd_per_unit_minute or 0.0)
+
+
+def level_rows(
+    base: dict[str, Any],
+    backend: dict[str, Any],
+    figures_list: list[LevelFigures],
+    price: Price,
+    bedrock_reference: Price | None,
+    records: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    billing = billing_of(backend)
+    rows = []
+    units, units_note = custom_model_units(backend, records)
+    for figures in figures_list or [LevelFigures("", 0, None, "not measured", None)]:
+        row = base | {"level": figures.level or None, "figures": asdict(figures), "output_tok_s": figures.output_tok_s}
+        if billing is Billing.PER_TOKEN:
+            row["usd_per_million_output"] = bedrock_per_million_output(price, figures.input_per_output)
+            row["basis"] = "output price" + (" + measured input per output token" if figures.input_per_output else "")
+        elif billing is Billing.SERVERLESS_SECONDS and figures.requests:
+            compute, data = serverless_level_cost(figures, price)
+            row["usd_per_million_output"] = _per_million(compute + data, figures.output_tokens)
+            row["basis"] = (
+                f"{figures.requests} req: sum of e2e {figures.e2e_sum_s:.2f} s x ${price.usd_per_second:g}/s"
+                f" + data ${data:.2g}, over {figures.output_tokens} output tokens"
+            )
+        elif billing is Billing.MODEL_UNIT_MINUTES and figures.requests:
+            windows, usd = model_import_level_cost(figures, price, units)
+            row["usd_per_million_output"] = _per_million(usd, figures.output_tokens)
+            sustained = (
+                usd_per_million_output(units * (price.usd_per_unit_minute or 0.0) * 60, figures.output_tok_s)
+                if figures.output_tok_s
+                else None
+            )
+            row["sustained_usd_per_million_output"] = sustained
+            row["basis"] = (
+                f"{windows} x {MODEL_IMPORT_WINDOW_MINUTES}-min window x {units} CMU x "
+                f"${price.usd_per_unit_minute:g}/CMU-min over {figures.output_tokens} output tokens"
+                + (f"; ${sustained:.2f}/M if the windows stay busy" if sustained else "")
+                + (f"; {units_note}" if units_note else "")
+            )
+        elif price.usd_per_hour:
+            if figures.output_tok_s:
+                row["usd_per_million_output"] = usd_per_million_output(price.usd_per_hour, figures.output_tok_s)
+            if billing is Billing.INSTANCE_HOURS_WHILE_RUNNING:
+                row["basis"] = "while an instance runs (it scales to zero between bursts: see leaving zero)"
+            if bedrock_reference is not None and billing is Billing.INSTANCE_HOURS:
+                reference = bedrock_per_million_output(bedrock_reference, figures.input_per_output)
+                row["breakeven_vs_bedrock_tok_s"] = breakeven_tok_s(price.usd_per_hour, reference)
+                row["bedrock_usd_per_million_output"] = reference
+        rows.append(row)
+    return rows
+
+
+def cold_rows(
+    base: dict[str, Any], backend: dict[str, Any], cold: list[dict[str, Any]], price: Price
+) -> list[dict[str, Any]]:
+    """What a request that finds zero instances costs and takes, apart from the levels."""
+    billing = billing_of(backend)
+    e2e = [r["e2e_s"] for r in cold if r.get("e2e_s") is not None]
+    output = sum(r.get("output_tokens") or 0 for r in cold)
+    figures = {"requests": len(cold), "median_e2e_s": median(e2e), "output_tokens": output}
+    if billing is Billing.SERVERLESS_SECONDS and cold:
+        usd = sum(e2e) * (price.usd_per_second or 0.0)
+        return [
+            base
+            | {
+                "level": "cold start",
+                "figures": figures,
+                "usd_per_event": usd / len(cold),
+                "basis": f"{len(cold)} cold req ({output} output tokens), median e2e {median(e2e):.2f} s, "
+                "billed in full (an upper bound)",
+            }
+        ]
+    if billing is Billing.INSTANCE_HOURS_WHILE_RUNNING and price.usd_per_hour:
+        leave = [(r.get("phases") or {}).get("leave_zero_s") for r in cold]
+        leave_s = median(v for v in leave if isinstance(v, int | float))
+        measured = leave_s is not None
+        leave_s = leave_s or 0.0
+        usd = (leave_s + ASYNC_IDLE_TAIL_S) / 3600 * price.usd_per_hour
+        return [
+            base
+            | {
+                "level": "leaving zero",
+                "figures": figures | {"leave_zero_s": leave_s if measured else None},
+                "usd_per_event": usd,
+                "basis": (
+                    f"each burst after idle: {leave_s:.0f} s leaving zero"
+                    + ("" if measured else " (not measured: no cold record with phases.leave_zero_s)")
+                    + f" + {ASYNC_IDLE_TAIL_S // 60} min idle before scale-in (assumed) at ${price.usd_per_hour}/h"
+                ),
+            }
+        ]
+    if billing is Billing.MODEL_UNIT_MINUTES and cold:
+        not_ready = [(r.get("phases") or {}).get("not_ready_s") for r in cold]
+        waited = median(v for v in not_ready if isinstance(v, int | float))
+        return [
+            base
+            | {
+                "level": "cold start",
+                "figures": figures | {"not_ready_s": waited},
+                "basis": f"{len(cold)} cold req, median e2e {median(e2e):.2f} s"
+                + (f", {waited:.1f} s waiting for the copy" if waited is not None else ""),
+            }
+        ]
+    return []
+
+
+def batch_rows(source: str, evidence: dict[str, Any], prices: dict[PriceRequest, Price]) -> list[dict[str, Any]]:
+    """One row per transform job: its instances for its billable time, over its output tokens."""
+    rows = []
+    for job in evidence.get("jobs", []):
+        backend = batch_backend(evidence, job)
+        request = batch_price_request(job, batch_region(backend, job))
+        price = prices.get(request) if request else None
+        base = _base_row(source, evidence, backend, request, price)
+        row = base | {
+            "level": f"job {job.get('job_name') or job.get('name') or ''}".strip(),
+            "figures": {k: job.get(k) for k in ("billable_s", "instance_count", "output_tokens", "records_per_s")},
+            "output_tok_s": job.get("output_tok_s"),
+        }
+        if price is None or not price.usd_per_hour:
+            rows.append(row | {"note": "no price found"})
+            continue
+        count = job.get("instance_count") or 1
+        usd = (job.get("billable_s") or 0.0) / 3600 * count * price.usd_per_hour
+        row["usd_per_job"] = usd
+        row["usd_per_million_output"] = _per_million(usd, job.get("output_tokens") or 0)
+        row["basis"] = f"{job.get('billable_s')} billable s x {count} x ${price.usd_per_hour}/h" + (
+            f" (runner.batch priced it ${job['price_usd']:.4f})"
+            if isinstance(job.get("price_usd"), int | float)
+            else ""
+        )
+        rows.append(row)
+    return rows
+
+
 def cost_rows(
     source: str,
-    backends: list[dict[str, Any]],
-    levels: dict[str, list[LevelFigures]],
+    evidence: dict[str, Any],
     prices: dict[PriceRequest, Price],
+    *,
+    backends: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per backend and measured load level (one row without figures when none was measured)."""
-    bedrock_reference = prices.get(
-        PriceRequest(BEDROCK, bedrock_price_name(REFERENCE_BEDROCK.model_id), PRICING_API_REGION)
-    )
+    """One row per backend and measured load level (one without figures when none was measured),
+    a row apart for cold starts, and for Custom Model Import a storage row (a fixed monthly line)."""
+    if evidence.get("command") == "batch":
+        return batch_rows(source, evidence, prices)
+    bedrock_reference = prices.get(bedrock_reference_request())
+    levels = load_levels(evidence)
+    cold = cold_records(evidence)
     rows = []
-    for backend in backends:
+    for backend in evidence.get("backends", []) if backends is None else backends:
         request = price_request(backend)
         price = prices.get(request) if request else None
-        base = {
-            "evidence": source,
-            "backend": backend["name"],
-            "region": request.region if request else backend.get("region"),
-            "billed_by": request.item if request else None,
-            "price": price.to_json() if price else None,
-            "usd_per_hour": price.usd_per_hour if price else None,
-            "usd_per_month_24x7": price.usd_per_hour * HOURS_PER_MONTH if price and price.usd_per_hour else None,
-        }
+        base = _base_row(source, evidence, backend, request, price)
+        billing = billing_of(backend)
+        if billing is Billing.JOB_INSTANCE_HOURS:
+            rows.append(base | {"note": "priced from batch evidence (python -m runner.batch)"})
+            continue
         if request is None:
-            rows.append(base | {"note": "not billed by AWS"})
+            rows.append(base | {"note": "not billed by AWS" if billing is Billing.NONE else "no price found"})
             continue
         if price is None:
             rows.append(base | {"note": "no price found"})
             continue
-        measured = levels.get(backend["name"]) or [LevelFigures(0, 0, None, "not measured", None)]
-        for figures in measured:
-            row = base | {
-                "level": figures.level or None,
-                "figures": asdict(figures),
-                "output_tok_s": figures.output_tok_s,
-            }
-            if price.per_token:
-                row["usd_per_million_output"] = bedrock_per_million_output(price, figures.input_per_output)
-                row["basis"] = "output price" + (
-                    " + measured input per output token" if figures.input_per_output else ""
-                )
-            else:
-                if figures.output_tok_s:
-                    row["usd_per_million_output"] = usd_per_million_output(price.usd_per_hour, figures.output_tok_s)
-                if bedrock_reference is not None:
-                    reference = bedrock_per_million_output(bedrock_reference, figures.input_per_output)
-                    row["breakeven_vs_bedrock_tok_s"] = breakeven_tok_s(price.usd_per_hour, reference)
-                    row["bedrock_usd_per_million_output"] = reference
-            rows.append(row)
+        records = [r for r in evidence.get("records", []) if r.get("backend") == backend["name"]]
+        rows += level_rows(base, backend, levels.get(backend["name"], []), price, bedrock_reference, records)
+        rows += cold_rows(base, backend, cold.get(backend["name"], []), price)
+        if billing is Billing.MODEL_UNIT_MINUTES and price.usd_per_unit_month is not None:
+            units, note = custom_model_units(backend, records)
+            rows.append(
+                base
+                | {
+                    "level": "storage",
+                    "fixed_usd_per_month": units * price.usd_per_unit_month,
+                    "basis": f"{units} CMU x ${price.usd_per_unit_month}/CMU-month while the model exists"
+                    + (f"; {note}" if note else ""),
+                }
+            )
     return rows
+
+
+def max_instances(backend: dict[str, Any]) -> int:
+    output = backend.get("stack_output") or {}
+    catalog = backend.get("catalog") or {}
+    value = output.get("max_instances") or catalog.get("max_instances") or 1
+    return int(value)
+
+
+def second_instance(
+    evidence: dict[str, Any], backend: dict[str, Any], price: Price | None, bound_s: float | None = None
+) -> dict[str, Any] | None:
+    """For the real-time endpoint: from the closed-loop levels, where one instance stops growing
+    (the first level whose tok/s is within 5 % of the next level's, or the last whose p95
+    end-to-end is within `bound_s`), and whether the evidence shows a second instance paying for
+    itself at the next level (two instances' $/M there below one instance's). The evidence shows
+    a second instance only when it came from AWS and a level after the plateau reports 2
+    instances (`phases.instances`) or, with max_instances 2 or more, grows past the plateau again;
+    otherwise it says what only a real account can show."""
+    if priced_kind(backend) != BackendKind.SAGEMAKER.value or price is None or not price.usd_per_hour:
+        return None
+    hourly = price.usd_per_hour
+    levels = sorted(
+        (f for f in load_levels(evidence).get(backend["name"], []) if f.mode == "concurrency" and f.output_tok_s),
+        key=lambda f: f.value or 0,
+    )
+    result: dict[str, Any] = {"backend": backend["name"], "max_instances": max_instances(backend), "bound_s": bound_s}
+    if len(levels) < 2:
+        result["verdict"] = (
+            "not enough closed-loop levels: bench --concurrency 1,4,16,64 finds where one instance stops growing"
+        )
+        return result
+    capacity = None
+    for index, (current, following) in enumerate(itertools.pairwise(levels)):
+        over = bound_s is not None and following.p95_e2e_s is not None and following.p95_e2e_s > bound_s
+        if following.output_tok_s * (1 - PLATEAU_SHARE) <= current.output_tok_s or over:
+            capacity = index
+            break
+    if capacity is None:
+        top = levels[-1]
+        result["verdict"] = (
+            f"one instance still grows at the highest level measured ({top.level}: {top.output_tok_s:.1f} tok/s): "
+            "sweep higher"
+        )
+        return result
+    cap, following = levels[capacity], levels[capacity + 1]
+    one = usd_per_million_output(hourly, cap.output_tok_s)
+    result |= {
+        "capacity_level": cap.level,
+        "capacity_tok_s": cap.output_tok_s,
+        "one_instance_usd_per_million": one,
+        "next_level": following.level,
+        "next_tok_s": following.output_tok_s,
+        "next_p95_e2e_s": following.p95_e2e_s,
+    }
+    facts = (
+        f"one instance tops out at {cap.level} ({cap.output_tok_s:.1f} tok/s, ${one:.2f}/M); "
+        f"at {following.level} it gives {following.output_tok_s:.1f} tok/s"
+        + (f", p95 {following.p95_e2e_s:.2f} s" if following.p95_e2e_s is not None else "")
+    )
+    if provenance(evidence, backend) is not None:
+        result["verdict"] = f"{NOT_EMULATED} ({facts})"
+        return result
+    later = levels[capacity + 1 :]
+    shown = next((f for f in later if (f.instances or 0) >= 2), None)
+    if shown is None and result["max_instances"] >= 2:
+        shown = next((f for f in later if f.output_tok_s > cap.output_tok_s * (1 + PLATEAU_SHARE)), None)
+    if shown is None:
+        why = (
+            f"max_instances {result['max_instances']}: a second instance is not allowed (sagemaker.maxInstances)"
+            if result["max_instances"] < 2
+            else "the evidence does not show a second instance serving"
+        )
+        result["verdict"] = f"{NOT_EMULATED}: {why} ({facts})"
+        return result
+    count = max(shown.instances or 2, 2)
+    two = usd_per_million_output(count * hourly, shown.output_tok_s)
+    one_misses = bound_s is not None and following.p95_e2e_s is not None and following.p95_e2e_s > bound_s
+    pays = two <= one or one_misses
+    result |= {"instances": count, "scaled_level": shown.level, "scaled_tok_s": shown.output_tok_s}
+    result["scaled_usd_per_million"] = two
+    result["pays_for_itself"] = pays
+    result["verdict"] = (
+        f"{'a second instance pays for itself' if pays else 'a second instance does not pay for itself'} at "
+        f"{shown.level}: {count} instances give {shown.output_tok_s:.1f} tok/s at ${two:.2f}/M against one "
+        f"instance's ${one:.2f}/M at its capacity"
+        + (" (and one instance misses the bound there)" if one_misses else "")
+        + f" ({facts})"
+    )
+    return result

@@ -1,4 +1,9 @@
-"""Waits until a backend answers its health check (or its endpoint is InService)."""
+"""Waits until a backend answers its health check (or its endpoint is InService).
+
+SageMaker endpoints of every kind (real-time, serverless, asynchronous) are healthy when
+DescribeEndpoint says InService; an asynchronous endpoint autoscaled to zero instances is still
+InService and healthy (its first request starts an instance, and is timed as a cold start). A
+transform job's model has no endpoint: nothing to wait for (`python -m runner.batch` runs it)."""
 
 from __future__ import annotations
 
@@ -10,8 +15,9 @@ from dataclasses import dataclass
 import httpx
 
 from catalog import BackendKind
+from catalog.backends import ENDPOINT_KINDS
 from runner.cloud.readiness import read_readiness
-from runner.core.backends import Backend
+from runner.core.backends import BATCH_COMMAND, Backend
 from runner.core.errors import describe
 
 
@@ -41,7 +47,11 @@ def wait_healthy(
         return Health(False, 0.0, backend.blocked)
     if backend.kind is BackendKind.BEDROCK:
         return Health(True, 0.0, "managed API: no health check")
-    if backend.kind is BackendKind.SAGEMAKER:
+    if backend.kind is BackendKind.BEDROCK_IMPORT:
+        return Health(True, 0.0, "managed API (Custom Model Import): no health check; a copy starts on first use")
+    if backend.kind is BackendKind.SAGEMAKER_BATCH:
+        return Health(True, 0.0, f"no endpoint: a transform job starts its own instance ({BATCH_COMMAND})")
+    if backend.kind in ENDPOINT_KINDS:
         return _wait_sagemaker(backend, wait_s, max(poll_s, 15.0) if wait_s > 60 else poll_s, sagemaker_client)
     parameter = backend.output.readiness_parameter if backend.output else None
     with httpx.Client(timeout=httpx.Timeout(5.0)) as http:
@@ -67,7 +77,8 @@ def wait_healthy(
 
 
 def _wait_sagemaker(backend: Backend, wait_s: float, poll_s: float, client) -> Health:
-    """boto3's own `endpoint_in_service` waiter: it stops at once on Failed, and polls otherwise."""
+    """boto3's own `endpoint_in_service` waiter: it stops at once on Failed, and polls otherwise.
+    An asynchronous endpoint InService at zero instances is healthy, and the detail says so."""
     from botocore.exceptions import WaiterError
 
     if client is None:
@@ -92,4 +103,12 @@ def _wait_sagemaker(backend: Backend, wait_s: float, poll_s: float, client) -> H
         return Health(False, time.monotonic() - started, detail)
     except Exception as error:
         return Health(False, time.monotonic() - started, describe(error))
-    return Health(True, time.monotonic() - started, "InService")
+    waited = time.monotonic() - started
+    if backend.kind is BackendKind.SAGEMAKER_ASYNC:
+        try:
+            variants = client.describe_endpoint(EndpointName=backend.endpoint_name).get("ProductionVariants") or []
+        except Exception as error:
+            return Health(True, waited, f"InService (instances unknown: {describe(error)})")
+        if sum(v.get("CurrentInstanceCount", 0) for v in variants) == 0:
+            return Health(True, waited, "InService at zero instances; the first request starts one")
+    return Health(True, waited, "InService")

@@ -1,19 +1,36 @@
-"""Timed streaming chat against a SageMaker endpoint running the vLLM container.
+"""Timed chat against SageMaker endpoints: streamed from a real-time endpoint running the vLLM
+container, whole answers from a serverless one; and the reading of a whole (not streamed) chat
+completion that the serverless, asynchronous and batch paths share.
 
-InvokeEndpointWithResponseStream returns PayloadPart events whose bytes are the container's
-SSE stream, split at arbitrary byte boundaries: `sse_lines` reassembles lines before parsing.
-An error event from the service (ModelStreamError, InternalStreamFailure) is raised by botocore
-while the stream is read, and is typed by `runner.core.errors`.
+Real-time: InvokeEndpointWithResponseStream returns PayloadPart events whose bytes are the
+container's SSE stream, split at arbitrary byte boundaries: `sse_lines` reassembles lines before
+parsing. An error event from the service (ModelStreamError, InternalStreamFailure) is raised by
+botocore while the stream is read, and is typed by `runner.core.errors`.
+
+Serverless: see `SageMakerServerlessClient` (InvokeEndpoint, `stream: false`, no time to first
+token). Batch transform: the prompt set as request bodies (`batch_bodies`) and the job's answers as
+records (`batch_records`); the job itself is `runner.cloud.transform`.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from runner.cloud.aws import boto_client
-from runner.measure.records import ChatRequest, RequestRecord, Stopwatch
+from runner.core.errors import RunnerError, ServiceError, StreamFault, describe
+from runner.measure.records import ChatRequest, RequestRecord, Stopwatch, check_completion
 from runner.measure.sse import ChatStreamAccumulator, sse_lines
+
+# The error codes SageMaker answers a request it has no capacity for right now with: a serverless
+# endpoint at its MaxConcurrency (ThrottlingException), the runtime's own rate limits.
+THROTTLE_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException"})
+
+
+class Throttled(ServiceError):
+    """SageMaker refused the request for want of capacity (a serverless endpoint's MaxConcurrency
+    reached): the request's error, one line; the next request may well go through."""
 
 
 def payload_parts(events: Any) -> Any:
@@ -21,6 +38,58 @@ def payload_parts(events: Any) -> Any:
     for event in events:
         if "PayloadPart" in event:
             yield event["PayloadPart"]["Bytes"]
+
+
+def whole_answer_body(request: ChatRequest, model_id: str) -> dict[str, Any]:
+    """The chat-completions body of `request` asking for the whole answer at once (`stream: false`):
+    what a serverless endpoint, an async endpoint and a transform job are sent."""
+    body = request.openai_body(model_id)
+    body["stream"] = False
+    body.pop("stream_options", None)
+    return body
+
+
+def read_completion(record: RequestRecord, data: Any) -> RequestRecord:
+    """A whole chat completion (the JSON a server answers with `stream: false`) into `record`: text,
+    finish reason, tokens from the server's usage and, where llama.cpp sends them, its timings.
+    Raises a typed fault for an error body, a malformed completion, one without usage, an abnormal
+    finish or an empty answer (the same rules as a stream's). Times are the caller's to set."""
+    if not isinstance(data, dict):
+        raise StreamFault(f"malformed completion: expected a JSON object, got {type(data).__name__}")
+    if "error" in data:
+        error = data["error"]
+        message = error.get("message") if isinstance(error, dict) else error
+        raise ServiceError(f"model error: {' '.join(str(message).split())[:200]}")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise StreamFault("malformed completion: no choices")
+    choice = choices[0]
+    message = choice.get("message") or {}
+    content = message.get("content") or ""
+    record.chunks = 1
+    record.text = content
+    record.finish_reason = choice.get("finish_reason")
+    usage = data.get("usage")
+    if not isinstance(usage, dict) or usage.get("completion_tokens") is None:
+        raise StreamFault("completion carried no usage: no token count")
+    record.output_tokens = int(usage["completion_tokens"])
+    record.prompt_tokens = usage.get("prompt_tokens")
+    record.token_source = "server"
+    if isinstance(data.get("timings"), dict):
+        record.server_timings = data["timings"]
+    check_completion(record, has_output=bool(content) or bool(message.get("tool_calls")))
+    record.ok = True
+    return record
+
+
+def parse_completion(raw: bytes | str, record: RequestRecord) -> RequestRecord:
+    """`read_completion` of raw bytes; bytes that are not JSON are a malformed answer."""
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+        raise StreamFault(f"malformed completion: not JSON ({error}): {text[:80]!r}") from None
+    return read_completion(record, data)
 
 
 class SageMakerStreamClient:
@@ -46,3 +115,151 @@ class SageMakerStreamClient:
 
     def close(self) -> None:
         self.client.close()
+
+
+class SageMakerServerlessClient:
+    """Timed chat against a SageMaker serverless endpoint: InvokeEndpoint, the whole answer at once.
+
+    Not streamed, by decision: AWS's developer guide ("Invoke a serverless endpoint") names
+    InvokeEndpoint as the call for a serverless endpoint and no other, and response streaming
+    (InvokeEndpointWithResponseStream, announced for SageMaker *real-time* inference in 2023-09)
+    is not documented for serverless endpoints. Rather than rest a figure on an undocumented path,
+    the body asks for `stream: false`: time to first token is not knowable (`ttft_s` stays None),
+    end-to-end is the call's own time, and tokens/s = server completion tokens / that time.
+    Serverless limits from the same guide: a 60 s container timeout on /invocations, 4 MB payloads.
+
+    A request beyond the endpoint's MaxConcurrency is refused (ThrottlingException): a `Throttled`
+    fault, one line, counted as that request's error. The first request after idle is a cold start
+    (the container starts): the bench keeps its warm-up apart as one (`runner.measure.benchmark`).
+    """
+
+    def __init__(
+        self,
+        endpoint_name: str,
+        model_id: str,
+        region: str,
+        *,
+        max_concurrency: int | None = None,
+        client: Any | None = None,
+        timeout_s: float = 60.0,
+    ) -> None:
+        if client is None:
+            client = boto_client("sagemaker-runtime", region, timeout_s)
+        self.client = client
+        self.endpoint_name = endpoint_name
+        self.model_id = model_id
+        self.max_concurrency = max_concurrency
+
+    def chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
+        from botocore.exceptions import ClientError
+
+        body = json.dumps(whole_answer_body(request, self.model_id))
+        watch = Stopwatch()
+        try:
+            response = self.client.invoke_endpoint(
+                EndpointName=self.endpoint_name, ContentType="application/json", Accept="application/json", Body=body
+            )
+            raw = response["Body"].read()
+        except ClientError as error:
+            details = error.response.get("Error", {})
+            if details.get("Code") in THROTTLE_CODES:
+                limit = f" of {self.max_concurrency}" if self.max_concurrency else ""
+                message = " ".join(str(details.get("Message") or "").split())[:160]
+                raise Throttled(
+                    f"throttled: {details['Code']}: {message} (the serverless endpoint's MaxConcurrency{limit} reached)"
+                ) from None
+            raise
+        record.e2e_s = watch.now()
+        return parse_completion(raw, record)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+# The generated prompt set of `python -m runner.batch` (one topic each, in turn).
+BATCH_TOPICS = (
+    "the ocean", "mountains", "forests", "deserts", "rivers", "glaciers", "volcanoes", "islands",
+    "the night sky", "rain", "caves", "coral reefs",
+)  # fmt: skip
+
+
+def generated_prompts(count: int) -> list[dict[str, Any]]:
+    """`count` prompts in the survey's style, distinct from one another."""
+    prompts = []
+    for index in range(count):
+        topic = BATCH_TOPICS[index % len(BATCH_TOPICS)]
+        round_ = index // len(BATCH_TOPICS)
+        prompts.append(
+            {"prompt": f"Write a short paragraph about {topic}." + (f" Take {round_ + 1}." if round_ else "")}
+        )
+    return prompts
+
+
+def read_batch_prompts(path: Path) -> list[dict[str, Any]]:
+    """A JSON-lines prompt file: each line an object with a `prompt` string or a `messages` list
+    (OpenAI chat messages), and optionally `max_tokens`. The first line that is not one is a
+    one-line error naming it; blank lines are skipped."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise RunnerError(f"--prompts {path}: cannot read it ({error})") from None
+    prompts = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"--prompts {path} line {number}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise RunnerError(
+                f"{where}: not JSON ({error.msg} at column {error.colno}); one JSON object per line"
+            ) from None
+        messages = item.get("messages") if isinstance(item, dict) else None
+        prompt = item.get("prompt") if isinstance(item, dict) else None
+        well_formed = (
+            isinstance(messages, list)
+            and messages
+            and all(isinstance(m, dict) and isinstance(m.get("role"), str) and "content" in m for m in messages)
+        )
+        if not (isinstance(prompt, str) and prompt.strip()) and not well_formed:
+            raise RunnerError(
+                f'{where}: expected an object with a "prompt" string or a "messages" list of {{role, content}}'
+            )
+        max_tokens = item.get("max_tokens")
+        if max_tokens is not None and (
+            not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1
+        ):
+            raise RunnerError(f"{where}: max_tokens must be a positive whole number, got {max_tokens!r}")
+        prompts.append({k: item[k] for k in ("prompt", "messages", "max_tokens") if item.get(k) is not None})
+    if not prompts:
+        raise RunnerError(f"--prompts {path}: no prompts (one JSON object per line)")
+    return prompts
+
+
+def batch_bodies(prompts: list[dict[str, Any]], model_id: str, max_tokens: int) -> list[dict[str, Any]]:
+    """The whole-answer chat bodies of a prompt set (a line's `messages` are sent as they are)."""
+    bodies = []
+    for item in prompts:
+        request = ChatRequest(item.get("prompt") or "", max_tokens=item.get("max_tokens") or max_tokens)
+        body = whole_answer_body(request, model_id)
+        if item.get("messages"):
+            body["messages"] = item["messages"]
+        bodies.append(body)
+    return bodies
+
+
+def batch_records(backend: str, lines: list[str], expected: int) -> list[RequestRecord]:
+    """One record per prompt from the job's answers (line n answers prompt n); a missing or bad
+    answer is that record's error. Batch records carry no times: the job is timed as a whole."""
+    records = []
+    for index in range(expected):
+        record = RequestRecord(backend=backend, run=index + 1)
+        if index >= len(lines):
+            record.error = f"no answer: the job wrote {len(lines)} lines for {expected} records"
+        else:
+            try:
+                parse_completion(lines[index], record)
+            except Exception as error:
+                record.ok, record.error = False, describe(error)
+        records.append(record)
+    return records

@@ -1,5 +1,9 @@
 """The bench tables: one request at a time (medians, the survey's figures, same-text and roofline
-columns), or per load level of a sweep."""
+columns), or per load level of a sweep.
+
+Cold starts (the first request after idle on a path that scales from zero, `cold_start: true`: the
+warm-up there, and any timed request an async endpoint took from zero) are summarised apart, in a
+`cold start s` column and a note with their phases; the warm medians never include them."""
 
 from __future__ import annotations
 
@@ -11,16 +15,71 @@ from rich.table import Table
 
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
 from runner.measure.levels import level_groups, level_summary, roofline
-from runner.render.tables import add_columns, models
+from runner.render.tables import add_columns
+
+BATCH_KIND = "sagemaker-batch"
+
+
+def model_labels(evidence: dict[str, Any]) -> dict[str, str]:
+    """Per backend, the model column: the model, its precision and lane where the output says them."""
+    return {b["name"]: b.get("model_label") or b.get("model_id") or "-" for b in evidence.get("backends", [])}
+
+
+def cold_records(evidence: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Per backend, its cold starts: warm-ups and timed requests marked `cold_start`."""
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in [*evidence.get("warm_up", []), *evidence.get("records", [])]:
+        if record.get("cold_start"):
+            grouped[record["backend"]].append(record)
+    return grouped
+
+
+def work_tok_s(record: dict[str, Any]) -> float | None:
+    """Output tokens over the work after an instance existed (async phases), else None."""
+    work = (record.get("phases") or {}).get("work_s")
+    if not record.get("ok") or not record.get("output_tokens") or not work:
+        return None
+    return record["output_tokens"] / work
+
+
+def cold_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in records if r.get("ok")]
+    phases = [r.get("phases") or {} for r in ok]
+    return {
+        "count": len(records),
+        "ok": len(ok),
+        "median_s": median(r.get("e2e_s") for r in ok),
+        "median_leave_zero_s": median(p.get("leave_zero_s") for p in phases),
+        "median_work_s": median(p.get("work_s") for p in phases if "leave_zero_s" in p),
+        "median_work_tok_s": median(work_tok_s(r) for r in ok if "leave_zero_s" in (r.get("phases") or {})),
+        "first_error": next((r["error"] for r in records if r.get("error")), None),
+    }
+
+
+def cold_note(row: dict[str, Any]) -> str:
+    """One line on a backend's cold starts, apart from its warm figures."""
+    if not row["ok"]:
+        return f"cold start failed: {row['first_error']}"
+    parts = [f"{row['count']} cold start{'s' if row['count'] > 1 else ''}, timed apart"]
+    if row["median_leave_zero_s"] is not None:
+        parts.append(f"leave zero {fmt(row['median_leave_zero_s'], 1)} s")
+    if row["median_work_s"] is not None:
+        rate = f", {fmt(row['median_work_tok_s'], 1)} tok/s of the work" if row["median_work_tok_s"] else ""
+        parts.append(f"work {fmt(row['median_work_s'], 2)} s{rate}")
+    return "; ".join(parts)
 
 
 def bench_summary(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Per backend: the figures the bench table shows, computed from the raw records."""
     grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    kinds = {}
     for backend in evidence.get("backends", []):
         grouped[backend["name"]] = []
+        kinds[backend["name"]] = backend.get("kind")
     for record in evidence.get("records", []):
-        grouped[record["backend"]].append(record)
+        if not record.get("cold_start"):
+            grouped[record["backend"]].append(record)
+    colds = cold_records(evidence)
     summary = {}
     for name, records in grouped.items():
         ok = [r for r in records if r["ok"]]
@@ -43,6 +102,9 @@ def bench_summary(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "new_connections": sum(1 for r in records if r.get("new_connection")),
             "stale_retries": sum(1 for r in records if r.get("stale_connection_retry")),
             "first_error": next((r["error"] for r in records if r.get("error")), None),
+            "not_streamed": bool(ok) and all(r.get("ttft_s") is None for r in ok),
+            "cold": cold_summary(colds[name]) if colds.get(name) else None,
+            "batch": kinds.get(name) == BATCH_KIND,
         }
     return summary
 
@@ -66,6 +128,9 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     ]
     if server_figures:
         columns += ["server tok/s", "client overhead ms"]
+    cold_column = any(row["cold"] for row in summary.values())
+    if cold_column:
+        columns.append("cold start s")
     add_columns(table, columns, left=("backend", "model"))
     if baseline is not None:
         table.add_column("tok/s change", justify="right")
@@ -77,10 +142,16 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     old = bench_summary(baseline) if baseline else {}
     survey = survey_figures(evidence)
     same = same_text(evidence)
-    served = models(evidence)
+    served = model_labels(evidence)
 
     for name, row in summary.items():
         notes = []
+        if row["batch"]:
+            notes.append("measured by python -m runner.batch")
+        if row["cold"]:
+            notes.append(cold_note(row["cold"]))
+        if row["not_streamed"]:
+            notes.append("whole answers (not streamed): no time to first token")
         if same.get(name):
             notes.append(f"same text as {', '.join(same[name])}")
         if "client-chunks" in row["token_sources"]:
@@ -105,6 +176,8 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
         if server_figures:
             overhead = row["median_overhead_s"]
             cells += [fmt(row["median_server_tok_s"], 1), fmt(overhead * 1000 if overhead is not None else None, 1)]
+        if cold_column:
+            cells.append(fmt(row["cold"]["median_s"]) if row["cold"] else "-")
         if baseline is not None:
             cells.append(change_percent(old.get(name, {}).get("median_tok_s"), row["median_tok_s"]))
         if ceilings:
@@ -155,10 +228,17 @@ def sweep_table(evidence: dict[str, Any]) -> Table:
         "notes",
     ]
     add_columns(table, columns, left=("backend", "model", "load", "notes"))
-    served = models(evidence)
+    served = model_labels(evidence)
+    colds = cold_records(evidence)
+    noted: set[str] = set()
     for (backend, label), records in level_groups(evidence).items():
-        row = level_summary(records)
+        # Cold starts never enter a level's figures: they are one note, on the backend's first row.
+        row = level_summary([r for r in records if not r.get("cold_start")])
         notes = []
+        if colds.get(backend) and backend not in noted:
+            noted.add(backend)
+            cold = cold_summary(colds[backend])
+            notes.append(cold_note(cold) + (f" ({fmt(cold['median_s'], 2)} s)" if cold["median_s"] is not None else ""))
         if row["itl_method"] and row["itl_method"] != ["server running count"]:
             notes.append("ITL: " + "; ".join(row["itl_method"]))
         if row["max_send_lag_s"] is not None and row["max_send_lag_s"] > 0.05:

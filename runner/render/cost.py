@@ -1,5 +1,7 @@
-"""The cost table: per backend and load level, $/h, a 24x7 month, $ per million output tokens and
-the break-even rate against Bedrock, with each price's source."""
+"""The cost table: per backend and load level, the billing model it is priced by, where its figures
+came from (AWS or not), its rate, a 24x7 month or a fixed monthly line, $ per million output
+tokens with how it was computed, the break-even rate against Bedrock, and each price's source;
+then, for the real-time endpoint, where a second instance starts paying for itself."""
 
 from __future__ import annotations
 
@@ -12,49 +14,91 @@ from catalog.prices import HOURS_PER_MONTH
 from runner.core.stats import fmt
 from runner.render.tables import add_columns
 
+# The billing models as the table names them (the evidence keeps catalog.backends.Billing's values).
+BILLING_LABELS = {
+    "instance-hours": "instance-h",
+    "instance-hours-while-running": "instance-h while up",
+    "job-instance-hours": "job instance-h",
+    "serverless-seconds": "serverless s",
+    "model-unit-minutes": "CMU-min",
+    "per-token": "per token",
+    "none": "not billed",
+}
+
+
+def rate_text(price: dict[str, Any]) -> str:
+    """A price in its own billing unit."""
+    if not price:
+        return "-"
+    if price.get("usd_per_million_output") is not None:
+        return f"{price['usd_per_million_input']}/M in, {price['usd_per_million_output']}/M out"
+    if price.get("usd_per_second") is not None:
+        return f"{price['usd_per_second']:g}/s"
+    if price.get("usd_per_unit_minute") is not None:
+        return f"{price['usd_per_unit_minute']:g}/CMU-min"
+    return fmt(price.get("usd_per_hour"), 4) + "/h"
+
+
+def source_text(row: dict[str, Any]) -> str:
+    price = row.get("price") or {}
+    if not price:
+        return row.get("note", "")
+    text = f"{'API' if price.get('live') else 'offline'} {str(price.get('as_of', ''))[:10]}"
+    if price.get("verified") is False:
+        text += " UNVERIFIED"
+    if price.get("note"):
+        text += f" ({price['note']})"
+    return text
+
 
 def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
     table = Table(title=f"cost: on-demand prices ({evidence['config'].get('pricing')}), {HOURS_PER_MONTH} h a month")
     columns = [
         "backend",
+        "billing",
+        "measured on",
         "region",
-        "billed by",
-        "$/hour",
-        "24x7 $/month",
+        "billed by, at",
+        "$/month",
         "load",
         "output tok/s",
         "$ per M output",
-        "beats Bedrock above (tok/s)",
+        "how",
         "price source",
     ]
-    add_columns(table, columns, left=("backend", "region", "billed by", "price source"))
+    add_columns(
+        table, columns, left=("backend", "billing", "measured on", "region", "billed by, at", "how", "price source")
+    )
+    for column in table.columns[:2]:
+        column.no_wrap = True
     for row in evidence.get("records", []):
-        price = row.get("price") or {}
-        if price.get("usd_per_million_output") is not None:
-            rate = f"in {price['usd_per_million_input']}/M, out {price['usd_per_million_output']}/M"
-        else:
-            rate = fmt(row.get("usd_per_hour"), 4)
-        level = row.get("level")
-        source = (
-            f"{'API' if price.get('live') else 'offline'} {str(price.get('as_of', ''))[:10]}"
-            if price
-            else row.get("note", "")
-        )
-        if price.get("note"):
-            source += f" ({price['note']})"
+        monthly = row.get("usd_per_month_24x7")
+        monthly_text = f"{monthly:.0f} (24x7)" if monthly else "-"
+        if row.get("fixed_usd_per_month") is not None:
+            monthly_text = f"{row['fixed_usd_per_month']:.2f} fixed"
+        how = [row.get("basis") or row.get("note") or ""]
+        if row.get("usd_per_event") is not None:
+            how.insert(0, f"${row['usd_per_event']:.4f} each:")
+        if row.get("breakeven_vs_bedrock_tok_s") is not None:
+            how.append(f"beats Bedrock above {row['breakeven_vs_bedrock_tok_s']:.0f} tok/s")
+        provenance = row.get("provenance")
+        billed = row.get("billed_by")
         table.add_row(
             row["backend"],
+            BILLING_LABELS.get(row.get("billing") or "", row.get("billing") or "-"),
+            f"[bold red]NOT AWS: {provenance}[/bold red]" if provenance else "AWS",
             row.get("region") or "-",
-            row.get("billed_by") or "-",
-            rate,
-            fmt(row.get("usd_per_month_24x7"), 0),
-            level or "-",
+            f"{billed} ${rate_text(row.get('price') or {})}" if billed else "-",
+            monthly_text,
+            row.get("level") or "-",
             fmt(row.get("output_tok_s"), 1),
             fmt(row.get("usd_per_million_output"), 2),
-            fmt(row.get("breakeven_vs_bedrock_tok_s"), 0),
-            source,
+            " ".join(part for part in how if part),
+            source_text(row),
         )
     out.print(table)
+    for scaling in evidence.get("scaling", []):
+        out.print(f"{scaling['backend']}: second instance: {scaling['verdict']}")
     sources = {(p.get("source"), str(p.get("as_of"))[:10]) for p in evidence.get("prices", [])}
     for source, as_of in sorted(sources, key=str):
         out.print(f"[dim]price source: {source} ({as_of})[/dim]")

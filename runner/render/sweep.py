@@ -31,9 +31,29 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
                 row["detail"],
             )
         out.print(table)
+    for line in price_notes(records):
+        out.print(f"[dim]note: {line}[/dim]")
     left = [r for r in records if r["billing"]]
     if left:
         mine = sum(1 for r in left if r["ours"])
         out.print(f"[red]still billing: {len(left)} item(s), {mine} of them this app's[/red]")
     else:
         out.print("[green]nothing billing in the swept regions[/green]")
+
+
+def price_notes(records: list[dict[str, Any]]) -> list[str]:
+    """How the kinds that do not bill by the hour bill, once per kind found."""
+    kinds = {r["kind"] for r in records}
+    notes = []
+    if "imported-model" in kinds:
+        notes.append(
+            "a Custom Model Import model bills per Custom Model Unit per minute, in 5-minute windows, only while "
+            "a copy is active, and storage per CMU-month while it exists; python -m runner.model_import delete removes it"
+        )
+    if "import-job" in kinds:
+        notes.append("an import job is not billed and cannot be stopped; its model bills once imported")
+    if "bucket" in kinds:
+        notes.append(
+            "a bucket bills storage while it holds objects; sweep --delete empties ours before their stacks go"
+        )
+    return notes

@@ -8,7 +8,11 @@ moto stores but never acts, does what AWS would do), named as a gap in the modul
 - `capacity`: launches refused per region, with the failed scaling activities AWS reports;
 - `cloudformation`: a stack update that keeps a parameter's previous value (the CDK CLI's
   UsePreviousValue) when the stack was created with its default;
-- `sagemaker`: CloudFormation's endpoint keeps the EndpointName the template gives;
+- `sagemaker`: CloudFormation's endpoint keeps the EndpointName the template gives; the app's
+  ml.g5/ml.g6/ml.inf2/ml.trn1 endpoint instance types;
+- `sagemaker_runtime`: serverless, asynchronous and transform-job answers from a real
+  OpenAI-compatible server on loopback (`model_servers`, `transform_server`), serverless
+  MaxConcurrency throttling and cold starts, async endpoints held at zero, StopTransformJob;
 - `sessions`: Session Manager (StartSession, TerminateSession, DescribeSessions,
   DescribeInstanceInformation);
 - `codebuild`: CloudFormation's AWS::CodeBuild::Project, and builds that run: the buildspec under

@@ -197,6 +197,8 @@ class Builds:
     def source(self, build: Build, folder: Path) -> None:
         from moto.s3.models import s3_backends
 
+        if "Location" not in build.project.properties["Source"]:
+            return  # NO_SOURCE (the weights copy): the buildspec is all there is
         location = build.project.properties["Source"]["Location"]
         bucket, _, key = location.partition("/")
         data = s3_backends[build.project.account]["aws"].get_object(bucket, key).value

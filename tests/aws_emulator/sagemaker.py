@@ -10,6 +10,11 @@ there fail as an account at its `<type> for endpoint usage` quota does: error co
 stack, CloudFormation then fails the resource (CREATE_FAILED with that message, as the service
 error CloudFormation reports for a non-registry resource), rolls the stack back and leaves it in
 ROLLBACK_COMPLETE, where moto would instead fail the CreateStack call itself.
+
+Endpoint config instance types: moto accepts a fixed list that lacks the app's families (no
+ml.g5, ml.g6, ml.g6e, ml.inf2, ml.trn1; tests that deploy through CloudFormation passed
+`sagemaker.instanceType=ml.g4dn.xlarge` for it); AWS accepts them, and so does the emulator now.
+Serving those endpoints (and serverless, asynchronous and transform jobs) is `sagemaker_runtime`.
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ from collections.abc import Callable
 from typing import Any
 
 from moto.sagemaker.exceptions import SagemakerClientError
+
+# The app's SageMaker instance families AWS offers and moto's list lacks.
+APP_INSTANCE_PREFIXES = ("ml.g5.", "ml.g6.", "ml.g6e.", "ml.inf2.", "ml.trn1.")
 
 
 class EndpointQuotaRefused(SagemakerClientError):
@@ -35,7 +43,7 @@ class EndpointQuotaRefused(SagemakerClientError):
 def install(emulator: Any) -> Callable[[], None]:
     from moto.cloudformation import parsing
     from moto.cloudformation.models import Event, Stack
-    from moto.sagemaker.models import FakeEndpoint, SageMakerModelBackend
+    from moto.sagemaker.models import FakeEndpoint, FakeEndpointConfig, SageMakerModelBackend
 
     original_name_type = FakeEndpoint.__dict__["cloudformation_name_type"]
     FakeEndpoint.cloudformation_name_type = staticmethod(lambda: "EndpointName")
@@ -83,10 +91,19 @@ def install(emulator: Any) -> Callable[[], None]:
 
     Stack.create_resources = create_resources
 
+    original_validate_instance_type = FakeEndpointConfig.validate_instance_type
+
+    def validate_instance_type(config, instance_type: str) -> None:
+        if not instance_type.startswith(APP_INSTANCE_PREFIXES):
+            original_validate_instance_type(config, instance_type)
+
+    FakeEndpointConfig.validate_instance_type = validate_instance_type
+
     def undo() -> None:
         FakeEndpoint.cloudformation_name_type = original_name_type
         parsing.get_name_type_map.cache_clear()
         SageMakerModelBackend.create_endpoint = original_create_endpoint
         Stack.create_resources = original_create_resources
+        FakeEndpointConfig.validate_instance_type = original_validate_instance_type
 
     return undo

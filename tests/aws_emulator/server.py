@@ -13,6 +13,7 @@ from tests.aws_emulator import (
     instances,
     parameters,
     sagemaker,
+    sagemaker_runtime,
     schedules,
     sessions,
 )
@@ -49,7 +50,8 @@ class Emulator:
         # localhost, not 127.0.0.1: the CDK CLI builds template URLs from it.
         self.url = f"http://localhost:{self.port}"
         for module in (
-            parameters, capacity, sessions, codebuild, instances, autoscaling, schedules, sagemaker, cloudformation
+            parameters, capacity, sessions, codebuild, instances, autoscaling, schedules, sagemaker, sagemaker_runtime,
+            cloudformation,
         ):  # fmt: skip
             self._undo.append(module.install(self))
         self.reset()

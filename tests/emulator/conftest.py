@@ -1,4 +1,5 @@
-"""The moto emulator in server mode on loopback, one per test module, its state reset at start."""
+"""The moto emulator in server mode on loopback, one per test module, its state reset at start,
+with Bedrock's import APIs served by their loopback fake."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from catalog.config import PLACEMENT_ENV
 from runner.cloud.cdk_cli import CLI_DIR_ENV
 from tests.aws_emulator import Emulator
 from tests.emulator.cdk_cycle import cli_folder
+from tests.runner.fake_bedrock_import import FakeBedrockImport
 
 
 @pytest.fixture(scope="module")
@@ -19,9 +21,12 @@ def emulator(tmp_path_factory):
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     scratch = tmp_path_factory.mktemp("emulator")
     emulator = Emulator(scratch).start()
+    # Custom Model Import, which moto lacks (its ListImportedModels answers 500): the loopback fake.
+    emulator.bedrock = FakeBedrockImport().__enter__()
     saved = dict(os.environ)
     os.environ.update(
         emulator.env()
+        | emulator.bedrock.env()
         | {
             PLACEMENT_ENV: str(scratch / "placement.json"),  # emptied by Emulator.reset
             CLI_DIR_ENV: str(cli_folder(scratch)),
@@ -35,4 +40,5 @@ def emulator(tmp_path_factory):
     finally:
         os.environ.clear()
         os.environ.update(saved)
+        emulator.bedrock.__exit__(None, None, None)
         emulator.stop()

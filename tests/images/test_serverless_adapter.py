@@ -25,7 +25,8 @@ STUB = """\
 import json, os, sys, time
 from pathlib import Path
 here = Path(__file__).parent
-(here / "argv.json").write_text(json.dumps(sys.argv[1:]))
+(here / "argv.json.partial").write_text(json.dumps(sys.argv[1:]))
+(here / "argv.json.partial").rename(here / "argv.json")  # whole, or not there: the test polls for it
 deadline = time.monotonic() + 30
 while not (here / "release").exists() and time.monotonic() < deadline:
     time.sleep(0.02)

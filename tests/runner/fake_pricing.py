@@ -2,7 +2,13 @@
 with PriceList entries shaped like the real ones: JSON strings holding `product.attributes` and
 `terms.OnDemand.<offer>.priceDimensions.<rate>`. A real boto3 `pricing` client talks to it, so
 botocore's own request building and response parsing are exercised; it pages with NextToken and
-can answer AccessDeniedException as an account without pricing:GetProducts does."""
+can answer AccessDeniedException as an account without pricing:GetProducts does.
+
+An entry is (service, attributes, unit, USD) or (service, attributes, unit, USD, description).
+The SageMaker usage types (`USE1-ServerlessInf:Mem-6GB`, `USE2-AsyncInf:ml.g6.xlarge`,
+`USE2-Tsform:ml.g6.xlarge`, `USE1-Host:...`) and product family `ML Serverless` are the Price
+List's own; the Custom Model Import units ("Custom Model Unit per Min", "... per Month") follow
+the Price List's wording as public readers of it quote it, not a product read here."""
 
 from __future__ import annotations
 
@@ -47,8 +53,8 @@ def price_entry(service: str, attributes: dict[str, str], unit: str, usd: str, d
 
 
 class FakePricing(LoopbackServer):
-    def __init__(self, entries: list[tuple[str, dict[str, str], str, str]], *, page_size: int = 1) -> None:
-        self.entries = entries  # (service, attributes, unit, USD)
+    def __init__(self, entries: list[tuple], *, page_size: int = 1) -> None:
+        self.entries = entries  # (service, attributes, unit, USD[, description])
         self.page_size = page_size
         self.requests: list[dict[str, Any]] = []
         self.deny = False
@@ -69,8 +75,8 @@ class FakePricing(LoopbackServer):
                     return
                 terms = {f["Field"]: f["Value"] for f in body.get("Filters", [])}
                 matched = [
-                    price_entry(service, attributes, unit, usd)
-                    for service, attributes, unit, usd in server.entries
+                    price_entry(service, attributes, unit, usd, *rest)
+                    for service, attributes, unit, usd, *rest in server.entries
                     if service == body["ServiceCode"] and all(attributes.get(k) == v for k, v in terms.items())
                 ]
                 start = int(body.get("NextToken") or 0)

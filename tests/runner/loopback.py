@@ -63,5 +63,5 @@ def boto3_client(service: str, url: str):
         endpoint_url=url,
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
-        config=Config(retries={"max_attempts": 1}, read_timeout=5, connect_timeout=2),
+        config=Config(retries={"total_max_attempts": 1}, read_timeout=5, connect_timeout=2),
     )

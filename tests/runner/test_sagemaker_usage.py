@@ -1,4 +1,5 @@
-"""vLLM's usage record breaks Strands' SageMaker provider; the runner's client cleans it.
+"""vLLM's usage record breaks Strands' SageMaker provider; the runner's client cleans it. And the
+serverless endpoint's timed client reads a whole answer (InvokeEndpoint) and types its faults.
 
 Responses replay the real API shapes: InvokeEndpoint through botocore's Stubber on a real
 sagemaker-runtime client; the response stream as PayloadPart events split at byte boundaries.
@@ -17,6 +18,9 @@ from botocore.stub import ANY, Stubber
 from strands.models.sagemaker import SageMakerAIModel
 
 from runner.agent.models import clean_event_stream, clean_usage, sagemaker_model
+from runner.core.errors import BadCompletion, ServiceError, StreamFault, as_fault, describe, gave_no_answer
+from runner.measure import ChatRequest, RequestRecord
+from runner.measure.sagemaker import SageMakerServerlessClient, Throttled
 from tests.runner.fake_aws_stream import FakeAwsStream, Reply, payload_part
 
 VLLM_USAGE = {
@@ -125,3 +129,68 @@ def test_clean_usage_leaves_other_payloads_alone():
     assert clean_usage({"choices": [{"usage": {"completion_tokens": 3, "x": 1}}]}) == {
         "choices": [{"usage": {"completion_tokens": 3}}]
     }
+
+
+# The serverless client: InvokeEndpoint with a whole answer (see SageMakerServerlessClient).
+
+
+def serverless_runtime(reply: dict | None = None, error: tuple[str, int] | None = None):
+    client = boto3.client(
+        "sagemaker-runtime", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stubber = Stubber(client)
+    expected = {"EndpointName": "inference-serverless", "Body": ANY, "ContentType": "application/json", "Accept": "application/json"}  # fmt: skip
+    if error:
+        stubber.add_client_error("invoke_endpoint", error[0], "Rate exceeded", error[1], expected_params=expected)
+    else:
+        raw = json.dumps(reply).encode()
+        stubber.add_response("invoke_endpoint", {"Body": StreamingBody(io.BytesIO(raw), len(raw))}, expected)
+    stubber.activate()
+    return client
+
+
+def serverless_chat(client) -> tuple[RequestRecord, BaseException | None]:
+    chat = SageMakerServerlessClient("inference-serverless", "m", "us-east-1", max_concurrency=4, client=client)
+    record = RequestRecord("sagemaker-serverless", 1)
+    try:
+        chat.chat(ChatRequest("Write a short paragraph about the ocean."), record)
+    except Exception as error:
+        return record, error
+    return record, None
+
+
+def test_serverless_whole_answer_has_server_tokens_and_no_time_to_first_token():
+    record, error = serverless_chat(serverless_runtime(VLLM_BODY))
+    assert error is None and record.ok and record.text == "Paris" and record.ttft_s is None
+    assert (record.output_tokens, record.prompt_tokens, record.token_source) == (94, 17, "server")
+    assert record.e2e_s is not None and record.e2e_s > 0
+
+
+def test_serverless_throttling_is_a_typed_one_line_fault():
+    _record, error = serverless_chat(serverless_runtime(error=("ThrottlingException", 400)))
+    assert isinstance(as_fault(error), Throttled) and gave_no_answer(error)
+    assert describe(error) == (
+        "throttled: ThrottlingException: Rate exceeded (the serverless endpoint's MaxConcurrency of 4 reached)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "kind", "line"),
+    [
+        ({"choices": []}, StreamFault, "malformed completion: no choices"),
+        ({"error": {"message": "CUDA out of memory"}}, ServiceError, "model error: CUDA out of memory"),
+        (
+            {**VLLM_BODY, "usage": None},
+            StreamFault,
+            "completion carried no usage: no token count",
+        ),
+        (
+            {**VLLM_BODY, "choices": [{"message": {"content": "x"}, "finish_reason": "content_filter"}]},
+            BadCompletion,
+            "finish reason 'content_filter': not a normal end of the answer",
+        ),
+    ],
+)
+def test_whole_answer_faults(body, kind, line):
+    record, error = serverless_chat(serverless_runtime(body))
+    assert not record.ok and isinstance(as_fault(error), kind) and describe(error) == line

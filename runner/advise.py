@@ -1,0 +1,186 @@
+"""`python -m runner.advise --requests-per-day N`: the cheapest measured option for a workload.
+
+A workload (requests a day, their hourly shape, input and output tokens, a p95 latency bound) is
+priced for a month on every option the bench and batch evidence measured, each by its own
+billing model and from its own figures (`runner/measure/advice.py` says every assumption), and
+ranked: within the bound first, cheapest first, each with its arithmetic in one line, then why
+the first beat the others. Evidence that did not come from AWS (the embedded model, an
+`--endpoint` server, emulated or scripted servers) is refused unless `--allow-unmeasured-sources`,
+which ranks it with a loud label. Prices as `runner.cost` finds them (Pricing API, else the dated
+offline table). Bad input is one line and exit 2; exit 1 when no option is within the bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+from catalog.backends import Billing
+from catalog.prices import PRICING_API_REGION
+from runner.cli.options import add_aws_switch, add_results_dir
+from runner.cli.session import main_guard
+from runner.cloud.aws import boto_client, credentials_configured
+from runner.cloud.pricing import PriceList, price_all
+from runner.core.console import console
+from runner.core.errors import RunnerError
+from runner.core.evidence import Evidence
+from runner.measure.advice import (
+    ASSUMPTIONS,
+    SHAPES,
+    Workload,
+    advise,
+    explain,
+    hourly_weights,
+    measured_options,
+    measured_tokens,
+    rank,
+)
+from runner.measure.costing import read_cost_evidence
+from runner.render.tables import print_report
+
+DEFAULT_INPUT_TOKENS = 20
+DEFAULT_OUTPUT_TOKENS = 100
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m runner.advise", description=__doc__.splitlines()[0])
+    work = parser.add_argument_group("the workload")
+    work.add_argument("--requests-per-day", metavar="N", help="requests a day (required, above 0)")
+    work.add_argument(
+        "--shape", metavar="SHAPE", help=f"how a day's requests spread: {', '.join(SHAPES)} (default flat)"
+    )
+    work.add_argument("--hourly", metavar="W,...", help="24 comma-separated weights, hour 0 first (instead of --shape)")
+    work.add_argument("--input-tokens", metavar="N", help="prompt tokens per request (default: the measured mean)")
+    work.add_argument("--output-tokens", metavar="N", help="output tokens per request (default: the measured mean)")
+    work.add_argument("--latency-bound", metavar="SECONDS", help="p95 end-to-end time a request may take")
+    work.add_argument("--ttft-bound", metavar="SECONDS", help="p95 time to first token a request may take")
+    parser.add_argument(
+        "--evidence",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="bench and batch evidence (default: the newest of each)",
+    )
+    parser.add_argument(
+        "--allow-unmeasured-sources",
+        action="store_true",
+        help="rank evidence not measured on AWS too (embedded model, --endpoint, emulated or scripted), labelled",
+    )
+    parser.add_argument("--offline", action="store_true", help="never call the Pricing API: use the offline table")
+    add_aws_switch(parser, no_aws_help="never call AWS (same as --offline)")
+    add_results_dir(parser)
+    return parser
+
+
+def number(text: str | None, flag: str, *, integer: bool = False, default: float | None = None) -> float | None:
+    """A flag's value above 0, or one line saying what is wrong."""
+    if text is None:
+        return default
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        raise RunnerError(f"{flag} {text!r}: expected a {'whole ' if integer else ''}number above 0") from None
+    if not value > 0 or not math.isfinite(value):
+        raise RunnerError(f"{flag} {text!r}: must be above 0")
+    return value
+
+
+def newest_evidence(results_dir: Path) -> list[Path]:
+    """The newest bench and the newest batch evidence under the results folder."""
+    found = [
+        max(paths, key=lambda p: (p.parent.name, p.name))
+        for command in ("bench", "batch")
+        if (paths := list(results_dir.glob(f"*/{command}-*.json")))
+    ]
+    if not found:
+        raise RunnerError(
+            f"no bench or batch evidence under {results_dir}: run python -m runner.bench first, or pass --evidence FILE"
+        )
+    return found
+
+
+def run(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    # The workload and every input are checked before anything is priced or written.
+    if args.requests_per_day is None:
+        raise RunnerError("--requests-per-day N is required: the requests a day to price")
+    requests_per_day = number(args.requests_per_day, "--requests-per-day")
+    if args.shape is not None and args.hourly is not None:
+        raise RunnerError("--shape and --hourly are two ways to say the same thing: give one")
+    shape, weights = hourly_weights(args.shape, args.hourly)
+    bound = number(args.latency_bound, "--latency-bound")
+    ttft_bound = number(args.ttft_bound, "--ttft-bound")
+    input_tokens = number(args.input_tokens, "--input-tokens", integer=True)
+    output_tokens = number(args.output_tokens, "--output-tokens", integer=True)
+    paths = args.evidence or newest_evidence(args.results_dir)
+    inputs = [(str(path), read_cost_evidence(path, "runner.advise")) for path in paths]
+    measured_in, measured_out = measured_tokens([data for _, data in inputs])
+    workload = Workload(
+        requests_per_day=requests_per_day,
+        weights=weights,
+        shape=shape,
+        input_tokens=int(input_tokens or measured_in or DEFAULT_INPUT_TOKENS),
+        output_tokens=int(output_tokens or measured_out or DEFAULT_OUTPUT_TOKENS),
+        latency_bound_s=bound,
+        ttft_bound_s=ttft_bound,
+    )
+    options, refused, notices = [], [], []
+    for path, data in inputs:
+        for option in measured_options(path, data, workload.output_tokens):
+            if option.billing is Billing.NONE:
+                notices.append(f"{option.name} ({path}): not billed by AWS, not an option to price")
+            elif option.provenance and not args.allow_unmeasured_sources:
+                refused.append(f"{option.name} ({path}): measured on {option.provenance}, not AWS")
+            else:
+                options.append(option)
+    if not options:
+        first = refused[0] if refused else (notices[0] if notices else f"{paths[0]}: no backend in it")
+        raise RunnerError(
+            f"no option measured on AWS to advise on: {first}"
+            + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else "")
+            + ("; --allow-unmeasured-sources ranks it, labelled" if refused else "")
+        )
+    use_api = not args.offline and (args.aws if args.aws is not None else credentials_configured())
+    evidence = Evidence(
+        "advise",
+        {
+            "evidence": [p for p, _ in inputs],
+            "pricing": "api" if use_api else "offline",
+            "workload": workload.to_json(),
+            "allow_unmeasured_sources": args.allow_unmeasured_sources,
+        },
+        args.results_dir,
+    )
+    if not use_api:
+        why = "--offline" if args.offline else "--no-aws" if args.aws is False else "no AWS credentials configured"
+        notices.append(f"prices from the offline table ({why})")
+    if args.allow_unmeasured_sources and any(o.provenance for o in options):
+        notices.append("--allow-unmeasured-sources: options NOT measured on AWS are ranked, labelled NOT AWS")
+    requests = {option.name: option.price_request() for option in options}
+    price_list = PriceList(boto_client("pricing", PRICING_API_REGION, 30)) if use_api else None
+    prices, price_notices = price_all([r for r in requests.values() if r is not None], price_list)
+    for line in [*notices, *price_notices]:
+        console.print(f"[yellow]note:[/yellow] {line}")
+        evidence.notice(line)
+    evidence.data["prices"] = [asdict(r) | p.to_json() for r, p in prices.items()]
+    evidence.data["pricing_queries"] = price_list.queries if price_list else []
+    evidence.data["backends"] = [option.backend for option in options]
+    ranked = rank([advise(o, workload, prices.get(requests[o.name]) if requests[o.name] else None) for o in options])
+    evidence.data["records"] = ranked
+    evidence.data["why"] = explain(ranked)
+    evidence.data["refused"] = refused
+    evidence.data["assumptions"] = ASSUMPTIONS
+    path = evidence.finish()
+    print_report(evidence.data)
+    print(f"evidence: {path}")
+    return 0 if ranked and ranked[0].get("meets") is True else 1
+
+
+def main() -> None:
+    main_guard(run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""The advice table: every measured option ranked by its month for the workload, within the bound
+first, each with its arithmetic in one line and where its figures came from; then why the first
+beat the others, and what the arithmetic assumes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from runner.core.stats import fmt
+from runner.render.tables import add_columns
+
+VERDICT = {True: "yes", False: "NO", None: "unknown"}
+
+
+def workload_line(workload: dict[str, Any]) -> str:
+    bounds = []
+    if workload.get("latency_bound_s") is not None:
+        bounds.append(f"p95 end-to-end ≤ {workload['latency_bound_s']:g} s")
+    if workload.get("ttft_bound_s") is not None:
+        bounds.append(f"p95 time to first token ≤ {workload['ttft_bound_s']:g} s")
+    return (
+        f"{workload['requests_per_day']:,.0f} requests/day ({workload['shape']}, peak "
+        f"{max(workload['per_hour']):,.0f}/h), {workload['input_tokens']} in / {workload['output_tokens']} out tokens, "
+        + (", ".join(bounds) if bounds else "no latency bound")
+    )
+
+
+def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
+    workload = evidence["config"]["workload"]
+    table = Table(title=f"advise: {workload_line(workload)}")
+    columns = ["rank", "option", "billing", "measured on", "$/month", "p95 s", "within bound", "arithmetic", "why"]
+    add_columns(table, columns, left=("option", "billing", "measured on", "within bound", "arithmetic", "why"))
+    for rank, row in enumerate(evidence.get("records", []), start=1):
+        provenance = row.get("provenance")
+        notes = "; ".join(row.get("notes") or [])
+        why = "; ".join(part for part in (row.get("why"), notes) if part)
+        table.add_row(
+            str(rank),
+            row["option"],
+            row.get("billing") or "-",
+            f"[bold red]NOT AWS: {escape(provenance)}[/bold red]" if provenance else "AWS",
+            fmt(row.get("monthly_usd"), 2),
+            fmt(row.get("p95_s"), 2),
+            VERDICT[row.get("meets")],
+            escape(row.get("arithmetic") or ""),
+            escape(why),
+        )
+    out.print(table)
+    for line in evidence.get("why", []):
+        out.print(escape(line))
+    for line in evidence.get("refused", []):
+        out.print(f"[yellow]refused:[/yellow] {escape(line)}")
+    for line in evidence.get("assumptions", []):
+        out.print(f"[dim]assumes: {escape(line)}[/dim]")
