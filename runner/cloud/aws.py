@@ -38,7 +38,9 @@ def boto_client(service: str, region: str, timeout_s: float) -> Any:
     return boto3.client(
         service,
         region_name=region,
-        config=Config(read_timeout=timeout_s, connect_timeout=5, retries={"total_max_attempts": 1}, max_pool_connections=64),
+        config=Config(
+            read_timeout=timeout_s, connect_timeout=5, retries={"total_max_attempts": 1}, max_pool_connections=64
+        ),
     )
 
 
