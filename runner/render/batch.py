@@ -8,8 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runner.core.stats import fmt
-from runner.render.bench import model_labels
-from runner.render.tables import add_columns
+from runner.render.tables import add_columns, models
 
 
 def batch_table(evidence: dict[str, Any]) -> Table:
@@ -31,7 +30,7 @@ def batch_table(evidence: dict[str, Any]) -> Table:
     ]
     add_columns(table, columns, left=("backend", "model", "job", "status", "instance", "notes"))
     table.columns[columns.index("job")].overflow = "fold"  # the whole name, to look the job up by
-    served = model_labels(evidence)
+    served = models(evidence)
     records = evidence.get("records", [])
     for job in evidence.get("jobs", []):
         notes = []

@@ -15,14 +15,9 @@ from rich.table import Table
 
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
 from runner.measure.levels import level_groups, level_summary, roofline
-from runner.render.tables import add_columns
+from runner.render.tables import add_columns, models
 
 BATCH_KIND = "sagemaker-batch"
-
-
-def model_labels(evidence: dict[str, Any]) -> dict[str, str]:
-    """Per backend, the model column: the model, its precision and lane where the output says them."""
-    return {b["name"]: b.get("model_label") or b.get("model_id") or "-" for b in evidence.get("backends", [])}
 
 
 def cold_records(evidence: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -142,7 +137,7 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     old = bench_summary(baseline) if baseline else {}
     survey = survey_figures(evidence)
     same = same_text(evidence)
-    served = model_labels(evidence)
+    served = models(evidence)
 
     for name, row in summary.items():
         notes = []
@@ -228,7 +223,7 @@ def sweep_table(evidence: dict[str, Any]) -> Table:
         "notes",
     ]
     add_columns(table, columns, left=("backend", "model", "load", "notes"))
-    served = model_labels(evidence)
+    served = models(evidence)
     colds = cold_records(evidence)
     noted: set[str] = set()
     for (backend, label), records in level_groups(evidence).items():

@@ -77,7 +77,7 @@ def test_every_option_from_an_empty_account_to_a_recommendation_and_back_to_noth
         emulator.transform_server = server.url
 
         # The import: the weights copied inside "AWS" by the stack's CodeBuild job, then imported.
-        assert model_import.run(["import", "--results-dir", str(results)]) == 0
+        assert model_import.run(["import", "--poll", "0.2", "--results-dir", str(results)]) == 0
         s3 = boto3.client("s3", region_name="us-east-1")
         weights = s3.list_objects_v2(Bucket=_output("bedrock-import")["bucket"])["Contents"]
         assert {Path(o["Key"]).name for o in weights} >= {"config.json", "model.safetensors", "tokenizer.json"}
@@ -105,7 +105,7 @@ def test_every_option_from_an_empty_account_to_a_recommendation_and_back_to_noth
         leave_zero = [r["phases"]["leave_zero_s"] for r in cold if r["backend"] == "sagemaker-async"]
         assert leave_zero and leave_zero[0] >= 0.3
 
-        assert batch.run(["--count", "4", "--results-dir", str(results)]) == 0
+        assert batch.run(["--count", "4", "--poll", "0.2", "--results-dir", str(results)]) == 0
         batch_file, batched = newest(results, "batch")
         (job,) = batched["jobs"]
         assert (job["status"], job["records"], job["ok_records"]) == ("Completed", 4, 4)
