@@ -536,6 +536,7 @@ def load_config(
                 lane=lane.name,
             )
         )
+    notices += endpoint_quota_notices([b for s in stacks for b in s.backends])
     return AppConfig(
         hf_token_secret_name=secret,
         stacks=tuple(stacks),
@@ -545,6 +546,26 @@ def load_config(
         ttl_hours=ttl_hours,
         placement_records=dict(records),
     )
+
+
+def endpoint_quota_notices(backends: list[BackendConfig]) -> list[str]:
+    """Endpoints that draw on one `<type> for endpoint usage` quota at once (real-time and async on
+    ml.g6.xlarge): the survey's account had 1, and a refusal moves the whole stack."""
+    by_type: dict[str, list[BackendConfig]] = {}
+    for backend in backends:
+        spec = backend.spec
+        if spec.kind in (BackendKind.SAGEMAKER, BackendKind.SAGEMAKER_ASYNC) and spec.instance_type:
+            by_type.setdefault(spec.instance_type, []).append(backend)
+    notices = []
+    for instance_type, sharing in by_type.items():
+        if len(sharing) > 1:
+            most = sum(max(1, b.spec.max_instances) for b in sharing)
+            notices.append(
+                f"{' and '.join(b.name for b in sharing)} draw on one quota, '{instance_type} for endpoint "
+                f"usage': up to {most} instances at once (the survey's account had 1; Service Quotas shows yours). "
+                "A refusal moves the whole SageMaker stack to its next region"
+            )
+    return notices
 
 
 def _first_compatible(stack: str, specs: list[BackendSpec]) -> BackendSpec:

@@ -45,12 +45,30 @@ BUILD_SCRIPT = Path(__file__).with_name("image_build.sh")
 STACK_EVENTS = ("CREATE_COMPLETE", "UPDATE_COMPLETE")
 
 
-def build_spec() -> dict[str, object]:
-    """One command: the build script, carried base64-encoded so no shell quoting can change it,
-    written to a file of its own (mktemp) and run."""
-    encoded = base64.b64encode(BUILD_SCRIPT.read_bytes()).decode()
+def build_spec(script: Path = BUILD_SCRIPT) -> dict[str, object]:
+    """One command: the script, carried base64-encoded so no shell quoting can change it, written
+    to a file of its own (mktemp) and run (the image build; the weights copy of import_stack)."""
+    encoded = base64.b64encode(script.read_bytes()).decode()
     command = f'script=$(mktemp) && echo {encoded} | base64 -d > "$script" && bash "$script"'
     return {"version": "0.2", "env": {"shell": "bash"}, "phases": {"build": {"commands": [command]}}}
+
+
+def acknowledge_codebuild_defaults(role: iam.Role, project: codebuild.Project) -> None:
+    """CDK's grants for a project's own default log group and report groups, scoped to the project."""
+    stack = Stack.of(project)
+    project_id = stack.resolve(stack.get_logical_id(project.node.default_child))
+    region, account = stack.region, finding_account(stack)
+    for finding, reason in (
+        (
+            f"Resource::arn:<AWS::Partition>:logs:{region}:{account}:log-group:/aws/codebuild/<{project_id}>:*",
+            "CodeBuild's own default log group for this one project (the build logs to its owned group).",
+        ),
+        (
+            f"Resource::arn:<AWS::Partition>:codebuild:{region}:{account}:report-group/<{project_id}>-*",
+            "CodeBuild's own report groups for this one project.",
+        ),
+    ):
+        acknowledge(role, f"AwsSolutions-IAM5[{finding}]", reason)
 
 
 class ImageBuild(Construct):
@@ -175,9 +193,9 @@ class ImageBuild(Construct):
             "Build artifacts are the pushed image only; the AWS-managed key encrypts the logs and cache. A customer "
             "key would outlive cdk destroy by its pending-deletion window and bill meanwhile.",
         )
-        project_id = stack.resolve(stack.get_logical_id(self.project.node.default_child))
         region = stack.region
         account = finding_account(stack)
+        acknowledge_codebuild_defaults(role, self.project)
         for finding, reason in (
             (
                 "Resource::*",
@@ -190,14 +208,6 @@ class ImageBuild(Construct):
             (
                 f"Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-{account}-{region}/*",
                 "The CDK bootstrap bucket holding the source asset; the object key is content-addressed.",
-            ),
-            (
-                f"Resource::arn:<AWS::Partition>:logs:{region}:{account}:log-group:/aws/codebuild/<{project_id}>:*",
-                "CodeBuild's own default log group for this one project (the build logs to its owned group).",
-            ),
-            (
-                f"Resource::arn:<AWS::Partition>:codebuild:{region}:{account}:report-group/<{project_id}>-*",
-                "CodeBuild's own report groups for this one project.",
             ),
         ):
             acknowledge(role, f"AwsSolutions-IAM5[{finding}]", reason)

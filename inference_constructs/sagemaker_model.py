@@ -47,6 +47,7 @@ def sagemaker_model(
     input_prefix: str = "",
     output_prefix: str = "",
     topics: tuple[sns.ITopic, ...] = (),
+    create_log_group: bool = False,
 ) -> SageMakerModel:
     """The model (one container) and the role SageMaker runs it with, made in `scope` as
     `ExecutionRole` and `Model`: pull its image, write its logs and metrics, and, for the
@@ -73,6 +74,16 @@ def sagemaker_model(
             )
         )
     log_streams = f"log-group:{log_group_name}:*"
+    if create_log_group:
+        # A group SageMaker shares across the account's jobs (not the app's): the first job in a
+        # region creates it (SageMaker developer guide: the execution role's CloudWatch Logs actions).
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="CreateTheSharedLogGroup",
+                actions=["logs:CreateLogGroup"],
+                resources=[f"arn:{Aws.PARTITION}:logs:{stack.region}:{Aws.ACCOUNT_ID}:log-group:{log_group_name}"],
+            )
+        )
     role.add_to_policy(
         iam.PolicyStatement(
             sid="WriteLogs",

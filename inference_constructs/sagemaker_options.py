@@ -19,14 +19,14 @@ deletes it only when empty, so the runner's teardown (`runner.sweep --delete`) e
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from catalog.config import BackendConfig, sagemaker_environment
-from catalog.contract import BackendOutput, output_key
+from inference_constructs.backend_output import backend_output, publish_output
 from inference_constructs.endpoint_scaling import AsyncScaling
 from inference_constructs.image_build import ImageBuild
 from inference_constructs.log_group import owned_log_group
@@ -38,8 +38,6 @@ ASYNC_PREFIXES = ("async/inputs/", "async/outputs/", "async/failures/")
 BATCH_PREFIXES = ("batch/inputs/", "batch/outputs/")
 # SageMaker's own log group for every transform job of the account and region: not the app's.
 TRANSFORM_LOG_GROUP = "/aws/sagemaker/TransformJobs"
-# How long SageMaker waits for one async request (InvocationTimeoutSeconds' default is 900 s).
-ASYNC_INVOCATION_TIMEOUT_S = 900
 
 
 def options_bucket(scope: Construct, construct_id: str) -> s3.Bucket:
@@ -63,15 +61,6 @@ def options_bucket(scope: Construct, construct_id: str) -> s3.Bucket:
         "bucket that outlives cdk destroy.",
     )
     return bucket
-
-
-def _output(stack: Stack, backend: BackendConfig, output: BackendOutput) -> None:
-    CfnOutput(
-        stack,
-        output_key(backend.name),
-        value=stack.to_json_string(output.to_json()),
-        description=f"{backend.spec.title}: backend contract v{output.contract} (JSON)",
-    )
 
 
 class ServerlessEndpoint(Construct):
@@ -123,16 +112,12 @@ class ServerlessEndpoint(Construct):
             self.endpoint.node.add_dependency(self.log_group)
             if expires_at:
                 endpoint_time_to_live(self, endpoint_name, expires_at)
-        _output(
+        publish_output(
             stack,
             backend,
-            BackendOutput(
-                name=spec.name,
-                kind=spec.kind.value,
-                region=stack.region,
-                model_id=spec.model_id,
-                port=spec.port,
-                health_path=spec.health_path,
+            backend_output(
+                backend,
+                stack,
                 endpoint_name=endpoint_name,
                 log_group=self.log_group.log_group_name,
                 image=image_uri,
@@ -141,8 +126,6 @@ class ServerlessEndpoint(Construct):
                 endpoint_config_name=config_name,
                 max_total_tokens=spec.max_total_tokens,
                 expires_at=expires_at,
-                lane=backend.lane,
-                precision=spec.precision or None,
                 memory_mb=spec.memory_mb,
                 max_concurrency=spec.max_concurrency,
             ),
@@ -225,23 +208,17 @@ class AsyncEndpoint(Construct):
         self.scaling = AsyncScaling(self, "Scaling", endpoint=self.endpoint, backend=spec)
         if expires_at:
             endpoint_time_to_live(self, endpoint_name, expires_at)
-        _output(
+        publish_output(
             stack,
             backend,
-            BackendOutput(
-                name=spec.name,
-                kind=spec.kind.value,
-                region=stack.region,
-                model_id=spec.model_id,
-                port=spec.port,
-                health_path=spec.health_path,
+            backend_output(
+                backend,
+                stack,
                 endpoint_name=endpoint_name,
                 instance_type=spec.instance_type,
                 log_group=self.log_group.log_group_name,
                 endpoint_config_name=config.attr_endpoint_config_name,
                 expires_at=expires_at,
-                lane=backend.lane,
-                precision=spec.precision or None,
                 bucket=bucket.bucket_name,
                 input_prefix=inputs,
                 output_prefix=outputs,
@@ -265,25 +242,20 @@ class BatchModel(Construct):
             image_uri=dlc_image_uri(stack, spec.image or ""),
             environment=sagemaker_environment(spec.serve_flags, spec.model_id),
             log_group_name=TRANSFORM_LOG_GROUP,
+            create_log_group=True,
             bucket=bucket,
             input_prefix=inputs,
             output_prefix=outputs,
         )
         self.model = made.model
-        _output(
+        publish_output(
             stack,
             backend,
-            BackendOutput(
-                name=spec.name,
-                kind=spec.kind.value,
-                region=stack.region,
-                model_id=spec.model_id,
-                port=spec.port,
-                health_path=spec.health_path,
+            backend_output(
+                backend,
+                stack,
                 instance_type=spec.instance_type,
                 log_group=TRANSFORM_LOG_GROUP,
-                lane=backend.lane,
-                precision=spec.precision or None,
                 bucket=bucket.bucket_name,
                 input_prefix=inputs,
                 output_prefix=outputs,

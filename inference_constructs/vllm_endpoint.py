@@ -9,12 +9,12 @@ so CloudFormation's record of it is true again (an unchanged template would not 
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from catalog.config import BackendConfig, sagemaker_environment
-from catalog.contract import BackendOutput, output_key
+from inference_constructs.backend_output import backend_output, publish_output
 from inference_constructs.endpoint_scaling import RealTimeScaling
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge
@@ -80,26 +80,15 @@ class VllmSageMakerEndpoint(Construct):
             else None
         )
 
-        self.output = BackendOutput(
-            name=spec.name,
-            kind=spec.kind.value,
-            region=stack.region,
-            model_id=spec.model_id,
-            port=spec.port,
-            health_path=spec.health_path,
+        self.output = backend_output(
+            backend,
+            stack,
             endpoint_name=endpoint_name,
             instance_type=spec.instance_type,
             log_group=self.log_group.log_group_name,
             expires_at=expires_at,
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
-            lane=backend.lane,
-            precision=spec.precision or None,
             min_instances=spec.min_instances,
             max_instances=spec.max_instances,
         )
-        CfnOutput(
-            stack,
-            output_key(spec.name),
-            value=stack.to_json_string(self.output.to_json()),
-            description=f"{spec.title}: backend contract v{self.output.contract} (JSON)",
-        )
+        publish_output(stack, backend, self.output)

@@ -13,7 +13,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # CodeBuild's standard image has no `hf`: install the pinned release (an image that has it keeps its own).
-command -v hf > /dev/null || python3 -m pip install --quiet --disable-pip-version-check "huggingface_hub==${HF_HUB_VERSION}"
+if ! command -v hf > /dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check "huggingface_hub==${HF_HUB_VERSION}"
+  # pip puts the CLI in the interpreter's scripts folder, which a pyenv shim PATH may not list.
+  PATH="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
+fi
 if [[ -n "${HF_TOKEN_SECRET:-}" ]]; then
   if token=$(aws secretsmanager get-secret-value --secret-id "$HF_TOKEN_SECRET" --query SecretString --output text 2>/dev/null); then
     export HF_TOKEN="$token"
@@ -27,8 +31,11 @@ hf download "$MODEL_ID" --local-dir "$work/model" \
 [[ -f "$work/model/config.json" ]] || { echo "error: $MODEL_ID has no config.json"; exit 1; }
 compgen -G "$work/model/*.safetensors" > /dev/null || { echo "error: $MODEL_ID has no safetensors weights"; exit 1; }
 rm -rf "$work/model/.cache"
-# Upload to a staging prefix, then move: an import never sees half a copy.
+# Upload to a staging prefix, then move, then mark the copy complete (a sibling object, outside
+# the prefix the import reads): a copy that died half-way has no marker, and is copied again.
+aws s3 rm "${WEIGHTS_URI%/}.complete" --only-show-errors
 aws s3 sync "$work/model" "${WEIGHTS_URI%/}.partial/" --only-show-errors
 aws s3 rm "${WEIGHTS_URI}" --recursive --only-show-errors
 aws s3 mv "${WEIGHTS_URI%/}.partial/" "${WEIGHTS_URI}" --recursive --only-show-errors
+echo "$MODEL_ID" | aws s3 cp - "${WEIGHTS_URI%/}.complete" --only-show-errors
 echo "copied $MODEL_ID to $WEIGHTS_URI ($(du -sh "$work/model" | cut -f1))"

@@ -11,18 +11,18 @@ policy AWS documents for Custom Model Import: aws:SourceAccount and an aws:Sourc
 
 from __future__ import annotations
 
-import base64
 import re
 from pathlib import Path
 
-from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from catalog.config import BackendConfig, StackConfig
-from catalog.contract import BackendOutput, output_key
+from inference_constructs.backend_output import backend_output, publish_output
+from inference_constructs.image_build import acknowledge_codebuild_defaults, build_spec
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge
 from inference_constructs.stack_marker import StackMarker
@@ -108,25 +108,12 @@ class ModelImport(Construct):
         )
         logs = owned_log_group(self, "Logs", f"/inference/weights/{spec.name}")
         logs.grant_write(self.copy_role)
-        encoded = base64.b64encode(COPY_SCRIPT.read_bytes()).decode()
         self.copy = codebuild.Project(
             self,
             "Copy",
             description=f"Copies {spec.model_id} from the Hugging Face hub to s3://<weights bucket>/{prefix}",
             role=self.copy_role,
-            build_spec=codebuild.BuildSpec.from_object(
-                {
-                    "version": "0.2",
-                    "env": {"shell": "bash"},
-                    "phases": {
-                        "build": {
-                            "commands": [
-                                f'script=$(mktemp) && echo {encoded} | base64 -d > "$script" && bash "$script"'
-                            ]
-                        }
-                    },
-                }
-            ),
+            build_spec=codebuild.BuildSpec.from_object(build_spec(COPY_SCRIPT)),
             environment=codebuild.BuildEnvironment(
                 build_image=codebuild.LinuxBuildImage.STANDARD_7_0, compute_type=codebuild.ComputeType.MEDIUM
             ),
@@ -145,8 +132,8 @@ class ModelImport(Construct):
             "The build's only artifact is the weights in the encrypted bucket; a customer key would outlive cdk destroy.",
         )
         account = "<AWS::AccountId>"
-        project_id = stack.resolve(stack.get_logical_id(self.copy.node.default_child))
         bucket_id = stack.resolve(stack.get_logical_id(self.bucket.node.default_child))
+        acknowledge_codebuild_defaults(self.copy_role, self.copy)
         for role, findings in (
             (
                 self.import_role,
@@ -171,28 +158,14 @@ class ModelImport(Construct):
                         f"{hf_token_secret_name}-*",
                         "The one Hugging Face token secret (Secrets Manager appends a random suffix).",
                     ),
-                    (
-                        f"Resource::arn:<AWS::Partition>:logs:{stack.region}:{account}:log-group:/aws/codebuild/<{project_id}>:*",
-                        "CodeBuild's own default log group for this one project.",
-                    ),
-                    (
-                        f"Resource::arn:<AWS::Partition>:codebuild:{stack.region}:{account}:report-group/<{project_id}>-*",
-                        "CodeBuild's own report groups for this one project.",
-                    ),
                 ],
             ),
         ):
             for finding, reason in findings:
                 acknowledge(role, f"AwsSolutions-IAM5[{finding}]", reason)
-        self.output = BackendOutput(
-            name=spec.name,
-            kind=spec.kind.value,
-            region=stack.region,
-            model_id=spec.model_id,
-            port=spec.port,
-            health_path=spec.health_path,
-            lane=backend.lane,
-            precision=spec.precision or None,
+        self.output = backend_output(
+            backend,
+            stack,
             bucket=self.bucket.bucket_name,
             input_prefix=prefix,
             model_name=imported_model_name(spec.model_id, backend.lane),
@@ -200,9 +173,4 @@ class ModelImport(Construct):
             weights_job=self.copy.project_name,
             log_group=logs.log_group_name,
         )
-        CfnOutput(
-            stack,
-            output_key(spec.name),
-            value=stack.to_json_string(self.output.to_json()),
-            description=f"{spec.title}: backend contract v{self.output.contract} (JSON)",
-        )
+        publish_output(stack, backend, self.output)

@@ -15,7 +15,7 @@ from runner.cloud.forwards import live_forwards
 from runner.cloud.leftovers import Found
 from runner.cloud.model_import import delete_imported_model
 from runner.core.console import console
-from runner.core.errors import RunnerError, describe
+from runner.core.errors import RunnerError, aws_error_code, describe
 
 # Deletion order: what must go before its stack, the stacks (CloudFormation removes what it made),
 # then what they left.
@@ -133,7 +133,7 @@ def delete_left_bucket(s3: Any, name: str) -> str:
     try:
         s3.head_bucket(Bucket=name)
     except ClientError as error:
-        if error.response.get("Error", {}).get("Code") in ("404", "NoSuchBucket", "NotFound"):
+        if aws_error_code(error) in ("404", "NoSuchBucket", "NotFound"):
             return "gone with its stack"
         raise
     s3.delete_bucket(Bucket=name)
@@ -149,7 +149,7 @@ def released_volume_state(ec2: Any, volume_id: str, wait_s: float) -> str:
         try:
             (volume,) = ec2.describe_volumes(VolumeIds=[volume_id])["Volumes"]
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "InvalidVolume.NotFound":
+            if aws_error_code(error) == "InvalidVolume.NotFound":
                 return "deleted"
             raise
         if volume["State"] in ("available", "deleted") or time.monotonic() > deadline:

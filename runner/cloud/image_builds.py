@@ -10,7 +10,7 @@ from typing import Any
 
 from catalog.contract import BackendOutput
 from runner.cloud.outputs import read_outputs_file, read_stack_outputs
-from runner.core.errors import RunnerError
+from runner.core.errors import RunnerError, aws_error_code
 
 RUNNING = "IN_PROGRESS"
 
@@ -27,7 +27,7 @@ def image_state(ecr: Any, image_uri: str) -> str:
     try:
         ecr.describe_images(repositoryName=repository, imageIds=[{"imageTag": tag}])
     except ClientError as error:
-        code = error.response.get("Error", {}).get("Code", "")
+        code = aws_error_code(error)
         if code == "RepositoryNotFoundException":
             return "no-repository"
         if code == "ImageNotFoundException":
@@ -54,11 +54,7 @@ def start_build(codebuild: Any, project: str, *, force: bool = False) -> tuple[d
         return codebuild.start_build(projectName=project, environmentVariablesOverride=overrides)["build"], True
     except ClientError as error:
         running = latest_build(codebuild, project)
-        if (
-            error.response.get("Error", {}).get("Code") in LIMIT_ERRORS
-            and running
-            and running["buildStatus"] == RUNNING
-        ):
+        if aws_error_code(error) in LIMIT_ERRORS and running and running["buildStatus"] == RUNNING:
             return running, False
         raise
 

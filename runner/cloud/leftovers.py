@@ -17,7 +17,7 @@ from runner.cloud.aws import boto_client
 from runner.cloud.forwards import read_forwards
 from runner.cloud.model_import import IN_PROGRESS, import_jobs, import_tags_are_ours, imported_models, resource_tags
 from runner.core.console import console
-from runner.core.errors import RunnerError, describe
+from runner.core.errors import RunnerError, aws_error_code, describe
 
 REGIONS = US_REGIONS
 
@@ -281,7 +281,7 @@ def bucket_tags(s3: Any, name: str) -> list[dict[str, str]]:
     try:
         return s3.get_bucket_tagging(Bucket=name).get("TagSet", [])
     except Exception as error:
-        if getattr(error, "response", {}).get("Error", {}).get("Code") in ("NoSuchTagSet", "NoSuchBucket"):
+        if aws_error_code(error) in ("NoSuchTagSet", "NoSuchBucket"):
             return []
         raise
 
@@ -296,7 +296,7 @@ NOT_ENABLED = ("UnrecognizedClientException", "InvalidClientTokenId", "AuthFailu
 
 
 def region_not_enabled(error: Exception) -> bool:
-    code = getattr(error, "response", {}).get("Error", {}).get("Code", "")
+    code = aws_error_code(error)
     return code in NOT_ENABLED
 
 

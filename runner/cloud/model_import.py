@@ -23,7 +23,7 @@ from typing import Any
 from catalog.backends import BackendKind
 from catalog.contract import APP_TAG, BACKEND_TAG_KEY, BackendOutput
 from runner.cloud.image_builds import RUNNING, build_record, follow, last_log_lines, start_build
-from runner.core.errors import RunnerError, describe
+from runner.core.errors import RunnerError, aws_error_code, describe
 
 # The model architectures Custom Model Import accepts, as the `architectures` of a Hugging Face
 # config.json names them. Source: Amazon Bedrock user guide, "Import a customized model into Amazon
@@ -99,7 +99,21 @@ def weights_in_bucket(s3: Any, output: BackendOutput) -> list[str]:
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=output.bucket, Prefix=prefix):
         names += [o["Key"][len(prefix) :] for o in page.get("Contents", [])]
     complete = CONFIG_FILE in names and any(n.endswith(WEIGHTS_SUFFIX) for n in names)
-    return sorted(names) if complete else []
+    return sorted(names) if complete and copy_marked_complete(s3, output) else []
+
+
+def copy_marked_complete(s3: Any, output: BackendOutput) -> bool:
+    """The copy job's last step writes `<prefix>.complete` beside the weights (weights_copy.sh):
+    without it a copy may have died half-way, and the weights are copied again."""
+    from botocore.exceptions import ClientError
+
+    try:
+        s3.head_object(Bucket=output.bucket, Key=prefix_of(output).rstrip("/") + ".complete")
+    except ClientError as error:
+        if aws_error_code(error) in ("404", "NoSuchKey", "NotFound"):
+            return False
+        raise
+    return True
 
 
 def copy_weights(
@@ -156,16 +170,12 @@ def check_architectures(architectures: list[str], where: str) -> None:
         )
 
 
-def _code(error: Exception) -> str:
-    return getattr(error, "response", {}).get("Error", {}).get("Code", "")
-
-
 def find_imported_model(bedrock: Any, name_or_arn: str) -> dict[str, Any] | None:
     """GetImportedModel by name or ARN; None when there is none."""
     try:
         return bedrock.get_imported_model(modelIdentifier=name_or_arn)
     except Exception as error:
-        if _code(error) == "ResourceNotFoundException":
+        if aws_error_code(error) == "ResourceNotFoundException":
             return None
         raise
 
@@ -233,7 +243,7 @@ def delete_imported_model(bedrock: Any, name_or_arn: str) -> bool:
     try:
         bedrock.delete_imported_model(modelIdentifier=name_or_arn)
     except Exception as error:
-        if _code(error) == "ResourceNotFoundException":
+        if aws_error_code(error) == "ResourceNotFoundException":
             return False
         raise
     return True

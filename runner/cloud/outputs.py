@@ -10,7 +10,7 @@ from catalog.backends import stack_names
 from catalog.contract import OUTPUT_PREFIX, BackendOutput
 from catalog.errors import CatalogError
 from catalog.offerings import US_REGIONS
-from runner.core.errors import RunnerError
+from runner.core.errors import RunnerError, aws_error_code
 from runner.core.files import read_json_file
 
 
@@ -87,7 +87,7 @@ def read_stack_outputs(region: str | None = None, client_for: Any | None = None)
             try:
                 (description,) = client(where).describe_stacks(StackName=stack)["Stacks"]
             except ClientError as error:
-                if error.response.get("Error", {}).get("Code") == "ValidationError":
+                if aws_error_code(error) == "ValidationError":
                     continue  # CloudFormation's answer for a stack that does not exist there
                 problems.append(f"CloudFormation {where} {stack}: {error.response['Error'].get('Message', error)}")
                 break

@@ -15,6 +15,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.core.errors import aws_error_code
+
 CAPACITY_MARKERS = (
     "InsufficientInstanceCapacity",
     "insufficient capacity",
@@ -82,7 +84,7 @@ def read_readiness(ssm: Any, parameter: str) -> Readiness:
     try:
         value = ssm.get_parameter(Name=parameter)["Parameter"]["Value"]
     except ClientError as error:
-        code = error.response.get("Error", {}).get("Code", "")
+        code = aws_error_code(error)
         if code == "ParameterNotFound":
             return Readiness(state="absent", reason=f"no parameter {parameter}: is the stack deployed?")
         raise

@@ -252,7 +252,14 @@ class StackUp:
         outputs_file = Path(tempfile.mkdtemp(prefix="inference-up-")) / "outputs.json"
         result = deploy_stack(self.config.name, context, self.options.method, outputs_file)
         if result.returncode != 0:
-            raise RunnerError(f"second deploy of {self.config.name} in {region} failed: {result.tail[:300]}")
+            # What the first deploy made is still there (and may bill): watch it; the backends that
+            # waited for the second one failed, with its reason.
+            reason = f"second deploy (to make the endpoint) failed: {result.tail[:300]}"
+            for output in outputs.values():
+                if output.waiting_for_image:
+                    self.records[output.name].update(outcome=FAILED, reason=reason)
+            self.log(reason)
+            return {name: o for name, o in outputs.items() if not o.waiting_for_image and name not in failed}
         return {name: o for name, o in self.read_outputs(outputs_file).items() if name not in failed}
 
     def clients(self, region: str) -> Callable[[str], Any]:
@@ -315,9 +322,16 @@ class StackUp:
         """Remove the failed attempt before moving on, so nothing is left billing in `region`."""
         write_placement(self.config.name, region)
         self.log(f"destroying the attempt in {region} …")
+        # The attempt's own cloud assembly (its deploy synthesized it into this folder, for this
+        # region): destroying from it needs no second synth; without one, the app is synthesized.
+        assembly = Path(cli_output_folder(self.config.name))
+        source = (
+            ["--app", str(assembly)]
+            if (assembly / "manifest.json").is_file()
+            else ["--output", str(assembly), *context_args(self.options.context)]
+        )
         for attempt in range(1, DESTROY_ATTEMPTS + 1):
-            result = cdk(["destroy", self.config.name, "--force", "--output", cli_output_folder(self.config.name),
-                          *context_args(self.options.context)])  # fmt: skip
+            result = cdk(["destroy", self.config.name, "--force", *source])
             if result.returncode == 0:
                 break
             # A deletion can fail once on dependencies still being released (network interfaces).

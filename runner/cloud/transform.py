@@ -85,17 +85,30 @@ def plan_job(
     )
 
 
+MAX_CONCURRENT_TRANSFORMS = 4
+
+
 def upload(s3: Any, plan: TransformPlan, lines: list[bytes]) -> None:
     s3.put_object(
         Bucket=plan.bucket, Key=plan.input_key, Body=b"\n".join(lines) + b"\n", ContentType="application/jsonlines"
     )
 
 
+def remove_input(s3: Any, plan: TransformPlan) -> None:
+    """Delete the job's input (the job was never created); a failure to delete is not raised."""
+    try:
+        s3.delete_object(Bucket=plan.bucket, Key=plan.input_key)
+    except Exception:  # the bucket's lifecycle rule expires it anyway
+        return
+
+
 def create(sagemaker: Any, plan: TransformPlan) -> None:
     sagemaker.create_transform_job(
         TransformJobName=plan.job_name,
         ModelName=plan.model_name,
-        MaxConcurrentTransforms=1,
+        # Records in flight on the instance at once, as the async endpoint's 4 per instance: vLLM
+        # batches them; AssembleWith Line keeps each output line in its input line's place.
+        MaxConcurrentTransforms=MAX_CONCURRENT_TRANSFORMS,
         MaxPayloadInMB=plan.max_payload_mb,
         BatchStrategy="SingleRecord",
         TransformInput={

@@ -199,6 +199,13 @@ def _classify_strands(error: BaseException) -> BackendFault | None:
     return None
 
 
+def aws_error_code(error: BaseException) -> str:
+    """The AWS error code of a botocore ClientError (`NoSuchKey`, `ResourceNotFoundException`, …);
+    "" for anything else."""
+    response = getattr(error, "response", None)
+    return str(response.get("Error", {}).get("Code") or "") if isinstance(response, dict) else ""
+
+
 def _aws_code_message(error) -> tuple[str, str]:
     details = error.response.get("Error", {}) if isinstance(getattr(error, "response", None), dict) else {}
     code = details.get("Code") or type(error).__name__

@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 from runner.cloud.aws import boto_client
-from runner.core.errors import StreamFault, TimedOut
+from runner.core.errors import StreamFault, TimedOut, aws_error_code
 from runner.measure.records import ChatRequest, RequestRecord, Stopwatch
 from runner.measure.sse import ChatStreamAccumulator
 
@@ -105,7 +105,7 @@ class BedrockImportStreamClient:
                 )
                 break
             except Exception as error:
-                if _code(error) != NOT_READY:
+                if aws_error_code(error) != NOT_READY:
                     raise
                 refusals += 1
                 waited = time.perf_counter() - first
@@ -169,7 +169,3 @@ def runtime_client(region: str, timeout_s: float) -> Any:
         read_timeout=timeout_s, connect_timeout=5, retries={"total_max_attempts": 1}, max_pool_connections=64
     )
     return boto3.client("bedrock-runtime", region_name=region, config=config)
-
-
-def _code(error: Exception) -> str:
-    return getattr(error, "response", {}).get("Error", {}).get("Code", "")

@@ -82,12 +82,18 @@ def skip_batch(backend: Backend, evidence: Evidence) -> None:
     evidence.notice(line)
 
 
+COLD_ASSUMED = "cold_assumed"
+
+
 def warm_up_once(client, backend: Backend) -> RequestRecord:
     """The survey's warm-up; on a path that scales from zero it is the cold start, timed and marked
     (unless the client knows better: an async endpoint that had an instance was not cold)."""
     warm = warm_up(client, backend.name)
     if backend.cold_starts and warm.cold_start is None:
+        # The path does not say whether this request found it at zero (serverless): the first
+        # request of the run is taken as the cold one, and the record says it was assumed.
         warm.cold_start = True
+        warm.phases = (warm.phases or {}) | {COLD_ASSUMED: 1.0}
     return warm
 
 

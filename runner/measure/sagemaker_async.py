@@ -44,7 +44,7 @@ import uuid
 from typing import Any
 
 from runner.cloud.aws import boto_client
-from runner.core.errors import ServiceError, TimedOut
+from runner.core.errors import ServiceError, TimedOut, aws_error_code
 from runner.measure.records import ChatRequest, RequestRecord, Stopwatch
 from runner.measure.sagemaker import parse_completion, whole_answer_body
 
@@ -171,7 +171,7 @@ class SageMakerAsyncClient:
         try:
             self.s3.head_object(Bucket=bucket, Key=key)
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            if aws_error_code(error) in ("404", "NoSuchKey", "NotFound"):
                 return False
             raise
         return True

@@ -110,6 +110,8 @@ def run_job(backend: Backend, lines: list[bytes], evidence: Evidence, *, poll_s:
             raise
         job["failure_reason"] = describe(error)
         console.print(f"[red]{backend.name}:[/red] {job['failure_reason']}")
+        if not created:  # refused (a quota of 0, say): nothing half-uploaded is left behind
+            transform.remove_input(s3, plan)
         evidence.save()
         return False
     finally:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
+from runner.measure.benchmark import COLD_ASSUMED
 from runner.measure.levels import level_groups, level_summary, roofline
 from runner.render.tables import add_columns, models
 
@@ -48,6 +49,7 @@ def cold_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "median_work_s": median(p.get("work_s") for p in phases if "leave_zero_s" in p),
         "median_work_tok_s": median(work_tok_s(r) for r in ok if "leave_zero_s" in (r.get("phases") or {})),
         "first_error": next((r["error"] for r in records if r.get("error")), None),
+        "assumed": any((r.get("phases") or {}).get(COLD_ASSUMED) for r in records),
     }
 
 
@@ -61,6 +63,8 @@ def cold_note(row: dict[str, Any]) -> str:
     if row["median_work_s"] is not None:
         rate = f", {fmt(row['median_work_tok_s'], 1)} tok/s of the work" if row["median_work_tok_s"] else ""
         parts.append(f"work {fmt(row['median_work_s'], 2)} s{rate}")
+    if row.get("assumed"):
+        parts.append("assumed cold: the first request of the run (the path does not say whether it found zero)")
     return "; ".join(parts)
 
 
@@ -138,9 +142,11 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     survey = survey_figures(evidence)
     same = same_text(evidence)
     served = models(evidence)
+    # bench --in-region: each server's row through the tunnel and its row on its own host say so.
+    paths = {b["name"]: b.get("path_note") for b in evidence.get("backends", [])}
 
     for name, row in summary.items():
-        notes = []
+        notes = [paths[name]] if paths.get(name) else []
         if row["batch"]:
             notes.append("measured by python -m runner.batch")
         if row["cold"]:

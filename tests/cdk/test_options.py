@@ -255,8 +255,10 @@ def test_the_weights_copy_stages_then_moves_so_an_import_never_sees_half_a_copy(
     assert result.returncode == 0, result.stdout + result.stderr
     s3 = [c.split()[1:] for c in calls if c.startswith("aws s3")]
     final, staged = "s3://weights-bucket/weights/m/", "s3://weights-bucket/weights/m.partial/"
-    assert [c[:2] for c in s3] == [["s3", "sync"], ["s3", "rm"], ["s3", "mv"]]
-    assert s3[0][3] == staged and s3[1][2] == final and s3[2][2:4] == [staged, final]
+    marker = "s3://weights-bucket/weights/m.complete"
+    assert [c[:2] for c in s3] == [["s3", "rm"], ["s3", "sync"], ["s3", "rm"], ["s3", "mv"], ["s3", "cp"]]
+    assert s3[0][2] == marker and s3[1][3] == staged and s3[2][2] == final
+    assert s3[3][2:4] == [staged, final] and s3[4][2:4] == ["-", marker]
     assert "anonymous" in result.stdout  # no token secret: Qwen's weights are not gated
     assert any(c.startswith("python3 -m pip install") and "huggingface_hub==2.4.0" in c for c in calls)
 

@@ -9,8 +9,7 @@ nothing of ours.
 
 The answers come from a scripted OpenAI-compatible server behind the emulator's SageMaker runtime
 (tests/aws_emulator/sagemaker_runtime.py) and from the loopback Custom Model Import fake; the
-same paths against the real embedded llama.cpp are in tests/runner/test_sagemaker_options.py and
-test_batch.py.
+serverless path against the real embedded llama.cpp is in tests/runner/test_sagemaker_options.py.
 """
 
 from __future__ import annotations
@@ -124,6 +123,18 @@ def test_every_option_from_an_empty_account_to_a_recommendation_and_back_to_noth
 
     # Back to nothing: buckets emptied, the imported model and the stacks deleted, and nothing left.
     assert sweep.run(["--delete", "--results-dir", str(tmp_path / "delete")]) in (0, 1)
+    _, deleted = newest(tmp_path / "delete", "sweep")
+    actions = deleted["deleted"]
+    emptied = [i for i, a in enumerate(actions) if a["kind"] == "bucket" and a["outcome"].startswith("emptied")]
+    weights = [a for a in actions if a["kind"] == "bucket" and a["outcome"].startswith("emptied (")]
+    # Every bucket of ours emptied before any stack is deleted (CloudFormation deletes only empty
+    # ones), the weights among them; the stacks then deleted, the imported model after them.
+    assert emptied and max(emptied) < min(i for i, a in enumerate(actions) if a["kind"] == "stack"), actions
+    assert any(int(a["outcome"].split("(")[1].split()[0]) >= 4 for a in weights), weights
+    assert sorted(a["id"] for a in actions if a["kind"] == "stack" and a["outcome"] == "deleted") == [
+        "InferenceBedrockImportStack",
+        "InferenceSageMakerStack",
+    ], actions
     assert emulator.bedrock.models == {}
     assert sweep.run(["--results-dir", str(tmp_path / "after")]) in (0, 1)
     _, after = newest(tmp_path / "after", "sweep")

@@ -294,6 +294,7 @@ def weights_copy(monkeypatch: Any, bucket: str, prefix: str, files: dict[str, by
             s3 = boto3.client("s3", region_name=backend.region_name)
             for name, data in files.items():
                 s3.put_object(Bucket=bucket, Key=f"{prefix.strip('/')}/{name}", Body=data)
+            s3.put_object(Bucket=bucket, Key=f"{prefix.strip('/')}.complete", Body=b"copied")  # the job's last step
         return build
 
     def batch_get_builds(backend, ids):

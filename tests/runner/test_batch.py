@@ -112,7 +112,7 @@ def test_a_six_prompt_job_completes_in_order_with_its_rates_and_price(emulator, 
     assert all(b["stream"] is False and b["max_tokens"] == 16 and "stream_options" not in b for b in sent)
     # The job as CreateTransformJob got it.
     described = aws("sagemaker").describe_transform_job(TransformJobName=job["job_name"])
-    assert described["BatchStrategy"] == "SingleRecord" and described["MaxConcurrentTransforms"] == 1
+    assert described["BatchStrategy"] == "SingleRecord" and described["MaxConcurrentTransforms"] == 4
     assert described["TransformInput"]["SplitType"] == "Line"
     assert described["TransformInput"]["ContentType"] == "application/json"
     assert described["TransformOutput"]["AssembleWith"] == "Line"
@@ -189,3 +189,24 @@ def test_help():
     with pytest.raises(SystemExit) as raised:
         batch.run(["--help"])
     assert raised.value.code == 0
+
+
+def test_a_job_the_account_refuses_leaves_no_input_behind(emulator, bucket, tmp_path, monkeypatch, capsys):
+    """CreateTransformJob refused (a transform-job instance quota of 0, as new accounts have for
+    g6): one line, exit 1, and the uploaded prompts are removed again."""
+    from botocore.exceptions import ClientError
+
+    def refuse(*args, **kwargs):
+        raise ClientError(
+            {"Error": {"Code": "ResourceLimitExceeded", "Message": "The account-level service limit "
+             "'ml.g6.xlarge for transform job usage' is 0 Instances"}}, "CreateTransformJob",
+        )  # fmt: skip
+
+    monkeypatch.setattr(transform, "create", lambda sagemaker, plan: refuse())
+    with FakeOpenAI([text("never asked")]) as fake:
+        emulator.transform_server = fake.url
+        assert batch.run(argv(tmp_path, "--count", "2")) == 1
+        assert fake.requests == []
+    (job,) = evidence_of(tmp_path)["jobs"]
+    assert job["status"] == "NotStarted" and "ml.g6.xlarge for transform job usage" in job["failure_reason"]
+    assert keys(bucket) == []

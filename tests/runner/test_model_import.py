@@ -174,10 +174,20 @@ def test_a_second_import_finds_the_model_and_starts_nothing(world, monkeypatch, 
 def test_weights_in_the_bucket_are_not_copied_again(world, monkeypatch, capsys):
     for name, data in qwen_files().items():
         world.s3.put_object(Bucket=BUCKET, Key=PREFIX + name, Body=data)
+    world.s3.put_object(Bucket=BUCKET, Key=PREFIX.rstrip("/") + ".complete", Body=b"copied")
     builds = weights_copy(monkeypatch, BUCKET, PREFIX, qwen_files())
     assert model_import.run(world.argv("import")) == 0
     assert builds == [] and "copy skipped" in capsys.readouterr().err
     assert world.evidence()["records"][0] == {"step": "copy", "outcome": "skipped", "files": sorted(qwen_files())}
+
+
+def test_weights_a_copy_left_without_its_completion_marker_are_copied_again(world, monkeypatch):
+    """A copy that died half-way (files there, no marker) is not taken for a whole one."""
+    for name, data in qwen_files().items():
+        world.s3.put_object(Bucket=BUCKET, Key=PREFIX + name, Body=data)
+    builds = weights_copy(monkeypatch, BUCKET, PREFIX, qwen_files())
+    assert model_import.run(world.argv("import")) == 0
+    assert len(builds) == 1 and world.evidence()["records"][0]["outcome"] == "copied"
 
 
 def test_a_refused_architecture_is_one_line_exit_2_and_no_job(world, monkeypatch, capsys):
