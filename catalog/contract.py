@@ -93,6 +93,12 @@ class BackendOutput:
     error_topic: str | None = None
     import_role_arn: str | None = None
     weights_job: str | None = None
+    # The in-region bench of an EC2 server (optional, added within version 2; `runner.bench
+    # --in-region`): the stack's evidence bucket, the prefix this server may write under, and the
+    # S3 URL of the kit it runs (`s3://BUCKET/KEY.zip`). Absent: deployed before the kit existed.
+    evidence_bucket: str | None = None
+    evidence_prefix: str | None = None
+    bench_kit: str | None = None
     contract: int = CONTRACT_VERSION
 
     def to_json(self) -> dict[str, Any]:

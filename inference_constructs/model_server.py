@@ -38,6 +38,7 @@ from constructs import Construct
 from catalog.config import BackendConfig
 from catalog.contract import BACKEND_TAG_KEY, IMAGE_TAG_KEY, BackendOutput, output_key
 from inference_constructs.image_build import ImageBuild
+from inference_constructs.in_region import InRegionBench, evidence_prefix
 from inference_constructs.instance_role import LOG_GROUP_PREFIX, ServerInstanceRole, readiness_parameter_name
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge
@@ -80,6 +81,7 @@ class ModelServer(Construct):
         image_build: ImageBuild | None = None,
         graph_repository: ecr.IRepository | None = None,
         expires_at: str | None = None,
+        in_region: InRegionBench | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         spec = backend.spec
@@ -110,6 +112,9 @@ class ModelServer(Construct):
             self.instance_role.allow_build(image_build.project.project_arn)
         if graph_repository:
             self.instance_role.allow_graphs(graph_repository.repository_arn)
+        if in_region:
+            # runner.bench --in-region: the kit, and its evidence under this backend's prefix only.
+            in_region.allow(self.instance_role.role, spec.name)
         boot = ServerBoot(
             backend=spec.name,
             image=image_uri,
@@ -227,6 +232,9 @@ class ModelServer(Construct):
             ready_minutes=ready_minutes,
             lane=backend.lane,
             precision=spec.precision or None,
+            evidence_bucket=in_region.bucket.bucket_name if in_region else None,
+            evidence_prefix=evidence_prefix(spec.name) if in_region else None,
+            bench_kit=in_region.kit_url if in_region else None,
         )
         CfnOutput(
             Stack.of(self),

@@ -37,5 +37,6 @@ aws s3 rm "${WEIGHTS_URI%/}.complete" --only-show-errors
 aws s3 sync "$work/model" "${WEIGHTS_URI%/}.partial/" --only-show-errors
 aws s3 rm "${WEIGHTS_URI}" --recursive --only-show-errors
 aws s3 mv "${WEIGHTS_URI%/}.partial/" "${WEIGHTS_URI}" --recursive --only-show-errors
-echo "$MODEL_ID" | aws s3 cp - "${WEIGHTS_URI%/}.complete" --only-show-errors
+echo "$MODEL_ID" > "$work/complete"
+aws s3 cp "$work/complete" "${WEIGHTS_URI%/}.complete" --only-show-errors
 echo "copied $MODEL_ID to $WEIGHTS_URI ($(du -sh "$work/model" | cut -f1))"

@@ -16,6 +16,7 @@ from catalog.backends import ModelArgument
 from catalog.config import BackendConfig, StackConfig
 from inference_constructs import ModelServer, SsmOnlyNetwork
 from inference_constructs.image_build import IMAGES_DIR, REPOSITORY_PREFIX, ImageBuild, image_build_for
+from inference_constructs.in_region import InRegionBench
 from inference_constructs.stack_marker import StackMarker
 
 ECR_PREFIX = "ecr:"
@@ -40,6 +41,7 @@ class ModelServerStack(Stack):
         self.servers: dict[str, ModelServer] = {}
         self.image_builds: dict[str, ImageBuild] = {}
         self.graph_repository: ecr.Repository | None = None
+        self.in_region: InRegionBench | None = None
         if not config.backends:
             return
         # The account's zones as runner.up read them; else every zone the CDK's lookup finds in the
@@ -47,6 +49,8 @@ class ModelServerStack(Stack):
         # credentials), its two Fn::GetAZs placeholders.
         zones = list(config.zones) or list(self.availability_zones)
         network = SsmOnlyNetwork(self, "Network", zones=zones)
+        # runner.bench --in-region: the kit the servers run and the bucket their records go to.
+        self.in_region = InRegionBench(self, "InRegionBench")
         for backend in config.backends:
             self.servers[backend.name] = ModelServer(
                 self,
@@ -59,6 +63,7 @@ class ModelServerStack(Stack):
                 image_build=self._image_build(backend),
                 graph_repository=self._graph_repository(backend),
                 expires_at=expires_at,
+                in_region=self.in_region,
             )
 
     def _graph_repository(self, backend: BackendConfig) -> ecr.Repository | None:

@@ -45,6 +45,7 @@ def test_nag_passes_and_every_acknowledgment_sits_on_its_construct(app_stacks):
         "AwsSolutions-EC28",
         "AwsSolutions-IAM4",
         "AwsSolutions-IAM5",
+        "AwsSolutions-S1",
         "AwsSolutions-SM1",
         "AwsSolutions-SM2",
         "AwsSolutions-VPC7",

@@ -1,0 +1,464 @@
+"""The in-region bench kit: `runner.bench`'s single-request benchmark, run on a server's own
+instance against its loopback port, so the difference from the row measured through the SSM tunnel
+is the path.
+
+`python -m runner.bench --in-region` sends it there with SSM Run Command (`AWS-RunShellScript`):
+the commands fetch this folder's zip (an S3 asset of the server's stack, the only object of the
+bootstrap bucket the instance role may read), run it with the host's own `python3` (a zip with a
+`__main__.py` runs as a program) and copy its result to the stack's evidence bucket with the AWS
+CLI every server already has (its boot script installs it), because Run Command's inline output is
+cut at about 24 KB. The runner reads the result back into its evidence.
+
+Why a stdlib-only script and not the runner's own client (`runner/measure/openai_sync.py`): that
+client needs httpx and its five dependencies, and imports `runner.core` (httpx again) and the
+catalog; the DLAMIs' Python is the distribution's, which refuses `pip install` into it (PEP 668)
+and ships without `venv`/`ensurepip`, and carrying wheels in the asset would tie the kit to
+whatever the deploying machine has installed. Installing anything on a server would also change
+the host being measured. This file needs Python 3.10+ and nothing else (the DLAMIs have 3.12).
+What it must keep is the measuring, and that is held to the runner's by the tests
+(`tests/runner/test_in_region.py`): the same request body, the same warm-up, the same record
+fields (`RequestRecord.to_json()`), and, against the same scripted server, the same figures and
+the same one-line faults as the runner's client (a body dropped mid-stream: the same prefix, then
+http.client's words for it instead of httpx's).
+
+What it measures is exactly what `bench_backend` measures: one untimed warm-up on the connection
+the timed requests reuse, then `repeats` streamed requests one at a time, each read to its end
+(past `[DONE]`); time to first token (the first chunk with content), end-to-end time to `[DONE]`,
+output tokens from the server's usage (a client count only when there is none, marked), a stale
+kept-alive connection resent once; after an unreachable or timed-out first request the rest are
+skipped. It exits 0 whenever it wrote its result (failed requests are records with their error),
+2 on a bad configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime
+import http.client
+import json
+import os
+import platform
+import resource
+import socket
+import sys
+import time
+import urllib.parse
+
+KIT_VERSION = 1
+# Finish reasons of a normal end (runner/measure/records.py NORMAL_FINISH_REASONS).
+NORMAL_FINISH_REASONS = frozenset(
+    {"stop", "length", "tool_calls", "function_call", "end_turn", "max_tokens", "stop_sequence", "tool_use"}
+)
+# What a request sent on a kept-alive connection the server already closed fails with.
+STALE_CONNECTION_ERRORS = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+
+
+class Fault(Exception):
+    """A backend fault, with its one line as the runner words it (runner/core/errors.py)."""
+
+    down = False  # the next request to the same backend would fail the same way
+
+
+class Unreachable(Fault):
+    down = True
+
+
+class TimedOut(Fault):
+    down = True
+
+
+def now_iso() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")  # noqa: UP017 (3.10)
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:300] if text else ""
+
+
+def new_record(backend: str, run: int) -> dict:
+    """A record with every field of the runner's RequestRecord, in its order."""
+    return {
+        "backend": backend,
+        "run": run,
+        "ok": False,
+        "error": None,
+        "started_at": now_iso(),
+        "ttft_s": None,
+        "e2e_s": None,
+        "output_tokens": None,
+        "prompt_tokens": None,
+        "token_source": None,
+        "finish_reason": None,
+        "text": "",
+        "chunks": 0,
+        "server_timings": None,
+        "new_connection": None,
+        "stale_connection_retry": False,
+        "chunk_times": [],
+        "chunk_token_counts": None,
+        "level": None,
+        "scheduled_s": None,
+        "sent_s": None,
+        "cold_start": None,
+        "phases": None,
+    }
+
+
+def derive(record: dict) -> dict:
+    """The derived figures, by RequestRecord's own formulas."""
+    ok, tokens, e2e, ttft = record["ok"], record["output_tokens"], record["e2e_s"], record["ttft_s"]
+    record["tokens_per_s"] = tokens / e2e if ok and tokens and e2e else None
+    decode = None
+    if ok and tokens and tokens >= 2 and ttft is not None and e2e:
+        span = e2e - ttft
+        decode = (tokens - 1) / span if span > 0 else None
+    record["decode_tokens_per_s"] = decode
+    timings = record["server_timings"] or {}
+    overhead = None
+    if ok and e2e is not None and "prompt_ms" in timings and "predicted_ms" in timings:
+        overhead = e2e - (timings["prompt_ms"] + timings["predicted_ms"]) / 1000
+    record["client_overhead_s"] = overhead
+    return record
+
+
+def request_body(model_id: str, prompt: str, max_tokens: int, temperature: float, usage_per_chunk: bool) -> dict:
+    """ChatRequest.openai_body: the streamed chat-completions body, asking for usage."""
+    stream_options = {"include_usage": True}
+    if usage_per_chunk:
+        stream_options["continuous_usage_stats"] = True
+    return {
+        "model": model_id,
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "stream": True,
+        "stream_options": stream_options,
+    }
+
+
+class Stream:
+    """runner/measure/sse.py's ChatStreamAccumulator: lines in as they arrive, `finish` checks."""
+
+    def __init__(self, record: dict) -> None:
+        self.record = record
+        self.parts: list = []
+        self.done_at = None
+        self.content_chunks = 0
+        self.has_output = False
+
+    def feed_line(self, line: str, at: float) -> None:
+        line = line.strip()
+        if self.done_at is not None or not line.startswith("data:"):
+            return
+        payload = line[len("data:") :].strip()
+        if payload == "[DONE]":
+            self.done_at = at
+            return
+        try:
+            chunk = json.loads(payload)
+        except ValueError:
+            raise Fault(f"malformed stream: chunk {self.record['chunks'] + 1} is not JSON: {payload[:80]!r}") from None
+        if not isinstance(chunk, dict):
+            raise Fault(f"malformed stream: chunk {self.record['chunks'] + 1} is not an object")
+        self.record["chunks"] += 1
+        self.feed_chunk(chunk, at)
+
+    def feed_chunk(self, chunk: dict, at: float) -> None:
+        record = self.record
+        if "error" in chunk:
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise Fault(f"server error in stream: {str(message)[:200]}")
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            content = delta.get("content") or ""
+            if content or delta.get("tool_calls"):
+                if record["ttft_s"] is None:
+                    record["ttft_s"] = at
+                self.content_chunks += 1
+                self.has_output = True
+                self.parts.append(content)
+                record["chunk_times"].append(at)
+                self.note_running_count(chunk.get("usage"))
+            if choice.get("finish_reason"):
+                record["finish_reason"] = choice["finish_reason"]
+        usage = chunk.get("usage")
+        if isinstance(usage, dict) and usage.get("completion_tokens") is not None:
+            record["output_tokens"] = int(usage["completion_tokens"])
+            record["prompt_tokens"] = usage.get("prompt_tokens")
+            record["token_source"] = "server"
+        if isinstance(chunk.get("timings"), dict):
+            record["server_timings"] = chunk["timings"]
+
+    def note_running_count(self, usage) -> None:
+        record = self.record
+        counts = record["chunk_token_counts"]
+        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+            if counts is None and len(record["chunk_times"]) == 1:
+                record["chunk_token_counts"] = counts = []
+            if counts is not None:
+                counts.append(usage["completion_tokens"])
+        elif counts is not None:
+            record["chunk_token_counts"] = None
+
+    def finish(self, at: float) -> dict:
+        record = self.record
+        record["e2e_s"] = self.done_at if self.done_at is not None else at
+        record["text"] = "".join(self.parts)
+        if record["chunks"] == 0:
+            raise Fault("empty stream: no chunks before the connection closed")
+        if record["finish_reason"] is None:
+            raise Fault(f"stream cut: ended after {record['chunks']} chunks without a finish reason")
+        if record["output_tokens"] is None:
+            record["output_tokens"] = self.content_chunks
+            record["token_source"] = "client-chunks"
+        if record["finish_reason"] not in NORMAL_FINISH_REASONS:
+            raise Fault(f"finish reason {record['finish_reason']!r}: not a normal end of the answer")
+        if not self.has_output:
+            raise Fault(f"empty completion: no text and no tool call (finish reason {record['finish_reason']!r})")
+        record["ok"] = True
+        return record
+
+
+def status_line(status: int, body: bytes, reason: str) -> Fault:
+    text = " ".join(body.decode("utf-8", "replace").split())[:200] or reason
+    line = f"HTTP {status}: {text}"
+    lowered = line.lower()
+    if status == 400 and ("context length" in lowered or "context window" in lowered or "too long" in lowered):
+        return Fault(f"context overflow: {line}")
+    return Fault(line)
+
+
+class Client:
+    """One keep-alive connection, reused by the warm-up and every timed request."""
+
+    def __init__(self, base_url: str, model_id: str, timeout_s: float) -> None:
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(f"base_url must be http://HOST:PORT/...: {base_url!r}")
+        self.host, self.port = parts.hostname, parts.port or 80
+        self.path = parts.path.rstrip("/") + "/chat/completions"
+        self.model_id = model_id
+        self.timeout_s = timeout_s
+        self.connection = None
+        self.opened = 0
+
+    def _connection(self):
+        """(connection, new): the kept-alive one while it is open, else a new one."""
+        if self.connection is not None and self.connection.sock is not None:
+            return self.connection, False
+        if self.connection is not None:
+            self.connection.close()
+        self.connection = http.client.HTTPConnection(self.host, self.port, timeout=5.0)
+        try:
+            self.connection.connect()
+        except TimeoutError:
+            raise TimedOut("timed out (ConnectTimeout)") from None
+        except OSError as error:
+            raise Unreachable(f"unreachable: {first_line(error) or 'connection refused'}") from None
+        self.connection.sock.settimeout(self.timeout_s)
+        self.connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.opened += 1
+        return self.connection, True
+
+    def _send(self, payload: bytes, record: dict):
+        """POST and wait for the response head; a stale kept-alive connection is resent once."""
+        for attempt in (1, 2):
+            connection, new = self._connection()
+            start = time.perf_counter()
+            try:
+                connection.request(
+                    "POST",
+                    self.path,
+                    body=payload,
+                    headers={"Content-Type": "application/json", "Authorization": "Bearer unused"},
+                )
+                response = connection.getresponse()
+            except STALE_CONNECTION_ERRORS as error:
+                connection.close()
+                if attempt == 1 and not new:
+                    record["stale_connection_retry"] = True
+                    continue
+                raise Unreachable(f"unreachable: {first_line(error) or 'connection closed'}") from None
+            except TimeoutError:
+                connection.close()
+                raise TimedOut("timed out (ReadTimeout)") from None
+            record["new_connection"] = new
+            return start, response
+        raise AssertionError("unreachable")
+
+    def chat(self, body: dict, record: dict) -> dict:
+        start, response = self._send(json.dumps(body).encode(), record)
+        try:
+            if response.status >= 400:
+                raise status_line(response.status, response.read(), response.reason)
+            stream = Stream(record)
+            rest = b""
+            # read1: what has arrived, as soon as it has (a chunk of the chunked body at most); a
+            # body cut before its last chunk raises IncompleteRead (readline would hide it).
+            while True:
+                part = response.read1(65536)
+                if not part:
+                    break
+                at = time.perf_counter() - start
+                *lines, rest = (rest + part).split(b"\n")
+                for line in lines:
+                    stream.feed_line(line.decode("utf-8", "replace"), at)
+                if at > self.timeout_s:
+                    raise TimedOut(f"timed out: stream still open after {self.timeout_s:.0f} s")
+            if rest:
+                stream.feed_line(rest.decode("utf-8", "replace"), time.perf_counter() - start)
+            return stream.finish(time.perf_counter() - start)
+        except TimeoutError:
+            self.connection.close()
+            raise TimedOut("timed out (ReadTimeout)") from None
+        except (http.client.HTTPException, ConnectionError) as error:
+            self.connection.close()
+            raise Fault(f"connection dropped mid-response: {first_line(error) or type(error).__name__}") from None
+        finally:
+            if not response.isclosed():
+                self.connection.close()  # a response left unread would spoil the next request
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+
+
+def one_request(client: Client, config: dict, run: int, request: dict) -> dict:
+    record = new_record(config["backend"], run)
+    body = request_body(
+        config["model_id"],
+        request["prompt"],
+        request["max_tokens"],
+        request.get("temperature", 0.0),
+        request.get("usage_per_chunk", False),
+    )
+    try:
+        client.chat(body, record)
+    except Fault as fault:
+        record["ok"] = False
+        record["error"] = str(fault)
+        record["_down"] = fault.down
+    except Exception as error:  # a bug here is a record too, never a lost run
+        record["ok"] = False
+        record["error"] = f"{type(error).__name__}: {first_line(error)}"
+    return record
+
+
+def bench(config: dict) -> dict:
+    """The warm-up, then the timed requests; the result the runner reads back."""
+    usage0, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    load_before = os.getloadavg()
+    client = Client(config["base_url"], config["model_id"], float(config.get("timeout_s", 60.0)))
+    # LoadLevel("concurrency", 1, repeats).to_json(), as the runner passes it.
+    level = config.get("level") or {
+        "mode": "concurrency",
+        "value": 1,
+        "requests": config["repeats"],
+        "max_concurrency": None,
+        "label": "1 at a time",
+    }
+    # The runner's WARM_UP (runner/measure/records.py), as it passes it.
+    warm_config = config.get("warm_up") or {"prompt": "Hi", "max_tokens": 4}
+    records = []
+    try:
+        warm = one_request(client, config, 0, warm_config)
+        skip = None
+        for run in range(1, int(config["repeats"]) + 1):
+            if skip:
+                record = new_record(config["backend"], run)
+                record["error"] = f"skipped after run 1: {skip}"
+            else:
+                record = one_request(client, config, run, config)
+                if run == 1 and record.pop("_down", False):
+                    skip = record["error"]
+            record["level"] = level
+            records.append(derive(record))
+    finally:
+        client.close()
+    warm.pop("_down", None)
+    for record in records:
+        record.pop("_down", None)
+    usage1 = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "kit": KIT_VERSION,
+        "config": config,
+        "host": host_facts(load_before),
+        "client": {
+            "cpu_s": round((usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime), 4),
+            "wall_s": round(time.perf_counter() - wall0, 4),
+            "connections_opened": client.opened,
+        },
+        "warm_up": derive(warm),
+        "records": records,
+    }
+
+
+def host_facts(load_before) -> dict:
+    """What the client shared the server's host with: its CPUs and their load."""
+    model = None
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.lower().startswith(("model name", "cpu model")):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "vcpus": os.cpu_count(),
+        "cpu_model": model,
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "hostname": socket.gethostname(),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+REQUIRED = ("backend", "base_url", "model_id", "prompt", "max_tokens", "repeats")
+
+
+def bad_config(line: str):
+    print(f"bench kit: {line}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def read_config(encoded: str) -> dict:
+    try:
+        config = json.loads(base64.b64decode(encoded, validate=True).decode())
+    except ValueError as error:
+        bad_config(f"--config is not base64 JSON: {error}")
+    if not isinstance(config, dict):
+        bad_config("--config must be a JSON object")
+    missing = [key for key in REQUIRED if key not in config]
+    if missing:
+        bad_config(f"--config lacks {', '.join(missing)}")
+    if not isinstance(config["repeats"], int) or config["repeats"] < 1:
+        bad_config("repeats must be a whole number of at least 1")
+    return config
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="bench-kit", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True, help="the benchmark's settings, base64-encoded JSON")
+    parser.add_argument("--out", required=True, help="where to write the result (JSON)")
+    args = parser.parse_args(argv)
+    config = read_config(args.config)
+    result = bench(config)
+    with open(args.out, "w") as out:
+        json.dump(result, out, indent=1)
+    ok = sum(1 for r in result["records"] if r["ok"])
+    first_error = next((r["error"] for r in result["records"] if r["error"]), None)
+    print(
+        f"bench kit: {config['backend']}: {ok}/{len(result['records'])} ok on {result['host']['vcpus']} vCPUs"
+        + (f"; first error: {first_error}" if first_error else "")
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

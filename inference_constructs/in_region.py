@@ -1,0 +1,92 @@
+"""The in-region bench of a stack's EC2 servers: the kit the instance runs and the bucket its
+evidence goes to (`python -m runner.bench --in-region`).
+
+The kit (`bench_kit/`, a stdlib-only client: its docstring says why) is an S3 asset of the stack,
+like the image build's source: `cdk deploy` uploads the folder's zip to the bootstrap bucket, and
+each server's role may read that one object. Run Command's inline output is cut at about 24 KB,
+so the kit's records go to a bucket the stack owns (each stack self-contained: no stack reads
+another's), under `in-region/<backend>/<run>/`; each server's role may put objects under its own
+backend's prefix only, and nothing else on the bucket. The runner reads a run's objects back into
+its evidence and then deletes them.
+
+The bucket: S3-managed encryption, every public access blocked, TLS only, objects expired after
+a week, removed by `cdk destroy` (RemovalPolicy DESTROY; no auto-delete, which would need a
+Lambda). CloudFormation deletes only an empty bucket: the runner empties what it wrote, the
+lifecycle rule what an interrupted run left, and `runner.sweep --delete` empties the app's
+buckets (the stack's `app` tag reaches this one too) before it deletes their stacks. Nothing
+here touches the launch template: a change of the kit replaces no server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from inference_constructs.nag import acknowledge
+
+KIT_DIR = Path(__file__).with_name("bench_kit")
+EVIDENCE_PREFIX = "in-region/"
+EVIDENCE_DAYS = 7
+# What the asset leaves out of the zip (and out of its hash): what running the kit locally writes.
+KIT_EXCLUDE = ["__pycache__", "*.pyc"]
+
+
+def evidence_prefix(backend: str) -> str:
+    """Where one backend's in-region runs write (a run adds its own folder under it)."""
+    return f"{EVIDENCE_PREFIX}{backend}/"
+
+
+class InRegionBench(Construct):
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self.kit = s3_assets.Asset(self, "Kit", path=str(KIT_DIR), exclude=KIT_EXCLUDE)
+        self.kit_url = self.kit.s3_object_url
+        self.bucket = s3.Bucket(
+            self,
+            "Evidence",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    expiration=Duration.days(EVIDENCE_DAYS), abort_incomplete_multipart_upload_after=Duration.days(1)
+                )
+            ],
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        acknowledge(
+            self.bucket,
+            "AwsSolutions-S1",
+            "In-region bench records on their way to the runner, deleted once read and expired after a week; "
+            "access logs would need a second bucket that outlives cdk destroy.",
+        )
+
+    def allow(self, role: iam.Role, backend: str) -> None:
+        """The server's role: read the kit (that one object) and write under its own prefix only."""
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadTheBenchKit",
+                actions=["s3:GetObject"],
+                resources=[self.kit.bucket.arn_for_objects(self.kit.s3_object_key)],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="WriteInRegionEvidence",
+                actions=["s3:PutObject"],
+                resources=[self.bucket.arn_for_objects(f"{evidence_prefix(backend)}*")],
+            )
+        )
+        stack = self.bucket.stack
+        bucket_id = stack.resolve(stack.get_logical_id(self.bucket.node.default_child))
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{evidence_prefix(backend)}*]",
+            "Puts objects under this backend's own in-region prefix of the stack's evidence bucket; run folders "
+            "are named at run time.",
+        )

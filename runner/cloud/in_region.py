@@ -1,0 +1,319 @@
+"""The bench from inside the region (`runner.bench --in-region`): the same single-request benchmark
+run on each EC2 server's own instance against its loopback port, through SSM Run Command, so the
+difference from the row measured through the SSM tunnel is the path.
+
+Per server: its readiness parameter names the instance (the group picks it at run time) and must
+say `ready`; one `AWS-RunShellScript` command (`commands` and `executionTimeout`, as the document
+declares them) fetches the stack's kit (`inference_constructs/bench_kit`, stdlib only: its
+docstring says why), runs it with the host's `python3` and copies its result into the stack's
+evidence bucket under `<evidence_prefix><run>/`, because Run Command's inline output is cut at
+about 24 KB (24,000 characters of standard output, 8,000 of standard error). Every server's
+command is sent before any is waited for (each runs on its own instance). The runner reads each
+result back and deletes the run's objects (they now live in its evidence; a run that was
+interrupted is expired by the bucket's lifecycle rule). Ctrl-C cancels the commands still running.
+
+What it cannot do: SageMaker's endpoint has no shell, and Bedrock is a regional API with no host
+of ours; a client "in the region" for those would be another instance or a Lambda there, which
+the app does not deploy (`no_instance_reason`). The embedded model and an `--endpoint` server are
+not instances of the app either.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import secrets
+import shlex
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from catalog import BackendKind
+from catalog.backends import EC2_KINDS, SAGEMAKER_KINDS
+from runner.cloud.aws import boto_client
+from runner.cloud.readiness import read_readiness
+from runner.core.backends import Backend
+from runner.core.errors import aws_error_code, describe
+
+DOCUMENT = "AWS-RunShellScript"
+# SendCommand's TimeoutSeconds: how long the command may wait for the instance's agent to take it.
+DELIVERY_TIMEOUT_S = 120
+# The document's executionTimeout bounds (seconds).
+EXECUTION_TIMEOUT_MIN_S = 120
+EXECUTION_TIMEOUT_MAX_S = 172800
+# GetCommandInvocation's Status values that end a command (the others: Pending, InProgress,
+# Delayed, Cancelling).
+FINAL_STATES = frozenset({"Success", "Failed", "Cancelled", "TimedOut"})
+RESULT_FILE = "result.json"
+# The suffix of the bench table's second row of each server: measured on the server's own host.
+ROW_SUFFIX = "@host"
+# What the failure line keeps of a failed command's output.
+TAIL_LINES = 3
+
+
+def row_name(backend: str) -> str:
+    return f"{backend}{ROW_SUFFIX}"
+
+
+def no_instance_reason(backend: Backend) -> str | None:
+    """None for a server of this app the kit can run on; else the one line that says why not."""
+    name = backend.name
+    where = backend.region or "its region"
+    if "--endpoint" in backend.source or backend.kind is BackendKind.OPENAI:
+        return f"{name}: not run in the region: an --endpoint server is not an instance of this app's"
+    if backend.kind is BackendKind.LOCAL:
+        return f"{name}: not run in the region: the embedded model runs on this machine, so its one row is already on the server's host"
+    if backend.kind in SAGEMAKER_KINDS:
+        return (
+            f"{name}: not run in the region: a SageMaker endpoint has no shell to run a client on; in {where} "
+            "that would be a client on another instance or a Lambda, which this app does not deploy "
+            "(its row is measured from here through the SageMaker runtime API)"
+        )
+    if backend.kind in (BackendKind.BEDROCK, BackendKind.BEDROCK_IMPORT):
+        return (
+            f"{name}: not run in the region: Bedrock is a regional API with no host of ours; in {where} that "
+            "would be a client on an instance or a Lambda there, which this app does not deploy "
+            "(its row is measured from here)"
+        )
+    if backend.kind not in EC2_KINDS or backend.output is None:
+        return f"{name}: not run in the region: no instance of this app's serves it"
+    output = backend.output
+    if not (output.evidence_bucket and output.evidence_prefix and output.bench_kit):
+        return (
+            f"{name}: not run in the region: its stack output names no bench kit or evidence bucket "
+            "(deployed by an earlier version of the app): redeploy its stack (python -m runner.up)"
+        )
+    return None
+
+
+def run_folder() -> str:
+    """One run's folder under a server's prefix: UTC time and a random suffix."""
+    return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}/"
+
+
+def execution_timeout_s(repeats: int, timeout_s: float) -> int:
+    """The warm-up and every timed request at their timeout, plus fetching and copying."""
+    need = 60 + (repeats + 1) * (timeout_s + 5)
+    return int(min(EXECUTION_TIMEOUT_MAX_S, max(EXECUTION_TIMEOUT_MIN_S, need)))
+
+
+def kit_commands(output: Any, run_prefix: str, config: dict[str, Any]) -> list[str]:
+    """The shell lines the instance runs (POSIX sh: the document runs them with `sh`)."""
+    encoded = base64.b64encode(json.dumps(config, separators=(",", ":")).encode()).decode()
+    region = shlex.quote(output.region)
+    destination = shlex.quote(f"s3://{output.evidence_bucket}/{run_prefix}{RESULT_FILE}")
+    return [
+        "set -eu",
+        # The AWS CLI as the boot script installed it (a snap on a bare image).
+        'export PATH="$PATH:/usr/local/bin:/snap/bin"',
+        'work=$(mktemp -d "${TMPDIR:-/tmp}/inference-bench.XXXXXX")',
+        "trap 'rm -rf \"$work\"' EXIT",
+        f'aws s3 cp --only-show-errors --region {region} {shlex.quote(output.bench_kit)} "$work/kit.zip"',
+        f'python3 "$work/kit.zip" --config {encoded} --out "$work/{RESULT_FILE}"',
+        f'aws s3 cp --only-show-errors --region {region} "$work/{RESULT_FILE}" {destination}',
+        f"echo 'in-region result:' {destination}",
+    ]
+
+
+@dataclass
+class Run:
+    """One server's in-region run: where it goes, the command, how it ended."""
+
+    backend: Backend
+    instance_id: str
+    run_prefix: str
+    config: dict[str, Any]
+    command_id: str | None = None
+    invocation: dict[str, Any] = field(default_factory=dict)
+    problem: str | None = None
+    result: dict[str, Any] | None = None
+    # True once the run's objects were deleted from the bucket (their content is in the evidence).
+    deleted: bool = False
+
+    @property
+    def output(self) -> Any:
+        return self.backend.output
+
+    @property
+    def result_key(self) -> str:
+        return f"{self.run_prefix}{RESULT_FILE}"
+
+    def to_json(self) -> dict[str, Any]:
+        invocation = self.invocation
+        return {
+            "backend": self.backend.name,
+            "row": row_name(self.backend.name),
+            "region": self.output.region,
+            "instance_id": self.instance_id,
+            "instance_type": self.output.instance_type,
+            "document": DOCUMENT,
+            "command_id": self.command_id,
+            "status": invocation.get("Status"),
+            "status_details": invocation.get("StatusDetails"),
+            "response_code": invocation.get("ResponseCode"),
+            "evidence": f"s3://{self.output.evidence_bucket}/{self.result_key}",
+            "evidence_deleted_after_read": self.deleted,
+            "kit": self.output.bench_kit,
+            "problem": self.problem,
+            "host": (self.result or {}).get("host"),
+            "client": (self.result or {}).get("client"),
+            "kit_version": (self.result or {}).get("kit"),
+        }
+
+
+def prepare(backend: Backend, config: dict[str, Any], ssm: Any) -> Run | str:
+    """The run for a ready server, or the one line saying why it is not run."""
+    output = backend.output
+    readiness = read_readiness(ssm, output.readiness_parameter)
+    if readiness.state != "ready" or not readiness.instance_id:
+        return f"{backend.name}: not run in the region: its server is {readiness.line}"
+    prefix = f"{output.evidence_prefix}{run_folder()}"
+    # The server's own port on the instance's loopback (the tunnel's far end), the model it serves.
+    config = config | {
+        "backend": backend.name,
+        "base_url": f"http://127.0.0.1:{output.port}/v1",
+        "model_id": backend.model_id,
+    }
+    return Run(backend=backend, instance_id=readiness.instance_id, run_prefix=prefix, config=config)
+
+
+def send(run: Run, ssm: Any, execution_timeout: int) -> None:
+    commands = kit_commands(run.output, run.run_prefix, run.config)
+    response = ssm.send_command(
+        InstanceIds=[run.instance_id],
+        DocumentName=DOCUMENT,
+        Comment=f"inference-survey: bench {run.backend.name} on its own host"[:100],
+        TimeoutSeconds=DELIVERY_TIMEOUT_S,
+        Parameters={"commands": commands, "executionTimeout": [str(execution_timeout)]},
+    )
+    run.command_id = response["Command"]["CommandId"]
+
+
+def poll(run: Run, ssm: Any) -> bool:
+    """True once the command has ended (its invocation kept); a just-sent command may not be
+    visible yet (InvocationDoesNotExist), which is not an end."""
+    from botocore.exceptions import ClientError
+
+    try:
+        invocation = ssm.get_command_invocation(CommandId=run.command_id, InstanceId=run.instance_id)
+    except ClientError as error:
+        if aws_error_code(error) == "InvocationDoesNotExist":
+            return False
+        raise
+    invocation.pop("ResponseMetadata", None)
+    run.invocation = invocation
+    return invocation.get("Status") in FINAL_STATES
+
+
+def failure_line(run: Run) -> str:
+    """A command that did not succeed: its status, exit code and the last lines of its output."""
+    invocation = run.invocation
+    status = invocation.get("StatusDetails") or invocation.get("Status") or "unknown"
+    code = invocation.get("ResponseCode")
+    text = "\n".join(
+        part for part in (invocation.get("StandardOutputContent"), invocation.get("StandardErrorContent")) if part
+    )
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    tail = " | ".join(lines[-TAIL_LINES:])
+    exit_part = f" (exit {code})" if code is not None and code != -1 else ""
+    return f"{run.backend.name}: the in-region command {status}{exit_part} on {run.instance_id}" + (
+        f": {tail}" if tail else ": no output"
+    )
+
+
+def read_back(run: Run, s3: Any) -> None:
+    """The kit's result into `run.result`, then the run's objects deleted (now in the evidence)."""
+    bucket = run.output.evidence_bucket
+    body = s3.get_object(Bucket=bucket, Key=run.result_key)["Body"].read()
+    try:
+        result = json.loads(body)
+    except json.JSONDecodeError as error:
+        run.problem = f"{run.backend.name}: the kit's result s3://{bucket}/{run.result_key} is not JSON ({error.msg})"
+        return
+    if not isinstance(result, dict) or not isinstance(result.get("records"), list):
+        run.problem = f"{run.backend.name}: the kit's result s3://{bucket}/{run.result_key} holds no records"
+        return
+    run.result = result
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix=run.run_prefix).get("Contents", [])
+    if listed:
+        s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": o["Key"]} for o in listed], "Quiet": True})
+    run.deleted = True
+
+
+def run_in_region(
+    backends: list[Backend],
+    config: dict[str, Any],
+    *,
+    repeats: int,
+    timeout_s: float,
+    poll_s: float = 2.0,
+    on_line=None,
+) -> list[Run | str]:
+    """Every server's run, sent together, waited for together; for each a finished Run (its
+    `problem` set when it did not produce records) or the one line saying why it was not run."""
+    say = on_line or (lambda line: None)
+    execution_timeout = execution_timeout_s(repeats, timeout_s)
+    outcomes: list[Run | str] = []
+    clients: dict[str, Any] = {}
+
+    def ssm_for(region: str) -> Any:
+        if region not in clients:
+            clients[region] = boto_client("ssm", region, 15)
+        return clients[region]
+
+    for backend in backends:
+        try:
+            prepared = prepare(backend, config, ssm_for(backend.output.region))
+            if isinstance(prepared, Run):
+                send(prepared, ssm_for(backend.output.region), execution_timeout)
+                say(f"{backend.name}: in-region bench sent to {prepared.instance_id} ({prepared.command_id})")
+        except Exception as error:  # one server's refusal never stops the others
+            prepared = f"{backend.name}: not run in the region: {describe(error)}"
+        outcomes.append(prepared)
+    pending = [o for o in outcomes if isinstance(o, Run)]
+    deadline = time.monotonic() + DELIVERY_TIMEOUT_S + execution_timeout + 60
+    try:
+        while pending:
+            for run in list(pending):
+                try:
+                    ended = poll(run, ssm_for(run.output.region))
+                except Exception as error:
+                    run.problem = f"{run.backend.name}: could not follow its in-region command: {describe(error)}"
+                    ended = True
+                if ended:
+                    pending.remove(run)
+            if pending and time.monotonic() > deadline:
+                for run in pending:
+                    run.problem = (
+                        f"{run.backend.name}: the in-region command {run.command_id} had not ended "
+                        f"{DELIVERY_TIMEOUT_S + execution_timeout + 60} s after it was sent"
+                    )
+                break
+            if pending:
+                time.sleep(poll_s)
+    except KeyboardInterrupt:
+        for run in pending:
+            cancel(run, ssm_for(run.output.region))
+        raise
+    for run in (o for o in outcomes if isinstance(o, Run)):
+        if run.problem:
+            continue
+        if run.invocation.get("Status") != "Success":
+            run.problem = failure_line(run)
+            continue
+        try:
+            read_back(run, boto_client("s3", run.output.region, 30))
+        except Exception as error:
+            run.problem = (
+                f"{run.backend.name}: the in-region command succeeded but its result "
+                f"s3://{run.output.evidence_bucket}/{run.result_key} could not be read: {describe(error)}"
+            )
+    return outcomes
+
+
+def cancel(run: Run, ssm: Any) -> None:
+    """Ctrl-C: the command stops on the instance too (best effort)."""
+    with contextlib.suppress(Exception):
+        ssm.cancel_command(CommandId=run.command_id, InstanceIds=[run.instance_id])

@@ -1,0 +1,564 @@
+"""`runner.bench --in-region`: the same benchmark run on each EC2 server's own instance through SSM
+Run Command, a second row per server beside its tunnel row.
+
+Two halves. The kit (`inference_constructs/bench_kit`, stdlib only) is held to the runner's own
+client: against the same scripted server (tests/runner/fake_openai.py) it sends the same bodies
+and writes records of RequestRecord's shape with the same figures and the same one-line faults.
+Then the whole path against moto in server mode: the readiness parameter names the instance,
+SendCommand carries `AWS-RunShellScript` with its parameters as the document declares them (read
+back with ListCommands), and the commands run under `sh` with the real AWS CLI, which fetches the
+kit from S3 and writes its result to the evidence bucket; the runner reads it back and deletes it.
+
+moto gap filled here (`RunCommandHost`): moto records SendCommand and reports every invocation
+`Success` at once, running nothing. Here an `AWS-RunShellScript` command runs its `commands` under
+`sh` on this machine (the instance's loopback is this loopback), its invocation is `InProgress`
+until they end, then `Success` or `Failed` with their exit code and their output cut as
+GetCommandInvocation cuts it (24,000 characters of standard output, 8,000 of standard error).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import runpy
+import subprocess
+import sys
+import threading
+import urllib.request
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from catalog import BackendKind
+from runner import bench
+from runner.cloud import in_region
+from runner.core.backends import Backend
+from runner.core.errors import RunnerError
+from runner.core.evidence import Evidence, load
+from runner.measure import ChatRequest, RequestRecord
+from runner.measure.benchmark import bench_backend
+from runner.render import bench as bench_tables
+from tests.runner.fake_openai import FakeOpenAI, Step, text
+
+ROOT = Path(__file__).resolve().parents[2]
+KIT = ROOT / "inference_constructs" / "bench_kit"
+OCEAN = "The ocean covers most of the planet and holds most of its water"
+ACCOUNT_BUCKET = "cdk-hnb659fds-assets-123456789012-{region}"
+EVIDENCE_BUCKET = "inferencegpustack-inregionbenchevidence-{region}"
+INSTANCE = {"g6": "i-0a1b2c3d4e5f60001", "inf2": "i-0a1b2c3d4e5f60002", "g5g": "i-0a1b2c3d4e5f60003"}
+# AWS-RunShellScript's parameters as AWS's own document declares them (schema 1.2).
+RUN_SHELL_SCRIPT_PARAMETERS = {
+    "commands": {"type": "StringList", "minItems": 1},
+    "workingDirectory": {"type": "String", "maxChars": 4096},
+    "executionTimeout": {
+        "type": "String",
+        "allowedPattern": r"([1-9][0-9]{0,4})|(1[0-6][0-9]{4})|(17[0-1][0-9]{3})|(172[0-7][0-9]{2})|(172800)",
+    },
+}
+# GetCommandInvocation's cuts of a command's output.
+STDOUT_LIMIT, STDERR_LIMIT = 24000, 8000
+
+
+def load_kit() -> dict[str, Any]:
+    """The kit's functions, from its file (run_path writes no bytecode into the kit's folder)."""
+    return runpy.run_path(str(KIT / "__main__.py"), run_name="bench_kit")
+
+
+def kit_config(url: str, repeats: int, timeout_s: float = 5.0, **extra: Any) -> dict[str, Any]:
+    return {
+        "backend": "x",
+        "base_url": f"{url}/v1",
+        "model_id": "fake-model",
+        "prompt": bench.PROMPT,
+        "max_tokens": 100,
+        "temperature": 0.0,
+        "usage_per_chunk": False,
+        "repeats": repeats,
+        "timeout_s": timeout_s,
+        "warm_up": {"prompt": "Hi", "max_tokens": 4},
+    } | extra
+
+
+def runner_records(url: str, repeats: int, timeout_s: float, tmp_path: Path) -> tuple[dict, list[dict]]:
+    """What `bench_backend` (the tunnel row's code) records against `url`: (warm-up, records)."""
+    backend = Backend(
+        name="x", kind=BackendKind.OPENAI, title="x", model_id="fake-model", source="test", base_url=f"{url}/v1"
+    )
+    evidence = Evidence("bench", {}, tmp_path / "runner-evidence")
+    evidence.data["warm_up"] = []
+    request = ChatRequest(prompt=bench.PROMPT, max_tokens=100, temperature=0.0)
+    bench_backend(backend, request, repeats, timeout_s, evidence, lambda *_: None)
+    return evidence.data["warm_up"][0], evidence.data["records"]
+
+
+COMPARED = (
+    "run",
+    "ok",
+    "output_tokens",
+    "prompt_tokens",
+    "token_source",
+    "finish_reason",
+    "text",
+    "chunks",
+    "server_timings",
+    "new_connection",
+    "stale_connection_retry",
+    "chunk_token_counts",
+    "level",
+)
+
+
+def same_figures(kit: dict, runner: dict, *, error_prefix: bool = False) -> None:
+    assert set(kit) == set(runner) == set(RequestRecord(backend="x", run=1).to_json())
+    assert {k: kit[k] for k in COMPARED} == {k: runner[k] for k in COMPARED}
+    assert len(kit["chunk_times"]) == len(runner["chunk_times"])
+    for key in ("ttft_s", "e2e_s", "tokens_per_s", "decode_tokens_per_s", "client_overhead_s"):
+        assert (kit[key] is None) == (runner[key] is None), key
+    if error_prefix and runner["error"]:
+        assert kit["error"].split(":")[0] == runner["error"].split(":")[0]
+    else:
+        assert kit["error"] == runner["error"]
+
+
+def test_the_kit_is_stdlib_only_and_writes_records_in_the_runners_shape_from_the_runners_bodies(tmp_path):
+    kit = load_kit()
+    source = (KIT / "__main__.py").read_text()
+    imported = {m.group(1).split(".")[0] for m in re.finditer(r"^(?:import|from) (\S+)", source, re.M)}
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+    assert list(KIT.iterdir()) in ([KIT / "__main__.py"], [KIT / "__main__.py", KIT / "__pycache__"])
+
+    with FakeOpenAI([text(OCEAN, first_token_delay_s=0.01)]) as ours, FakeOpenAI([text(OCEAN)]) as theirs:
+        result = kit["bench"](kit_config(ours.url, 3))
+        warm, records = runner_records(theirs.url, 3, 5.0, tmp_path)
+    # The same warm-up and the same timed bodies as the tunnel row's client sends.
+    assert ours.requests == theirs.requests
+    assert ours.requests[0]["messages"] == [{"role": "user", "content": "Hi"}] and ours.requests[0]["max_tokens"] == 4
+    assert ours.connection_ids == [1, 1, 1, 1]  # the warm-up's connection, reused by every timed request
+    same_figures(result["warm_up"], warm)
+    for mine, runners in zip(result["records"], records, strict=True):
+        same_figures(mine, runners)
+        assert mine["ok"] and mine["output_tokens"] == 13 and mine["ttft_s"] >= 0.01 and mine["e2e_s"] >= mine["ttft_s"]
+    assert result["host"]["vcpus"] == os.cpu_count() and result["client"]["connections_opened"] == 1
+
+
+FAULTS = {
+    "client count": [text(OCEAN, usage=False)],
+    "server timings": [text(OCEAN, timings={"prompt_ms": 1.0, "predicted_ms": 2.0, "predicted_per_second": 50.0})],
+    "tool call": [Step(kind="tool", tool_calls=[("add_numbers", '{"a": 1, "b": 2}')])],
+    "abnormal finish": [text(OCEAN, finish="content_filter")],
+    "stream cut": [Step(kind="cut", text=OCEAN)],
+    "malformed": [Step(kind="malformed")],
+    "empty body": [Step(kind="empty")],
+    "http 500": [Step(kind="http_error", status=500)],
+    "context overflow": [
+        Step(kind="http_error", status=400, error_body='{"error": {"message": "maximum context length is 8192"}}')
+    ],
+    "server closes reused connections": [text(OCEAN, close="on-reuse")],
+    "dropped mid-body": [Step(kind="drop", text=OCEAN)],
+    "hang": [Step(kind="hang")],
+}
+
+
+@pytest.mark.parametrize("case", FAULTS)
+def test_every_fault_reads_as_the_runner_reads_it(case, tmp_path):
+    kit = load_kit()
+    timeout = 0.3 if case == "hang" else 5.0
+    with FakeOpenAI(list(FAULTS[case])) as ours, FakeOpenAI(list(FAULTS[case])) as theirs:
+        result = kit["bench"](kit_config(ours.url, 2, timeout))
+        warm, records = runner_records(theirs.url, 2, timeout, tmp_path)
+    # httpx and http.client word a dropped body differently after the runner's own prefix.
+    loose = case == "dropped mid-body"
+    same_figures(result["warm_up"], warm, error_prefix=loose)
+    for mine, runners in zip(result["records"], records, strict=True):
+        same_figures(mine, runners, error_prefix=loose)
+
+
+def test_an_unreachable_server_is_one_line_and_the_rest_are_skipped_as_the_runner_skips_them(tmp_path, dead_url):
+    kit = load_kit()
+    result = kit["bench"](kit_config(dead_url, 3))
+    warm, records = runner_records(dead_url, 3, 5.0, tmp_path)
+    same_figures(result["warm_up"], warm)
+    for mine, runners in zip(result["records"], records, strict=True):
+        same_figures(mine, runners)
+    assert result["records"][0]["error"].startswith("unreachable: ")
+    assert result["records"][2]["error"].startswith("skipped after run 1: unreachable")
+
+
+def kit_zip(path: Path) -> Path:
+    """The kit as the CDK asset ships it: the folder's files at the root of a zip."""
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.write(KIT / "__main__.py", "__main__.py")
+    return path
+
+
+def test_the_zip_runs_as_a_program_and_says_what_it_did(tmp_path):
+    import base64
+
+    with FakeOpenAI([text(OCEAN)]) as server:
+        config = base64.b64encode(json.dumps(kit_config(server.url, 2)).encode()).decode()
+        out = tmp_path / "result.json"
+        done = subprocess.run(
+            [sys.executable, str(kit_zip(tmp_path / "kit.zip")), "--config", config, "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"bench kit: x: 2/2 ok on {os.cpu_count()} vCPUs"
+    assert [r["ok"] for r in json.loads(out.read_text())["records"]] == [True, True]
+    bad = subprocess.run(
+        [sys.executable, str(tmp_path / "kit.zip"), "--config", "not base64!", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    (line,) = bad.stderr.strip().splitlines()
+    assert bad.returncode == 2 and line.startswith("bench kit: --config is not base64 JSON: ")
+
+
+# --- the whole path, against moto in server mode ----------------------------------------------
+
+
+class RunCommandHost:
+    """The instances' side of Run Command (see the module docstring)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.runs: list[subprocess.CompletedProcess] = []
+        self.done = threading.Event()
+
+    def install(self, monkeypatch) -> None:
+        from moto.ssm.models import SimpleSystemManagerBackend
+
+        original = SimpleSystemManagerBackend.send_command
+        host = self
+
+        def send_command(backend, *args, **kwargs):
+            command = original(backend, *args, **kwargs)
+            if command.document_name == in_region.DOCUMENT:
+                for invocation in command.invocations:
+                    invocation.update(Status="InProgress", StatusDetails="InProgress", ResponseCode=-1)
+                    threading.Thread(target=host.run, args=(command, invocation), daemon=True).start()
+            return command
+
+        monkeypatch.setattr(SimpleSystemManagerBackend, "send_command", send_command)
+
+    def run(self, command: Any, invocation: dict[str, Any]) -> None:
+        script = "\n".join(command.parameters["commands"])
+        timeout = int(command.parameters["executionTimeout"][0])
+        done = subprocess.run(
+            ["sh", "-c", script], env=self.env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        self.runs.append(done)
+        status = "Success" if done.returncode == 0 else "Failed"
+        invocation.update(
+            Status=status,
+            StatusDetails=status,
+            ResponseCode=done.returncode,
+            StandardOutputContent=done.stdout[:STDOUT_LIMIT],
+            StandardErrorContent=done.stderr[:STDERR_LIMIT],
+        )
+
+
+@pytest.fixture(scope="module")
+def moto_url() -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{server.get_host_and_port()[1]}"
+    server.stop()
+
+
+@pytest.fixture
+def aws(moto_url, monkeypatch, tmp_path) -> Iterator[RunCommandHost]:
+    urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=30).read()
+    for name, value in {
+        "AWS_ENDPOINT_URL": moto_url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(bench, "IN_REGION_POLL_S", 0.25)
+    # The instance's tools: the AWS CLI and a python3 (the kit needs nothing else).
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "python3").symlink_to(sys.executable)
+    (tools / "aws").symlink_to(Path(sys.executable).with_name("aws"))
+    scratch = tmp_path / "instance-tmp"
+    scratch.mkdir()
+    env = dict(os.environ, PATH=f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin", TMPDIR=str(scratch))
+    host = RunCommandHost(env)
+    host.install(monkeypatch)
+    yield host
+
+
+def server_output(name: str, kind: str, region: str, port: int, instance_type: str, kit_key: str) -> dict:
+    return {
+        "contract": 2,
+        "name": name,
+        "kind": kind,
+        "region": region,
+        "instance_type": instance_type,
+        "auto_scaling_group": f"inference-{name}",
+        "zones": [f"{region}a"],
+        "port": port,
+        "health_path": "/health",
+        "model_id": "fake-model",
+        "readiness_parameter": f"/inference/{name}/ready",
+        "log_group": f"/inference/{name}",
+        "evidence_bucket": EVIDENCE_BUCKET.format(region=region),
+        "evidence_prefix": f"in-region/{name}/",
+        "bench_kit": f"s3://{ACCOUNT_BUCKET.format(region=region)}/{kit_key}",
+    }
+
+
+def deploy(tmp_path: Path, servers: dict[str, tuple[str, str, int, str]], ready: dict[str, str]) -> Path:
+    """What a deploy leaves: the kit asset and the evidence bucket per region, each server's
+    readiness, and the outputs file."""
+    zipped = kit_zip(tmp_path / "kit.zip")
+    stacks: dict[str, dict[str, str]] = {}
+    for name, (kind, region, port, instance_type) in servers.items():
+        s3 = boto3.client("s3", region_name=region)
+        location = {} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+        for bucket in (ACCOUNT_BUCKET.format(region=region), EVIDENCE_BUCKET.format(region=region)):
+            if bucket not in {b["Name"] for b in s3.list_buckets()["Buckets"]}:
+                s3.create_bucket(Bucket=bucket, **location)
+        s3.upload_file(str(zipped), ACCOUNT_BUCKET.format(region=region), "0123abcd.zip")
+        value = {"state": ready.get(name, "ready"), "instance_id": INSTANCE[name], "zone": f"{region}a"}
+        boto3.client("ssm", region_name=region).put_parameter(
+            Name=f"/inference/{name}/ready", Type="String", Value=json.dumps(value), Overwrite=True
+        )
+        stack = "InferenceGpuStack" if kind == "ec2-vllm" else "InferenceNeuronStack"
+        key = "Backend" + name.capitalize()
+        stacks.setdefault(stack, {})[key] = json.dumps(
+            server_output(name, kind, region, port, instance_type, "0123abcd.zip")
+        )
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps(stacks))
+    return outputs
+
+
+def run_bench(tmp_path: Path, outputs: Path, *extra: str) -> tuple[int, dict]:
+    argv = ["--aws", "--local", "never", "--outputs-file", str(outputs), "--results-dir", str(tmp_path / "r")]
+    code = bench.run([*argv, "--timeout", "5", "--in-region", *extra])
+    (path,) = (tmp_path / "r").glob("*/bench-*.json")
+    return code, load(path)
+
+
+def check_against_the_document(command: dict[str, Any]) -> None:
+    """SendCommand as AWS takes it for AWS-RunShellScript."""
+    assert command["DocumentName"] == "AWS-RunShellScript"
+    parameters = command["Parameters"]
+    assert set(parameters) <= set(RUN_SHELL_SCRIPT_PARAMETERS) and "commands" in parameters
+    for name, values in parameters.items():
+        declared = RUN_SHELL_SCRIPT_PARAMETERS[name]
+        assert isinstance(values, list) and all(isinstance(v, str) for v in values), name
+        if declared["type"] == "String":
+            assert len(values) == 1, name
+        else:
+            assert len(values) >= declared["minItems"], name
+        if "allowedPattern" in declared:
+            assert re.fullmatch(declared["allowedPattern"], values[0]), (name, values)
+    assert 30 <= command["TimeoutSeconds"] <= 2592000
+    assert len(command["Comment"]) <= 100
+
+
+def test_each_server_gets_a_row_on_its_own_host_beside_its_tunnel_row(aws, tmp_path, dead_url, capsys):
+    with FakeOpenAI([text(OCEAN)]) as g6, FakeOpenAI([text(OCEAN)]) as inf2:
+        servers = {
+            "g6": ("ec2-vllm", "us-east-1", g6.httpd.server_address[1], "g6.xlarge"),
+            "g5g": ("ec2-vllm", "us-east-1", 8000, "g5g.2xlarge"),
+            "inf2": ("ec2-neuron", "us-east-2", inf2.httpd.server_address[1], "inf2.xlarge"),
+        }
+        outputs = deploy(tmp_path, servers, ready={"g5g": "booting"})
+        dead_port = dead_url.rsplit(":", 1)[1]
+        code, evidence = run_bench(
+            tmp_path,
+            outputs,
+            "--repeats",
+            "2",
+            "--backends",
+            "g6,g5g,inf2",
+            "--forward",
+            f"g6={servers['g6'][2]}",
+            "--forward",
+            f"inf2={servers['inf2'][2]}",
+            "--forward",
+            f"g5g={dead_port}",
+        )
+    assert code == 0, [r.stderr for r in aws.runs]
+
+    # One command per ready server, in its own region, to the instance its readiness names.
+    for name, region in (("g6", "us-east-1"), ("inf2", "us-east-2")):
+        (command,) = boto3.client("ssm", region_name=region).list_commands()["Commands"]
+        check_against_the_document(command)
+        assert command["InstanceIds"] == [INSTANCE[name]]
+        assert int(command["Parameters"]["executionTimeout"][0]) == in_region.execution_timeout_s(2, 5.0)
+        script = "\n".join(command["Parameters"]["commands"])
+        assert f"s3://{ACCOUNT_BUCKET.format(region=region)}/0123abcd.zip" in script
+        assert f"s3://{EVIDENCE_BUCKET.format(region=region)}/in-region/{name}/" in script
+    assert len(aws.runs) == 2 and all(r.returncode == 0 for r in aws.runs)
+    # The kit sent exactly the tunnel row's warm-up and bodies, against the server's own port.
+    for server in (g6, inf2):
+        assert len(server.requests) == 6 and server.requests[:3] == server.requests[3:]
+
+    names = [b["name"] for b in evidence["backends"]]
+    assert names == ["g6", "g6@host", "g5g", "inf2", "inf2@host"]
+    by_row: dict[str, list[dict]] = {}
+    for record in evidence["records"]:
+        by_row.setdefault(record["backend"], []).append(record)
+    shape = set(RequestRecord(backend="x", run=1).to_json()) | {"path"}
+    for name in ("g6", "inf2"):
+        tunnel, host = by_row[name], by_row[f"{name}@host"]
+        assert [r["path"] for r in tunnel] == ["tunnel"] * 2 and [r["path"] for r in host] == ["in-region"] * 2
+        for record in tunnel + host:
+            assert set(record) == shape
+            assert record["ok"] and record["output_tokens"] == 13 and record["ttft_s"] > 0
+            assert record["e2e_s"] >= record["ttft_s"] and record["tokens_per_s"] > 0
+        assert [r["run"] for r in host] == [1, 2]
+    assert {w["backend"] for w in evidence["warm_up"]} >= {"g6@host", "inf2@host"}
+    assert all(r.get("path") == "tunnel" for r in by_row["g5g"])  # measured (unreachable), never sent
+
+    runs = {r["backend"]: r for r in evidence["in_region"]}
+    assert set(runs) == {"g6", "inf2"}
+    assert runs["g6"]["status"] == "Success" and runs["g6"]["host"]["vcpus"] == os.cpu_count()
+    assert runs["g6"]["evidence"].startswith(f"s3://{EVIDENCE_BUCKET.format(region='us-east-1')}/in-region/g6/")
+    assert runs["g6"]["evidence_deleted_after_read"] is True
+    line = "g5g: not run in the region: its server is booting"
+    assert line in evidence["notices"] and capsys.readouterr().err.count(line) == 1
+    # Read back, then removed: the bucket is empty again, so cdk destroy can delete it.
+    for region in ("us-east-1", "us-east-2"):
+        listed = boto3.client("s3", region_name=region).list_objects_v2(Bucket=EVIDENCE_BUCKET.format(region=region))
+        assert listed.get("KeyCount", 0) == 0
+
+    table = bench_tables.bench_table(evidence)
+    rows = dict(zip(table.columns[0]._cells, table.columns[-1]._cells, strict=True))
+    assert rows["g6"].startswith("through the SSM tunnel from this machine")
+    assert rows["g6@host"].startswith(
+        f"on the server's own host (g6.xlarge, {os.cpu_count()} vCPUs): the client shares the server's CPUs; "
+        "no network path; the client used "
+    )
+    assert rows["inf2@host"].startswith("on the server's own host (inf2.xlarge, ")
+    assert table.columns[2]._cells[names.index("g6@host")] == "2/2"
+
+
+def test_a_command_that_fails_on_the_instance_is_its_status_and_its_last_lines(aws, tmp_path, capsys):
+    with FakeOpenAI([text(OCEAN)]) as g6:
+        port = g6.httpd.server_address[1]
+        outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={})
+        boto3.client("s3", region_name="us-east-1").delete_object(
+            Bucket=ACCOUNT_BUCKET.format(region="us-east-1"), Key="0123abcd.zip"
+        )  # the kit is not there: the command's first step fails
+        code, evidence = run_bench(tmp_path, outputs, "--repeats", "2", "--backends", "g6", "--forward", f"g6={port}")
+    assert code == 0  # the tunnel row measured
+    (run,) = evidence["in_region"]
+    assert (run["status"], run["response_code"]) == ("Failed", 1)
+    problem = run["problem"]
+    assert problem.startswith(f"g6: the in-region command Failed (exit 1) on {INSTANCE['g6']}: ")
+    assert "404" in problem and "\n" not in problem
+    assert capsys.readouterr().err.count("the in-region command Failed") == 1
+    host = [r for r in evidence["records"] if r["backend"] == "g6@host"]
+    assert [(r["ok"], r["error"], r["path"]) for r in host] == [(False, problem, "in-region")] * 2
+
+
+SAGEMAKER_OUTPUT = {
+    "contract": 2,
+    "name": "sagemaker",
+    "kind": "sagemaker",
+    "region": "us-east-2",
+    "model_id": "fake-model",
+    "port": 8080,
+    "health_path": "/ping",
+    "endpoint_name": "inference-sagemaker",
+}
+
+
+def test_in_region_for_backends_without_an_instance_is_one_line_before_anything_is_measured(
+    tmp_path, monkeypatch, dead_url
+):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", dead_url)  # nothing may be called
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps({"InferenceSageMakerStack": {"BackendSagemaker": json.dumps(SAGEMAKER_OUTPUT)}}))
+    base = ["--local", "never", "--results-dir", str(tmp_path / "r"), "--in-region"]
+    with pytest.raises(RunnerError) as sagemaker:
+        bench.run([*base, "--aws", "--outputs-file", str(outputs), "--backends", "sagemaker"])
+    assert str(sagemaker.value).startswith("--in-region: sagemaker: not run in the region: a SageMaker endpoint has no")
+    with pytest.raises(RunnerError, match="an --endpoint server is not an instance of this app's"):
+        bench.run([*base, "--aws", "--endpoint", f"mine={dead_url}"])
+    with pytest.raises(RunnerError, match="needs AWS: configure credentials or pass --aws"):
+        bench.run([*base, "--no-aws", "--endpoint", f"mine={dead_url}"])
+    with pytest.raises(RunnerError, match="one request at a time"):
+        bench.run([*base, "--no-aws", "--concurrency", "4"])
+    for error in (sagemaker.value,):
+        assert "\n" not in str(error)
+    assert not list((tmp_path / "r").glob("*/bench-*.json"))
+
+
+@pytest.mark.parametrize(
+    ("kind", "source", "words"),
+    [
+        (BackendKind.BEDROCK, "catalog", "Bedrock is a regional API with no host of ours"),
+        (BackendKind.SAGEMAKER_SERVERLESS, "stack output", "a SageMaker endpoint has no shell"),
+        (BackendKind.LOCAL, "embedded", "the embedded model runs on this machine"),
+        (BackendKind.EC2_VLLM, "stack output, --endpoint", "an --endpoint server is not an instance"),
+    ],
+)
+def test_what_in_the_region_can_and_cannot_mean_per_kind(kind, source, words):
+    backend = Backend(name="b", kind=kind, title="b", model_id="m", source=source, region="us-east-2")
+    line = in_region.no_instance_reason(backend)
+    assert line.startswith("b: not run in the region: ") and words in line and "\n" not in line
+
+
+def test_a_server_deployed_before_the_kit_is_told_to_redeploy():
+    from catalog.contract import BackendOutput
+
+    data = server_output("g6", "ec2-vllm", "us-east-1", 8000, "g6.xlarge", "k.zip")
+    for key in ("evidence_bucket", "evidence_prefix", "bench_kit"):
+        data.pop(key)
+    output = BackendOutput.parse("BackendG6", data)
+    backend = Backend(name="g6", kind=BackendKind.EC2_VLLM, title="g6", model_id="m", source="stack output")
+    backend.output = output
+    assert in_region.no_instance_reason(backend).endswith("redeploy its stack (python -m runner.up)")
+
+
+class StubSsm:
+    """Just enough of SSM for Ctrl-C: a ready server, a command sent, then the wait interrupted."""
+
+    def __init__(self) -> None:
+        self.cancelled: list[dict[str, Any]] = []
+
+    def get_parameter(self, Name):
+        return {"Parameter": {"Value": json.dumps({"state": "ready", "instance_id": INSTANCE["g6"]})}}
+
+    def send_command(self, **request):
+        return {"Command": {"CommandId": "c-1"}}
+
+    def get_command_invocation(self, **request):
+        raise KeyboardInterrupt
+
+    def cancel_command(self, **request):
+        self.cancelled.append(request)
+
+
+def test_ctrl_c_cancels_the_commands_still_running(monkeypatch):
+    from catalog.contract import BackendOutput
+
+    ssm = StubSsm()
+    monkeypatch.setattr(in_region, "boto_client", lambda service, region, timeout: ssm)
+    output = BackendOutput.parse("BackendG6", server_output("g6", "ec2-vllm", "us-east-1", 8000, "g6.xlarge", "k"))
+    backend = Backend(name="g6", kind=BackendKind.EC2_VLLM, title="g6", model_id="m", source="stack output")
+    backend.output = output
+    with pytest.raises(KeyboardInterrupt):
+        in_region.run_in_region([backend], {}, repeats=1, timeout_s=5.0, poll_s=0)
+    assert ssm.cancelled == [{"CommandId": "c-1", "InstanceIds": [INSTANCE["g6"]]}]
