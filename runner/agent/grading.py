@@ -12,6 +12,11 @@ Two routes, and the record says which one graded each run:
 
 Either way exactly one distinct number must remain, and it must not be hedged: `8, or possibly
 6` is ambiguous, `about 8` is hedged, and neither passes.
+
+A value that is a string (a field read out of a record, `read_text`) is read the same strict way:
+the last `Answer: X` line (an earlier answer line with another value contradicts it, a hedge fails
+it), else a short one-line answer; it is compared after `normalise_text` (markup, quotes, a closing
+full stop, spacing and case), never by similarity.
 """
 
 from __future__ import annotations
@@ -170,3 +175,112 @@ def _plain(number: float | None) -> int | float | None:
     if number is None:
         return None
     return int(number) if float(number).is_integer() else number
+
+
+# --- answers that are a string: a field read out of a record --------------------------------------
+
+TEXT_HEDGE = re.compile(
+    r"\b(?:maybe|perhaps|possibly|probably|likely|i\s+think|i\s+believe|i\s+guess|not\s+sure|unsure|uncertain"
+    r"|might\s+be|may\s+be|could\s+be)\b",
+    re.IGNORECASE,
+)
+QUOTES = "\"'“”‘’"
+EMPTY_ANSWER_LINE = re.compile(r"^[\W_]*(?:final\s+)?answer\s*[:=]\s*$", re.IGNORECASE)
+# A whole answer without an `Answer:` line is read as the value only when it is this short, on one line.
+WHOLE_ANSWER_WORDS = 6
+
+
+def normalise_text(value: str) -> str:
+    """What two strings are compared as: markup and surrounding quotes removed, a closing full stop
+    dropped, runs of whitespace made one space, case folded."""
+    text = " ".join(MARKUP.sub("", value or "").split())
+    previous = None
+    while text != previous:
+        previous = text
+        text = text.strip().strip(QUOTES).rstrip(".,;!").strip()
+    return text.casefold()
+
+
+@dataclass(frozen=True)
+class TextReading:
+    """The value a text answer states, the route that read it, and why it does not count (if so)."""
+
+    value: str | None
+    route: str  # final-line | whole-answer | none
+    graded_text: str = ""
+    problem: str | None = None
+
+    @property
+    def definite(self) -> bool:
+        return self.value is not None and self.problem is None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "quoted": self.value,
+            "grading_route": self.route,
+            "graded_text": self.graded_text,
+            "reading_problem": self.problem,
+        }
+
+
+def read_text(answer: str) -> TextReading:
+    """The value `answer` states, the strict way `read_count` reads a number: the last `Answer: X`
+    line when there is one (an earlier answer line stating another value is a contradiction, a
+    hedge in it fails it); without one, only a short one-line answer is taken as the value."""
+    text = MARKUP.sub("", answer or "")
+    finals = list(FINAL_LINE.finditer(text))
+    if finals:
+        last = finals[-1]
+        rest = last.group("rest")
+        value = normalise_text(rest)
+        graded = last.group(0).strip()
+        earlier = [normalise_text(f.group("rest")) for f in finals[:-1]]
+        other = next((v for v in earlier if v != value), None)
+        if not value:
+            return TextReading(None, "final-line", graded, "no value")
+        if other is not None:
+            return TextReading(value, "final-line", graded, f"contradicts an earlier answer line ({other!r})")
+        if TEXT_HEDGE.search(rest):
+            return TextReading(value, "final-line", graded, "hedged")
+        return TextReading(value, "final-line", graded)
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if len(lines) == 1 and len(lines[0].split()) <= WHOLE_ANSWER_WORDS:
+        value = normalise_text(lines[0])
+        if not value or EMPTY_ANSWER_LINE.match(lines[0]):
+            return TextReading(None, "whole-answer", lines[0], "no value")
+        return TextReading(value, "whole-answer", lines[0], "hedged" if TEXT_HEDGE.search(lines[0]) else None)
+    return TextReading(None, "none", "", "no `Answer:` line")
+
+
+# --- an answer that copies the question back -------------------------------------------------------
+
+# An answer sentence this long or longer that is the start of a sentence of the question is an echo.
+ECHO_MIN_WORDS = 3
+SENTENCE_IN_LINE = re.compile(r"(?<=[.!?;])\s+")
+
+
+def _plain_words(text: str) -> str:
+    return " ".join(MARKUP.sub("", text).split()).casefold()
+
+
+def strip_echo(answer: str, question: str) -> tuple[str, int]:
+    """`answer` without the sentences it copied from `question` (whole, or cut off at the token
+    limit), and how many were set aside: a base model often writes the question out again, and an
+    echoed sentence states nothing of its own (`Reply with one short sentence` is not the count
+    1; `12 are taken out` is not the answer 12). Only sentences of `ECHO_MIN_WORDS` words or
+    more count as echoes, so a short answer (`24.`) is never taken for one. Lines are kept as
+    lines, so a final `Answer:` line is still found."""
+    asked = [_plain_words(s) for s in SENTENCE_BREAK.split(question or "") if s.strip()]
+    removed = 0
+    lines = []
+    for line in (answer or "").splitlines():
+        kept = []
+        for sentence in SENTENCE_IN_LINE.split(line):
+            plain = _plain_words(sentence)
+            if len(plain.split()) >= ECHO_MIN_WORDS and any(q.startswith(plain) for q in asked):
+                removed += 1
+            else:
+                kept.append(sentence)
+        if kept or not line.strip():
+            lines.append(" ".join(kept))
+    return "\n".join(lines), removed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
 from collections.abc import Iterable
@@ -66,6 +67,25 @@ def weighted_mean(values: Iterable[float], weights: Iterable[float]) -> float | 
     pairs = [(v, w) for v, w in zip(values, weights, strict=True) if v is not None]
     total = sum(w for _, w in pairs)
     return sum(v * w for v, w in pairs) / total if total else None
+
+
+# The normal quantile of a two-sided 95 % interval.
+Z_95 = 1.959963984540054
+
+
+def wilson_interval(successes: int, total: int, z: float = Z_95) -> tuple[float, float] | None:
+    """The Wilson score interval of a proportion (95 % by default): the bounds p for which the
+    observed share lies within z standard errors of p. Unlike the normal approximation it stays in
+    [0, 1] and is not empty at 0 or n successes. None when nothing was counted."""
+    if total <= 0:
+        return None
+    if not 0 <= successes <= total:
+        raise ValueError(f"successes {successes} outside 0..{total}")
+    share = successes / total
+    z2 = z * z
+    centre = (share + z2 / (2 * total)) / (1 + z2 / total)
+    half = z * math.sqrt(share * (1 - share) / total + z2 / (4 * total * total)) / (1 + z2 / total)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _ones() -> Iterable[float]:

@@ -2,12 +2,18 @@
 
 The end checks live here once and serve both the timed clients and the agent's model
 (`runner.agent.models`), so a stream cut looks the same wherever it happens.
+
+`streaming_text_to(callback)`: while it holds, every accumulator made in this context hands each
+piece of text to `callback` as it arrives (`runner.ask` prints the answer so); outside it nothing
+changes, and the figures are the same either way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 from runner.core.errors import StreamFault
@@ -48,11 +54,27 @@ def sse_lines(parts: Iterable[bytes]) -> Iterator[bytes]:
     yield from splitter.rest()
 
 
-class ChatStreamAccumulator:
-    """Feed it lines as they arrive; `finish` checks the stream was complete."""
+TextCallback = Callable[[str], None]
+_text_listener: ContextVar[TextCallback | None] = ContextVar("text_listener", default=None)
 
-    def __init__(self, record: RequestRecord) -> None:
+
+@contextlib.contextmanager
+def streaming_text_to(callback: TextCallback) -> Iterator[None]:
+    """Every accumulator made inside hands each piece of text to `callback` as it arrives."""
+    token = _text_listener.set(callback)
+    try:
+        yield
+    finally:
+        _text_listener.reset(token)
+
+
+class ChatStreamAccumulator:
+    """Feed it lines as they arrive; `finish` checks the stream was complete. `on_text` (else the
+    `streaming_text_to` callback of this context, if any) gets each piece of text as it arrives."""
+
+    def __init__(self, record: RequestRecord, on_text: TextCallback | None = None) -> None:
         self.record = record
+        self.on_text = on_text if on_text is not None else _text_listener.get()
         self.parts: list[str] = []
         self.done_at: float | None = None
         self.content_chunks = 0
@@ -98,6 +120,8 @@ class ChatStreamAccumulator:
                 self.parts.append(content)
                 self.record.chunk_times.append(at)
                 self._note_running_count(chunk.get("usage"))
+                if content and self.on_text is not None:
+                    self.on_text(content)
             if choice.get("finish_reason"):
                 self.record.finish_reason = choice["finish_reason"]
         usage = chunk.get("usage")

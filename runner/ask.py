@@ -1,0 +1,131 @@
+"""`python -m runner.ask BACKEND "question"`: one question to one backend, the answer printed as it arrives, timed, kept as evidence.
+
+The quickest way to see that a backend is alive and what it says. The request goes through the
+bench's own timed client for the backend (`timed_client_for`), so its figures mean what the
+bench's do: time to first token, output tokens (the server's count where it sends one) and
+tokens/s over the end-to-end time. No warm-up: the figures include opening the connection. On
+the streaming paths (OpenAI-compatible servers, the SageMaker real-time endpoint, Custom Model
+Import) each piece of text is printed as its chunk arrives; the paths that answer whole
+(serverless, asynchronous) print the answer when it arrives and say so first. Exit 0 with an
+answer, 1 when the backend could not be reached or gave none (one line), 2 on bad input (an
+unknown backend: one line naming the known ones).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from catalog import BackendKind
+from runner.cli.options import add_common_arguments
+from runner.cli.session import main_guard, run_session
+from runner.core.backends import Backend
+from runner.core.console import console
+from runner.core.errors import RunnerError
+from runner.measure import ChatRequest, RequestRecord, timed_client_for
+from runner.measure.sse import streaming_text_to
+from runner.render.ask import timing_line
+from runner.render.tables import models
+
+# The paths whose client hands the text over only when the whole answer is there, and why.
+WHOLE_ANSWER = {
+    BackendKind.SAGEMAKER_SERVERLESS: "a serverless endpoint answers InvokeEndpoint with one JSON body, no stream",
+    BackendKind.SAGEMAKER_ASYNC: "an asynchronous endpoint writes the whole answer to S3, then it is read",
+    BackendKind.BEDROCK: "its timed client reads ConverseStream to the end before handing the text over",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m runner.ask", description=__doc__.splitlines()[0])
+    parser.add_argument("backend", metavar="BACKEND", help="the backend to ask (local: the embedded model)")
+    parser.add_argument("question", metavar="QUESTION", help="the question, quoted")
+    parser.add_argument("--max-tokens", type=int, default=256, help="at most this many tokens (default: %(default)s)")
+    add_common_arguments(parser)
+    for action in parser._actions:
+        if action.dest == "backends":
+            action.help = argparse.SUPPRESS  # BACKEND, positional, names the one backend
+    return parser
+
+
+def write_out(piece: str) -> None:
+    sys.stdout.write(piece)
+    sys.stdout.flush()
+
+
+def ask(backend: Backend, request: ChatRequest, timeout_s: float, on_text: Callable[[str], None]) -> dict[str, Any]:
+    """One timed request; each piece of text to `on_text` as it arrives (on a streaming path), or
+    the whole answer once it is there. Never raises for the backend's fault: the record says it."""
+    record = RequestRecord(backend=backend.name, run=1)
+    pieces: list[str] = []
+    interrupted = False
+
+    def piece(text: str) -> None:
+        pieces.append(text)
+        on_text(text)
+
+    try:
+        client = timed_client_for(backend, timeout_s)
+        try:
+            with streaming_text_to(piece):
+                client.chat(request, record)
+        finally:
+            client.close()
+    except KeyboardInterrupt:
+        interrupted = True
+        record.ok, record.error = False, "interrupted (Ctrl-C)"
+    except Exception as error:
+        record.ok, record.error = False, backend.explain(error)
+    record.text = record.text or "".join(pieces)
+    if not pieces and record.text:
+        on_text(record.text)  # a path that answers whole: the answer, now that it is there
+    return record.to_json() | {
+        "question": request.prompt,
+        "streamed": bool(pieces),
+        "pieces": len(pieces),
+        "interrupted": interrupted,
+    }
+
+
+def run(argv: list[str] | None = None, on_text: Callable[[str], None] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.backends:
+        raise RunnerError("--backends does not apply: ask takes one BACKEND")
+    if not args.question.strip():
+        raise RunnerError("the question is empty")
+    if args.max_tokens < 1:
+        raise RunnerError(f"--max-tokens {args.max_tokens}: must be at least 1")
+    args.backends = args.backend  # discovery selects it; an unknown name is one line naming the known ones
+    config = {"backend": args.backend, "question": args.question, "max_tokens": args.max_tokens, "warm_up": None}
+    request = ChatRequest(prompt=args.question, max_tokens=args.max_tokens)
+    with run_session("ask", args, config) as (discovery, evidence):
+        backend = next(b for b in discovery.backends if b.name == args.backend)
+        model = models(evidence.data).get(backend.name, backend.model_id)
+        whole = WHOLE_ANSWER.get(backend.kind)
+        if whole:
+            console.print(f"[dim]{backend.name} ({model}) answers whole: {whole}; printed when it arrives …[/dim]")
+        else:
+            console.print(f"[dim]{backend.name} ({model}), printed as it arrives:[/dim]")
+        record = ask(backend, request, args.timeout, on_text or write_out)
+        if record["text"] and not record["text"].endswith("\n") and on_text is None:
+            write_out("\n")
+        evidence.add_record(record)
+        path = evidence.finish(interrupted=record["interrupted"])
+        if record["interrupted"]:
+            print(f"evidence: {path}")
+            raise KeyboardInterrupt
+        if record["ok"]:
+            console.print(f"[dim]{timing_line(record)}[/dim]")
+        else:
+            console.print(f"[red]error:[/red] {backend.name}: {record['error']}")
+        print(f"evidence: {path}")
+        return 0 if record["ok"] else 1
+
+
+def main() -> None:
+    main_guard(run)
+
+
+if __name__ == "__main__":
+    main()
