@@ -37,7 +37,7 @@ from runner.measure.advice import (
     measured_tokens,
     rank,
 )
-from runner.measure.costing import read_cost_evidence
+from runner.measure.costing import split_quality
 from runner.render.tables import print_report
 
 DEFAULT_INPUT_TOKENS = 20
@@ -88,13 +88,13 @@ def number(text: str | None, flag: str, *, integer: bool = False, default: float
 
 
 def newest_evidence(results_dir: Path) -> list[Path]:
-    """The newest bench and the newest batch evidence under the results folder."""
+    """The newest bench, batch and quality evidence under the results folder."""
     found = [
         max(paths, key=lambda p: (p.parent.name, p.name))
-        for command in ("bench", "batch")
+        for command in ("bench", "batch", "quality")
         if (paths := list(results_dir.glob(f"*/{command}-*.json")))
     ]
-    if not found:
+    if not [p for p in found if not p.name.startswith("quality-")]:
         raise RunnerError(
             f"no bench or batch evidence under {results_dir}: run python -m runner.bench first, or pass --evidence FILE"
         )
@@ -115,7 +115,7 @@ def run(argv: list[str] | None = None) -> int:
     input_tokens = number(args.input_tokens, "--input-tokens", integer=True)
     output_tokens = number(args.output_tokens, "--output-tokens", integer=True)
     paths = args.evidence or newest_evidence(args.results_dir)
-    inputs = [(str(path), read_cost_evidence(path, "runner.advise")) for path in paths]
+    inputs, accuracy = split_quality(paths, "runner.advise")
     measured_in, measured_out = measured_tokens([data for _, data in inputs])
     workload = Workload(
         requests_per_day=requests_per_day,
@@ -168,6 +168,8 @@ def run(argv: list[str] | None = None) -> int:
     evidence.data["pricing_queries"] = price_list.queries if price_list else []
     evidence.data["backends"] = [option.backend for option in options]
     ranked = rank([advise(o, workload, prices.get(requests[o.name]) if requests[o.name] else None) for o in options])
+    for row in ranked:
+        row["accuracy"] = accuracy.get(row.get("option") or row.get("backend") or "")
     evidence.data["records"] = ranked
     evidence.data["why"] = explain(ranked)
     evidence.data["refused"] = refused

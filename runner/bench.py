@@ -28,7 +28,7 @@ from runner.cloud.in_region import Run, no_instance_reason, row_name, run_in_reg
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError
-from runner.core.evidence import Evidence, load
+from runner.core.evidence import Evidence, accuracy_by_backend, load
 from runner.measure import ChatRequest, RequestRecord
 from runner.measure.benchmark import bench_backend, sweep_backend
 from runner.measure.load import (
@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("--seed", type=int, default=0, help="seed of the open-loop arrivals (default: %(default)s)")
     load.add_argument("--prompts", type=Path, help='JSON lines {"prompt": ..., "max_tokens": N}, used in turn')
     parser.add_argument(
+        "--quality",
+        type=Path,
+        metavar="FILE",
+        help="runner.quality evidence: its accuracy per backend goes beside the speed in the table",
+    )
+    parser.add_argument(
         "--in-region",
         action="store_true",
         help="also run the benchmark on each EC2 server's own instance (SSM Run Command): a second row per server",
@@ -73,6 +79,7 @@ def run(argv: list[str] | None = None) -> int:
     if args.repeats < 1:
         raise SystemExit("error: --repeats must be at least 1")
     baseline = load(args.compare) if args.compare else None
+    accuracy = quality_accuracy(args.quality) if args.quality else {}
     levels = plan_levels(args.concurrency, args.rate, args.requests, args.max_concurrency)
     if args.in_region and (levels or args.prompts):
         raise RunnerError(
@@ -93,6 +100,8 @@ def run(argv: list[str] | None = None) -> int:
     }
 
     def measure(discovery: Discovery, evidence: Evidence) -> None:
+        if accuracy:
+            evidence.data["accuracy"] = accuracy
         servers = plan_in_region(discovery, evidence) if args.in_region else []
         evidence.data["warm_up"] = []
         progress = Progress(
@@ -114,6 +123,14 @@ def run(argv: list[str] | None = None) -> int:
     return run_command(
         "bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records), baseline=baseline
     )
+
+
+def quality_accuracy(path: Path) -> dict[str, dict]:
+    """The accuracy per backend of a runner.quality evidence file; another command's is one line."""
+    data = load(path)
+    if data["command"] != "quality":
+        raise RunnerError(f"--quality {path}: {data['command']} evidence; it takes runner.quality evidence")
+    return accuracy_by_backend([data])
 
 
 TUNNEL_NOTE = "through the SSM tunnel from this machine"

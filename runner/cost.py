@@ -34,8 +34,8 @@ from runner.measure.costing import (
     catalog_backends,
     cost_rows,
     evidence_price_requests,
-    read_cost_evidence,
     second_instance,
+    split_quality,
 )
 from runner.render.tables import print_report
 
@@ -43,7 +43,10 @@ from runner.render.tables import print_report
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runner.cost", description=__doc__.splitlines()[0])
     parser.add_argument(
-        "evidence", nargs="*", type=Path, help="bench or batch evidence files (default: price the catalog)"
+        "evidence",
+        nargs="*",
+        type=Path,
+        help="bench or batch evidence files, and quality ones for accuracy beside the cost (default: the catalog)",
     )
     parser.add_argument("--offline", action="store_true", help="never call the Pricing API: use the offline table")
     parser.add_argument(
@@ -62,7 +65,7 @@ def run(argv: list[str] | None = None) -> int:
     if args.latency_bound is not None and not args.latency_bound > 0:
         raise RunnerError(f"--latency-bound {args.latency_bound}: must be above 0 seconds")
     # Every input is read before anything is priced or written: a bad file stops with nothing half-done.
-    inputs = [(str(path), read_cost_evidence(path)) for path in args.evidence]
+    inputs, accuracy = split_quality(args.evidence, "runner.cost")
     use_api = not args.offline and (args.aws if args.aws is not None else credentials_configured())
     evidence = Evidence(
         "cost",
@@ -87,6 +90,7 @@ def run(argv: list[str] | None = None) -> int:
     evidence.data["pricing_queries"] = price_list.queries if price_list else []
     evidence.data["backends"] = [b for _, data in groups for b in data.get("backends", [])]
     evidence.data["scaling"] = []
+    evidence.data["accuracy"] = accuracy
     for path, data in groups:
         for row in cost_rows(path, data, prices):
             evidence.add_record(row)

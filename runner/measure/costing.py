@@ -51,7 +51,7 @@ from runner.cloud.pricing import (
     usd_per_million_output,
 )
 from runner.core.errors import RunnerError
-from runner.core.evidence import load
+from runner.core.evidence import accuracy_by_backend, load
 from runner.core.stats import median, percentile
 
 COST_COMMANDS = ("bench", "batch")
@@ -244,10 +244,19 @@ def read_cost_evidence(path: Path, reader: str = "runner.cost") -> dict[str, Any
     data = load(path)
     if data["command"] not in COST_COMMANDS:
         raise RunnerError(
-            f"{path} is {data['command']} evidence; {reader} reads bench or batch evidence "
-            "(written by python -m runner.bench or python -m runner.batch)"
+            f"{path} is {data['command']} evidence; {reader} reads bench or batch evidence, and quality "
+            "evidence for the accuracy beside them (python -m runner.bench, runner.batch, runner.quality)"
         )
     return data
+
+
+def split_quality(paths: list[Path], reader: str) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, dict[str, Any]]]:
+    """The cost inputs (bench, batch) read and checked, and the accuracy per backend that any
+    quality evidence among them gives (runner.quality), shown beside the cost, never priced."""
+    loaded = [(path, load(path)) for path in paths]
+    quality = [data for _, data in loaded if data["command"] == "quality"]
+    inputs = [(str(path), read_cost_evidence(path, reader)) for path, data in loaded if data["command"] != "quality"]
+    return inputs, accuracy_by_backend(quality)
 
 
 def batch_backend(evidence: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:

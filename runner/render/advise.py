@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from runner.core.stats import fmt
-from runner.render.tables import add_columns
+from runner.render.tables import accuracy_text, add_columns
 
 VERDICT = {True: "yes", False: "NO", None: "unknown"}
 
@@ -32,7 +32,9 @@ def workload_line(workload: dict[str, Any]) -> str:
 def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
     workload = evidence["config"]["workload"]
     table = Table(title=f"advise: {workload_line(workload)}")
-    columns = ["rank", "option", "billing", "measured on", "$/month", "p95 s", "within bound", "arithmetic", "why"]
+    columns = [
+        "rank", "option", "billing", "measured on", "$/month", "p95 s", "within bound", "accuracy", "arithmetic", "why"
+    ]  # fmt: skip
     add_columns(table, columns, left=("option", "billing", "measured on", "within bound", "arithmetic", "why"))
     for rank, row in enumerate(evidence.get("records", []), start=1):
         provenance = row.get("provenance")
@@ -46,6 +48,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             fmt(row.get("monthly_usd"), 2),
             fmt(row.get("p95_s"), 2),
             VERDICT[row.get("meets")],
+            accuracy_text(row.get("accuracy")),
             escape(row.get("arithmetic") or ""),
             escape(why),
         )

@@ -16,7 +16,7 @@ from rich.table import Table
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
 from runner.measure.benchmark import COLD_ASSUMED
 from runner.measure.levels import level_groups, level_summary, roofline
-from runner.render.tables import add_columns, models
+from runner.render.tables import accuracy_text, add_columns, models
 
 BATCH_KIND = "sagemaker-batch"
 
@@ -130,6 +130,9 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     cold_column = any(row["cold"] for row in summary.values())
     if cold_column:
         columns.append("cold start s")
+    accuracy = evidence.get("accuracy") or {}
+    if accuracy:
+        columns.append("accuracy")
     add_columns(table, columns, left=("backend", "model"))
     if baseline is not None:
         table.add_column("tok/s change", justify="right")
@@ -179,6 +182,8 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
             cells += [fmt(row["median_server_tok_s"], 1), fmt(overhead * 1000 if overhead is not None else None, 1)]
         if cold_column:
             cells.append(fmt(row["cold"]["median_s"]) if row["cold"] else "-")
+        if accuracy:
+            cells.append(accuracy_text(accuracy.get(name)))
         if baseline is not None:
             cells.append(change_percent(old.get(name, {}).get("median_tok_s"), row["median_tok_s"]))
         if ceilings:

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from catalog.prices import HOURS_PER_MONTH
 from runner.core.stats import fmt
-from runner.render.tables import add_columns
+from runner.render.tables import accuracy_text, add_columns
 
 # The billing models as the table names them (the evidence keeps catalog.backends.Billing's values).
 BILLING_LABELS = {
@@ -63,6 +63,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         "load",
         "output tok/s",
         "$ per M output",
+        "accuracy",
         "how",
         "price source",
     ]
@@ -71,6 +72,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
     )
     for column in table.columns[:2]:
         column.no_wrap = True
+    accuracy = evidence.get("accuracy") or {}
     for row in evidence.get("records", []):
         monthly = row.get("usd_per_month_24x7")
         monthly_text = f"{monthly:.0f} (24x7)" if monthly else "-"
@@ -93,6 +95,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             row.get("level") or "-",
             fmt(row.get("output_tok_s"), 1),
             fmt(row.get("usd_per_million_output"), 2),
+            accuracy_text(accuracy.get(row["backend"])),
             " ".join(part for part in how if part),
             source_text(row),
         )

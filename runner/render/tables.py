@@ -52,3 +52,12 @@ def models(evidence: dict[str, Any]) -> dict[str, str]:
     """Per backend, the model column of every table: rows are not all the same weights, and the
     tables say so (the model, its precision and lane where the stack output says them)."""
     return {b["name"]: b.get("model_label") or b.get("model_id") or "-" for b in evidence.get("backends", [])}
+
+
+def accuracy_text(accuracy: dict[str, Any] | None) -> str:
+    """`62 % (52-71)`: accuracy and its 95 % Wilson interval, in percent; `-` when not measured."""
+    if not accuracy or accuracy.get("accuracy") is None:
+        return "-"
+    low, high = accuracy.get("low"), accuracy.get("high")
+    interval = f" ({low * 100:.0f}-{high * 100:.0f})" if low is not None and high is not None else ""
+    return f"{accuracy['accuracy'] * 100:.0f} %{interval}"
