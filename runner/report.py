@@ -1,5 +1,9 @@
 """`python -m runner.report FILE...`: render evidence files' tables (tables are never typed), and
-with `--html` one self-contained page with plots, with `--markdown` the same tables as Markdown."""
+with `--html` one self-contained page (a headline per backend and model, the plots, every table)
+from bench, cost and quality evidence, with `--markdown` the headline and the tables as Markdown.
+
+Every file is read and checked before anything is written: a file that is not evidence, or (for
+`--html` and `--markdown`) evidence of a command the page does not take, is one line, exit 2."""
 
 from __future__ import annotations
 
@@ -7,32 +11,67 @@ import argparse
 from pathlib import Path
 
 from runner.cli.session import main_guard
+from runner.core.errors import RunnerError
 from runner.core.evidence import load
 from runner.core.files import write_atomically
-from runner.render.tables import print_report, stdout
+from runner.render.tables import print_report, renderer_for, stdout
+
+
+def check_tables(path: Path, command: str) -> None:
+    """A command without a table of its own is one line naming it (quality evidence has the
+    page's summary table when its command's module is not there)."""
+    if command == "quality":
+        return
+    try:
+        renderer_for(command)
+    except RunnerError as error:
+        raise RunnerError(f"{path}: {error} (a file written by another program, or by a newer runner)") from None
+
+
+def print_tables(evidence: dict, baseline: dict | None) -> None:
+    try:
+        renderer_for(evidence["command"])
+    except RunnerError:
+        from runner.render.headline import quality_table
+
+        stdout.print(quality_table(evidence))
+        for line in evidence.get("notices", []):
+            stdout.print(f"[dim]note: {line}[/dim]")
+        return
+    print_report(evidence, baseline)
 
 
 def run(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runner.report", description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path, help="evidence files")
     parser.add_argument("--compare", type=Path, help="an earlier evidence file of the same command to compare against")
-    parser.add_argument("--html", type=Path, help="write one self-contained HTML page with plots and tables here")
-    parser.add_argument("--markdown", type=Path, help="write the tables as Markdown here")
+    parser.add_argument(
+        "--html",
+        type=Path,
+        help="write one self-contained HTML page (headline, plots, tables) here: bench, cost, quality",
+    )
+    parser.add_argument("--markdown", type=Path, help="write the headline and the tables as Markdown here")
     args = parser.parse_args(argv)
     baseline = load(args.compare) if args.compare else None
+    sources = [(path, load(path)) for path in args.files]
+    for path, evidence in sources:
+        check_tables(path, evidence["command"])
     if args.html or args.markdown:
-        from runner.render.page import render_html, render_markdown
+        from runner.render.page import check_page_sources, render_html, render_markdown
 
-        files = [(path, load(path)) for path in args.files]
-        for target, render in ((args.html, render_html), (args.markdown, render_markdown)):
-            if target:
-                write_atomically(target, render(files))
-                stdout.print(f"wrote {target}")
-    for path in args.files:
-        evidence = load(path)
+        check_page_sources(sources)
+        pages = [
+            (target, render(sources))
+            for target, render in ((args.html, render_html), (args.markdown, render_markdown))
+            if target
+        ]
+        for target, text in pages:
+            write_atomically(target, text)
+            stdout.print(f"wrote {target}")
+    for path, evidence in sources:
         stdout.print(f"[bold]{path}[/bold] ({evidence['started_at']})")
         same_command = baseline is not None and baseline["command"] == evidence["command"]
-        print_report(evidence, baseline if same_command else None)
+        print_tables(evidence, baseline if same_command else None)
     return 0
 
 

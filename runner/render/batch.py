@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from runner.core.stats import fmt
@@ -44,7 +45,7 @@ def batch_table(evidence: dict[str, Any]) -> Table:
         price = job.get("price_usd")
         table.add_row(
             job["backend"],
-            served.get(job["backend"], "-"),
+            escape(served.get(job["backend"], "-")),
             job["job_name"],
             job.get("status") or "-",
             f"{job.get('ok_records', 0)}/{job.get('records', 0)}",

@@ -11,6 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
@@ -167,7 +168,7 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
             notes.append(row["first_error"])
         cells = [
             name,
-            served.get(name, "-"),
+            escape(served.get(name, "-")),
             f"{row['ok']}/{row['runs']}",
             fmt(row["median_s"]),
             fmt(row["median_ttft_s"]),
@@ -253,7 +254,7 @@ def sweep_table(evidence: dict[str, Any]) -> Table:
             notes.append(row["first_error"])
         table.add_row(
             backend,
-            served.get(backend, "-"),
+            escape(served.get(backend, "-")),
             label,
             f"{row['completed']}/{row['failed']}",
             fmt(row["request_throughput"], 2),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from runner.render.tables import models
@@ -34,7 +35,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         answer = (record.get("plain") or {}).get("answer", "")
         table.add_row(
             record["backend"],
-            served.get(record["backend"], "-"),
+            escape(served.get(record["backend"], "-")),
             _mark(health.get("healthy")),
             f"{health.get('waited_s', 0):.1f}",
             _mark(record.get("plain_ok")),

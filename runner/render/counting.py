@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from runner.core.stats import counts, fmt, median
@@ -43,7 +44,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         filters = [f for r in records for f in r.get("filters_sent", [])] or (["none"] if records else [])
         table.add_row(
             name,
-            served.get(name, "-"),
+            escape(served.get(name, "-")),
             str(n),
             f"{correct}/{n}",
             f"{right}/{n}" if mode == "filter" else "-",

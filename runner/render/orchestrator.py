@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from runner.core.stats import fmt
@@ -23,7 +24,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         for row in record["table"]:
             table.add_row(
                 row["backend"],
-                served.get(row["backend"], "-"),
+                escape(served.get(row["backend"], "-")),
                 row["answer"],
                 f"{row['measured']}/{row['asks']}",
                 fmt(row["seconds"]),

@@ -1,78 +1,282 @@
-"""Evidence files as one self-contained HTML page (plots inlined as PNG, tables as rendered by
-each command's own `render_report`) and as Markdown (the same tables as text)."""
+"""Evidence files as one self-contained HTML page and as Markdown.
+
+The page: a headline first (`headline`: per backend and model, tok/s, TTFT, accuracy and $ per
+million, sorted in code, the best of each column marked), the plots (`plots`, inlined as PNG), then
+every table of every evidence file as an HTML table (each command's own `render_report`, its rich
+tables turned into HTML: text columns left, figures right-aligned), and which evidence files it
+was rendered from. No script, nothing fetched: it opens from a file anywhere. Markdown holds the
+headline and the same tables as text.
+
+It takes the evidence of `headline.PAGE_COMMANDS` (bench, cost, quality); any other file is one
+line, before anything is written.
+"""
 
 from __future__ import annotations
 
 import base64
 import html
 import io
+import itertools
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.errors import MarkupError, StyleSyntaxError
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
 
-from runner.render.plots import PLOTS
+from runner.core.errors import RunnerError
+from runner.render import plots
+from runner.render.headline import PAGE_COMMANDS, headline_html, headline_markdown, headline_rows, quality_table
 from runner.render.tables import renderer_for
 
-# Marks on <body> how many images the browser decoded, so a test (or a reader's devtools) can tell
-# a page whose plots render from one whose plots are broken.
-IMAGE_CHECK = """<script>
-window.addEventListener("load", function () {
-  var images = Array.prototype.slice.call(document.images);
-  document.body.dataset.images = images.length;
-  document.body.dataset.imagesDecoded = images.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
-});
-</script>"""
-TABLE_FORMAT = '<pre class="table" style="font-family:monospace;line-height:1.2">{code}</pre>'
+Source = tuple[Path, dict[str, Any]]
+CSS = Path(__file__).with_name("page.css")
+# Columns whose text runs long (notes, errors, sources): they wrap first.
+WIDE_COLUMNS = ("notes", "how", "price source", "verdict", "error", "reason")
+# A text column whose longest cell is at most SHORT_TEXT characters stays on one line; one longer
+# than LONG_TEXT is given room and may break anywhere; the rest wrap between words.
+SHORT_TEXT = 24
+LONG_TEXT = 40
 
 
-def table_text(evidence: dict[str, Any], *, html_out: bool) -> str:
-    console = Console(record=True, width=220, file=io.StringIO(), highlight=False)
-    renderer_for(evidence["command"])(evidence, console, None)
-    for line in evidence.get("notices", []):
-        console.print(f"note: {line}")
-    if html_out:
-        return console.export_html(inline_styles=True, code_format=TABLE_FORMAT)
-    return console.export_text()
+def check_page_sources(sources: list[Source]) -> None:
+    """Every file is evidence the page can render, or one line naming it and what the page takes."""
+    taken = ", ".join(PAGE_COMMANDS)
+    writers = ", ".join(PAGE_COMMANDS.values())
+    for path, data in sources:
+        if data.get("command") not in PAGE_COMMANDS:
+            raise RunnerError(
+                f"{path} is {data.get('command')!r} evidence: the report page (--html, --markdown) takes {taken} "
+                f"evidence (written by {writers}); without --html or --markdown runner.report prints any "
+                "command's tables"
+            )
+
+
+class Capture(Console):
+    """A console that keeps what a command's `render_report` prints (its tables and lines) instead
+    of drawing it, so the page can render them as HTML."""
+
+    def __init__(self) -> None:
+        super().__init__(file=io.StringIO(), width=200, highlight=False, record=False)
+        self.items: list[Any] = []
+
+    def print(self, *objects: Any, **_: Any) -> None:
+        self.items.extend(objects)
+
+
+def render_tables(evidence: dict[str, Any]) -> list[Any]:
+    """What the command's own report prints for this evidence (a quality file without its own
+    table module gets the summary table of `headline.quality_table`)."""
+    capture = Capture()
+    try:
+        render = renderer_for(evidence["command"])
+    except RunnerError:
+        if evidence.get("command") != "quality":
+            raise
+        capture.print(quality_table(evidence))
+    else:
+        render(evidence, capture, None)
+    return capture.items
+
+
+def text_of(value: Any) -> Text:
+    if isinstance(value, Text):
+        return value
+    if isinstance(value, str):
+        # Cells are rich markup, escaped where they are made (a lane's `[open]`: tables.models).
+        try:
+            return Text.from_markup(value)
+        except (MarkupError, StyleSyntaxError):
+            return Text(value)
+    return Text(str(value))
+
+
+def markup_html(value: Any) -> str:
+    """Rich markup as HTML: bold kept, red or yellow as a warning, dim as dim; the rest plain."""
+    text = text_of(value)
+    plain = text.plain
+    cuts = sorted({0, len(plain), *[s.start for s in text.spans], *[s.end for s in text.spans]})
+    parts = []
+    for start, end in itertools.pairwise(cuts):
+        piece = html.escape(plain[start:end])
+        if not piece:
+            continue
+        styles = [Style.parse(s.style) if isinstance(s.style, str) else s.style for s in text.spans]
+        active = [
+            style for span, style in zip(text.spans, styles, strict=True) if span.start <= start and end <= span.end
+        ]
+        if any(style.color and style.color.name in ("red", "yellow", "bright_red") for style in active):
+            piece = f'<span class="warn">{piece}</span>'
+        elif any(style.dim for style in active):
+            piece = f'<span class="dim">{piece}</span>'
+        if any(style.bold for style in active):
+            piece = f"<strong>{piece}</strong>"
+        parts.append(piece)
+    return "".join(parts).replace("\n", "<br>")
+
+
+def cell_html(value: Any, kind: str) -> str:
+    """A cell: long text in a box of its own width (so a long note does not take the width the
+    figures need); figures joined by slashes (p50/p90/p99) may break after each slash when squeezed."""
+    text = markup_html(value)
+    if "wide" in kind:
+        return f'<div class="w">{text}</div>'
+    if kind != "num" or text.count("/") < 2:
+        return text
+    return '<span class="parts">' + text.replace("/", "/<wbr>") + "</span>"
+
+
+def table_html(table: Table) -> str:
+    """A rich table as an HTML table in a box that scrolls sideways on its own when it must: figures
+    right-aligned on one line, short text kept on one line, long text (notes) wrapping."""
+    columns = [list(column.cells) for column in table.columns]
+    head, classes = [], []
+    for column, cells in zip(table.columns, columns, strict=True):
+        name = text_of(column.header).plain
+        longest = max((len(text_of(cell).plain) for cell in cells), default=0)
+        kind = "num" if column.justify == "right" else "text"
+        if kind == "text" and (name in WIDE_COLUMNS or longest > LONG_TEXT):
+            kind += " wide"
+        elif kind == "text" and longest <= SHORT_TEXT:
+            kind += " short"
+        classes.append(kind)
+        head.append(f'<th scope="col" class="{kind}">{markup_html(column.header)}</th>')
+    body = []
+    for index in range(table.row_count):
+        cells = [
+            f'<td class="{classes[c]}">{cell_html(columns[c][index], classes[c]) if index < len(columns[c]) else ""}</td>'
+            for c in range(len(columns))
+        ]
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    caption = f"<caption>{markup_html(table.title)}</caption>" if table.title else ""
+    below = f'<p class="dim">{markup_html(table.caption)}</p>' if table.caption else ""
+    return (
+        f'<div class="table-wrap"><table>{caption}<thead><tr>{"".join(head)}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>{below}"
+    )
+
+
+def item_html(item: Any) -> str:
+    if isinstance(item, Table):
+        return table_html(item)
+    if isinstance(item, str | Text):
+        return f"<p>{markup_html(item)}</p>"
+    console = Console(file=io.StringIO(), width=160, record=True, highlight=False)
+    console.print(item)
+    return f'<pre class="text">{html.escape(console.export_text())}</pre>'
 
 
 def png_data(figure: Any) -> str:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110)
+    figure.savefig(buffer, format="png", dpi=plots.DPI)
     return base64.b64encode(buffer.getvalue()).decode()
 
 
-def render_html(files: list[tuple[Path, dict[str, Any]]]) -> str:
-    evidence = [data for _, data in files]
+def drawn_plots(sources: list[Source]) -> tuple[list[str], list[str]]:
+    """(the plots as HTML figures, a line for each plot not drawn and why)."""
+    drawn, not_drawn = [], []
+    for name, (title, message, draw) in plots.PLOTS.items():
+        with plots.style():
+            figure = draw(sources)
+            if isinstance(figure, str):
+                not_drawn.append(f"<li><strong>{html.escape(title)}</strong>: {html.escape(figure)}</li>")
+                continue
+            data = png_data(figure)
+        width, height = (round(v * plots.DPI / plots.DISPLAY_SCALE) for v in figure.get_size_inches())
+        drawn.append(
+            f'<figure class="plot" id="plot-{name}"><h3>{html.escape(title)}</h3>'
+            f'<img alt="{html.escape(title)}: {html.escape(message)}" width="{width}" height="{height}" '
+            f'src="data:image/png;base64,{data}"><figcaption>{html.escape(message)}</figcaption></figure>'
+        )
+    return drawn, not_drawn
+
+
+def source_line(path: Path, data: dict[str, Any]) -> str:
+    git = data.get("git") or {}
+    sha = str(git.get("sha") or "?")[:12] + (" (uncommitted changes)" if git.get("dirty") else "")
+    argv = " ".join(str(a) for a in data.get("argv") or [])
+    return (
+        f"<li><code>{html.escape(str(path))}</code>: <strong>{html.escape(str(data.get('command')))}</strong>, "
+        f"started {html.escape(str(data.get('started_at')))}, finished {html.escape(str(data.get('finished_at')))}, "
+        f"git {html.escape(sha)}, host {html.escape(str((data.get('host') or {}).get('platform')))}"
+        + (
+            f", <code>python -m runner.{html.escape(str(data.get('command')))} {html.escape(argv)}</code>"
+            if argv
+            else ""
+        )
+        + (
+            ' <span class="warn">(interrupted: what was measured before Ctrl-C)</span>'
+            if data.get("interrupted")
+            else ""
+        )
+        + "</li>"
+    )
+
+
+def evidence_html(path: Path, data: dict[str, Any]) -> str:
+    parts = [
+        f'<section class="evidence"><h3>{html.escape(str(data.get("command")))}: {html.escape(path.name)}</h3>',
+        f'<p class="dim">started {html.escape(str(data.get("started_at")))}, git '
+        f"{html.escape(str((data.get('git') or {}).get('sha')))}</p>",
+    ]
+    parts += [item_html(item) for item in render_tables(data)]
+    notices = [f"<li>{markup_html(line)}</li>" for line in data.get("notices", [])]
+    if data.get("interrupted"):
+        notices.append('<li class="warn">interrupted: the tables show what was measured before Ctrl-C</li>')
+    if notices:
+        parts.append(f'<ul class="notes">{"".join(notices)}</ul>')
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def render_html(sources: list[Source]) -> str:
+    check_page_sources(sources)
+    drawn, not_drawn = drawn_plots(sources)
+    kinds = sorted({str(d.get("command")) for _, d in sources})
+    short = ", ".join(f"{html.escape(p.name)} ({html.escape(str(d.get('command')))})" for p, d in sources)
     parts = [
         "<!doctype html>",
-        '<html lang="en"><head><meta charset="utf-8"><title>Inference survey report</title>',
-        "<style>body{font-family:sans-serif;margin:2em;max-width:1400px}img{max-width:100%}"
-        "section{margin-bottom:2em}</style></head><body>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>Inference survey report</title>",
+        f"<style>{CSS.read_text()}</style></head><body><main>",
         "<h1>Inference survey report</h1>",
-        "<p>Rendered from evidence files: " + ", ".join(html.escape(str(p)) for p, _ in files) + "</p>",
+        f'<p class="from">Rendered from {len(sources)} evidence file{"s" if len(sources) > 1 else ""} '
+        f"({html.escape(', '.join(kinds))}): {short}.</p>",
+        '<section id="headline"><h2>Headline</h2>',
+        headline_html(headline_rows(sources)),
+        "</section>",
+        '<section id="plots"><h2>Plots</h2>',
+        f'<div class="plots">{"".join(drawn)}</div>',
+        f'<p class="dim">Not drawn:</p><ul class="notes">{"".join(not_drawn)}</ul>' if not_drawn else "",
+        "</section>",
+        '<section id="tables"><h2>Tables</h2>',
+        *[evidence_html(path, data) for path, data in sources],
+        "</section>",
+        '<section id="sources"><h2>Evidence</h2><p class="dim">This page was rendered from:</p><ul class="sources">',
+        *[source_line(path, data) for path, data in sources],
+        "</ul></section>",
+        "</main></body></html>",
     ]
-    for name, (title, draw) in PLOTS.items():
-        figure = draw(evidence)
-        if figure is not None:
-            parts.append(
-                f'<section class="plot" id="plot-{name}"><h2>{html.escape(title)}</h2>'
-                f'<img alt="{name}" src="data:image/png;base64,{png_data(figure)}"></section>'
-            )
-    for path, data in files:
-        parts.append(
-            f'<section class="evidence"><h2>{html.escape(data["command"])}: {html.escape(path.name)}</h2>'
-            f"<p>started {html.escape(str(data.get('started_at')))}, git {html.escape(str((data.get('git') or {}).get('sha')))}</p>"
-            f"{table_text(data, html_out=True)}</section>"
-        )
-    parts.append(IMAGE_CHECK)
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return "\n".join(part for part in parts if part)
 
 
-def render_markdown(files: list[tuple[Path, dict[str, Any]]]) -> str:
-    parts = ["# Inference survey report", ""]
-    for path, data in files:
+def table_text(evidence: dict[str, Any]) -> str:
+    console = Console(record=True, width=220, file=io.StringIO(), highlight=False)
+    for item in render_tables(evidence):
+        console.print(item)
+    for line in evidence.get("notices", []):
+        console.print(f"note: {line}")
+    return console.export_text()
+
+
+def render_markdown(sources: list[Source]) -> str:
+    check_page_sources(sources)
+    parts = ["# Inference survey report", "", "Rendered from: " + ", ".join(f"`{p}`" for p, _ in sources), ""]
+    parts += ["## Headline", "", headline_markdown(headline_rows(sources)), ""]
+    for path, data in sources:
         parts += [f"## {data['command']}: {path.name}", "", f"started {data.get('started_at')}", "", "```text"]
-        parts += [table_text(data, html_out=False).rstrip(), "```", ""]
+        parts += [table_text(data).rstrip(), "```", ""]
     return "\n".join(parts)

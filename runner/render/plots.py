@@ -1,11 +1,18 @@
-"""The report's plots, drawn with matplotlib from evidence (never from typed figures).
+"""The report's plots, drawn with matplotlib from evidence (never from typed figures), one message
+each, laid out by matplotlib's constrained layout so no text overlaps or is cut (legends go below
+the axes, outside them).
 
-Each function takes evidence files and returns a figure, or None when the files hold nothing it
-can draw (a single request level has no curve against concurrency).
+Each function takes the evidence files as (path, evidence) and returns a figure, or the reason it
+drew none (a single request level has no curve against concurrency); `PLOTS` names them in the
+page's order, with the one line the page says under each.
 """
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -13,128 +20,313 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display, no GUI toolkit
 
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from catalog.prices import offline_price
 from runner.core.stats import median
-from runner.measure.levels import level_groups, level_summary
+from runner.measure.levels import level_groups
 from runner.measure.load import CLOSED
+from runner.render.headline import NOT_LEVELS, SINGLE, headline_rows, level_rows, priced_rows, run_label
 
 Evidence = dict[str, Any]
+Source = tuple[Path, Evidence]
+# Drawn at DPI and shown at DPI / DISPLAY_SCALE CSS pixels per inch: sharp on a high-density screen.
+DPI = 144
+DISPLAY_SCALE = 1.5
+WIDTH_IN = 7.5
+STYLE = {
+    "font.size": 11,
+    "axes.titlesize": 11,
+    "axes.labelsize": 11,
+    "legend.fontsize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "savefig.dpi": DPI,
+}
+PERCENTILES = (("median", "-", "median"), ("p90", "--", "p90"), ("p99", ":", "p99"))
+# Legend entries longer than this wrap (a long model name under a backend's name).
+LEGEND_WRAP = 70
+# A log axis once the largest figure is this many times the smallest.
+LOG_RATIO = 20
 
 
-def bench_files(files: list[Evidence]) -> list[Evidence]:
-    return [f for f in files if f.get("command") == "bench"]
+@contextmanager
+def style() -> Iterator[None]:
+    """The plots' look, for both drawing and saving (matplotlib reads some settings when it saves)."""
+    with matplotlib.rc_context(STYLE):
+        yield
 
 
-def level_rows(evidence: Evidence) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """(backend, level, summary) for every level of every backend, in the order measured."""
-    rows = []
-    for (backend, _label), records in level_groups(evidence).items():
-        level = records[0].get("level") or {"mode": CLOSED, "value": 1, "label": "1 at a time"}
-        rows.append((backend, level, level_summary(records)))
-    return rows
+def bench_files(sources: list[Source]) -> list[Source]:
+    return [(p, d) for p, d in sources if d.get("command") == "bench"]
 
 
-def series_name(backend: str, evidence: Evidence, files: list[Evidence]) -> str:
+NO_BENCH = "no bench evidence given (python -m runner.bench)"
+
+
+def series_name(backend: str, evidence: Evidence, sources: list[Source]) -> str:
     """The backend, and which run it was when several bench files are drawn together."""
-    return backend if len(bench_files(files)) < 2 else f"{backend} ({evidence.get('started_at', '')[:19]})"
+    return backend if len(bench_files(sources)) < 2 else f"{backend} ({run_label(evidence)})"
 
 
-def line_chart(curves: dict[str, list[tuple[Any, float]]], xlabel: str, ylabel: str) -> Figure:
-    """One line per series, points in the order given."""
-    figure = Figure(figsize=(7, 4))
-    axes = figure.subplots()
-    for name, points in sorted(curves.items()):
-        axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+def new_figure(height: float = 4.2, width: float = WIDTH_IN) -> Figure:
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def legend_below(figure: Figure, handles: list[Any] | None = None, labels: list[str] | None = None) -> None:
+    """One legend under the axes, outside them: long names never cover a curve or get cut."""
+    if handles is None:
+        seen: dict[str, Any] = {}
+        for axes in figure.axes:
+            for handle, label in zip(*axes.get_legend_handles_labels(), strict=True):
+                seen.setdefault(label, handle)
+        labels, handles = list(seen), list(seen.values())
+    if not handles:
+        return
+    longest = max(len(label) for label in labels or [""])
+    columns = 1 if longest > 48 else 2 if longest > 28 else 3 if longest > 16 else 4
+    labels = [textwrap.fill(label, LEGEND_WRAP, subsequent_indent="  ") for label in labels or []]
+    figure.legend(handles, labels, loc="outside lower center", ncols=min(columns, len(handles)), frameon=False)
+
+
+def level_key(level: dict[str, Any]) -> tuple[int, float, str]:
+    return (0 if level.get("mode") == CLOSED else 1, float(level.get("value") or 0), str(level.get("label")))
+
+
+def tick_text(level: dict[str, Any], mixed: bool) -> str:
+    """A level on an axis: the number in flight, or the arrival rate."""
+    if mixed:
+        return str(level.get("label"))
+    if level.get("mode") == CLOSED:
+        return f"{int(level.get('value') or 0)}"
+    return str(level.get("label"))
+
+
+def level_axis(levels: list[dict[str, Any]]) -> tuple[dict[str, int], list[str], str]:
+    """Positions of the load levels on a shared categorical axis (closed loop by streams, then open
+    loop by rate), their tick texts, and the axis label."""
+    ordered = sorted({str(lv["label"]): lv for lv in levels}.values(), key=level_key)
+    modes = {lv.get("mode") for lv in ordered}
+    mixed = len(modes) > 1
+    label = (
+        "load level"
+        if mixed
+        else "requests in flight (closed loop)"
+        if modes == {CLOSED}
+        else "arrival rate (open loop)"
+    )
+    return {str(lv["label"]): i for i, lv in enumerate(ordered)}, [tick_text(lv, mixed) for lv in ordered], label
+
+
+def set_level_ticks(axes: Any, ticks: list[str], xlabel: str) -> None:
+    axes.set_xticks(range(len(ticks)), ticks, rotation=45 if len(ticks) > 10 else 0)
     axes.set_xlabel(xlabel)
-    axes.set_ylabel(ylabel)
-    axes.grid(True, alpha=0.3)
-    axes.legend()
-    figure.tight_layout()
-    return figure
+    axes.set_xlim(-0.5, len(ticks) - 0.5)
 
 
-def throughput_against_concurrency(files: list[Evidence]) -> Figure | None:
+def scale_for(axes: Any, values: list[float], axis: str = "y") -> None:
+    """A log axis when the figures span more than LOG_RATIO, its ticks as plain numbers (100, not 10²)."""
+    positive = [v for v in values if v and v > 0]
+    if positive and max(positive) / min(positive) >= LOG_RATIO:
+        target = axes.yaxis if axis == "y" else axes.xaxis
+        (axes.set_yscale if axis == "y" else axes.set_xscale)("log")
+        target.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        target.set_minor_formatter(NullFormatter())
+
+
+def colours(sources: list[Source]) -> dict[str, Any]:
+    """One colour per series (a backend in one run), the same in every plot."""
+    names = sorted(
+        {
+            series_name(backend, evidence, sources)
+            for _, evidence in bench_files(sources)
+            for backend, _, _ in level_rows(evidence)
+        }
+    )
+    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {name: cycle[i % len(cycle)] for i, name in enumerate(names)}
+
+
+def throughput_against_concurrency(sources: list[Source]) -> Figure | str:
+    if not bench_files(sources):
+        return NO_BENCH
     curves: dict[str, list[tuple[float, float]]] = {}
-    for evidence in bench_files(files):
+    for _, evidence in bench_files(sources):
         for backend, level, summary in level_rows(evidence):
-            if level["mode"] == CLOSED and summary["output_tok_s"]:
-                name = series_name(backend, evidence, files)
-                curves.setdefault(name, []).append((level["value"], summary["output_tok_s"]))
+            if level.get("mode") == CLOSED and summary["output_tok_s"]:
+                name = series_name(backend, evidence, sources)
+                curves.setdefault(name, []).append((float(level["value"]), summary["output_tok_s"]))
     if not any(len(points) > 1 for points in curves.values()):
-        return None
-    for points in curves.values():
+        return "no closed-loop sweep in the bench evidence (bench --concurrency 1,4,16 draws it)"
+    figure = new_figure()
+    axes = figure.subplots()
+    values = sorted({x for points in curves.values() for x, _ in points})
+    colour = colours(sources)
+    for name, points in sorted(curves.items()):
         points.sort()
-    figure = line_chart(curves, "requests in flight (closed loop)", "output tokens/s, all requests")
-    figure.axes[0].set_xscale("log", base=2)
+        axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name, color=colour.get(name))
+    axes.set_xscale("log", base=2)
+    axes.set_xticks(values, [f"{v:g}" for v in values])
+    axes.minorticks_off()
+    axes.set_xlabel("requests in flight (closed loop)")
+    axes.set_ylabel("output tokens/s, all requests")
+    axes.set_ylim(bottom=0)
+    legend_below(figure)
     return figure
 
 
-def latency_percentiles(files: list[Evidence]) -> Figure | None:
-    rows = [
-        (f"{series_name(b, e, files)} {lv['label']}", s)
-        for e in bench_files(files)
-        for b, lv, s in level_rows(e)
-        if s["completed"]
-    ]
-    if not rows:
-        return None
-    figure = Figure(figsize=(8, 1.2 + 0.5 * len(rows)))
-    left, right = figure.subplots(1, 2, sharey=True)
-    names = [name for name, _ in rows]
-    positions = range(len(rows))
+def latency_percentiles(sources: list[Source]) -> Figure | str:
+    if not bench_files(sources):
+        return NO_BENCH
+    series: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    for _, evidence in bench_files(sources):
+        for backend, level, summary in level_rows(evidence):
+            if summary["completed"]:
+                series.setdefault(series_name(backend, evidence, sources), []).append((level, summary))
+    if not series:
+        return "no request completed in the bench evidence"
+    positions, ticks, xlabel = level_axis([level for points in series.values() for level, _ in points])
+    figure = new_figure(4.6)
+    left, right = figure.subplots(1, 2, sharex=True)
+    colour = colours(sources)
     for axes, key, title in (
         (left, "ttft_s", "time to first token (ms)"),
-        (right, "itl_s", "inter-token latency per token (ms)"),
+        (right, "itl_s", "inter-token latency (ms per token)"),
     ):
-        for offset, (quantile, colour) in enumerate((("median", "#4c72b0"), ("p90", "#dd8452"), ("p99", "#c44e52"))):
-            values = [(summary[key][quantile] or 0) * 1000 for _, summary in rows]
-            axes.barh([p + (offset - 1) * 0.27 for p in positions], values, height=0.27, color=colour, label=quantile)
+        values = []
+        for name, points in sorted(series.items()):
+            points = sorted(points, key=lambda p: positions[str(p[0]["label"])])
+            for quantile, line, _ in PERCENTILES:
+                xs = [positions[str(level["label"])] for level, s in points if s[key][quantile] is not None]
+                ys = [s[key][quantile] * 1000 for _, s in points if s[key][quantile] is not None]
+                values += ys
+                axes.plot(xs, ys, linestyle=line, marker="o" if quantile == "median" else None, color=colour[name])
         axes.set_title(title)
-        axes.grid(True, axis="x", alpha=0.3)
-    figure.suptitle("Latency percentiles")
-    left.set_yticks(list(positions), names)
-    left.invert_yaxis()
-    right.legend(loc="lower right")
-    figure.tight_layout()
+        set_level_ticks(axes, ticks, xlabel)
+        scale_for(axes, values)
+        if axes.get_yscale() == "linear":
+            axes.set_ylim(bottom=0)
+    handles = [Line2D([], [], color=colour[name], marker="o", label=name) for name in sorted(series)]
+    handles += [Line2D([], [], color="0.35", linestyle=line, label=label) for _, line, label in PERCENTILES]
+    legend_below(figure, handles, [h.get_label() for h in handles])
     return figure
 
 
-def cost_against_load(files: list[Evidence]) -> Figure | None:
-    """$ per million output tokens at each level, at the dated offline prices."""
-    from runner.cloud.pricing import price_request, usd_per_million_output
-
-    curves: dict[str, list[tuple[str, float]]] = {}
-    for evidence in bench_files(files):
-        backends = {b["name"]: b for b in evidence.get("backends", [])}
-        for backend, level, summary in level_rows(evidence):
-            request = price_request(backends.get(backend, {}))
-            price = offline_price(request.service, request.item, request.region) if request else None
-            if not price or not price.usd_per_hour or not summary["output_tok_s"]:
+def cost_levels(sources: list[Source]) -> tuple[dict[str, list[tuple[dict[str, Any], float]]], list[str]]:
+    """Per series, ($ per million output tokens) at each load level, from the cost evidence given
+    or priced from the bench evidence at the offline prices; and why any backend has none."""
+    levels_of: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for path, evidence in bench_files(sources):
+        for backend, level, _ in level_rows(evidence):
+            levels_of[(path.name, backend, str(level["label"]))] = level
+    several = len(bench_files(sources)) > 1
+    runs = {p.name: run_label(d) for p, d in sources}
+    curves: dict[str, list[tuple[dict[str, Any], float]]] = {}
+    missing = []
+    for (source, backend), (rows, _how) in priced_rows(sources).items():
+        name = f"{backend} ({runs.get(source, source)})" if several else backend
+        points = []
+        for row in rows:
+            label = row.get("level")
+            if not label or label in NOT_LEVELS or not row.get("usd_per_million_output"):
                 continue
-            curves.setdefault(backend, []).append(
-                (level["label"], usd_per_million_output(price.usd_per_hour, summary["output_tok_s"]))
-            )
+            level = levels_of.get((source, backend, label)) or level_from_figures(row, label)
+            points.append((level, row["usd_per_million_output"]))
+        if points:
+            curves[name] = points
+        else:
+            why = next((r.get("note") for r in rows if r.get("note")), None) or "no $ per million"
+            missing.append(f"{backend}: {why}")
+    return curves, missing
+
+
+def level_from_figures(row: dict[str, Any], label: str) -> dict[str, Any]:
+    figures = row.get("figures") or {}
+    return {"mode": figures.get("mode") or CLOSED, "value": figures.get("value") or 1, "label": label}
+
+
+def cost_against_load(sources: list[Source]) -> Figure | str:
+    """$ per million output tokens at each level, by each backend's billing model."""
+    if not any(d.get("command") in ("bench", "cost") for _, d in sources):
+        return "no bench or cost evidence given (python -m runner.bench, python -m runner.cost)"
+    curves, missing = cost_levels(sources)
     if not curves:
-        return None
-    figure = line_chart(curves, "load level", "$ per million output tokens (offline prices)")
-    figure.axes[0].set_yscale("log")
+        return "nothing here is billed by AWS" + (f" ({'; '.join(sorted(set(missing)))})" if missing else "")
+    positions, ticks, xlabel = level_axis([level for points in curves.values() for level, _ in points])
+    figure = new_figure()
+    axes = figure.subplots()
+    values = []
+    colour = colours(sources)
+    for name, points in sorted(curves.items()):
+        points = sorted(points, key=lambda p: positions[str(p[0]["label"])])
+        xs = [positions[str(lv["label"])] for lv, _ in points]
+        axes.plot(xs, [v for _, v in points], marker="o", label=name, color=colour.get(name))
+        values += [v for _, v in points]
+    set_level_ticks(axes, ticks, xlabel)
+    scale_for(axes, values)
+    if axes.get_yscale() == "linear":
+        axes.set_ylim(bottom=0)
+    axes.set_ylabel("$ per million output tokens")
+    legend_below(figure)
     return figure
 
 
-def run_to_run(files: list[Evidence]) -> Figure | None:
+def accuracy_against_cost(sources: list[Source]) -> Figure | str:
+    """Each backend and model at its accuracy (with its interval) and its lowest $ per million."""
+    if not any(d.get("command") == "quality" for _, d in sources):
+        return "no quality evidence given (python -m runner.quality)"
+    rows = [r for r in headline_rows(sources) if r.accuracy.value is not None]
+    points = [r for r in rows if r.usd_per_million.value is not None]
+    if not points:
+        return (
+            "no backend with an accuracy has a $ per million ("
+            + "; ".join(f"{r.backend}: {r.usd_per_million.why}" for r in rows)
+            + ")"
+            if rows
+            else "no backend of the quality evidence was graded"
+        )
+    figure = new_figure(4.6)
+    axes = figure.subplots()
+    for row in points:
+        cell = row.accuracy
+        low = cell.low if cell.low is not None else cell.value
+        high = cell.high if cell.high is not None else cell.value
+        label = f"{row.backend} · {row.model}" + (f" ({row.run})" if row.run else "")
+        axes.errorbar(
+            [row.usd_per_million.value],
+            [cell.value * 100],
+            yerr=[[(cell.value - low) * 100], [(high - cell.value) * 100]],
+            fmt="o",
+            capsize=4,
+            label=label,
+        )
+    scale_for(axes, [r.usd_per_million.value for r in points], axis="x")
+    axes.set_ylim(0, 100)
+    axes.set_xlabel("$ per million output tokens\n(lowest over the load levels)")
+    axes.set_ylabel("accuracy (%), 95 % interval")
+    legend_below(figure)
+    return figure
+
+
+def run_to_run(sources: list[Source]) -> Figure | str:
     """Median single-request tok/s per backend in each bench file, in the order given."""
+    if not bench_files(sources):
+        return NO_BENCH
     runs = []
-    for evidence in bench_files(files):
+    for _, evidence in bench_files(sources):
         medians = {}
         for (backend, label), records in level_groups(evidence).items():
-            if label == "1 at a time":
-                medians[backend] = median(r.get("tokens_per_s") for r in records if r.get("ok"))
-        runs.append((evidence.get("started_at", "")[:16], medians))
+            if label == SINGLE:
+                medians[backend] = median(
+                    r.get("tokens_per_s") for r in records if r.get("ok") and not r.get("cold_start")
+                )
+        runs.append((run_label(evidence), medians))
     if len(runs) < 2:
-        return None
+        return "one bench evidence file (give two or more runs to compare them)"
     backends = sorted({b for _, medians in runs for b in medians})
-    figure = Figure(figsize=(7, 4))
+    figure = new_figure(4.0)
     axes = figure.subplots()
     width = 0.8 / len(runs)
     for index, (started, medians) in enumerate(runs):
@@ -146,41 +338,69 @@ def run_to_run(files: list[Evidence]) -> Figure | None:
         )
     axes.set_xticks([i + 0.4 - width / 2 for i in range(len(backends))], backends)
     axes.set_ylabel("median tok/s, one request at a time")
-    axes.set_title("Run to run")
-    axes.grid(True, axis="y", alpha=0.3)
-    axes.legend()
-    figure.tight_layout()
+    axes.grid(False, axis="x")
+    legend_below(figure)
     return figure
 
 
-def roofline_share(files: list[Evidence]) -> Figure | None:
+def roofline_share(sources: list[Source]) -> Figure | str:
     """Median single-request decode rate as a share of bandwidth / bytes read per token."""
     from runner.measure.levels import roofline
 
+    if not bench_files(sources):
+        return NO_BENCH
     bars = {
-        series_name(name, evidence, files): figures["share"]
-        for evidence in bench_files(files)
+        series_name(name, evidence, sources): figures["share"]
+        for _, evidence in bench_files(sources)
         for name, figures in roofline(evidence).items()
         if figures["share"] is not None
     }
     if not bars:
-        return None
-    figure = Figure(figsize=(7, 1.5 + 0.4 * len(bars)))
+        return "no backend with a catalog memory bandwidth and weight size measured one at a time"
+    figure = new_figure(1.6 + 0.45 * len(bars))
     axes = figure.subplots()
-    names = sorted(bars)
+    names = sorted(bars, reverse=True)
     axes.barh(names, [bars[n] * 100 for n in names], color="#55a868")
     axes.axvline(100, color="black", linewidth=1)
-    axes.set_xlabel("% of the decode ceiling (bandwidth / weight bytes per token)")
-    axes.set_title("Roofline share")
-    axes.grid(True, axis="x", alpha=0.3)
-    figure.tight_layout()
+    axes.set_xlabel("% of the decode ceiling\n(memory bandwidth / weight bytes read per token)")
+    axes.grid(False, axis="y")
     return figure
 
 
-PLOTS = {
-    "throughput": ("Throughput against concurrency", throughput_against_concurrency),
-    "latency": ("Latency percentiles", latency_percentiles),
-    "cost": ("Cost against load", cost_against_load),
-    "run-to-run": ("Run to run", run_to_run),
-    "roofline": ("Roofline share", roofline_share),
+Plot = Callable[[list[Source]], "Figure | str"]
+PLOTS: dict[str, tuple[str, str, Plot]] = {
+    "throughput": (
+        "Throughput against concurrency",
+        "Output tokens per second over all requests in flight, per backend: where a curve flattens, "
+        "more streams stop buying throughput.",
+        throughput_against_concurrency,
+    ),
+    "latency": (
+        "Latency percentiles",
+        "Time to first token and inter-token latency at each load level (median, p90, p99): what each "
+        "extra stream costs a user in waiting.",
+        latency_percentiles,
+    ),
+    "cost": (
+        "Cost against load",
+        "$ per million output tokens at each load level, by each backend's own billing model: busier is "
+        "cheaper until throughput stops growing.",
+        cost_against_load,
+    ),
+    "accuracy": (
+        "Accuracy against $ per million",
+        "Each backend and model at its accuracy (95 % interval) and its lowest $ per million: up and to "
+        "the left is better.",
+        accuracy_against_cost,
+    ),
+    "run-to-run": (
+        "Run to run",
+        "Median single-request tok/s per backend in each bench run given: how much a figure moves between runs.",
+        run_to_run,
+    ),
+    "roofline": (
+        "Roofline share",
+        "The median single-request decode rate as a share of the memory-bandwidth ceiling.",
+        roofline_share,
+    ),
 }

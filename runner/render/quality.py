@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from runner.agent.quality import summarise
@@ -56,7 +57,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
                 failures = counts([r.get("verdict") or "-" for r in failed]) if failed else "-"
             table.add_row(
                 name if index == 0 else "",
-                row["model"] if index == 0 else "",
+                escape(row["model"]) if index == 0 else "",
                 family,
                 str(entry["correct"]),
                 str(entry["total"]),

@@ -51,6 +51,7 @@ def print_report(evidence: dict[str, Any], baseline: dict[str, Any] | None = Non
 def models(evidence: dict[str, Any]) -> dict[str, str]:
     """Per backend, the model column of every table: rows are not all the same weights, and the
     tables say so (the model, its precision and lane where the stack output says them)."""
+    # Plain text: a rich table cell escapes it (a lane's `[open]` is not a style).
     return {b["name"]: b.get("model_label") or b.get("model_id") or "-" for b in evidence.get("backends", [])}
 
 

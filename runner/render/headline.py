@@ -1,0 +1,547 @@
+"""The report's headline: per backend and model, the figures a reader weighs first, in one row —
+how fast (output tok/s of one stream at the lightest load measured, and the peak over the load
+levels), how soon (time to first token), how good (accuracy with its 95 % interval, from quality
+evidence) and how much ($ per million output tokens, the lowest over the load levels: from cost
+evidence where it is given, else priced here with the runner's own costing at the offline prices).
+
+Rows are sorted in code (`SORTED_BY`), the best figure of each column is marked, and a figure that
+is missing carries the reason it is missing. A pure pass over evidence: nothing is measured and AWS
+is never called (prices come from cost evidence or the dated offline table).
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from runner.core.stats import median
+from runner.measure.levels import level_groups, level_summary
+from runner.measure.load import CLOSED
+from runner.render.tables import add_columns, models
+
+Evidence = dict[str, Any]
+Source = tuple[Path, Evidence]
+
+# The evidence the page takes, and the commands that write it.
+PAGE_COMMANDS = {
+    "bench": "python -m runner.bench",
+    "cost": "python -m runner.cost",
+    "quality": "python -m runner.quality",
+}
+SINGLE = "1 at a time"
+# Cost rows that are not a load level: what one event or a month costs, apart from the levels.
+NOT_LEVELS = ("cold start", "leaving zero", "storage")
+SORTED_BY = "tok/s of one stream, highest first (a row without it last), then backend and model"
+NO_QUALITY = "no quality evidence given (python -m runner.quality)"
+
+
+@dataclass
+class Cell:
+    """One figure of the headline: its value, where it was taken, or why it is missing."""
+
+    value: float | None = None
+    at: str | None = None  # the load level it was taken at, where that matters
+    low: float | None = None  # an interval (accuracy)
+    high: float | None = None
+    count: str | None = None  # e.g. "42/100" items right
+    flag: str | None = None  # a caveat that goes with the figure (priced, but not measured on AWS)
+    source: str | None = None  # where the figure came from, when it is not the speed evidence (prices)
+    as_of: str | None = None  # the date of the price it rests on
+    why: str | None = None  # why the figure is missing
+    best: bool = False
+
+
+@dataclass
+class Row:
+    backend: str
+    model: str
+    run: str | None = None  # which run, when one backend is in several evidence files
+    aliases: set[str] = field(default_factory=set)  # names the model goes by (label, model id)
+    source: str = ""  # the evidence file the speed figures come from
+    stream_tok_s: Cell = field(default_factory=Cell)
+    peak_tok_s: Cell = field(default_factory=Cell)
+    ttft_s: Cell = field(default_factory=Cell)
+    accuracy: Cell = field(default_factory=Cell)
+    usd_per_million: Cell = field(default_factory=Cell)
+
+
+@dataclass(frozen=True)
+class Column:
+    attr: str
+    header: str
+    definition: str
+    higher_is_better: bool
+
+
+COLUMNS = (
+    Column(
+        "stream_tok_s",
+        "tok/s, one stream",
+        "the median of each request's own output rate at the lightest load measured (1 at a time)",
+        True,
+    ),
+    Column(
+        "peak_tok_s",
+        "peak tok/s, all streams",
+        "all output tokens over the level's wall time, at the best load level of a sweep",
+        True,
+    ),
+    Column("ttft_s", "TTFT", "the median time to first token at the lightest load measured", False),
+    Column("accuracy", "accuracy", "graded items right, with the 95 % Wilson interval", True),
+    Column(
+        "usd_per_million",
+        "$ per M output",
+        "$ per million output tokens by the backend's own billing model, lowest over the load levels",
+        False,
+    ),
+)
+
+
+def warm(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Cold starts (the first request after idle on a path that scales from zero) never count."""
+    return [r for r in records if not r.get("cold_start")]
+
+
+LevelRow = tuple[str, dict[str, Any], dict[str, Any]]
+# The last evidence files' level summaries, by identity and record count: the headline and several
+# plots draw from the same ones, and a summary walks every token gap of every request.
+_SUMMARIES: dict[int, tuple[Evidence, int, list[LevelRow]]] = {}
+
+
+def level_rows(evidence: Evidence) -> list[LevelRow]:
+    """(backend, level, summary) for every level of every backend, in the order measured (cold
+    starts left out of every figure, as the tables leave them out)."""
+    count = len(evidence.get("records", []))
+    cached = _SUMMARIES.get(id(evidence))
+    if cached is not None and cached[0] is evidence and cached[1] == count:
+        return cached[2]
+    rows = []
+    for (backend, _label), records in level_groups(evidence).items():
+        level = records[0].get("level") or {"mode": CLOSED, "value": 1, "label": SINGLE}
+        rows.append((backend, level, level_summary(warm(records))))
+    if len(_SUMMARIES) >= 8:
+        _SUMMARIES.clear()
+    _SUMMARIES[id(evidence)] = (evidence, count, rows)
+    return rows
+
+
+def run_label(data: Evidence) -> str:
+    """Which run an evidence file is, to the second (its start, UTC)."""
+    return str(data.get("started_at") or "")[:19].replace("T", " ") + " UTC"
+
+
+def speed_cells(
+    records_by_level: list[tuple[str, list[dict[str, Any]]]], throughput: dict[str, float | None]
+) -> tuple[Cell, Cell, Cell]:
+    """(tok/s one stream, peak tok/s, TTFT) of one backend from its levels in the order measured,
+    and each level's output tok/s over its wall time."""
+    if not records_by_level:
+        why = "no timed request in its bench evidence"
+        return Cell(why=why), Cell(why=why), Cell(why=why)
+    label, records = next(((lb, rs) for lb, rs in records_by_level if lb == SINGLE), records_by_level[0])
+    ok = [r for r in records if r.get("ok")]
+    at = None if label == SINGLE else label
+    if not ok:
+        error = next((r.get("error") for r in records if r.get("error")), None)
+        why = f"no request succeeded at {label}" + (f": {error}" if error else "")
+        stream, ttft = Cell(why=why), Cell(why=why)
+    else:
+        stream = Cell(median(r.get("tokens_per_s") for r in ok), at=at)
+        first = [r["ttft_s"] for r in ok if r.get("ttft_s") is not None]
+        ttft = Cell(median(first), at=at) if first else Cell(why="whole answers (not streamed): no time to first token")
+        if stream.value is None:
+            stream = Cell(why="no output tokens counted")
+    if len(records_by_level) < 2:
+        peak = Cell(why="one load level measured: a sweep (bench --concurrency 1,4,16) finds the peak")
+    else:
+        rates = [(throughput.get(lb), lb) for lb, _ in records_by_level]
+        rates = [(rate, lb) for rate, lb in rates if rate]
+        peak = Cell(*max(rates)) if rates else Cell(why="no level completed a request")
+    return stream, peak, ttft
+
+
+def bench_rows(path: Path, data: Evidence) -> list[Row]:
+    by_backend: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {}
+    for backend in data.get("backends", []):
+        by_backend[backend["name"]] = []
+    for (backend, label), records in level_groups(data).items():
+        by_backend.setdefault(backend, []).append((label, warm(records)))
+    throughput: dict[str, dict[str, float | None]] = {}
+    for backend, level, summary in level_rows(data):
+        throughput.setdefault(backend, {})[str(level.get("label"))] = summary["output_tok_s"]
+    served = models(data)
+    ids = {b["name"]: b.get("model_id") for b in data.get("backends", [])}
+    rows = []
+    for backend, levels in by_backend.items():
+        model = served.get(backend, "-")
+        row = Row(backend, model, aliases={model, ids.get(backend) or model}, source=path.name)
+        row.stream_tok_s, row.peak_tok_s, row.ttft_s = speed_cells(levels, throughput.get(backend, {}))
+        rows.append(row)
+    return rows
+
+
+def cost_evidence_rows(path: Path, data: Evidence) -> list[Row]:
+    """Rows for backends only cost evidence names (its bench evidence not given): the speed it
+    priced, and no latency (cost evidence keeps none)."""
+    served = models(data)
+    ids = {b["name"]: b.get("model_id") for b in data.get("backends", [])}
+    levels: dict[tuple[str, str], list[tuple[float | None, str]]] = {}
+    for record in data.get("records", []):
+        if record.get("level") in NOT_LEVELS:
+            continue
+        key = (Path(str(record.get("evidence") or path)).name, record["backend"])
+        levels.setdefault(key, [])
+        if record.get("level"):
+            levels[key].append((record.get("output_tok_s"), record["level"]))
+    rows = []
+    for (source, backend), figures in levels.items():
+        model = served.get(backend, "-")
+        row = Row(backend, model, aliases={model, ids.get(backend) or model}, source=source)
+        single = next((rate for rate, label in figures if label == SINGLE and rate), None)
+        no_bench = f"not in the cost evidence ({path.name}): give its bench evidence too"
+        row.stream_tok_s = Cell(single) if single else Cell(why=no_bench)
+        rates = [(rate, label) for rate, label in figures if rate]
+        row.peak_tok_s = (
+            Cell(*max(rates))
+            if len(figures) > 1 and rates
+            else Cell(why="one load level priced: a sweep (bench --concurrency 1,4,16) finds the peak")
+        )
+        row.ttft_s = Cell(why=f"cost evidence keeps no latency ({path.name}): give its bench evidence too")
+        rows.append(row)
+    return rows
+
+
+def priced_rows(sources: list[Source]) -> dict[tuple[str, str], tuple[list[dict[str, Any]], str]]:
+    """Per (bench evidence file name, backend): its cost rows, in the shape `runner.cost` keeps them
+    (`runner.measure.costing.cost_rows`), and where they came from. Cost evidence given to the
+    report wins; bench evidence it does not cover is priced here at the offline prices."""
+    priced: dict[tuple[str, str], tuple[list[dict[str, Any]], str]] = {}
+    for path, data in sources:
+        if data.get("command") != "cost":
+            continue
+        how = f"{path.name} ({(data.get('config') or {}).get('pricing') or 'offline'} prices)"
+        for record in data.get("records", []):
+            key = (Path(str(record.get("evidence") or path)).name, record["backend"])
+            priced.setdefault(key, ([], how))[0].append(record)
+    covered = {name for name, _ in priced}
+    for path, data in sources:
+        if data.get("command") == "bench" and path.name not in covered:
+            how = f"the offline price table for {path.name} (no cost evidence given for it)"
+            for record in offline_cost_rows(path, data):
+                priced.setdefault((path.name, record["backend"]), ([], how))[0].append(record)
+    return priced
+
+
+def offline_cost_rows(path: Path, data: Evidence) -> list[dict[str, Any]]:
+    """`runner.cost --offline` of one bench evidence file, without writing evidence."""
+    from runner.cloud.pricing import price_all
+    from runner.measure.costing import bedrock_reference_request, cost_rows, evidence_price_requests
+
+    prices, _ = price_all([*evidence_price_requests(data), bedrock_reference_request()], None)
+    return cost_rows(str(path), data, prices)
+
+
+def cost_cell(rows: list[dict[str, Any]] | None, how: str | None) -> Cell:
+    if not rows:
+        return Cell(why="no price: neither cost evidence nor a priced backend")
+    levels = [r for r in rows if r.get("level") not in NOT_LEVELS]
+    figures = [(r["usd_per_million_output"], r.get("level") or "") for r in levels if r.get("usd_per_million_output")]
+    provenance = next((r.get("provenance") for r in rows if r.get("provenance")), None)
+    if not figures:
+        first = levels[0] if levels else rows[0]
+        why = first.get("note") or first.get("basis") or "no $ per million in its cost rows"
+        return Cell(why=why + (f" ({provenance})" if provenance else ""))
+    value, level = min(figures)
+    as_of = next((str((r.get("price") or {}).get("as_of") or "")[:10] for r in levels if r.get("price")), "")
+    flag = f"priced as AWS, but measured on: {provenance}" if provenance else None
+    at = level if len(figures) > 1 or level != SINGLE else None
+    return Cell(value, at=at, flag=flag, source=how, as_of=as_of or None)
+
+
+def quality_summaries(sources: list[Source]) -> list[dict[str, Any]]:
+    """Every summary row of the quality evidence given, later runs last."""
+    entries = []
+    for _, data in sorted(
+        ((p, d) for p, d in sources if d.get("command") == "quality"), key=lambda s: str(s[1].get("started_at"))
+    ):
+        entries += [s for s in data.get("summary") or [] if isinstance(s, dict) and s.get("backend")]
+    return entries
+
+
+def fraction(value: Any) -> float | None:
+    """A share as a fraction of one (a figure over 1 is taken as a percentage)."""
+    if not isinstance(value, int | float):
+        return None
+    return value / 100 if value > 1 else float(value)
+
+
+def accuracy_cell(summary: dict[str, Any]) -> Cell:
+    overall = summary.get("overall") or {}
+    total, correct = overall.get("total"), overall.get("correct")
+    if not total:
+        errors = overall.get("errors")
+        return Cell(why="no item graded in its quality evidence" + (f" ({errors} without an answer)" if errors else ""))
+    value = fraction(overall.get("accuracy"))
+    if value is None and isinstance(correct, int | float):
+        value = correct / total
+    return Cell(
+        value,
+        low=fraction(overall.get("low")),
+        high=fraction(overall.get("high")),
+        count=f"{correct}/{total}" if correct is not None else None,
+    )
+
+
+def headline_rows(sources: list[Source]) -> list[Row]:
+    rows: list[Row] = []
+    for path, data in sources:
+        if data.get("command") == "bench":
+            rows += bench_rows(path, data)
+    known = {(r.source, r.backend) for r in rows}
+    for path, data in sources:
+        if data.get("command") == "cost":
+            rows += [r for r in cost_evidence_rows(path, data) if (r.source, r.backend) not in known]
+    # A backend in several evidence files: one row per file, told apart by when it ran.
+    runs = {s: run_label(d) for s, d in ((p.name, d) for p, d in sources)}
+    files_per_backend: dict[str, set[str]] = {}
+    for row in rows:
+        files_per_backend.setdefault(row.backend, set()).add(row.source)
+    for row in rows:
+        if len(files_per_backend[row.backend]) > 1:
+            row.run = runs.get(row.source, row.source)
+    priced = priced_rows(sources)
+    for row in rows:
+        cost_rows, how = priced.get((row.source, row.backend), (None, None))
+        row.usd_per_million = cost_cell(cost_rows, how)
+    summaries = quality_summaries(sources)
+    for row in rows:
+        row.accuracy = Cell(why=NO_QUALITY if not summaries else "not in the quality evidence")
+    for summary in summaries:
+        model = str(summary.get("model") or "-")
+        matches = [r for r in rows if r.backend == summary["backend"] and (model in r.aliases or model == "-")]
+        if not matches:
+            why = "no bench evidence for it"
+            row = Row(summary["backend"], model, aliases={model}, source="quality")
+            row.stream_tok_s, row.peak_tok_s, row.ttft_s = Cell(why=why), Cell(why=why), Cell(why=why)
+            row.usd_per_million = Cell(why="no bench or cost evidence for it")
+            rows.append(row)
+            matches = [row]
+        for row in matches:
+            row.accuracy = accuracy_cell(summary)
+    rows.sort(
+        key=lambda r: (
+            r.stream_tok_s.value is None,
+            -(r.stream_tok_s.value or 0.0),
+            r.backend,
+            r.model,
+            r.run or "",
+        )
+    )
+    mark_best(rows)
+    return rows
+
+
+def mark_best(rows: list[Row]) -> None:
+    """The best figure of each column, where at least two rows have one (ties all marked)."""
+    for column in COLUMNS:
+        cells = [getattr(r, column.attr) for r in rows if getattr(r, column.attr).value is not None]
+        if len(cells) < 2:
+            continue
+        best = (max if column.higher_is_better else min)(c.value for c in cells)
+        for cell in cells:
+            cell.best = cell.value == best
+
+
+# -- text of each figure -----------------------------------------------------------------------
+
+
+def number_text(attr: str, value: float) -> tuple[str, str]:
+    """(number, unit) of one figure."""
+    if attr in ("stream_tok_s", "peak_tok_s"):
+        return (f"{value:,.1f}" if value < 1000 else f"{value:,.0f}"), "tok/s"
+    if attr == "ttft_s":
+        return (f"{value * 1000:.0f}", "ms") if value < 1 else (f"{value:.2f}", "s")
+    if attr == "accuracy":
+        return f"{value * 100:.1f}", "%"
+    return (f"${value:,.2f}" if value >= 0.1 else f"${value:.3g}"), "/M"
+
+
+def detail_text(attr: str, cell: Cell) -> str:
+    """The line under a figure: its interval and count, or the level it was taken at."""
+    if attr == "accuracy":
+        parts = []
+        if cell.low is not None and cell.high is not None:
+            parts.append(f"{cell.low * 100:.0f}–{cell.high * 100:.0f} %")
+        if cell.count:
+            parts.append(f"{cell.count} right")
+        return ", ".join(parts)
+    if not cell.at:
+        return ""
+    return cell.at if cell.at.endswith("at a time") else f"at {cell.at}"
+
+
+def row_name(row: Row) -> str:
+    return row.backend + (f" (run {row.run})" if row.run else "")
+
+
+def reasons(rows: list[Row]) -> list[tuple[str, list[str]]]:
+    """Each distinct reason a figure is missing, and where it holds ("accuracy: g6, local")."""
+    found: dict[str, dict[str, list[str]]] = {}
+    for row in rows:
+        for column in COLUMNS:
+            cell = getattr(row, column.attr)
+            if cell.value is None and cell.why:
+                found.setdefault(cell.why, {}).setdefault(column.header, []).append(row_name(row))
+    return [(why, [f"{header}: {', '.join(names)}" for header, names in where.items()]) for why, where in found.items()]
+
+
+def flags(rows: list[Row]) -> list[tuple[str, list[str]]]:
+    found: dict[str, list[str]] = {}
+    for row in rows:
+        for column in COLUMNS:
+            cell = getattr(row, column.attr)
+            if cell.value is not None and cell.flag:
+                found.setdefault(cell.flag, []).append(row_name(row))
+    return list(found.items())
+
+
+def price_sources(rows: list[Row]) -> list[str]:
+    """Where the $ per million came from, each with the dates of the prices it used."""
+    dates: dict[str, set[str]] = {}
+    for row in rows:
+        cell = row.usd_per_million
+        if cell.source:
+            dates.setdefault(cell.source, set()).update([cell.as_of] if cell.as_of else [])
+    return [
+        source + (f", prices as of {' and '.join(sorted(when))}" if when else "")
+        for source, when in sorted(dates.items())
+    ]
+
+
+def any_best(rows: list[Row]) -> bool:
+    return any(getattr(r, c.attr).best for r in rows for c in COLUMNS)
+
+
+def headline_html(rows: list[Row]) -> str:
+    if not rows:
+        return '<p class="lede">No backend in this evidence.</p>'
+    why_index = {why: index for index, (why, _) in enumerate(reasons(rows), 1)}
+    flag_marks = {flag: "†" * index for index, (flag, _) in enumerate(flags(rows), 1)}
+    head = "".join(
+        f'<th class="num" scope="col" title="{html.escape(c.definition)}">{html.escape(c.header)}</th>' for c in COLUMNS
+    )
+    body = []
+    for row in rows:
+        run = f'<div class="at">run {html.escape(row.run)}</div>' if row.run else ""
+        cells = [
+            f'<th scope="row" class="text">{html.escape(row.backend)}{run}</th>',
+            f'<td class="text model">{html.escape(row.model)}</td>',
+        ]
+        for column in COLUMNS:
+            cells.append(figure_html(column, getattr(row, column.attr), why_index, flag_marks))
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    notes = [
+        f'<li id="why-{index}"><sup>{index}</sup> {html.escape(why)} — {html.escape("; ".join(where))}</li>'
+        for why, where in reasons(rows)
+        for index in [why_index[why]]
+    ]
+    notes += [
+        f"<li>{flag_marks[flag]} {html.escape(flag)} — {html.escape(', '.join(sorted(set(where))))}</li>"
+        for flag, where in flags(rows)
+    ]
+    if price_sources(rows):
+        notes.append(f"<li>$ per M output from {html.escape('; '.join(price_sources(rows)))}</li>")
+    definitions = "".join(f"<dt>{html.escape(c.header)}</dt><dd>{html.escape(c.definition)}</dd>" for c in COLUMNS)
+    return (
+        f'<p class="lede">Sorted by {html.escape(SORTED_BY)}.'
+        + (' <span class="best-key">★ best in its column</span>;' if any_best(rows) else "")
+        + " — a figure the evidence does not hold (the reason on hover and below).</p>"
+        '<div class="table-wrap" id="headline-table"><table class="headline"><thead><tr>'
+        f'<th scope="col" class="text">backend</th><th scope="col" class="text">model</th>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+        + (f'<ul class="notes">{"".join(notes)}</ul>' if notes else "")
+        + f'<dl class="definitions">{definitions}</dl>'
+    )
+
+
+def figure_html(column: Column, cell: Cell, why_index: dict[str, int], flag_marks: dict[str, str]) -> str:
+    if cell.value is None:
+        why = cell.why or "not in the evidence"
+        index = why_index.get(why)
+        ref = f'<sup><a href="#why-{index}">{index}</a></sup>' if index else ""
+        return f'<td class="num missing" title="{html.escape(why)}">—{ref}</td>'
+    number, unit = number_text(column.attr, cell.value)
+    mark = flag_marks.get(cell.flag or "", "")
+    detail = detail_text(column.attr, cell)
+    title = (
+        column.definition
+        + (f"; from {cell.source}" if cell.source else "")
+        + (f" ({cell.as_of})" if cell.as_of else "")
+    )
+    best = ' <span class="star" aria-label="best in its column">★</span>' if cell.best else ""
+    return (
+        f'<td class="num{" best" if cell.best else ""}" title="{html.escape(title)}">'
+        f'<span class="figure">{html.escape(number)}</span> <span class="unit">{html.escape(unit)}</span>'
+        f"{html.escape(mark)}{best}" + (f'<div class="at">{html.escape(detail)}</div>' if detail else "") + "</td>"
+    )
+
+
+def headline_markdown(rows: list[Row]) -> str:
+    if not rows:
+        return "No backend in this evidence."
+    why_index = {why: index for index, (why, _) in enumerate(reasons(rows), 1)}
+    lines = [
+        f"Sorted by {SORTED_BY}."
+        + (" ★ best in its column;" if any_best(rows) else "")
+        + " — a figure the evidence does not hold (reasons below).",
+        "",
+        "| backend | model | " + " | ".join(c.header for c in COLUMNS) + " |",
+        "| --- | --- | " + " | ".join("---:" for _ in COLUMNS) + " |",
+    ]
+    for row in rows:
+        cells = [row.backend + (f" (run {row.run})" if row.run else ""), row.model]
+        for column in COLUMNS:
+            cell = getattr(row, column.attr)
+            if cell.value is None:
+                cells.append(f"—[{why_index.get(cell.why or '', '?')}]")
+                continue
+            number, unit = number_text(column.attr, cell.value)
+            detail = detail_text(column.attr, cell)
+            cells.append(f"{number} {unit}" + (f" ({detail})" if detail else "") + (" ★" if cell.best else ""))
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    lines.append("")
+    lines += [f"{index}. {why} — {'; '.join(where)}" for index, (why, where) in enumerate(reasons(rows), 1)]
+    lines += [f"- {flag} — {', '.join(sorted(set(where)))}" for flag, where in flags(rows)]
+    lines += [f"- $ per M output from {'; '.join(price_sources(rows))}"] if price_sources(rows) else []
+    return "\n".join(lines)
+
+
+def quality_table(evidence: Evidence) -> Table:
+    """Quality evidence's summary as a table, per backend and task family, for when the quality
+    command's own table module is not there."""
+    table = Table(title="quality: accuracy per task family, 95 % Wilson interval")
+    add_columns(
+        table,
+        ["backend", "model", "family", "right/items", "accuracy %", "95 % interval"],
+        ("backend", "model", "family"),
+    )
+    for summary in evidence.get("summary") or []:
+        families = [("all", summary.get("overall") or {})]
+        families += sorted((summary.get("families") or {}).items())
+        for name, figures in families:
+            figures = figures if isinstance(figures, dict) else {}
+            accuracy, low, high = (fraction(figures.get(k)) for k in ("accuracy", "low", "high"))
+            table.add_row(
+                str(summary.get("backend")),
+                escape(str(summary.get("model") or "-")),
+                name,
+                f"{figures.get('correct', '-')}/{figures.get('total', '-')}",
+                f"{accuracy * 100:.1f}" if accuracy is not None else "-",
+                f"{low * 100:.0f}-{high * 100:.0f}" if low is not None and high is not None else "-",
+            )
+    return table
