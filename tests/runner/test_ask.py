@@ -125,3 +125,23 @@ def test_help(capsys):
     assert stopped.value.code == 0
     out = capsys.readouterr().out
     assert "python -m runner.ask" in out and "BACKEND" in out and "QUESTION" in out
+
+
+def test_ask_streams_the_embedded_models_answer_piece_by_piece(tmp_path, local_server):
+    """The real llama.cpp server: its answer arrives in pieces, each handed over as it comes, and
+    the record's text is exactly what was handed over (a base model: what it says is not graded)."""
+    seen: list[str] = []
+    code, evidence = run_ask(
+        tmp_path,
+        "embedded",
+        "--endpoint",
+        f"embedded={local_server.base_url}",
+        "--max-tokens",
+        "16",
+        on_text=seen.append,
+    )
+    assert code == 0
+    (record,) = evidence["records"]
+    assert record["ok"] and record["streamed"] and record["pieces"] == len(seen) > 1
+    assert "".join(seen) == record["text"] and record["output_tokens"] == 16
+    assert 0 < record["ttft_s"] < record["e2e_s"]
