@@ -1,8 +1,10 @@
 """Measuring requests and load: what one timed request records (`records`), a timed client per
-provider (`openai_sync`, `openai_async`, `bedrock`, `sagemaker`, built by `clients`) over the
+provider (`openai_sync`, `openai_async`, `bedrock`, `bedrock_import`, `sagemaker` with
+serverless, `sagemaker_async`, built by `clients`) over the
 shared stream reading (`sse`), the one load engine (`load`), latency and level summaries
-(`latency`, `levels`), health waits (`health`), the benchmark itself (`benchmark`) and the cost of
-a measured level (`costing`).
+(`latency`, `levels`), health waits (`health`), the benchmark itself (`benchmark`), a transform
+job measured (`transform_job`), the cost of a measured level by its billing model (`costing`) and
+the recommendation's arithmetic (`advice`).
 
 The client keeps itself out of the figures: one reused connection per backend, warmed by the
 same untimed "Hi" generation for every provider; timestamps taken as chunks arrive; token counts
