@@ -23,7 +23,6 @@ from aws_cdk import (
     Annotations,
     CfnAutoScalingRollingUpdate,
     CfnAutoScalingScheduledAction,
-    CfnOutput,
     CfnUpdatePolicy,
     Stack,
     Tags,
@@ -36,7 +35,8 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from catalog.config import BackendConfig
-from catalog.contract import BACKEND_TAG_KEY, IMAGE_TAG_KEY, BackendOutput, output_key
+from catalog.contract import BACKEND_TAG_KEY, IMAGE_TAG_KEY
+from inference_constructs.backend_output import backend_output, publish_output
 from inference_constructs.image_build import ImageBuild
 from inference_constructs.in_region import InRegionBench, evidence_prefix
 from inference_constructs.instance_role import LOG_GROUP_PREFIX, ServerInstanceRole, readiness_parameter_name
@@ -212,13 +212,9 @@ class ModelServer(Construct):
             "Detailed monitoring costs extra per instance; these are short-lived benchmark servers.",
         )
 
-        self.output = BackendOutput(
-            name=spec.name,
-            kind=spec.kind.value,
-            region=region,
-            model_id=spec.model_id,
-            port=spec.port,
-            health_path=spec.health_path,
+        self.output = backend_output(
+            backend,
+            Stack.of(self),
             auto_scaling_group=self.group.auto_scaling_group_name,
             zones=list(backend.zones) or list(vpc.availability_zones),
             instance_type=spec.instance_type,
@@ -230,15 +226,8 @@ class ModelServer(Construct):
             max_total_tokens=spec.max_total_tokens,
             expires_at=expires_at,
             ready_minutes=ready_minutes,
-            lane=backend.lane,
-            precision=spec.precision or None,
             evidence_bucket=in_region.bucket.bucket_name if in_region else None,
             evidence_prefix=evidence_prefix(spec.name) if in_region else None,
             bench_kit=in_region.kit_url if in_region else None,
         )
-        CfnOutput(
-            Stack.of(self),
-            output_key(spec.name),
-            value=Stack.of(self).to_json_string(self.output.to_json()),
-            description=f"{spec.title}: backend contract v{self.output.contract} (JSON)",
-        )
+        publish_output(Stack.of(self), backend, self.output)
