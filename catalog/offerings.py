@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from catalog.errors import CatalogError
+from catalog.errors import CatalogError, NotOffered
 
 _DATA = json.loads((Path(__file__).with_name("offerings.json")).read_text())
 CHECKED_ON = _DATA["generated_on"]
@@ -93,9 +93,12 @@ def check_offered(key: str, instance_type: str, region: str) -> None:
         return  # a type the table does not cover: the user's choice, cfn-lint still checks it
     if region not in regions:
         shown = ", ".join(regions) or "none"
-        raise CatalogError(
+        raise NotOffered(
             f"context {key}: {instance_type} is not offered in {region}; "
-            f"regions that offer it: {shown} (price lists of {CHECKED_ON}, with the survey's corrections)"
+            f"regions that offer it: {shown} (price lists of {CHECKED_ON}, with the survey's corrections)",
+            backend=key.partition(".")[0],
+            instance_type=instance_type,
+            region=region,
         )
 
 

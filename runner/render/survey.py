@@ -1,0 +1,55 @@
+"""The survey's tables: the preflight's plan (what runs where, its quota, price and time-to-live)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from runner.render.tables import add_columns
+
+COLUMNS = ("backend", "region", "failover", "type", "quota", "images", "$/h", "TTL h", "TTL worst $", "runs")
+
+
+def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
+    preflight = evidence.get("preflight") or {}
+    account = preflight.get("account") or {}
+    out.print(f"account {account.get('account')} ({account.get('arn')})")
+    plugin = preflight.get("plugin") or {}
+    mark = {True: "ok", False: "missing", None: "not found (not needed)"}[plugin.get("ok")]
+    out.print(f"Session Manager plugin: {mark}: {plugin.get('detail', '')}")
+    table = Table(title="preflight: what will run where (nothing deployed)")
+    add_columns(table, COLUMNS, ("backend", "region", "failover", "type", "quota", "images", "runs"))
+    rows = preflight.get("rows", [])
+    for row in rows:
+        price = row.get("usd_per_hour")
+        worst = row.get("ttl_worst_usd")
+        ttl = row.get("ttl_hours")
+        table.add_row(
+            row["backend"],
+            row.get("region") or "-",
+            ", ".join(row.get("failover") or []) or "-",
+            row.get("instance_type") or "-",
+            row.get("quota") or "-",
+            ", ".join(row.get("images") or []) or "-",
+            f"{price:.4f}" if price is not None else "-",
+            f"{ttl:g}" if ttl is not None else "off",
+            f"{worst:.2f}" if worst is not None else "-",
+            "yes" if row["runs"] else f"left out: {row['reason']}",
+        )
+    out.print(table)
+    # One line per image build (inf2 and trn1 share the neuron image), for the backends that run.
+    builds: dict[str, list[str]] = {}
+    for row in (r for r in rows if r["runs"]):
+        for check in row.get("checks", []):
+            if check["what"].startswith("image "):
+                builds.setdefault(f"{check['what']}: {check['detail']}", []).append(row["backend"])
+    for line, users in builds.items():
+        out.print(f"[dim]{line} (for {', '.join(users)})[/dim]")
+    running = [r for r in rows if r["runs"]]
+    if running:
+        total = sum(r.get("usd_per_hour") or 0.0 for r in running)
+        out.print(f"{len(running)} of {len(rows)} backend(s) can run; {total:.4f} $/h together at list prices")
+    else:
+        out.print("[red]no backend can run: see the reasons above[/red]")

@@ -1,0 +1,205 @@
+"""`runner.survey --dry-run`, the preflight: STS on moto, Service Quotas on a loopback fake with
+the real API's shapes (moto has none for ec2 or sagemaker: tests/runner/fake_service_quotas.py),
+offerings and prices from the catalog's offline tables. Nothing is deployed."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from catalog.config import PLACEMENT_ENV
+from runner import survey
+from tests.runner.fake_service_quotas import FakeServiceQuotas
+
+G = ("L-DB2E81BA", "Running On-Demand G and VT instances")
+INF = ("L-1945791B", "Running On-Demand Inf instances")
+TRN = ("L-2C3B7624", "Running On-Demand Trn instances")
+ENDPOINT = "ml.g6.xlarge for endpoint usage"
+
+
+def quotas(g: float = 64, inf: float = 64, trn: float = 64, endpoint: float = 1) -> dict:
+    ec2 = [(G[0], G[1], g), (INF[0], INF[1], inf), (TRN[0], TRN[1], trn)]
+    sagemaker = [
+        ("L-0A1B2C3D", "ml.g5.xlarge for endpoint usage", 4.0),
+        ("L-9F8E7D6C", ENDPOINT, endpoint),
+        ("L-11223344", "ml.g6.xlarge for transform job usage", 1.0),
+    ]
+    return {
+        (region, service): entries
+        for region in ("us-east-1", "us-east-2", "us-west-2")
+        for service, entries in (("ec2", ec2), ("sagemaker", sagemaker))
+    }
+
+
+@pytest.fixture(scope="module")
+def moto_url() -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{server.get_host_and_port()[1]}"
+    server.stop()
+
+
+@pytest.fixture
+def plugin_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    plugin = folder / "session-manager-plugin"
+    plugin.write_text("#!/bin/sh\nexit 0\n")
+    plugin.chmod(plugin.stat().st_mode | stat.S_IEXEC)
+    return folder
+
+
+@pytest.fixture
+def aws(moto_url, monkeypatch, tmp_path, plugin_dir):
+    """Credentials, STS on moto, the PATH holding a stand-in plugin; `aws(quotas)` starts the fake."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_STS", moto_url)
+    monkeypatch.setenv(PLACEMENT_ENV, str(tmp_path / "placement.json"))
+    monkeypatch.setenv("PATH", f"{plugin_dir}{os.pathsep}{os.environ['PATH']}")
+    started: list[FakeServiceQuotas] = []
+
+    def start(table: dict) -> FakeServiceQuotas:
+        fake = FakeServiceQuotas(table).__enter__()
+        started.append(fake)
+        monkeypatch.setenv("AWS_ENDPOINT_URL_SERVICE_QUOTAS", fake.url)
+        return fake
+
+    yield start
+    for fake in started:
+        fake.__exit__(None, None, None)
+
+
+def run(tmp_path: Path, *argv: str) -> tuple[int, dict]:
+    code = survey.run([*argv, "--dry-run", "--results-dir", str(tmp_path / "results")])
+    files = sorted((tmp_path / "results").glob("*/survey-*.json"))
+    return code, json.loads(files[-1].read_text())
+
+
+def rows(evidence: dict) -> dict[str, dict]:
+    return {r["backend"]: r for r in evidence["preflight"]["rows"]}
+
+
+def test_every_default_backend_passes(aws, tmp_path, capsys):
+    fake = aws(quotas())
+    code, evidence = run(tmp_path)
+    assert code == 0
+    assert evidence["command"] == "survey"
+    plan = rows(evidence)
+    assert list(plan) == ["g6", "g5g", "inf2", "trn1", "sagemaker"]
+    assert all(r["runs"] for r in plan.values()), plan
+    assert evidence["preflight"]["account"]["account"] == "123456789012"
+    assert evidence["preflight"]["plugin"]["ok"] is True
+    assert plan["g6"]["region"] == "us-east-1" and plan["g6"]["failover"] == ["us-west-2"]
+    assert plan["g5g"]["images"] == ["vllm-sm75"] and plan["inf2"]["images"] == ["neuron"]
+    # g6 and g5g draw 4 + 8 vCPUs on one G-and-VT quota in us-east-1.
+    assert plan["g5g"]["quota"] == f"{G[1]} ({G[0]}): 12 of 64 vCPUs"
+    assert plan["sagemaker"]["quota"] == f"{ENDPOINT}: 1 of 1 instances"
+    assert plan["g6"]["usd_per_hour"] == pytest.approx(0.8048)
+    assert plan["g6"]["ttl_hours"] == 12 and plan["g6"]["ttl_worst_usd"] == pytest.approx(12 * 0.8048, abs=1e-3)
+    for row in plan.values():
+        for check in row["checks"]:
+            assert check["source"], check
+    # One GetServiceQuota per (code, region) and ListServiceQuotas pages followed.
+    asked = [(region, target, body.get("QuotaCode")) for region, target, body in fake.requests]
+    assert asked.count(("us-east-1", "GetServiceQuota", G[0])) == 1
+    assert ("us-east-2", "ListServiceQuotas", None) in asked
+    out = capsys.readouterr().out
+    assert "preflight: what will run where" in out and "5 of 5 backend(s) can run" in out
+    assert "build cost unknown" in out
+
+
+def test_a_backend_with_quota_zero_is_left_out_and_the_others_go_on(aws, tmp_path, capsys):
+    aws(quotas(inf=0))
+    code, evidence = run(tmp_path)
+    assert code == 0
+    plan = rows(evidence)
+    assert not plan["inf2"]["runs"]
+    assert plan["inf2"]["reason"] == f"quota {INF[1]} ({INF[0]}) in us-east-2 is 0 vCPUs; inf2 needs 4"
+    assert all(plan[n]["runs"] for n in ("g6", "g5g", "trn1", "sagemaker"))
+    assert "left out: quota Running On-Demand Inf" in capsys.readouterr().out
+
+
+def test_g6_and_g5g_are_summed_against_one_g_quota(aws, tmp_path, capsys):
+    aws(quotas(g=8))
+    code, evidence = run(tmp_path, "g6", "g5g")
+    assert code == 0
+    plan = rows(evidence)
+    assert plan["g6"]["runs"] and plan["g6"]["quota"] == f"{G[1]} ({G[0]}): 4 of 8 vCPUs"
+    assert not plan["g5g"]["runs"]
+    assert plan["g5g"]["reason"] == f"quota {G[1]} ({G[0]}) in us-east-1 is 8 vCPUs, 4 already for g6; g5g needs 8"
+    assert "left out" in capsys.readouterr().out
+
+
+def test_a_type_not_offered_in_the_chosen_region_is_left_out(aws, tmp_path):
+    aws(quotas())
+    code, evidence = run(tmp_path, "inf2", "trn1", "-c", "trn1.regions=us-east-1")
+    assert code == 0
+    plan = rows(evidence)
+    assert list(plan) == ["inf2", "trn1"]
+    assert plan["inf2"]["runs"] and plan["inf2"]["region"] == "us-east-2"
+    assert not plan["trn1"]["runs"] and plan["trn1"]["region"] == "us-east-1"
+    assert "trn1.2xlarge is not offered in us-east-1" in plan["trn1"]["reason"]
+
+
+def test_none_can_run_exits_1(aws, tmp_path):
+    aws(quotas(trn=0))
+    code, evidence = run(tmp_path, "trn1")
+    assert code == 1 and not rows(evidence)["trn1"]["runs"]
+
+
+def test_no_credentials_is_one_line_and_calls_nothing(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv(PLACEMENT_ENV, str(tmp_path / "placement.json"))
+
+    def no_client(*args, **kwargs):
+        raise AssertionError("an AWS client was built")
+
+    monkeypatch.setattr(survey, "boto_client", no_client)
+    with pytest.raises(SystemExit) as exit_:
+        survey.main_guard(lambda: survey.run(["--dry-run", "--results-dir", str(tmp_path / "results")]))
+    assert exit_.value.code == 2
+    out = capsys.readouterr().err.strip().splitlines()
+    assert len(out) == 1 and "no AWS credentials configured" in out[0]
+    assert not (tmp_path / "results").exists()
+
+
+def test_an_unknown_backend_names_the_known_ones(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        survey.main_guard(lambda: survey.run(["nope", "--dry-run"]))
+    assert exit_.value.code == 2
+    out = capsys.readouterr().err.strip().splitlines()
+    assert len(out) == 1 and "unknown backend 'nope'" in out[0] and "g6, g5g, inf2, trn1, sagemaker" in out[0]
+
+
+def test_without_dry_run_only_the_preflight_exists(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        survey.main_guard(lambda: survey.run([]))
+    assert exit_.value.code == 2
+    out = capsys.readouterr().err.strip().splitlines()
+    assert len(out) == 1 and "only the preflight exists yet" in out[0]
+
+
+def test_the_plugin_missing_is_noted(aws, tmp_path, monkeypatch, capsys):
+    aws(quotas())
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    code, evidence = run(tmp_path, "g6", "sagemaker")
+    assert code == 0
+    assert evidence["preflight"]["plugin"]["ok"] is False
+    g6 = rows(evidence)["g6"]
+    assert g6["runs"] and any(c["what"] == "forward" for c in g6["checks"])
+    assert "Session Manager plugin: missing" in capsys.readouterr().out
+
+
+def test_help(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        survey.run(["--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "--dry-run" in out and "BACKEND" in out
