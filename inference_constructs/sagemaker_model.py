@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from aws_cdk import Aws, Stack
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_scheduler as scheduler
@@ -169,3 +170,21 @@ def endpoint_time_to_live(scope: Construct, endpoint_name: str, expires_at: str)
             input=json.dumps({"EndpointName": endpoint_name}),
         ),
     )
+
+
+def owned_endpoint(
+    scope: Construct,
+    endpoint_name: str,
+    config: sagemaker.CfnEndpointConfig,
+    log_group: logs.LogGroup,
+    expires_at: str | None,
+) -> sagemaker.CfnEndpoint:
+    """The endpoint under its fixed name (the runner describes it, and recreates it after the
+    time-to-live, by that name), made after its owned log group, with the deploy's time-to-live."""
+    endpoint = sagemaker.CfnEndpoint(
+        scope, "Endpoint", endpoint_name=endpoint_name, endpoint_config_name=config.attr_endpoint_config_name
+    )
+    endpoint.node.add_dependency(log_group)
+    if expires_at:
+        endpoint_time_to_live(scope, endpoint_name, expires_at)
+    return endpoint

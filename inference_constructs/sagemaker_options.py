@@ -31,7 +31,7 @@ from inference_constructs.endpoint_scaling import AsyncScaling
 from inference_constructs.image_build import ImageBuild
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge
-from inference_constructs.sagemaker_model import dlc_image_uri, endpoint_time_to_live, sagemaker_model
+from inference_constructs.sagemaker_model import dlc_image_uri, owned_endpoint, sagemaker_model
 
 OBJECT_DAYS = 7
 ASYNC_PREFIXES = ("async/inputs/", "async/outputs/", "async/failures/")
@@ -106,12 +106,7 @@ class ServerlessEndpoint(Construct):
             )
             acknowledge(config, "AwsSolutions-SM2", "A serverless endpoint has no instance storage to encrypt.")
             config_name = config.attr_endpoint_config_name
-            self.endpoint = sagemaker.CfnEndpoint(
-                self, "Endpoint", endpoint_name=endpoint_name, endpoint_config_name=config.attr_endpoint_config_name
-            )
-            self.endpoint.node.add_dependency(self.log_group)
-            if expires_at:
-                endpoint_time_to_live(self, endpoint_name, expires_at)
+            self.endpoint = owned_endpoint(self, endpoint_name, config, self.log_group, expires_at)
         publish_output(
             stack,
             backend,
@@ -201,13 +196,8 @@ class AsyncEndpoint(Construct):
             "AwsSolutions-SM2",
             "Instance storage holds only public model weights; a customer-managed KMS key would outlive cdk destroy.",
         )
-        self.endpoint = sagemaker.CfnEndpoint(
-            self, "Endpoint", endpoint_name=endpoint_name, endpoint_config_name=config.attr_endpoint_config_name
-        )
-        self.endpoint.node.add_dependency(self.log_group)
+        self.endpoint = owned_endpoint(self, endpoint_name, config, self.log_group, expires_at)
         self.scaling = AsyncScaling(self, "Scaling", endpoint=self.endpoint, backend=spec)
-        if expires_at:
-            endpoint_time_to_live(self, endpoint_name, expires_at)
         publish_output(
             stack,
             backend,

@@ -18,7 +18,7 @@ from inference_constructs.backend_output import backend_output, publish_output
 from inference_constructs.endpoint_scaling import RealTimeScaling
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge
-from inference_constructs.sagemaker_model import dlc_image_uri, endpoint_time_to_live, sagemaker_model
+from inference_constructs.sagemaker_model import dlc_image_uri, owned_endpoint, sagemaker_model
 
 
 class VllmSageMakerEndpoint(Construct):
@@ -66,14 +66,7 @@ class VllmSageMakerEndpoint(Construct):
             "AwsSolutions-SM2",
             "Instance storage holds only public model weights; a customer-managed KMS key would outlive cdk destroy.",
         )
-        self.endpoint = sagemaker.CfnEndpoint(
-            self,
-            "Endpoint",
-            endpoint_name=endpoint_name,
-            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
-        )
-        self.endpoint.node.add_dependency(self.log_group)
-        self.time_to_live = endpoint_time_to_live(self, endpoint_name, expires_at) if expires_at else None
+        self.endpoint = owned_endpoint(self, endpoint_name, self.endpoint_config, self.log_group, expires_at)
         self.scaling = (
             RealTimeScaling(self, "Scaling", endpoint=self.endpoint, backend=spec)
             if spec.max_instances > spec.min_instances
