@@ -32,6 +32,6 @@ repository that holds images).
 """
 
 from tests.aws_emulator.account import ACCOUNT, REGIONS
-from tests.aws_emulator.server import Emulator
+from tests.aws_emulator.server import Emulator, emulated_aws
 
-__all__ = ["ACCOUNT", "REGIONS", "Emulator"]
+__all__ = ["ACCOUNT", "REGIONS", "Emulator", "emulated_aws"]

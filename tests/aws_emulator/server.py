@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +124,21 @@ class Emulator:
 
     def fire_schedules(self, region: str, stack: str) -> list[str]:
         return schedules.fire_schedules(self, region, stack)
+
+
+@contextlib.contextmanager
+def emulated_aws(scratch: Path, extra_env: dict[str, str] | None = None) -> Iterator[Emulator]:
+    """An emulator started and this process's AWS environment pointed at it (with `extra_env`),
+    both undone afterwards: what a module of emulator tests runs inside."""
+    # One line per emulated request would bury a failure's message.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    emulator = Emulator(scratch).start()
+    saved = dict(os.environ)
+    os.environ.update(emulator.env() | (extra_env or {}))
+    os.environ.pop("AWS_CONFIG_FILE", None)
+    try:
+        yield emulator
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        emulator.stop()

@@ -5,8 +5,6 @@ and never left running; a bad prompt file refused before anything is uploaded.""
 from __future__ import annotations
 
 import json
-import logging
-import os
 
 import boto3
 import pytest
@@ -17,7 +15,7 @@ from runner.cli.session import main_guard
 from runner.cloud import transform
 from runner.core.evidence import load
 from runner.render.batch import batch_table
-from tests.aws_emulator import Emulator
+from tests.aws_emulator import emulated_aws
 from tests.runner.fake_openai import FakeOpenAI, Step, text
 
 REGION = "us-east-1"
@@ -27,19 +25,11 @@ MODEL = "inference-batch-model"
 
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    emulator = Emulator(tmp_path_factory.mktemp("emulator")).start()
-    saved = dict(os.environ)
-    os.environ.update(emulator.env())
-    try:
+    with emulated_aws(tmp_path_factory.mktemp("emulator")) as emulator:
         aws("sagemaker").create_model(
             ModelName=MODEL, ExecutionRoleArn=f"arn:aws:iam::{'1' * 12}:role/x", PrimaryContainer={"Image": "x"}
         )
         yield emulator
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-        emulator.stop()
 
 
 @pytest.fixture

@@ -7,8 +7,6 @@ fault). Endpoints are made with boto3 against the emulator, as the stack would m
 from __future__ import annotations
 
 import json
-import logging
-import os
 import statistics
 
 import boto3
@@ -24,7 +22,7 @@ from runner.measure import ChatRequest, RequestRecord
 from runner.measure.health import wait_healthy
 from runner.measure.sagemaker_async import AsyncInferenceFailed, SageMakerAsyncClient
 from runner.render.bench import bench_summary, bench_table
-from tests.aws_emulator import Emulator
+from tests.aws_emulator import emulated_aws
 from tests.aws_emulator.sagemaker_runtime import hold_at_zero
 from tests.runner.fake_openai import FakeOpenAI, Step, text
 
@@ -36,11 +34,7 @@ ASYNC = "inference-async"
 
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    emulator = Emulator(tmp_path_factory.mktemp("emulator")).start()
-    saved = dict(os.environ)
-    os.environ.update(emulator.env())
-    try:
+    with emulated_aws(tmp_path_factory.mktemp("emulator")) as emulator:
         sagemaker = aws("sagemaker")
         sagemaker.create_model(
             ModelName="inference-model",
@@ -49,10 +43,6 @@ def emulator(tmp_path_factory):
         )
         aws("s3").create_bucket(Bucket=BUCKET)
         yield emulator
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-        emulator.stop()
 
 
 def aws(service: str):
