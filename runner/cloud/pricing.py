@@ -106,16 +106,9 @@ class PriceList:
         return products
 
     def hourly(self, service: str, item: str, region: str, filters: list[dict[str, str]]) -> Price:
-        prices = {
-            usd
-            for product in self.products(service, filters)
-            for unit, usd, _ in on_demand_dimensions(product)
-            if unit.lower().startswith("hr") and usd > 0
-        }
-        if len(prices) != 1:
-            what = "no hourly on-demand price" if not prices else f"{len(prices)} different prices {sorted(prices)}"
-            raise PricingError(f"Pricing API {service}: {what} for {item} in {region}", per_item=True)
-        return Price(service, item, region, PRICING_SOURCE, now_iso(), usd_per_hour=prices.pop(), live=True)
+        products = self.products(service, filters)
+        usd = one_price(service, products, item, region, unit="hr", missing="no hourly on-demand price")
+        return Price(service, item, region, PRICING_SOURCE, now_iso(), usd_per_hour=usd, live=True)
 
     def ec2_instance(self, instance_type: str, region: str) -> Price:
         filters = term_filters(
@@ -140,33 +133,17 @@ class PriceList:
         products in the region, kept where the usage type ends `<usage>:<instance type>`."""
         item = f"{usage}:{instance_type}"
         products = self.products(SAGEMAKER, term_filters(instanceName=instance_type, regionCode=region))
-        prices = {
-            usd
-            for product in products
-            if _usage_type(product).endswith(f"-{item}") or _usage_type(product) == item
-            for unit, usd, _ in on_demand_dimensions(product)
-            if unit.lower().startswith("hr") and usd > 0
-        }
-        if len(prices) != 1:
-            what = "no hourly on-demand price" if not prices else f"{len(prices)} different prices {sorted(prices)}"
-            raise PricingError(f"Pricing API {SAGEMAKER}: {what} for {item} in {region}", per_item=True)
-        return Price(SAGEMAKER, item, region, PRICING_SOURCE, now_iso(), usd_per_hour=prices.pop(), live=True)
+        usd = one_price(SAGEMAKER, products, item, region, unit="hr", missing="no hourly on-demand price", usage=item)
+        return Price(SAGEMAKER, item, region, PRICING_SOURCE, now_iso(), usd_per_hour=usd, live=True)
 
     def sagemaker_serverless(self, memory_mb: int, region: str) -> Price:
         """Serverless Inference compute at one memory size, per second (usage type
         `<region>-ServerlessInf:Mem-<N>GB`; provisioned concurrency has usage types of its own)."""
         item = serverless_item(memory_mb)
         products = self.products(SAGEMAKER, term_filters(regionCode=region, productFamily="ML Serverless"))
-        prices = {
-            usd
-            for product in products
-            if _usage_type(product).endswith(f"-{item}") or _usage_type(product) == item
-            for unit, usd, _ in on_demand_dimensions(product)
-            if unit.lower().startswith("second") and usd > 0
-        }
-        if len(prices) != 1:
-            what = "no per-second price" if not prices else f"{len(prices)} different prices {sorted(prices)}"
-            raise PricingError(f"Pricing API {SAGEMAKER}: {what} for {item} in {region}", per_item=True)
+        per_second = one_price(
+            SAGEMAKER, products, item, region, unit="second", missing="no per-second price", usage=item
+        )
         fallback = offline_price(SAGEMAKER, item, region)
         return Price(
             SAGEMAKER,
@@ -174,7 +151,7 @@ class PriceList:
             region,
             PRICING_SOURCE,
             now_iso(),
-            usd_per_second=prices.pop(),
+            usd_per_second=per_second,
             # Data processed is not looked up: the offline table's figure, said in the note.
             usd_per_gb_processed=fallback.usd_per_gb_processed if fallback else None,
             live=True,
@@ -250,6 +227,31 @@ class PriceRequest:
     service: str
     item: str
     region: str
+
+
+def one_price(
+    service: str,
+    products: list[dict[str, Any]],
+    item: str,
+    region: str,
+    *,
+    unit: str,
+    missing: str,
+    usage: str | None = None,
+) -> float:
+    """The one on-demand price per `unit` (`hr`, `second`) the products give, kept to those whose
+    usage type ends `usage` when given; none, or several different ones, is a PricingError."""
+    prices = {
+        usd
+        for product in products
+        if usage is None or _usage_type(product).endswith(f"-{usage}") or _usage_type(product) == usage
+        for dimension_unit, usd, _ in on_demand_dimensions(product)
+        if dimension_unit.lower().startswith(unit) and usd > 0
+    }
+    if len(prices) != 1:
+        what = missing if not prices else f"{len(prices)} different prices {sorted(prices)}"
+        raise PricingError(f"Pricing API {service}: {what} for {item} in {region}", per_item=True)
+    return prices.pop()
 
 
 def _usage_type(product: dict[str, Any]) -> str:
