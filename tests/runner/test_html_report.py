@@ -454,6 +454,10 @@ def test_the_plots_hold_no_overlapping_or_cut_text(evidence):
             ), f"{name}: {text.get_text()!r} is cut at the figure's edge"
             boxes.append((text.get_text(), box))
         for (a, box_a), (b, box_b) in itertools.combinations(boxes, 2):
+            if a == b and all(abs(p - q) <= 1 for p, q in zip(box_a.extents, box_b.extents, strict=True)):
+                # The same label drawn twice in the same place (matplotlib keeps a tick's twin
+                # now and then): one set of glyphs on the page, nothing for a reader to misread.
+                continue
             overlap_x = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
             overlap_y = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
             assert overlap_x <= 1 or overlap_y <= 1, f"{name}: {a!r} overlaps {b!r}"
