@@ -105,6 +105,10 @@ SURVEY_BENCH_SOURCE = (
     "the survey's bench-chat medians, run 1 (5 repeats) and run 2 (10 repeats), 2026-10-05: "
     "docs/article/evidence/bench-chat*.txt and run2-REPORT.md (repository xbill9/aws-inference-strands)"
 )
+SURVEY_DEMO_SOURCE = (
+    "the survey's demo 1 (results/2026-10-05/demo1-*.json, 20 runs; docs/article/evidence/) and demo 2 "
+    "medians over results/2026-10-05-stage/demo2-run1..5 (repository xbill9/aws-inference-strands)"
+)
 GIB = 1024**3 / 1e9
 # The open model every open-model path serves in the `open` lane (catalog/lanes.py), and the
 # Neuron rows' model in both lanes.
@@ -203,6 +207,16 @@ class BackendSpec:
     survey_tok_s: tuple[float, ...] = ()
     # The survey's "Loading weights took" seconds where it recorded them (g5g: 520.97 and 530.83).
     survey_weights_load_s: tuple[float, ...] = ()
+    # The survey's demo 1 (the counting demo, 20 runs, run 1 of 2026-10-05): (tools mode, correct,
+    # runs) per mode it ran here, and demo 2's median seconds for the one-word question over its
+    # five orchestrator runs (SURVEY_DEMO_SOURCE). Empty where the survey did not run it (the
+    # Neuron rows had no tool calls, so no demo 1).
+    survey_demo1: tuple[tuple[str, int, int], ...] = ()
+    survey_demo2_median_s: float | None = None
+    # The on-demand price the survey used for its cost figures (us-east, October 2026), and for
+    # Bedrock its output-token price: what its $ per million output tokens rest on.
+    survey_usd_per_hour: float | None = None
+    survey_usd_per_million_output: float | None = None
     supports_tools: bool = True
     max_total_tokens: int | None = None
     memory_bandwidth_gbs: float | None = None
@@ -265,6 +279,8 @@ INF2 = BackendSpec(
     decode_read_gb=QWEN25_1_5B_BF16_GB,
     precision="bf16",
     survey_tok_s=(36.4, 36.6),
+    survey_usd_per_hour=0.7582,
+    survey_demo2_median_s=0.291,
     survey_launch_to_ready_min=17.9,
     # A first boot downloads the weights and compiles the graphs (tens of minutes on a 4-vCPU host).
     ready_minutes=75,
@@ -298,6 +314,9 @@ G6 = BackendSpec(
     survey_launch_to_ready_min=13.9,
     ready_minutes=30,
     survey_tok_s=(131.5, 132.5),
+    survey_usd_per_hour=0.8048,
+    survey_demo1=(("filter", 20, 20), ("rows", 20, 20)),
+    survey_demo2_median_s=0.153,
 )
 
 SAGEMAKER = BackendSpec(
@@ -322,6 +341,9 @@ SAGEMAKER = BackendSpec(
     survey_launch_to_ready_min=8.0,
     precision="int4 (W4A16)",
     survey_tok_s=(106.3, 105.2),
+    survey_usd_per_hour=1.1267,
+    survey_demo1=(("filter", 20, 20), ("rows", 20, 20)),
+    survey_demo2_median_s=0.340,
     # Real-time autoscaling (`sagemaker.maxInstances`): one instance unless asked (the survey's
     # account had an ml.g6.xlarge endpoint quota of 1); target tracking on concurrent requests per
     # model (SageMaker's high-resolution predefined metric) at this many.
@@ -369,6 +391,9 @@ SAGEMAKER_OPTIONS: tuple[BackendSpec, ...] = (
         target_concurrency=None,
         survey_launch_to_ready_min=None,
         survey_tok_s=(),
+        survey_demo1=(),
+        survey_demo2_median_s=None,
+        survey_usd_per_hour=None,
         notes="inputs and outputs in the stack's bucket; the runner's teardown empties it",
     ),
     replace(
@@ -381,6 +406,9 @@ SAGEMAKER_OPTIONS: tuple[BackendSpec, ...] = (
         target_concurrency=None,
         survey_launch_to_ready_min=None,
         survey_tok_s=(),
+        survey_demo1=(),
+        survey_demo2_median_s=None,
+        survey_usd_per_hour=None,
         notes="python -m runner.batch runs one transform job over a JSON-lines prompt set",
     ),
 )
@@ -432,6 +460,9 @@ BACKENDS: tuple[BackendSpec, ...] = (
         survey_launch_to_ready_min=23.7,
         ready_minutes=50,
         survey_tok_s=(37.2, 35.8),
+        survey_usd_per_hour=0.556,
+        survey_demo1=(("filter", 20, 20), ("rows", 20, 20)),
+        survey_demo2_median_s=0.187,
         notes="gated weights: needs the Hugging Face token secret",
     ),
     INF2,
@@ -450,6 +481,8 @@ BACKENDS: tuple[BackendSpec, ...] = (
         survey_launch_to_ready_min=12.8,
         ready_minutes=60,
         survey_tok_s=(37.1, 36.9),
+        survey_usd_per_hour=1.3438,
+        survey_demo2_median_s=0.192,
         notes=f"{NEURON_MODEL} on the vendor engine, the same image as inf2",
     ),
     SAGEMAKER,
@@ -463,6 +496,9 @@ BACKENDS: tuple[BackendSpec, ...] = (
         health_path="",
         billing=Billing.PER_TOKEN,
         survey_tok_s=(111.9, 115.9),
+        survey_usd_per_million_output=0.14,
+        survey_demo1=(("filter", 20, 20), ("rows", 20, 20)),
+        survey_demo2_median_s=0.623,
         notes="the inference profile id is required for on-demand throughput",
     ),
     BEDROCK_IMPORT,

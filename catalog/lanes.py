@@ -83,6 +83,9 @@ def in_lane(spec: BackendSpec, lane: Lane) -> BackendSpec:
         # The survey's figures were for another model: they no longer stand beside this row.
         survey_tok_s=(),
         survey_weights_load_s=(),
+        survey_demo1=(),
+        survey_demo2_median_s=None,
+        survey_usd_per_hour=None,
         notes=f"lane {lane.name}: {lane.model_id}",
     )
 

@@ -1,28 +1,40 @@
-"""`python -m runner.survey [BACKEND...] --dry-run [-c KEY=VALUE]`: the survey's preflight.
+"""`python -m runner.survey [BACKEND...] [--keep | --down] [--dry-run] [--resume FOLDER]`: the whole survey.
 
-Before anything bills, one table of what would run where: the account (STS GetCallerIdentity) and
-the Session Manager plugin; per backend (the default ones, or those named, opt-in ones included)
-its region and failover regions (from the app's config with the `-c` context), whether its
-instance type is offered there, the account's quota for it (Service Quotas, summed per quota and
-region over the backends that share it), the images the app would build, its hourly list price
-and the worst case of one time-to-live. A backend that cannot run is left out with its reason.
-Only the preflight exists yet: without `--dry-run` the command says so (exit 2). Exit 0 when at
-least one backend can run, 1 when none can; no credentials is one line (exit 2) and calls nothing.
+From nothing to a report to nothing, in one results folder (`results/survey-<UTC time>/`):
+a preflight before anything bills (the account, the Session Manager plugin, per backend its
+region and failover regions, the instance type offered there, the account's quota summed per
+quota and region, the images it needs, its hourly price and one time-to-live's worst case; a
+backend that cannot run is left out with its reason), then `up` → `forward` → `check` → one
+`ask` per backend → demo 1 (filter, rows) → demo 2 → `bench` (single requests, then a concurrency
+sweep) → `quality` → `cost` → `report` (HTML and Markdown) → teardown of what this run created
+and nothing else → a sweep that lists and never deletes. `--dry-run` stops after the preflight.
+
+The backends are the default ones and Bedrock unless named (opt-in ones join when named; `-c
+lane=open` serves one open model on all of them). `--keep` leaves what it made running with its
+time-to-live armed; `--down` tears it down without asking; with neither, a terminal is asked
+and no terminal means teardown. `--resume FOLDER` continues a survey whose machine went away.
+Exit 0 when every step passed, 1 when one failed or something it created is left, 2 for bad
+input, 130 after Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
+from pathlib import Path
 
 from catalog.backends import EC2_KINDS
+from catalog.config import AppConfig
 from runner.cli.options import add_aws_switch, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import boto_client, credentials_configured
 from runner.cloud.preflight import (
     PLUGIN,
+    Preflight,
     Quotas,
     account_check,
     choose_backends,
+    known_backends,
     load_plan,
     plugin_check,
     run_preflight,
@@ -30,30 +42,101 @@ from runner.cloud.preflight import (
 from runner.cloud.stack_up import parse_context
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
+from runner.flow.folder import SurveyFolder
+from runner.flow.options import BEDROCK, SurveyOptions
+from runner.flow.survey_run import SurveyRun
 from runner.render.tables import print_report
 
 TIMEOUT_S = 20.0
+# The numeric settings: (group, flag, SurveyOptions field, type, help).
+NUMBERS = (
+    ("steps", "--repeats", "repeats", int, "bench: timed requests per backend"),
+    ("steps", "--demo1-runs", "demo1_runs", int, "demo 1 runs per backend and mode"),
+    ("steps", "--demo2-runs", "demo2_runs", int, "demo 2 runs"),
+    ("steps", "--quality-items", "quality_items", int, "quality items, 0 to skip"),
+    ("steps", "--check-wait", "check_wait_s", float, "check: seconds to wait for health"),
+    ("up", "--poll", "poll_s", float, "up: seconds between checks"),
+    ("up", "--launch-timeout", "launch_timeout_s", float, "up: seconds without any instance before moving region"),
+    (
+        "up",
+        "--ready-timeout",
+        "ready_timeout_s",
+        float,
+        "up: seconds from launch to ready (none: each backend's own bound)",
+    ),
+    ("up", "--build-grace", "build_grace_s", float, "up: seconds to wait for the deploy's own image build"),
+    ("up", "--delete-wait", "delete_wait_s", float, "teardown: seconds to wait for each stack deletion"),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runner.survey", description=__doc__.splitlines()[0])
-    parser.add_argument("backends", nargs="*", metavar="BACKEND", help="backends to survey (default: the default ones)")
+    parser.add_argument(
+        "backends", nargs="*", metavar="BACKEND", help="backends to survey (default: the default ones and bedrock)"
+    )
     parser.add_argument("--dry-run", action="store_true", help="the preflight only: check, print the plan, stop")
+    parser.add_argument("--keep", action="store_true", help="leave what the survey made running (time-to-live armed)")
+    parser.add_argument("--down", action="store_true", help="tear down what the survey made without asking")
+    parser.add_argument(
+        "--resume", type=Path, metavar="FOLDER", help="continue the survey whose results folder this is"
+    )
     parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE", help="CDK context")
     parser.add_argument("--plugin", default=PLUGIN, help="the Session Manager plugin's name or path")
-    add_aws_switch(parser, no_aws_help=None)
-    add_results_dir(parser)
-    return parser
+    groups = {
+        "steps": parser.add_argument_group("the steps (defaults: the survey's own runs)"),
+        "up": parser.add_argument_group("up and teardown"),
+    }
+    groups["steps"].add_argument(
+        "--question", help="the question each backend is asked once (default: the benchmark's prompt)"
+    )
+    groups["steps"].add_argument(
+        "--concurrency", default=SurveyOptions.concurrency, help="bench sweep levels, or `none` (default: %(default)s)"
+    )
+    groups["steps"].add_argument(
+        "--offline-prices", action="store_true", help="cost: the offline price table, not the Pricing API"
+    )
+    groups["up"].add_argument(
+        "--method", choices=("change-set", "direct"), default=SurveyOptions.method, help="CloudFormation deploy method"
+    )
+    for group, flag, field, kind, text in NUMBERS:
+        groups[group].add_argument(
+            flag,
+            dest=field,
+            type=kind,
+            metavar="N" if kind is int else "SECONDS",
+            default=getattr(SurveyOptions, field),
+            help=f"{text} (default: %(default)s)",
+        )
 
 
-def run(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    chosen = choose_backends(args.backends)
-    if not args.dry_run:
-        raise RunnerError("only the preflight exists yet: run python -m runner.survey --dry-run")
+def survey_options(args: argparse.Namespace) -> SurveyOptions:
+    named = list(dict.fromkeys(args.backends))
+    unknown = [n for n in named if n != BEDROCK and n not in known_backends()]
+    if unknown:
+        raise RunnerError(
+            f"unknown backend {unknown[0]!r}; known backends: {', '.join(known_backends())}, {BEDROCK} (nothing deployed)"
+        )
     context = parse_context(args.context)
-    config, refused = load_plan(context, chosen, None)
-    if not (args.aws or credentials_configured()):
+    if "backends" in context:
+        raise RunnerError("-c backends=…: name the backends as arguments (python -m runner.survey g6 inf2 …)")
+    deployed = [n for n in named if n != BEDROCK]
+    # Every other option is a flag whose dest is its field's name.
+    given = {f.name: getattr(args, f.name) for f in fields(SurveyOptions) if hasattr(args, f.name)}
+    return SurveyOptions(
+        **given
+        | {
+            "backends": choose_backends(deployed) if deployed or not named else [],
+            "with_bedrock": BEDROCK in named or not named,
+            "context": context,
+            "question": args.question or "",
+        }
+    )
+
+
+def preflight(options: SurveyOptions) -> tuple[Preflight, AppConfig]:
+    """Every check before anything bills; no credentials is one line (exit 2) and calls nothing."""
+    config, refused = load_plan(options.context, options.backends, None)
+    if not (options.aws or credentials_configured()):
         raise RunnerError("no AWS credentials configured: the preflight asks STS and Service Quotas (or pass --aws)")
     home = config.backends[0].region if config.backends else "us-east-1"
     account = account_check(boto_client("sts", home, TIMEOUT_S))
@@ -65,18 +148,57 @@ def run(argv: list[str] | None = None) -> int:
         return clients[region]
 
     needs_plugin = any(b.spec.kind in EC2_KINDS for b in config.backends)
-    preflight = run_preflight(
-        config, chosen, account, Quotas(quotas_client), plugin_check(args.plugin, needs_plugin), refused
+    checked = run_preflight(
+        config, options.backends, account, Quotas(quotas_client), plugin_check(options.plugin, needs_plugin), refused
     )
-    evidence = Evidence("survey", {"backends": chosen, "context": context, "dry_run": True}, args.results_dir)
-    evidence.data["preflight"] = preflight.to_json()
+    if options.with_bedrock:
+        checked.notices.append(f"{BEDROCK}: measured through the Bedrock API, billed per token; nothing deployed")
+    return checked, config
+
+
+def dry_run(options: SurveyOptions, results_dir: Path) -> int:
+    checked, _ = preflight(options)
+    evidence = Evidence(
+        "survey", {"backends": options.backends, "context": options.context, "dry_run": True}, results_dir
+    )
+    evidence.data["preflight"] = checked.to_json()
     evidence.data["records"] = [r["backend"] for r in evidence.data["preflight"]["rows"] if r["runs"]]
-    for line in preflight.notices:
+    for line in checked.notices:
         evidence.notice(line)
     path = evidence.finish()
     print_report(evidence.data)
     print(f"evidence: {path}")
-    return 0 if any(r.runs for r in preflight.rows) else 1
+    return 0 if any(r.runs for r in checked.rows) else 1
+
+
+def run(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.keep and args.down:
+        raise RunnerError("--keep and --down: choose one (keep it running, or tear it down)")
+    if args.resume:
+        if args.backends or args.dry_run:
+            raise RunnerError(
+                "--resume FOLDER continues that survey as it was asked: give no backends and no --dry-run"
+            )
+        folder, data = SurveyFolder.existing(args.resume)
+        options = SurveyOptions.from_json(data["options"])
+        if args.keep or args.down:
+            options.keep, options.down = args.keep, args.down
+        evidence = Evidence("survey", data.get("config") or {}, folder.root)
+        evidence.data, evidence.path = data, folder.state
+        survey = SurveyRun(options, folder, evidence, resumed=True)
+        return survey.run(lambda: preflight(options))
+    options = survey_options(args)
+    if args.dry_run:
+        return dry_run(options, args.results_dir)
+    # Credentials first: without them nothing is created, not even the folder.
+    if not (options.aws or credentials_configured()):
+        raise RunnerError("no AWS credentials configured: the preflight asks STS and Service Quotas (or pass --aws)")
+    folder = SurveyFolder.new(args.results_dir)
+    evidence = Evidence("survey", {"backends": options.measured_names, "context": options.context}, folder.root)
+    evidence.path = folder.state
+    survey = SurveyRun(options, folder, evidence)
+    return survey.run(lambda: preflight(options))
 
 
 def main() -> None:

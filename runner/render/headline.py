@@ -32,6 +32,13 @@ PAGE_COMMANDS = {
     "bench": "python -m runner.bench",
     "cost": "python -m runner.cost",
     "quality": "python -m runner.quality",
+    # A survey's report takes every step's evidence: the survey's own tables beside the user's.
+    "survey": "python -m runner.survey",
+    "up": "python -m runner.up",
+    "check": "python -m runner.check",
+    "ask": "python -m runner.ask",
+    "counting": "python -m runner.counting",
+    "orchestrator": "python -m runner.orchestrator",
 }
 SINGLE = "1 at a time"
 # Cost rows that are not a load level: what one event or a month costs, apart from the levels.

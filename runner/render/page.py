@@ -7,8 +7,10 @@ tables turned into HTML: text columns left, figures right-aligned), and which ev
 was rendered from. No script, nothing fetched: it opens from a file anywhere. Markdown holds the
 headline and the same tables as text.
 
-It takes the evidence of `headline.PAGE_COMMANDS` (bench, cost, quality); any other file is one
-line, before anything is written.
+It takes the evidence of `headline.PAGE_COMMANDS` (bench, cost, quality, and the survey's steps:
+survey, up, check, ask, counting, orchestrator); any other file is one line, before anything is
+written. In a survey's report (its `survey` evidence among the files) the survey's own tables
+come second, the user's figures beside the survey's (`beside`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from rich.text import Text
 
 from runner.core.errors import RunnerError
 from runner.render import plots
+from runner.render.beside import SURVEY_RUNS, beside_tables
 from runner.render.headline import PAGE_COMMANDS, headline_html, headline_markdown, headline_rows, quality_table
 from runner.render.tables import renderer_for
 
@@ -248,6 +251,7 @@ def render_html(sources: list[Source]) -> str:
         '<section id="headline"><h2>Headline</h2>',
         headline_html(headline_rows(sources)),
         "</section>",
+        beside_html(sources),
         '<section id="plots"><h2>Plots</h2>',
         f'<div class="plots">{"".join(drawn)}</div>',
         f'<p class="dim">Not drawn:</p><ul class="notes">{"".join(not_drawn)}</ul>' if not_drawn else "",
@@ -263,6 +267,29 @@ def render_html(sources: list[Source]) -> str:
     return "\n".join(part for part in parts if part)
 
 
+def beside_html(sources: list[Source]) -> str:
+    tables = beside_tables(sources)
+    if not tables:
+        return ""
+    return (
+        '<section id="beside"><h2>Beside the survey</h2>'
+        f'<p class="dim">Your figures beside {html.escape(SURVEY_RUNS)}.</p>'
+        + "".join(table_html(table) for table in tables)
+        + "</section>"
+    )
+
+
+def beside_markdown(sources: list[Source]) -> list[str]:
+    tables = beside_tables(sources)
+    if not tables:
+        return []
+    console = Console(record=True, width=220, file=io.StringIO(), highlight=False)
+    for table in tables:
+        console.print(table)
+    return ["## Beside the survey", "", f"Your figures beside {SURVEY_RUNS}.", "", "```text",
+            console.export_text().rstrip(), "```", ""]  # fmt: skip
+
+
 def table_text(evidence: dict[str, Any]) -> str:
     console = Console(record=True, width=220, file=io.StringIO(), highlight=False)
     for item in render_tables(evidence):
@@ -276,6 +303,7 @@ def render_markdown(sources: list[Source]) -> str:
     check_page_sources(sources)
     parts = ["# Inference survey report", "", "Rendered from: " + ", ".join(f"`{p}`" for p, _ in sources), ""]
     parts += ["## Headline", "", headline_markdown(headline_rows(sources)), ""]
+    parts += beside_markdown(sources)
     for path, data in sources:
         parts += [f"## {data['command']}: {path.name}", "", f"started {data.get('started_at')}", "", "```text"]
         parts += [table_text(data).rstrip(), "```", ""]

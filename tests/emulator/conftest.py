@@ -3,6 +3,10 @@ with Bedrock's import APIs served by their loopback fake."""
 
 from __future__ import annotations
 
+import stat
+import sys
+from pathlib import Path
+
 import pytest
 
 from catalog.config import PLACEMENT_ENV
@@ -10,6 +14,8 @@ from runner.cloud.cdk_cli import CLI_DIR_ENV
 from tests.aws_emulator import emulated_aws
 from tests.emulator.cdk_cycle import cli_folder
 from tests.runner.fake_bedrock_import import FakeBedrockImport
+
+STAND_IN_PLUGIN = Path(__file__).with_name("stand_in_plugin.py")
 
 
 @pytest.fixture(scope="module")
@@ -26,3 +32,12 @@ def emulator(tmp_path_factory):
         with emulated_aws(scratch, env) as emulator:
             emulator.bedrock = bedrock
             yield emulator
+
+
+@pytest.fixture(scope="module")
+def plugin(tmp_path_factory) -> str:
+    """The Session Manager plugin's stand-in (stand_in_plugin.py), as an executable on a path."""
+    path = tmp_path_factory.mktemp("plugin") / "session-manager-plugin"
+    path.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STAND_IN_PLUGIN}" "$@"\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)

@@ -10,8 +10,6 @@ import json
 import os
 import re
 import socket
-import stat
-import sys
 from pathlib import Path
 
 import boto3
@@ -28,7 +26,6 @@ from tests.runner.fake_openai import FakeOpenAI, text
 
 pytestmark = pytest.mark.emulator
 EC2_SERVERS = ["g5g", "g6", "inf2", "trn1"]
-STAND_IN = Path(__file__).with_name("stand_in_plugin.py")
 
 
 @pytest.fixture(scope="module")
@@ -52,14 +49,6 @@ def model_server():
     """What every forwarded port leads to: a keep-alive server that streams like vLLM."""
     with FakeOpenAI([text("The ocean is wide and deep.", usage_tokens=9, first_token_delay_s=0.01)]) as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def plugin(tmp_path_factory) -> str:
-    path = tmp_path_factory.mktemp("plugin") / "session-manager-plugin"
-    path.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STAND_IN}" "$@"\n')
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
 
 
 @pytest.fixture

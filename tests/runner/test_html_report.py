@@ -499,8 +499,8 @@ def test_quality_evidence_prints_its_table_without_html(evidence, capsys):
 def test_evidence_of_another_command_is_one_line_exit_2_and_nothing_written(
     evidence, tmp_path, monkeypatch, capsys, flag
 ):
-    check = tmp_path / "check-000000-000.json"
-    data = json.loads(evidence["sweep"].read_text()) | {"command": "check", "records": []}
+    check = tmp_path / "sweep-000000-000.json"
+    data = json.loads(evidence["sweep"].read_text()) | {"command": "sweep", "records": []}
     check.write_text(json.dumps(data))
     target = tmp_path / "report.out"
     monkeypatch.setattr(sys, "argv", ["runner.report", str(evidence["sweep"]), str(check), flag, str(target)])
@@ -510,6 +510,6 @@ def test_evidence_of_another_command_is_one_line_exit_2_and_nothing_written(
     captured = capsys.readouterr()
     lines = [line for line in (captured.err + captured.out).splitlines() if line.strip()]
     assert len(lines) == 1, lines
-    assert lines[0].startswith("error: ") and f"{check} is 'check' evidence" in lines[0]
-    assert "takes bench, cost, quality evidence" in lines[0]
+    assert lines[0].startswith("error: ") and f"{check} is 'sweep' evidence" in lines[0]
+    assert "takes bench, cost, quality, survey, up, check, ask, counting, orchestrator evidence" in lines[0]
     assert not target.exists()

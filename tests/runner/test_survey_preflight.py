@@ -178,12 +178,29 @@ def test_an_unknown_backend_names_the_known_ones(capsys):
     assert len(out) == 1 and "unknown backend 'nope'" in out[0] and "g6, g5g, inf2, trn1, sagemaker" in out[0]
 
 
-def test_without_dry_run_only_the_preflight_exists(capsys):
+def one_line(capsys, *argv: str) -> str:
     with pytest.raises(SystemExit) as exit_:
-        survey.main_guard(lambda: survey.run([]))
+        survey.main_guard(lambda: survey.run(list(argv)))
     assert exit_.value.code == 2
     out = capsys.readouterr().err.strip().splitlines()
-    assert len(out) == 1 and "only the preflight exists yet" in out[0]
+    assert len(out) == 1, out
+    return out[0]
+
+
+def test_a_whole_survey_without_credentials_is_one_line_and_creates_nothing(capsys, tmp_path):
+    line = one_line(capsys, "g6", "--results-dir", str(tmp_path / "results"))
+    assert "no AWS credentials configured" in line
+    assert not (tmp_path / "results").exists()
+
+
+def test_keep_with_down_a_foreign_folder_and_backends_in_context_are_one_line_each(capsys, tmp_path):
+    assert "--keep and --down: choose one" in one_line(capsys, "--keep", "--down")
+    (tmp_path / "results").mkdir()
+    assert "is not a survey's results folder" in one_line(capsys, "--resume", str(tmp_path / "results"))
+    (tmp_path / "results" / "survey.json").write_text(json.dumps({"schema": 1, "command": "bench"}))
+    assert "survey.json holds no survey steps" in one_line(capsys, "--resume", str(tmp_path / "results"))
+    assert "name the backends as arguments" in one_line(capsys, "-c", "backends=g6")
+    assert "give no backends" in one_line(capsys, "g6", "--resume", str(tmp_path / "results"))
 
 
 def test_the_plugin_missing_is_noted(aws, tmp_path, monkeypatch, capsys):

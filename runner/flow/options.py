@@ -1,0 +1,55 @@
+"""What a survey run was asked for. Kept in its folder (`survey.json` `options`), so `--resume`
+continues with the same backends, context and settings; only `--keep`/`--down` may change."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from runner.agent.tasks import DEFAULT_ITEMS
+
+BEDROCK = "bedrock"
+# The survey's own settings where it had them (results/2026-10-05*, repository
+# xbill9/aws-inference-strands): demo 1 with 20 runs, demo 2 five times, the benchmark's second
+# run with 10 repeats; the sweep's levels are this runner's.
+DEMO1_RUNS = 20
+DEMO2_RUNS = 5
+BENCH_REPEATS = 10
+SWEEP_LEVELS = "1,4,16"
+
+
+@dataclass
+class SurveyOptions:
+    backends: list[str]
+    with_bedrock: bool
+    context: dict[str, str] = field(default_factory=dict)
+    keep: bool = False
+    down: bool = False
+    aws: bool | None = None
+    plugin: str = "session-manager-plugin"
+    question: str = ""
+    repeats: int = BENCH_REPEATS
+    concurrency: str = SWEEP_LEVELS
+    demo1_runs: int = DEMO1_RUNS
+    demo2_runs: int = DEMO2_RUNS
+    quality_items: int = DEFAULT_ITEMS
+    check_wait_s: float = 1500.0
+    poll_s: float = 15.0
+    launch_timeout_s: float = 600.0
+    ready_timeout_s: float | None = None
+    build_grace_s: float = 120.0
+    method: str = "change-set"
+    offline_prices: bool = False
+    delete_wait_s: float = 900.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SurveyOptions:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @property
+    def measured_names(self) -> list[str]:
+        return [*self.backends, *([BEDROCK] if self.with_bedrock else [])]

@@ -1,0 +1,108 @@
+"""The survey's own machinery apart from AWS: one step's outcome whatever its command does, the
+step's output kept in its log and on the terminal, and the teardown decision (flag, terminal,
+no terminal). The whole survey runs on the emulator: tests/emulator/test_survey.py."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from runner.core.errors import RunnerError
+from runner.core.evidence import Evidence
+from runner.flow.folder import SurveyFolder
+from runner.flow.options import SurveyOptions
+from runner.flow.steps import run_step
+from runner.flow.survey_run import SurveyRun
+
+
+@pytest.fixture
+def folder(tmp_path) -> SurveyFolder:
+    return SurveyFolder.new(tmp_path / "results")
+
+
+def test_each_outcome_of_a_step_is_recorded_with_its_log_and_its_evidence(folder, capsys):
+    def writes_evidence() -> int:
+        print("measured 3 backends")
+        Evidence("bench", {}, folder.evidence_dir).finish()
+        return 0
+
+    def refuses() -> int:
+        raise RunnerError("unknown backend 'nope'")
+
+    def argparse_refusal() -> int:
+        raise SystemExit(2)
+
+    def has_a_bug() -> int:
+        raise ValueError("a bug")
+
+    def interrupted() -> int:
+        raise KeyboardInterrupt
+
+    records = [
+        run_step(folder, 1, "bench", None, writes_evidence),
+        run_step(folder, 2, "ask", "g6", lambda: 1),
+        run_step(folder, 3, "check", None, refuses),
+        run_step(folder, 4, "cost", None, argparse_refusal),
+        run_step(folder, 5, "report", None, has_a_bug),
+        run_step(folder, 6, "quality", None, interrupted),
+    ]
+    assert [(r.status, r.exit_code, r.line) for r in records] == [
+        ("passed", 0, ""),
+        ("failed", 1, "exit 1"),
+        ("failed", 2, "unknown backend 'nope'"),
+        ("failed", 2, "the command refused its arguments (exit 2)"),
+        ("failed", 1, "ValueError: a bug"),
+        ("interrupted", 130, "Ctrl-C"),
+    ]
+    (path,) = records[0].evidence
+    assert path.startswith("evidence/") and path.split("/")[-1].startswith("bench-")
+    assert [r.evidence for r in records[1:]] == [[]] * 5
+    assert records[1].log == "logs/02-ask-g6.log"
+    # Shown on the terminal and kept in the step's log, the one-line fault and the bug's traceback too.
+    assert "measured 3 backends" in capsys.readouterr().out
+    assert (folder.root / records[0].log).read_text() == "measured 3 backends\n"
+    assert "unknown backend 'nope'" in (folder.root / records[2].log).read_text()
+    assert "Traceback" in (folder.root / records[4].log).read_text()
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("flags", "terminal", "answer", "expected"),
+    [
+        ({"keep": True}, False, None, "keep"),
+        ({"down": True}, True, None, "down"),
+        ({}, False, None, "down"),
+        ({}, True, "n\n", "keep"),
+        ({}, True, "\n", "down"),
+        ({}, True, "yes\n", "down"),
+    ],
+)
+def test_the_teardown_is_the_flag_else_the_terminal_s_answer_else_down(
+    folder, monkeypatch, capsys, flags, terminal, answer, expected
+):
+    options = SurveyOptions(backends=["g6"], with_bedrock=False, **flags)
+    evidence = Evidence("survey", {}, folder.root)
+    evidence.path = folder.state
+    survey = SurveyRun(options, folder, evidence)
+    survey.created.stacks = {"InferenceGpuStack": ["us-east-2", "us-east-1"]}
+    monkeypatch.setattr("sys.stdin", Terminal(answer or "") if terminal else io.StringIO(""))
+    assert survey.decide(interrupted=False) == expected
+    asked = "Tear down what this survey created (InferenceGpuStack)? [Y/n]" in capsys.readouterr().out
+    assert asked == (terminal and not flags)
+
+
+def test_a_survey_s_state_names_its_options_for_resume(folder):
+    options = SurveyOptions(backends=["g6", "inf2"], with_bedrock=True, context={"lane": "open"}, repeats=3)
+    evidence = Evidence("survey", {}, folder.root)
+    evidence.path = folder.state
+    SurveyRun(options, folder, evidence).save()
+    again, data = SurveyFolder.existing(folder.root)
+    assert again == folder
+    assert SurveyOptions.from_json(data["options"]) == options
+    assert json.loads(folder.state.read_text())["command"] == "survey"
