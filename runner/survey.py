@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
             default=getattr(SurveyOptions, field),
             help=f"{text} (default: %(default)s)",
         )
+    add_aws_switch(parser, no_aws_help=None)
+    add_results_dir(parser)
+    return parser
 
 
 def survey_options(args: argparse.Namespace) -> SurveyOptions:
