@@ -24,6 +24,7 @@ from typing import Any
 import boto3
 import pytest
 
+from catalog.contract import BACKEND_TAG_KEY
 from runner import survey, sweep
 from runner.cloud import port_forward
 from tests.emulator.cdk_cycle import bootstrap
@@ -127,6 +128,17 @@ def test_the_whole_survey_from_an_empty_account_to_a_report_and_back_to_nothing(
 ):
     emulator = account
     emulator.host_options["g5g"] = HostOptions(gpu=False)  # fails at boot: no NVIDIA GPU
+    # While the measuring steps run (the first request they send), what the groups hold.
+    during: dict[str, int] = {}
+
+    def groups_while_measuring(body: dict[str, Any]) -> None:
+        if not during:
+            autoscaling = boto3.client("autoscaling", region_name="us-east-1")
+            for group in autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]:
+                backend = next(t["Value"] for t in group["Tags"] if t["Key"] == BACKEND_TAG_KEY)
+                during[backend] = len(group["Instances"])
+
+    model.on_request = groups_while_measuring
     results = tmp_path / "results"
     code = survey.run(["g6", "g5g", "inf2", "trn1", "--plugin", plugin, *QUICK, "--results-dir", str(results)])
     out = capsys.readouterr()
@@ -171,7 +183,8 @@ def test_the_whole_survey_from_an_empty_account_to_a_report_and_back_to_nothing(
         f"{i:02d}-{s}{'-' + b if b else ''}.log" for i, (s, b, _) in enumerate(steps(data), start=1)
     ]
     assert "The ocean is wide and deep." in (folder / "logs" / "05-ask-g6.log").read_text()
-    # Nothing billed without serving: g5g was taken to zero, and only g6 billed.
+    # Nothing billed without serving: g5g was taken to zero while g6 served, and only g6 billed.
+    assert during == {"g6": 1, "g5g": 0}
     assert [row["backend"] for row in evidence(folder, data, "up")["billing"]] == ["g6"]
     assert "g5g" not in data["measured"]
 
