@@ -137,12 +137,13 @@ def survey_options(args: argparse.Namespace) -> SurveyOptions:
 
 
 def preflight(options: SurveyOptions) -> tuple[Preflight, AppConfig]:
-    """Every check before anything bills; no credentials is one line (exit 2) and calls nothing."""
-    config, refused = load_plan(options.context, options.backends, None)
+    """Every check before anything bills; no credentials is one line (exit 2) and calls nothing.
+
+    A backend left out can move the others: a stack goes to the first region all its backends
+    share, so the plan is made again with only those that run until none more drops out, and
+    the regions, quotas and prices shown are where runner.up will really put them."""
     if not (options.aws or credentials_configured()):
         raise RunnerError("no AWS credentials configured: the preflight asks STS and Service Quotas (or pass --aws)")
-    home = config.backends[0].region if config.backends else "us-east-1"
-    account = account_check(boto_client("sts", home, TIMEOUT_S))
     clients: dict[str, object] = {}
 
     def quotas_client(region: str) -> object:
@@ -150,10 +151,26 @@ def preflight(options: SurveyOptions) -> tuple[Preflight, AppConfig]:
             clients[region] = boto_client("service-quotas", region, TIMEOUT_S)
         return clients[region]
 
-    needs_plugin = any(b.spec.kind in EC2_KINDS for b in config.backends)
-    checked = run_preflight(
-        config, options.backends, account, Quotas(quotas_client), plugin_check(options.plugin, needs_plugin), refused
-    )
+    quotas = Quotas(quotas_client)
+    chosen, left_out, context = list(options.backends), [], dict(options.context)
+    account: dict | None = None
+    while True:
+        config, refused = load_plan(context, chosen, None)
+        if account is None:
+            home = config.backends[0].region if config.backends else "us-east-1"
+            account = account_check(boto_client("sts", home, TIMEOUT_S))
+        needs_plugin = any(b.spec.kind in EC2_KINDS for b in config.backends)
+        checked = run_preflight(config, chosen, account, quotas, plugin_check(options.plugin, needs_plugin), refused)
+        runs = [r.backend for r in checked.rows if r.runs]
+        if len(runs) == len(chosen) or not runs:
+            break
+        left_out += [r for r in checked.rows if not r.runs]
+        # A left-out backend's own context keys go with it (they may name where it cannot run).
+        context = {k: v for k, v in context.items() if not any(k.startswith(f"{r.backend}.") for r in left_out)}
+        chosen = runs
+    checked.context = context
+    order = {name: index for index, name in enumerate(options.backends)}
+    checked.rows = sorted([*left_out, *checked.rows], key=lambda r: order.get(r.backend, len(order)))
     if options.with_bedrock:
         checked.notices.append(f"{BEDROCK}: measured through the Bedrock API, billed per token; nothing deployed")
     return checked, config
@@ -171,7 +188,7 @@ def dry_run(options: SurveyOptions, results_dir: Path) -> int:
     path = evidence.finish()
     print_report(evidence.data)
     print(f"evidence: {path}")
-    return 0 if any(r.runs for r in checked.rows) else 1
+    return 0 if any(r.runs for r in checked.rows) or options.with_bedrock else 1
 
 
 def run(argv: list[str] | None = None) -> int:

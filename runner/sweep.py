@@ -68,6 +68,8 @@ def run(argv: list[str] | None = None) -> int:
     evidence = Evidence("sweep", {"regions": regions, "delete": args.delete}, args.results_dir)
     found, problems, skipped = sweep_regions(regions)
     evidence.data["found"] = [asdict(f) for f in found]
+    # What could not be read (a region, a service): the listing is incomplete there.
+    evidence.data["problems"] = list(problems)
     for line in [*problems, *skipped]:
         evidence.notice(line)
     if args.delete:
@@ -77,6 +79,7 @@ def run(argv: list[str] | None = None) -> int:
             console.print(f"  {item.region} {item.kind} {item.id} {item.detail}")
         evidence.data["deleted"] = delete_ours(found, args.wait)
         found, problems, _ = sweep_regions(regions)
+        evidence.data["problems"] = list(problems)
         for line in problems:
             evidence.notice(line)
     evidence.data["records"] = [asdict(f) for f in found]

@@ -161,12 +161,13 @@ def delete_stack(cloudformation: Any, name: str, wait_s: float) -> None:
     """DeleteStack and wait for it; a deletion that fails is retried once (dependencies)."""
     from botocore.exceptions import WaiterError
 
+    delay = 2 if wait_s < 120 else 15
     for attempt in (1, 2):
         cloudformation.delete_stack(StackName=name)
         try:
+            # About `wait_s` in all per attempt: polls every `delay` seconds.
             cloudformation.get_waiter("stack_delete_complete").wait(
-                StackName=name,
-                WaiterConfig={"Delay": 2 if wait_s < 120 else 15, "MaxAttempts": max(1, int(wait_s // 2))},
+                StackName=name, WaiterConfig={"Delay": delay, "MaxAttempts": max(1, int(wait_s // delay))}
             )
             return
         except WaiterError as error:

@@ -102,6 +102,8 @@ class Preflight:
     rows: list[Row]
     notices: list[str]
     ttl_hours: float | None
+    # The context the plan was made with: the user's, less the keys of backends left out.
+    context: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

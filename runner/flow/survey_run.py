@@ -15,10 +15,15 @@ created); a second Ctrl-C leaves the time-to-live to take it to zero.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import select
+import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from catalog.backends import EC2_KINDS, BackendKind, get_backend
 from catalog.config import AppConfig
@@ -49,6 +54,10 @@ PAGE_STEPS = ("up", "check", "ask", "demo1-filter", "demo1-rows", "demo2", "benc
 # Steps a resumed survey runs again even when they were done: the forwards were processes of the
 # machine that went away, and the closing sweep must see the account as it is now.
 REDONE_ON_RESUME = ("forward", "sweep")
+# How long the teardown question waits for an answer before tearing down (an unattended terminal).
+ANSWER_WAIT_S = 300.0
+# Backends measured by their own step only (a transform job answers no chat request).
+OWN_STEP_ONLY = ("sagemaker-batch",)
 
 
 class SurveyRun:
@@ -64,28 +73,38 @@ class SurveyRun:
         self.created = Created.from_json(data["created"])
         self.elapsed_before = float(data.get("elapsed_s") or 0.0)
         self.clock = time.monotonic()
+        latest = self.latest_records()
         self.done = {
-            (r["step"], r["backend"])
-            for r in data["steps"]
+            key
+            for key, r in latest.items()
             if r["status"] in SETTLED and not (resumed and r["step"] in REDONE_ON_RESUME)
         }
+        teardown = latest.get(("teardown", None))
+        # A survey whose teardown passed is over: a resume only sweeps again (it never deploys again).
+        self.torn_down = teardown is not None and teardown["status"] == PASSED
+        if teardown is not None and teardown["status"] == FAILED:
+            self.done.discard(("teardown", None))  # tried again
         if resumed:
             data["resumed"].append(evidence.data.get("finished_at"))
+            data.pop("interrupted_at", None)
 
     # --- the run ---------------------------------------------------------------------------
 
     def run(self, preflight: Callable[[], tuple[Preflight, AppConfig]], client: ClientFor | None = None) -> int:
         """The whole survey; its exit status (0 all passed, 1 something failed or is left, 130 Ctrl-C)."""
         self.client = client or default_clients()
-        with self.folder.in_use():
+        with self.folder.in_use(), hangup_is_ctrl_c():
             try:
-                if not self.plan(preflight):
-                    self.summary()
-                    return 1
-                self.bring_up()
-                self.measure()
+                if not self.torn_down:
+                    if not self.plan(preflight):
+                        self.summary()
+                        return 1
+                    self.bring_up()
+                    self.measure()
             except KeyboardInterrupt:
                 return self.after_interrupt()
+            except Exception as error:  # the survey's own fault: what it made still goes back to zero
+                return self.after_failure(error)
             try:
                 self.close(interrupted=False)
             except KeyboardInterrupt:
@@ -110,6 +129,7 @@ class SurveyRun:
         candidates = {s.name: list(s.candidate_regions) for s in config.stacks if any(b.name in {r.backend for r in runs} for b in s.backends)}  # fmt: skip
         data["pre_existing"] = existing_stacks(candidates, self.client)
         data["plan"] = {
+            "context": checked.context,
             "runs": [r.backend for r in runs],
             "deploy": [s for s in candidates if s not in data["pre_existing"]],
             "candidates": candidates,
@@ -143,7 +163,7 @@ class SurveyRun:
                 for stack in plan["deploy"]:
                     self.created.stacks[stack] = plan["candidates"][stack]
                 self.save()
-                context = self.options.context | {"backends": ",".join(deployable)}
+                context = plan.get("context", self.options.context) | {"backends": ",".join(deployable)}
                 argv = [*plan["deploy"], *[f"-c{k}={v}" for k, v in context.items()], "--poll", f"{self.options.poll_s:g}",
                         "--launch-timeout", f"{self.options.launch_timeout_s:g}", "--build-grace",
                         f"{self.options.build_grace_s:g}", "--method", self.options.method, *self.results()]  # fmt: skip
@@ -159,8 +179,10 @@ class SurveyRun:
         data["measured"] = [*measured, *([BEDROCK] if self.options.with_bedrock else [])]
         if "bedrock-import" in data["measured"]:
             record = self.step_once("import", None, lambda: model_import.run(["import", *self.results(), *self.aws()]))
-            if record is not None and record.status != PASSED:
-                data["failed"]["bedrock-import"] = f"model import: {record.line}"
+            if record is not None:
+                self.note_import(record)
+                if record.status != PASSED:
+                    data["failed"]["bedrock-import"] = f"model import: {record.line}"
         data["measured"] = [b for b in data["measured"] if b not in data["failed"]]
         self.save()
 
@@ -185,7 +207,7 @@ class SurveyRun:
 
     def measure(self) -> None:
         data = self.evidence.data
-        measured: list[str] = data["measured"]
+        measured: list[str] = [b for b in data["measured"] if b not in OWN_STEP_ONLY]
         names = ",".join(measured)
         common = ["--local", "never", *self.results(), *self.aws()]
         why_not = "no backend is ready" if not measured else ""
@@ -216,7 +238,7 @@ class SurveyRun:
              (lambda: bench.run(["--concurrency", options.concurrency, "--backends", names, *common]))
              if options.concurrency != "none" else None, why_not or "--concurrency none"),
         ]  # fmt: skip
-        if "sagemaker-batch" in measured:
+        if "sagemaker-batch" in data["measured"]:
             steps.append(("batch", None, lambda: batch.run([*self.results(), *self.aws()]), ""))
         steps.append(
             ("quality", None,
@@ -224,7 +246,7 @@ class SurveyRun:
              if options.quality_items > 0 else None, why_not or "--quality-items 0")
         )  # fmt: skip
         for name, backend, call, why in steps:
-            if not measured:
+            if not measured and name != "batch":
                 call, why = None, why_not
             if (name, backend) in self.done:
                 continue
@@ -256,6 +278,13 @@ class SurveyRun:
             [*inputs, "--html", str(self.folder.report_html), "--markdown", str(self.folder.report_markdown)]
         )
 
+    def note_import(self, record: StepRecord) -> None:
+        """Only an import job this run started makes the model this run's to delete."""
+        for path in record.evidence:
+            started = [r for r in load(self.folder.root / path).get("records", []) if r.get("outcome") == "started"]
+            self.created.imported_model = self.created.imported_model or bool(started)
+        self.save()
+
     def note_transform_jobs(self, record: StepRecord) -> None:
         for path in record.evidence:
             for job in load(self.folder.root / path).get("jobs", []):
@@ -267,20 +296,31 @@ class SurveyRun:
     # --- the end: teardown or keep, then the sweep ---------------------------------------
 
     def decide(self, interrupted: bool) -> str:
-        """`keep` or `down`: the flag; else a terminal's answer; else (no terminal) down."""
+        """`keep` or `down`: the flag; else a terminal's answer (none in ANSWER_WAIT_S, or the end
+        of its input: down); else, without a terminal, down."""
         if self.options.keep:
+            self.kept_because = "--keep"
             return "keep"
-        if self.options.down or not self.created.stacks:
+        if self.options.down or not (self.created.stacks or self.created.imported_model):
             return "down"
         if not sys.stdin.isatty():
             console.print("no terminal to ask: tearing down what this survey created")
             return "down"
-        stacks = ", ".join(self.created.stacks)
-        answer = input(f"{'interrupted. ' if interrupted else ''}Tear down what this survey created ({stacks})? [Y/n] ")
-        return "keep" if answer.strip().lower() in ("n", "no") else "down"
+        made = ", ".join([*self.created.stacks, *(["the imported model"] if self.created.imported_model else [])])
+        prompt = f"{'interrupted. ' if interrupted else ''}Tear down what this survey created ({made})? [Y/n] "
+        answer = ask_with_timeout(prompt, ANSWER_WAIT_S)
+        if answer is None:
+            console.print(f"no answer in {ANSWER_WAIT_S:.0f} s: tearing down what this survey created")
+            return "down"
+        if answer.strip().lower() in ("n", "no"):
+            self.kept_because = "your answer"
+            return "keep"
+        return "down"
 
     def close(self, interrupted: bool) -> None:
-        if self.decide(interrupted) == "keep":
+        if self.torn_down:
+            console.print("this survey's teardown already passed: sweeping again")
+        elif self.decide(interrupted) == "keep":
             self.record(self.kept_record())
         else:
             self.teardown()
@@ -288,9 +328,15 @@ class SurveyRun:
         self.summary()
 
     def kept_record(self) -> StepRecord:
-        record = skipped(
-            "teardown", None, "kept (--keep): " + (self.billing_text() or "nothing billing") + self.ttl_text()
+        ttl = self.ttl_text() or (
+            "; NO time-to-live (ttlHours 0): it bills until it is taken down" if self.created.stacks else ""
         )
+        line = (
+            f"kept ({getattr(self, 'kept_because', '--keep')}): {self.billing_text() or 'nothing billing'}{ttl}; "
+            f"its placements are in {self.folder.root / 'placement.json'} (INFERENCE_PLACEMENT_FILE for runner.up "
+            f"--extend and runner.sweep); python -m runner.survey --resume {self.folder.root} --down takes it down"
+        )
+        record = skipped("teardown", None, line)
         record.status = KEPT
         return record
 
@@ -298,21 +344,29 @@ class SurveyRun:
         if ("teardown", None) in self.done:
             return
         if (self.folder.root / "forwards.json").exists():
-            self.step("forwards-closed", None, lambda: forward.run(["--stop"]))
-        if any(r["step"] == "import" for r in self.evidence.data["steps"]):
-            self.step("import-deleted", None, lambda: model_import.run(["delete", *self.results(), *self.aws()]))
-        self.step("teardown", None, self.remove_created)
+            self.step_once("forwards-closed", None, lambda: forward.run(["--stop"]))
+        if self.created.imported_model:
+            self.step_once("import-deleted", None, lambda: model_import.run(["delete", *self.results(), *self.aws()]))
+        self.step_once("teardown", None, self.remove_created)
 
     def remove_created(self) -> int:
         if not self.created.stacks and not self.created.transform_jobs:
             console.print("nothing this survey created is left to remove")
             return 0
-        console.print(f"[bold]removing what this survey created[/bold]: {', '.join(self.created.stacks) or 'no stack'}")
-        actions = tear_down(self.created, self.options.delete_wait_s, self.client)
-        self.evidence.data["teardown"] += actions
-        refused = [a for a in actions if a["outcome"].startswith("not ")]
-        for action in actions:
+        created = Created.from_json(self.created.to_json())
+        # Wherever runner.up placed a stack (its failover included) is among the regions looked at.
+        for stack, record in read_placement_records_quietly().items():
+            if stack in created.stacks and record.get("region") not in created.stacks[stack]:
+                created.stacks[stack].append(record["region"])
+        console.print(f"[bold]removing what this survey created[/bold]: {', '.join(created.stacks) or 'no stack'}")
+
+        def kept(action: dict[str, Any]) -> None:
+            self.evidence.data["teardown"].append(action)
             console.print(f"  {action['region']} {action['kind']} {action['id']}: {action['outcome']}")
+            self.save()
+
+        actions = tear_down(created, self.options.delete_wait_s, self.client, on_action=kept)
+        refused = [a for a in actions if a["outcome"].startswith("not ") and not a["outcome"].startswith("not found")]
         if not refused:
             self.evidence.data["billing"] = []
         return 1 if refused else 0
@@ -320,29 +374,41 @@ class SurveyRun:
     def final_sweep(self) -> int:
         before = set(self.folder.evidence_files())
         code = sweep.run([*self.results(), *self.aws()])
-        found = []
-        for path in [p for p in self.folder.evidence_files() if p not in before and p.name.startswith("sweep-")]:
-            found = [f for f in load(path).get("records", []) if f.get("ours") or f.get("billing")]
-        self.evidence.data["left"] = found
+        written = [p for p in self.folder.evidence_files() if p not in before and p.name.startswith("sweep-")]
+        if not written:
+            console.print("[red]the sweep wrote no evidence: what is left is not known[/red]")
+            self.evidence.data["left"], self.evidence.data["sweep_problems"] = [], ["the sweep wrote no evidence"]
+            return code or 1
+        data = load(written[-1])
+        found = [f for f in data.get("records", []) if f.get("ours") or f.get("billing")]
+        problems = list(data.get("problems") or [])
+        self.evidence.data["left"], self.evidence.data["sweep_problems"] = found, problems
         pre = self.evidence.data["pre_existing"]
-        if not found:
-            console.print("[green]nothing of ours billing, and nothing of ours left[/green]")
-        else:
+        if found:
             console.print(f"[yellow]left ({len(found)}):[/yellow]")
             for item in found:
                 mark = " (existed before this survey)" if item["kind"] == "stack" and item["id"] in pre else ""
                 console.print(
                     f"  {item['region']} {item['kind']} {item['id']} {item['state']}{mark} {item.get('detail', '')}"
                 )
-        # Exit 1 is the sweep's "something billing is left": the step ran; the survey's status says the rest.
+        if problems:
+            console.print(f"[red]the sweep is incomplete[/red]: {'; '.join(problems)}")
+            return 1
+        if not found:
+            console.print("[green]nothing of ours billing, and nothing of ours left[/green]")
+        # Exit 1 alone is the sweep's "something billing is left": listed above; the survey's status says the rest.
         return 0 if code in (0, 1) else code
 
     def after_interrupt(self) -> int:
-        self.evidence.data["interrupted_at"] = next(
-            (r["step"] for r in reversed(self.evidence.data["steps"]) if r["status"] == INTERRUPTED), "between steps"
+        data = self.evidence.data
+        data["interrupted_at"] = next(
+            (r["step"] for r in reversed(data["steps"]) if r["status"] == INTERRUPTED), "between steps"
         )
-        console.print(f"[yellow]interrupted[/yellow] ({self.evidence.data['interrupted_at']}); "
+        console.print(f"[yellow]interrupted[/yellow] ({data['interrupted_at']}); "
                       f"running now: {self.billing_text() or 'nothing billing'}{self.ttl_text()}")  # fmt: skip
+        if not any(r["step"] == "preflight" and r["status"] == PASSED for r in data["steps"]):
+            self.save(interrupted=True)
+            return 130  # nothing was deployed yet: nothing to take down
         try:
             self.close(interrupted=True)
         except KeyboardInterrupt:
@@ -350,9 +416,20 @@ class SurveyRun:
         self.save(interrupted=True)
         return 130
 
+    def after_failure(self, error: Exception) -> int:
+        """A fault of the survey itself (not of a step): said in one line, then the same way back
+        to zero as after Ctrl-C; exit 1."""
+        self.evidence.data["fault"] = f"{type(error).__name__}: {error}"
+        console.print(f"[red]the survey stopped on a fault of its own:[/red] {self.evidence.data['fault']}")
+        try:
+            self.close(interrupted=True)
+        except KeyboardInterrupt:
+            return self.teardown_interrupted()
+        return 1
+
     def teardown_interrupted(self) -> int:
         console.print(
-            f"[yellow]interrupted again: stopping here.[/yellow]{self.ttl_text()} "
+            f"[yellow]interrupted: stopping here.[/yellow] {self.billing_text() or ''}{self.ttl_text()}; "
             f"`python -m runner.survey --resume {self.folder.root} --down` finishes the teardown"
         )
         self.save(interrupted=True)
@@ -360,8 +437,9 @@ class SurveyRun:
 
     def exit_status(self) -> int:
         data = self.evidence.data
-        failed = [r for r in data["steps"] if r["status"] == FAILED]
-        teardown = next((r for r in data["steps"] if r["step"] == "teardown"), None)
+        latest = self.latest_records()
+        failed = [r for r in latest.values() if r["status"] == FAILED]
+        teardown = latest.get(("teardown", None))
         created_left = (
             teardown is not None
             and teardown["status"] != KEPT
@@ -410,19 +488,42 @@ class SurveyRun:
         )
 
     def billing_text(self) -> str:
-        rows = [r for r in self.evidence.data["billing"] if r.get("usd_per_hour")]
-        if not rows:
-            return ""
-        total = sum(r["usd_per_hour"] for r in rows)
-        parts = ", ".join(f"{r['backend']} {r['usd_per_hour']:.4f}" for r in rows)
-        return f"billing now {total:.4f} $/h ({parts})"
+        """What bills now, as up's billing table left it (price unknown said so), and what it cannot see:
+        stacks this run is still deploying, and stacks that stood before it."""
+        data = self.evidence.data
+        rows = data["billing"]
+        parts = [f"{r['backend']} {r['usd_per_hour']:.4f}" if r.get("usd_per_hour") is not None
+                 else f"{r['backend']} (price unknown)" for r in rows]  # fmt: skip
+        text = (
+            f"billing now {sum(r.get('usd_per_hour') or 0.0 for r in rows):.4f} $/h ({', '.join(parts)})"
+            if rows
+            else ""
+        )
+        up_record = self.latest_records().get(("up", None))
+        if self.created.stacks and (up_record is None or up_record["status"] == INTERRUPTED):
+            text += ("; " if text else "") + (
+                f"billing not known: {', '.join(self.created.stacks)} may still be deploying (CloudFormation carries on)"
+            )
+        if data["pre_existing"]:
+            text += (
+                "; " if text else ""
+            ) + f"not counted: {', '.join(data['pre_existing'])} (stood before this survey)"
+        return text
 
     def ttl_text(self) -> str:
         expiry = self.evidence.data.get("expires_at")
         return f"; the time-to-live takes it to zero at {expiry}" if expiry else ""
 
     def evidence_of(self, *steps: str) -> list[str]:
-        return [p for r in self.evidence.data["steps"] if r["step"] in steps for p in r["evidence"]]
+        """The evidence of the latest run of each of these steps (a resumed survey ran some twice)."""
+        return [p for (step, _), r in self.latest_records().items() if step in steps for p in r["evidence"]]
+
+    def latest_records(self) -> dict[tuple[str, str | None], dict[str, Any]]:
+        latest: dict[tuple[str, str | None], dict[str, Any]] = {}
+        for record in self.evidence.data["steps"]:
+            latest.pop((record["step"], record["backend"]), None)
+            latest[(record["step"], record["backend"])] = record
+        return latest
 
     def results(self) -> list[str]:
         return ["--results-dir", str(self.folder.evidence_dir)]
@@ -436,3 +537,46 @@ class SurveyRun:
         self.save()
         render_steps(self.evidence.data, console)
         console.print(f"survey folder: {self.folder.root}")
+
+
+@contextlib.contextmanager
+def hangup_is_ctrl_c() -> Iterator[None]:
+    """A closed terminal (SIGHUP) or a SIGTERM ends a survey the way Ctrl-C does: what it made is
+    taken down (or kept, as asked), never left without a word."""
+
+    def interrupt(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    names = [signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
+    saved = {}
+    with contextlib.suppress(ValueError):  # not the main thread: signals stay as they are
+        saved = {name: signal.signal(name, interrupt) for name in names}
+    try:
+        yield
+    finally:
+        for name, handler in saved.items():
+            signal.signal(name, handler)
+
+
+def ask_with_timeout(prompt: str, timeout_s: float) -> str | None:
+    """The terminal's answer, or None after `timeout_s` without one or at the end of its input."""
+    print(prompt, end="", flush=True)
+    try:
+        ready, _, _ = select.select([sys.stdin], [], [], timeout_s)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        ready = [sys.stdin]  # no select on this stream: read it as it is
+    if not ready:
+        print()
+        return None
+    line = sys.stdin.readline()
+    return line if line else None
+
+
+def read_placement_records_quietly() -> dict[str, dict[str, Any]]:
+    from catalog import CatalogError
+    from catalog.config import read_placement_records
+
+    try:
+        return read_placement_records()
+    except CatalogError:
+        return {}

@@ -96,7 +96,10 @@ def render_steps(evidence: dict[str, Any], out: Console) -> None:
         )
     if any(s["step"] == "sweep" for s in evidence.get("steps", [])):
         left = evidence.get("left") or []
-        if not left:
+        problems = evidence.get("sweep_problems") or []
+        if problems:
+            out.print(f"[red]the sweep is incomplete: {escape('; '.join(problems))}[/red]")
+        elif not left:
             out.print("[green]nothing of ours billing, and nothing of ours left[/green]")
         for item in left:
             out.print(f"[yellow]left: {item['region']} {item['kind']} {item['id']} ({item['state']})[/yellow]")

@@ -45,12 +45,15 @@ QUICK = [
 ]  # fmt: skip
 
 
+def quota_table(g: float = 12.0) -> dict[tuple[str, str], list[tuple[str, str, float]]]:
+    """G and VT 12 vCPUs (g6 4 + g5g 8) unless told; Inf and Trn 0 (inf2 and trn1 are left out)."""
+    ec2 = [(G[0], G[1], g), (INF[0], INF[1], 0.0), (TRN[0], TRN[1], 0.0)]
+    return {(region, "ec2"): ec2 for region in ("us-east-1", "us-east-2", "us-west-2")}
+
+
 @pytest.fixture(scope="module")
 def quotas():
-    """G and VT 12 vCPUs (g6 4 + g5g 8); Inf and Trn 0 (inf2 and trn1 are left out)."""
-    ec2 = [(G[0], G[1], 12.0), (INF[0], INF[1], 0.0), (TRN[0], TRN[1], 0.0)]
-    table = {(region, "ec2"): ec2 for region in ("us-east-1", "us-east-2", "us-west-2")}
-    with FakeServiceQuotas(table) as fake:
+    with FakeServiceQuotas(quota_table()) as fake:
         yield fake
 
 
@@ -66,6 +69,7 @@ def account(emulator, quotas, model, monkeypatch):
     emulator.reset()
     bootstrap(emulator.scratch)
     model.on_request = None
+    quotas.quotas = quota_table()
     monkeypatch.setenv("AWS_ENDPOINT_URL_SERVICE_QUOTAS", quotas.url)
     monkeypatch.setenv("STAND_IN_UPSTREAMS", json.dumps({"*": model.url.removeprefix("http://")}))
     monkeypatch.delenv("STAND_IN_MODE", raising=False)
@@ -238,16 +242,27 @@ def test_ctrl_c_in_the_middle_of_the_benchmark_without_a_terminal_tears_down_wha
     assert "interrupted (bench); running now: billing now" in err and "g6 0.8048" in err
     assert "no terminal to ask: tearing down what this survey created" in err
     assert left_beyond_the_volume_gap(data) == [] and leftovers() == {}
+    # Its teardown passed, so a resume deploys nothing again: it only sweeps once more.
+    assert survey.run(["--resume", str(folder)]) == 0
+    assert [s for s, _, _ in steps(state(folder))] == [s for s, _, _ in steps(data)] + ["sweep"]
+    assert leftovers() == {}
 
 
 def test_keep_leaves_it_armed_a_later_survey_leaves_a_standing_stack_and_resume_takes_it_down(
-    account, model, plugin, tmp_path, capsys
+    account, model, plugin, tmp_path, capsys, quotas
 ):
     results = tmp_path / "results"
     ctrl_c_in_bench(model)
-    assert survey.run(["g6", "--keep", "--plugin", plugin, *QUICK, "--results-dir", str(results)]) == 130
+    # G and VT 4 vCPUs: g5g is left out, and g6 alone in its stack goes where g6's own region order
+    # puts it (us-east-2), not where g6 with g5g would have gone (us-east-1): the plan, the check for
+    # a standing stack and the teardown all look there.
+    quotas.quotas = quota_table(g=4.0)
+    assert survey.run(["g6", "g5g", "--keep", "--plugin", plugin, *QUICK, "--results-dir", str(results)]) == 130
     (kept,) = folders(results)
     data = state(kept)
+    rows = {r["backend"]: r for r in data["preflight"]["rows"]}
+    assert "4 already for g6; g5g needs 8" in rows["g5g"]["reason"] and rows["g6"]["region"] == "us-east-2"
+    assert data["plan"]["candidates"]["InferenceGpuStack"][0] == "us-east-2"
     teardown = {s["step"]: s for s in data["steps"]}["teardown"]
     assert teardown["status"] == "kept" and "the time-to-live takes it to zero at" in teardown["line"]
     # Everything left running, its time-to-live armed (the stack's expiry, which its schedules act
@@ -264,6 +279,7 @@ def test_keep_leaves_it_armed_a_later_survey_leaves_a_standing_stack_and_resume_
 
     # A second survey finds the GPU stack standing: it measures it as it is and leaves it.
     model.on_request = None
+    quotas.quotas = quota_table()
     second = tmp_path / "second"
     code = survey.run(
         ["g6", "--down", "--plugin", plugin, *QUICK, "--quality-items", "0", "--results-dir", str(second)]
