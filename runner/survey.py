@@ -13,8 +13,8 @@ The backends are the default ones and Bedrock unless named (opt-in ones join whe
 lane=open` serves one open model on all of them). `--keep` leaves what it made running with its
 time-to-live armed; `--down` tears it down without asking; with neither, a terminal is asked
 and no terminal means teardown. `--resume FOLDER` continues a survey whose machine went away.
-Exit 0 when every step passed, 1 when one failed or something it created is left, 2 for bad
-input, 130 after Ctrl-C.
+Exit 0 when every step passed (a kept survey too), 1 when one failed or a stack it created
+outlived its teardown, 2 for bad input, 130 after Ctrl-C.
 """
 
 from __future__ import annotations
