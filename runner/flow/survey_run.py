@@ -310,7 +310,9 @@ class SurveyRun:
         prompt = f"{'interrupted. ' if interrupted else ''}Tear down what this survey created ({made})? [Y/n] "
         answer = ask_with_timeout(prompt, ANSWER_WAIT_S)
         if answer is None:
-            console.print(f"no answer in {ANSWER_WAIT_S:.0f} s: tearing down what this survey created")
+            console.print(
+                f"no answer (none in {ANSWER_WAIT_S:.0f} s, or the input ended): tearing down what this survey created"
+            )
             return "down"
         if answer.strip().lower() in ("n", "no"):
             self.kept_because = "your answer"

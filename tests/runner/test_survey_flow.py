@@ -13,7 +13,7 @@ from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
 from runner.flow.folder import SurveyFolder
 from runner.flow.options import SurveyOptions
-from runner.flow.steps import run_step
+from runner.flow.steps import StepRecord, run_step
 from runner.flow.survey_run import SurveyRun
 
 
@@ -106,3 +106,92 @@ def test_a_survey_s_state_names_its_options_for_resume(folder):
     assert again == folder
     assert SurveyOptions.from_json(data["options"]) == options
     assert json.loads(folder.state.read_text())["command"] == "survey"
+
+
+def survey_with(folder: SurveyFolder, **data: object) -> SurveyRun:
+    evidence = Evidence("survey", {}, folder.root)
+    evidence.path = folder.state
+    evidence.data.update(data)
+    return SurveyRun(SurveyOptions(backends=["g6"], with_bedrock=False), folder, evidence)
+
+
+def test_what_bills_names_unknown_prices_an_interrupted_deploy_and_stacks_that_stood(folder):
+    survey = survey_with(
+        folder,
+        billing=[{"backend": "g6", "usd_per_hour": 0.8048}, {"backend": "sagemaker", "usd_per_hour": None}],
+        pre_existing={"InferenceNeuronStack": "us-east-2"},
+    )
+    survey.created.stacks = {"InferenceGpuStack": ["us-east-2"]}
+    survey.record(StepRecord("up", None, "interrupted"))
+    assert survey.billing_text() == (
+        "billing now 0.8048 $/h (g6 0.8048, sagemaker (price unknown)); "
+        "billing not known: InferenceGpuStack may still be deploying (CloudFormation carries on); "
+        "not counted: InferenceNeuronStack (stood before this survey)"
+    )
+    survey.record(StepRecord("up", None, "passed"))
+    assert "billing not known" not in survey.billing_text()
+
+
+def test_an_unanswered_or_closed_terminal_means_down(folder, monkeypatch, capsys):
+    survey = survey_with(folder)
+    survey.created.stacks = {"InferenceGpuStack": ["us-east-2"]}
+    monkeypatch.setattr("sys.stdin", Terminal(""))  # the end of its input (Ctrl-D)
+    assert survey.decide(interrupted=True) == "down"
+    assert "no answer (none in 300 s, or the input ended): tearing down" in capsys.readouterr().err
+
+
+def cloudformation_stubbed():
+    import boto3
+    from botocore.stub import Stubber
+
+    client = boto3.client("cloudformation", region_name="us-east-2", aws_access_key_id="x", aws_secret_access_key="x")
+    return client, Stubber(client)
+
+
+def stack(status: str) -> dict:
+    return {
+        "Stacks": [{"StackName": "InferenceGpuStack", "CreationTime": "2026-12-01T00:00:00Z", "StackStatus": status}]
+    }
+
+
+def test_an_update_in_progress_is_cancelled_and_waited_for_before_the_stack_is_deleted(monkeypatch):
+    """CloudFormation refuses DeleteStack during an update: the answers are botocore's own shapes
+    (Stubber checks every request and answer against the service model)."""
+    from runner.cloud import teardown
+
+    monkeypatch.setattr(teardown, "SETTLE_POLL_S", 0.0)
+    client, stubber = cloudformation_stubbed()
+    stubber.add_response("describe_stacks", stack("UPDATE_IN_PROGRESS"), {"StackName": "InferenceGpuStack"})
+    stubber.add_response("cancel_update_stack", {}, {"StackName": "InferenceGpuStack"})
+    stubber.add_response("describe_stacks", stack("UPDATE_ROLLBACK_IN_PROGRESS"), {"StackName": "InferenceGpuStack"})
+    stubber.add_response("describe_stacks", stack("UPDATE_ROLLBACK_COMPLETE"), {"StackName": "InferenceGpuStack"})
+    with stubber:
+        assert teardown.settle(client, "InferenceGpuStack", 60) == "status UPDATE_ROLLBACK_COMPLETE"
+    stubber.assert_no_pending_responses()
+
+
+def test_a_created_stack_found_in_none_of_its_regions_is_said_so():
+    from runner.cloud.teardown import Created, tear_down
+
+    client, stubber = cloudformation_stubbed()
+    for _ in range(2):
+        stubber.add_client_error(
+            "describe_stacks", "ValidationError", "Stack with id InferenceGpuStack does not exist", 400
+        )
+    seen = []
+    with stubber:
+        actions = tear_down(
+            Created({"InferenceGpuStack": ["us-east-2", "us-east-1"]}), 10, lambda service, region: client, seen.append
+        )
+    assert (
+        actions
+        == seen
+        == [
+            {
+                "region": "-",
+                "kind": "stack",
+                "id": "InferenceGpuStack",
+                "outcome": "not found in us-east-2, us-east-1: nothing to remove",
+            }
+        ]
+    )
