@@ -196,9 +196,13 @@ def run(argv: list[str] | None = None) -> int:
     if args.keep and args.down:
         raise RunnerError("--keep and --down: choose one (keep it running, or tear it down)")
     if args.resume:
-        if args.backends or args.dry_run:
+        parser = build_parser()
+        free = ("resume", "keep", "down", "aws", "results_dir", "backends")
+        given = [name for name, value in vars(args).items() if name not in free and value != parser.get_default(name)]
+        if given or args.backends:
             raise RunnerError(
-                "--resume FOLDER continues that survey as it was asked: give no backends and no --dry-run"
+                "--resume FOLDER continues that survey as it was asked: give no backends and no other option "
+                f"than --keep or --down (given: {', '.join(given or ['backends'])})"
             )
         folder, data = SurveyFolder.existing(args.resume)
         options = SurveyOptions.from_json(data["options"])

@@ -6,6 +6,7 @@ failover included) and the forwards (`forwards.json`) of this run only, and the 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -83,13 +84,24 @@ class SurveyFolder:
 
     @contextlib.contextmanager
     def in_use(self) -> Iterator[None]:
-        """Every command the survey runs keeps its placements and forwards in this folder."""
+        """One survey process at a time in this folder (a second is one line), and every command
+        it runs keeps its placements and forwards here."""
+        lock = (self.root / ".lock").open("a")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            raise RunnerError(
+                f"another runner.survey is running in {self.root}: let it finish (or stop it) first"
+            ) from None
         names = {PLACEMENT_ENV: self.root / "placement.json", FORWARDS_ENV: self.root / "forwards.json"}
         saved = {name: os.environ.get(name) for name in names}
         os.environ.update({name: str(path) for name, path in names.items()})
         try:
             yield
         finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            lock.close()
             for name, value in saved.items():
                 if value is None:
                     os.environ.pop(name, None)

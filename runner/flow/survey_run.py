@@ -200,6 +200,12 @@ class SurveyRun:
                     data["ready"].append(entry["backend"])
                 else:
                     data["failed"][entry["backend"]] = entry["outcome"] + (f": {entry['reason']}" if entry.get("reason") else "")  # fmt: skip
+            errors = up_data.get("errors") or {}
+            # A stack that stopped before its servers were watched leaves no record for them.
+            for backend in data["plan"]["runs"]:
+                stack = get_backend(backend).stack
+                if backend not in data["ready"] and backend not in data["failed"] and stack in data["plan"]["deploy"]:
+                    data["failed"][backend] = f"{stack}: {errors.get(stack) or 'no outcome from up'}"
         if data["failed"]:
             record.line = "; ".join(f"{b}: {why}" for b, why in data["failed"].items())
             data["steps"][-1]["line"] = record.line

@@ -195,3 +195,11 @@ def test_a_created_stack_found_in_none_of_its_regions_is_said_so():
             }
         ]
     )
+
+
+def test_one_survey_process_at_a_time_in_a_folder(folder):
+    busy = pytest.raises(RunnerError, match=r"another runner\.survey is running in")
+    with folder.in_use(), busy, folder.in_use():
+        pass
+    with folder.in_use():  # released with the first
+        pass

@@ -201,6 +201,7 @@ def test_keep_with_down_a_foreign_folder_and_backends_in_context_are_one_line_ea
     assert "survey.json holds no survey steps" in one_line(capsys, "--resume", str(tmp_path / "results"))
     assert "name the backends as arguments" in one_line(capsys, "-c", "backends=g6")
     assert "give no backends" in one_line(capsys, "g6", "--resume", str(tmp_path / "results"))
+    assert "(given: repeats)" in one_line(capsys, "--resume", str(tmp_path / "results"), "--repeats", "3")
 
 
 def test_the_plugin_missing_is_noted(aws, tmp_path, monkeypatch, capsys):
