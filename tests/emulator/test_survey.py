@@ -27,6 +27,7 @@ import pytest
 from catalog.contract import BACKEND_TAG_KEY
 from runner import survey, sweep
 from runner.cloud import port_forward
+from runner.render.bench import bench_summary
 from tests.emulator.cdk_cycle import bootstrap
 from tests.emulator.observe import leftovers
 from tests.emulator.stand_in_model import StandInModel
@@ -210,6 +211,17 @@ def test_the_whole_survey_from_an_empty_account_to_a_report_and_back_to_nothing(
                    "$ per million output tokens", "no NVIDIA GPU"):  # fmt: skip
         assert needle in markdown, needle
     assert "survey: every step" in markdown and "left out before anything billed: inf2" in markdown
+    # Each of the survey's tables has this run's own figure beside the survey's, row by row.
+    beside = markdown[markdown.index("## Beside the survey") :]
+    launched = {r["backend"]: r for r in evidence(folder, data, "up")["records"]}["g6"]["launch_to_ready_min"]
+    tok_s = bench_summary(bench)["g6"]["median_tok_s"]
+    demo2 = orchestrated["table"][0]["seconds"]
+    rows_of = [line.split("│")[1:-1] for line in beside.splitlines() if line.startswith("│ g6 ")]
+    cells = [[c.strip() for c in row] for row in rows_of]
+    assert ["g6", "ready", f"{launched:.1f}", "13.9"] in cells
+    assert ["g6", "filter", "2/2", "2/2", "20/20"] in cells and ["g6", "rows", "2/2", "-", "20/20"] in cells
+    assert ["g6", "Paris", f"{demo2:.3f}", "0.153"] in cells
+    assert ["g6", "2/2", f"{tok_s:.1f}", "131.5 / 132.5"] in cells
 
     # Teardown: what the survey created, and nothing else; then nothing of ours anywhere.
     removed = {(a["region"], a["kind"], a["id"]): a["outcome"] for a in data["teardown"]}
