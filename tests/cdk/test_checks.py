@@ -153,10 +153,11 @@ def test_app_stops_with_one_line_on_bad_input(tmp_path, context, message):
     assert "Traceback" not in result.stderr
 
 
-def test_the_nag_switch_takes_on_or_off_only(tmp_path):
-    result = run_app(tmp_path, {"INFERENCE_CDK_NAG": "no"})
+@pytest.mark.parametrize("name", ["INFERENCE_CDK_NAG", "INFERENCE_CDK_VALIDATION"])
+def test_the_nag_and_validation_switches_take_on_or_off_only(tmp_path, name):
+    result = run_app(tmp_path, {name: "no"})
     assert result.returncode == 2
-    assert "error: INFERENCE_CDK_NAG must be on or off, not 'no'" in result.stderr and "Traceback" not in result.stderr
+    assert f"error: {name} must be on or off, not 'no'" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_cli_synth_with_validation(tmp_path):

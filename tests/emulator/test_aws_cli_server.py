@@ -147,11 +147,26 @@ def test_timeout_ctrl_c_and_a_killed_caller_end_the_call(cli_server, tmp_path, m
         started = time.monotonic()
         assert bash(f"timeout 1 {slow}; echo $?", host_env(url, tmp_path, **served), tmp_path)[1] == "124\n"
         assert time.monotonic() - started < 15
-    with in_flight() as (hole, url):
-        call = subprocess.Popen(slow.split(), env=host_env(url, tmp_path, **served), stderr=subprocess.DEVNULL)
-        hole.accept()  # the request is in flight
-        call.send_signal(signal.SIGINT)
-        assert call.wait(timeout=15) == 130  # KeyboardInterrupt, as the CLI reports it
+    for ignored in (False, True):
+        with in_flight() as (hole, url):
+            # As a shell would start it: Ctrl-C caught, or ignored from the start (as a background
+            # job's is, and as an xdist worker's children have it).
+            handler = signal.SIG_IGN if ignored else signal.SIG_DFL
+            call = subprocess.Popen(
+                slow.split(),
+                env=host_env(url, tmp_path, **served),
+                stderr=subprocess.DEVNULL,
+                preexec_fn=lambda handler=handler: signal.signal(signal.SIGINT, handler),
+            )
+            hole.accept()  # the request is in flight
+            call.send_signal(signal.SIGINT)
+            if not ignored:
+                assert call.wait(timeout=15) == 130  # KeyboardInterrupt, as the CLI reports it
+                continue
+            with pytest.raises(subprocess.TimeoutExpired):
+                call.wait(timeout=1)
+            call.terminate()
+            assert call.wait(timeout=15) == -signal.SIGTERM
     with in_flight() as (hole, url):
         call = subprocess.Popen(slow.split(), env=host_env(url, tmp_path, **served), stderr=subprocess.DEVNULL)
         hole.accept()

@@ -19,7 +19,8 @@ The child is killed when its caller dies. Started from the test process, the ser
 loopback guard (`tests/loopback/sitecustomize.py`), and so does every child.
 
 Protocol, one connection per call: the caller sends a 4-byte big-endian length and a JSON request
-({"argv", "env", "cwd", "umask", "fds"}: which of 0, 1, 2 it has open) with its fds 0, 1 and 2 attached to the first bytes, then one
+({"argv", "env", "cwd", "umask", "fds": which of 0, 1, 2 it has open, "ignored": the signals it
+was started with ignored}) with its fds 0, 1 and 2 attached to the first bytes, then one
 line "signal N" per signal it is to forward; the server answers {"pid": N} once forked, then
 {"exit": CODE} or {"signal": N}.
 """
@@ -165,11 +166,12 @@ class Server:
         self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
         self.calls: dict[int, Call] = {}
         self.stopping = False
+        self.parent = os.getppid()
 
     def serve(self) -> None:
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        while not self.stopping:
+        while not self.stopping and os.getppid() == self.parent:  # it ends with the test process
             for key, _ in self.selector.select(timeout=1):
                 kind, call = key.data
                 if kind == "accept":
@@ -218,8 +220,13 @@ class Server:
                 os.close(call.pidfd)
                 if call.conn is not None:
                     call.conn.close()
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            # As the caller's own process would have them: what it ignored stays ignored (as through
+            # exec), the rest as a new Python sets them.
+            for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+                signal.signal(signum, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
+            for signum in request.get("ignored", []):
+                signal.signal(signum, signal.SIG_IGN)
             # The caller's standard streams, as it had them (one it had closed stays closed).
             received = dict(zip(request.get("fds", [0, 1, 2]), fds, strict=False))
             for target in (0, 1, 2):
