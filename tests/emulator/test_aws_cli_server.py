@@ -59,6 +59,7 @@ def host_env(url: str, home: Path, **extra: str) -> dict[str, str]:
     return {
         "PATH": os.pathsep.join([str(BIN), str(Path(sys.executable).parent), "/usr/bin:/bin"]),
         "HOME": str(home),
+        "HOST_PYTHON": sys.executable,
         "LANG": "C.UTF-8",
         "AWS_ENDPOINT_URL": url,
         "AWS_ACCESS_KEY_ID": "testing",

@@ -12,7 +12,7 @@ child starts from the server's state as it was before any call. What `awscli/__i
 `aws` script do with the environment at import time (AWS_DATA_PATH, LC_CTYPE) is done again in
 the child with the caller's.
 
-`tests/host/bin/aws` is the caller: first on a host's PATH, it hands its call to the server named
+`tests/host/bin/aws` is the caller (it runs `aws_client.py`): first on a host's PATH, it hands its call to the server named
 by AWS_CLI_SERVER (and runs the real CLI itself when there is none), forwards the signals it gets
 (`timeout`, a host's shutdown), and exits as the child did (its code, or killed by its signal).
 The child is killed when its caller dies. Started from the test process, the server carries the
