@@ -47,12 +47,12 @@ class Emulator:
         self.build_behaviour: dict[str, str] = {}
         self.hosts: dict[str, Any] = {}
         self.builds = codebuild.Builds(self)
-        # The real AWS CLI that the hosts and builds call, imported once (tests/host/aws_cli.py).
+        # The real AWS CLI that the hosts and builds call, imported once (tests/host/aws_cli.py),
+        # started when the first of them needs it.
         self.cli = CliServer(scratch)
         self._undo: list[Any] = []
 
     def start(self) -> Emulator:
-        self.cli.start()
         self.server.start()
         self.port = self.server.get_host_and_port()[1]
         # localhost, not 127.0.0.1: the CDK CLI builds template URLs from it.
@@ -62,7 +62,6 @@ class Emulator:
             cloudformation,
         ):  # fmt: skip
             self._undo.append(module.install(self))
-        self.cli.wait_ready()
         self.reset()
         return self
 

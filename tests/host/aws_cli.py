@@ -37,6 +37,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -90,7 +91,6 @@ def exit_code(code: object) -> int:
 def run_cli(request: dict) -> int:
     """In the forked child: the real CLI's main, as `aws ARGV` would run it."""
     import atexit
-    import threading
     import traceback
 
     import awscli.clidriver
@@ -282,7 +282,8 @@ class Server:
 
 
 class CliServer:
-    """The server as the emulator runs it: started (and ready) before any host boots."""
+    """The server as the emulator runs it: started the first time a host or a build needs it (a
+    module whose tests boot none pays nothing), in its own session, ending with the test process."""
 
     def __init__(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -293,14 +294,15 @@ class CliServer:
         self.path = str(self.folder / "socket")
         self.log = folder / "aws-cli-server.log"
         self.process: subprocess.Popen | None = None
+        self.lock = threading.Lock()
 
     @property
     def enabled(self) -> bool:
         return os.environ.get(SWITCH_ENV, "on") != "off"
 
     def start(self) -> CliServer:
-        """Starts it loading; `wait_ready` waits for it (the emulator starts meanwhile)."""
-        if not self.enabled:
+        """Starts it loading; `wait_ready` waits for it."""
+        if not self.enabled or self.process is not None:
             return self
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         with self.log.open("ab") as log:
@@ -324,7 +326,13 @@ class CliServer:
             raise RuntimeError(f"the AWS CLI server did not start: {self.log.read_text()[-2000:]}")
 
     def env(self) -> dict[str, str]:
-        return {SOCKET_ENV: self.path} if self.process is not None else {}
+        """What a caller's environment needs to reach the server (started now if not yet)."""
+        if not self.enabled:
+            return {}
+        with self.lock:
+            if self.process is None:
+                self.start().wait_ready()
+        return {SOCKET_ENV: self.path}
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -17,11 +17,11 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signa
 
 
 def real_cli() -> None:
-    """The first `aws` on PATH after the stand-ins' own."""
-    here = os.path.join(os.path.dirname(os.path.realpath(__file__)), "bin")
+    """The first `aws` on PATH that is not this shim (nor a link to it)."""
+    shim = os.path.realpath(os.path.join(os.path.dirname(os.path.realpath(__file__)), "bin", "aws"))
     for folder in os.environ.get("PATH", "").split(os.pathsep):
         candidate = os.path.join(folder or ".", "aws")
-        if os.path.realpath(folder or ".") != here and os.access(candidate, os.X_OK) and os.path.isfile(candidate):
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK) and os.path.realpath(candidate) != shim:
             os.execv(candidate, [candidate, *sys.argv[1:]])
     sys.stderr.write("aws: command not found\n")
     sys.exit(127)
