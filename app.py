@@ -19,19 +19,24 @@ def deploy_notices(config, account: str | None) -> list[str]:
 # cdk-nag runs on every synth unless this is `off`: the emulator tests turn it off for their many
 # CLI synths (nag has its own tests in tests/cdk, on the same templates), saving ~2 s a synth.
 NAG_ENV = "INFERENCE_CDK_NAG"
+# The CDK's built-in CloudFormation validation of every template (it only warns) runs on every
+# synth unless this is `off`: about 6 s of CPU a synth; the emulator tests turn it off for their
+# many CLI synths (tests/cdk keeps one CLI synth with it on, and cfn-lint checks every template).
+VALIDATION_ENV = "INFERENCE_CDK_VALIDATION"
 
 
-def nag_enabled() -> bool:
-    value = os.environ.get(NAG_ENV, "on")
+def switch(name: str) -> bool:
+    """An on/off environment switch, on unless set; anything else stops with one line."""
+    value = os.environ.get(name, "on")
     if value not in ("on", "off"):
-        print(f"error: {NAG_ENV} must be on or off, not {value!r}", file=sys.stderr)
+        print(f"error: {name} must be on or off, not {value!r}", file=sys.stderr)
         sys.exit(2)
     return value == "on"
 
 
 def main() -> None:
-    nag = nag_enabled()
-    app = cdk.App()
+    nag = switch(NAG_ENV)
+    app = cdk.App(builtin_cloud_formation_validation=switch(VALIDATION_ENV))
     try:
         config = load_config(app.node.get_all_context())
     except CatalogError as error:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 
-from runner.agent.checks import PLAIN_PROMPT, TOOL_PROMPT, check_backend, passed, wait_all
 from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
 from runner.core.console import console
@@ -25,6 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # The agent (Strands and the model SDKs, about 1 s of imports) only once there is work: --help stays quick.
+    from runner.agent.checks import PLAIN_PROMPT, TOOL_PROMPT, check_backend, passed, wait_all
+
     config = {"plain_prompt": PLAIN_PROMPT, "tool_prompt": TOOL_PROMPT, "wait_s": args.wait}
 
     def measure(discovery: Discovery, evidence: Evidence) -> None:

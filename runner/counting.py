@@ -16,7 +16,6 @@ import argparse
 
 from rich.progress import Progress
 
-from runner.agent.counting import EXPECTED, IDS, QUESTION, SYSTEM, count_once
 from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
 from runner.core.console import console
@@ -45,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # The agent (Strands and the model SDKs, about 1 s of imports) only once there is work: --help stays quick.
+    from runner.agent.counting import EXPECTED, IDS, QUESTION, SYSTEM, count_once
+
     config = {
         "ids": list(IDS),
         "question": QUESTION,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 
-from runner.agent.orchestration import ASK_MAX_TOKENS, QUESTION, asks_measured, orchestrate_once, pick_agent
 from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
 from runner.core.evidence import Evidence
@@ -27,6 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # The agent (Strands and the model SDKs, about 1 s of imports) only once there is work: --help stays quick.
+    from runner.agent.orchestration import ASK_MAX_TOKENS, QUESTION, asks_measured, orchestrate_once, pick_agent
+
     config = {"question": QUESTION, "ask_max_tokens": ASK_MAX_TOKENS, "runs": args.runs}
 
     def measure(discovery: Discovery, evidence: Evidence) -> None:

@@ -18,7 +18,6 @@ import argparse
 
 from rich.progress import Progress
 
-from runner.agent.quality import CLIENTS, QualitySettings, model_of, run_backend, summarise
 from runner.agent.tasks import DEFAULT_ITEMS, DEFAULT_SEED, FAMILIES, TOOL_SYSTEM, generate, parse_families
 from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
@@ -41,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # The agent (Strands and the model SDKs, about 1 s of imports) only once there is work: --help stays quick.
+    from runner.agent.quality import CLIENTS, QualitySettings, model_of, run_backend, summarise
+
     if args.items < 1:
         raise RunnerError(f"--items {args.items}: the task set needs at least 1 item")
     if args.max_tokens < 1:

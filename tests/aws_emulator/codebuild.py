@@ -242,7 +242,7 @@ class Builds:
             "CODEBUILD_BUILD_NUMBER": str(build.number),
             "CODEBUILD_SRC_DIR": str(source),
             "CODEBUILD_BUILD_SUCCEEDING": "1",
-            **self.emulator.env(),
+            **self.emulator.host_env(),
             "AWS_REGION": project.region,
             "AWS_DEFAULT_REGION": project.region,
             **variables,

@@ -31,7 +31,7 @@ def boot(emulator: Any, instance: Any, script: str) -> None:
         root=emulator.scratch / "hosts" / instance.id,
         instance_id=instance.id,
         zone=instance.availability_zone,
-        env=emulator.env()
+        env=emulator.host_env()
         | {
             "AWS_REGION": instance.region_name,
             "AWS_DEFAULT_REGION": instance.region_name,

@@ -22,6 +22,7 @@ from tests.aws_emulator import (
     sessions,
 )
 from tests.aws_emulator.account import ACCOUNT, REGIONS
+from tests.host.aws_cli import CliServer
 
 
 class Emulator:
@@ -46,6 +47,9 @@ class Emulator:
         self.build_behaviour: dict[str, str] = {}
         self.hosts: dict[str, Any] = {}
         self.builds = codebuild.Builds(self)
+        # The real AWS CLI that the hosts and builds call, imported once (tests/host/aws_cli.py),
+        # started when the first of them needs it.
+        self.cli = CliServer(scratch)
         self._undo: list[Any] = []
 
     def start(self) -> Emulator:
@@ -104,6 +108,7 @@ class Emulator:
         for undo in reversed(self._undo):
             undo()
         self.server.stop()
+        self.cli.stop()
 
     def env(self) -> dict[str, str]:
         return {
@@ -114,6 +119,10 @@ class Emulator:
             "AWS_DEFAULT_REGION": "us-east-1",
             "AWS_EC2_METADATA_DISABLED": "true",
         }
+
+    def host_env(self) -> dict[str, str]:
+        """What an emulated instance or build runs with: the emulator, and the CLI server."""
+        return self.env() | self.cli.env()
 
     # What AWS does on its own, on a test's word (moto never does it): see schedules.py and autoscaling.py.
     def fire_stack_deployed(self, region: str, stack: str) -> list[str]:

@@ -90,11 +90,29 @@ def cfn_lint(paths: list[str], region: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def cfn_lint_each_in_its_region(assembly) -> dict[str, tuple[list[str], subprocess.CompletedProcess[str]]]:
+    """Every stack's template linted in its own region: one cfn-lint run per region, over the
+    templates of the stacks there (a finding names its file)."""
+    by_region: dict[str, list] = {}
+    for stack in assembly.stacks:
+        by_region.setdefault(stack.environment.region, []).append(stack)
+    return {
+        region: (
+            [s.stack_name for s in stacks],
+            cfn_lint([str(Path(assembly.directory) / s.template_file) for s in stacks], region),
+        )
+        for region, stacks in by_region.items()
+    }
+
+
 def test_cfn_lint_clean_for_each_stacks_own_region(assembly):
     assert len(assembly.stacks) == 4
-    for stack in assembly.stacks:
-        result = cfn_lint([str(Path(assembly.directory) / stack.template_file)], stack.environment.region)
-        assert (result.returncode, result.stdout) == (0, ""), stack.stack_name
+    linted = cfn_lint_each_in_its_region(assembly)
+    assert sorted(name for names, _ in linted.values() for name in names) == sorted(
+        s.stack_name for s in assembly.stacks
+    )
+    for names, result in linted.values():
+        assert (result.returncode, result.stdout) == (0, ""), names
 
 
 def test_cfn_lint_would_flag_an_instance_type_the_region_lacks(assembly):
@@ -153,10 +171,11 @@ def test_app_stops_with_one_line_on_bad_input(tmp_path, context, message):
     assert "Traceback" not in result.stderr
 
 
-def test_the_nag_switch_takes_on_or_off_only(tmp_path):
-    result = run_app(tmp_path, {"INFERENCE_CDK_NAG": "no"})
+@pytest.mark.parametrize("name", ["INFERENCE_CDK_NAG", "INFERENCE_CDK_VALIDATION"])
+def test_the_nag_and_validation_switches_take_on_or_off_only(tmp_path, name):
+    result = run_app(tmp_path, {name: "no"})
     assert result.returncode == 2
-    assert "error: INFERENCE_CDK_NAG must be on or off, not 'no'" in result.stderr and "Traceback" not in result.stderr
+    assert f"error: {name} must be on or off, not 'no'" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_cli_synth_with_validation(tmp_path):

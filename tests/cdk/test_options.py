@@ -17,7 +17,7 @@ from catalog.backends import OPEN_MODEL
 from catalog.contract import BackendOutput
 from catalog.lanes import OPEN_MODEL_KINDS
 from tests.cdk.conftest import ROOT, cdk_json_context, render_join, resources, synth
-from tests.cdk.test_checks import cfn_lint
+from tests.cdk.test_checks import cfn_lint_each_in_its_region
 from tests.cdk.test_stacks import serve_args, user_data
 
 EVERY_OPTION = "g6,g5g,inf2,trn1,sagemaker,sagemaker-serverless,sagemaker-async,sagemaker-batch,bedrock-import"
@@ -211,9 +211,12 @@ def test_the_import_role_is_trusted_by_bedrock_for_this_accounts_import_jobs_onl
 
 def test_every_option_passes_nag_and_cfn_lint_in_its_own_region(open_lane):
     assembly, _ = open_lane  # synthesized with AwsSolutionsChecks: a finding would have raised
-    for stack in assembly.stacks:
-        result = cfn_lint([str(Path(assembly.directory) / stack.template_file)], stack.environment.region)
-        assert (result.returncode, result.stdout) == (0, ""), stack.stack_name
+    linted = cfn_lint_each_in_its_region(assembly)
+    assert sorted(name for names, _ in linted.values() for name in names) == sorted(
+        s.stack_name for s in assembly.stacks
+    )
+    for names, result in linted.values():
+        assert (result.returncode, result.stdout) == (0, ""), names
 
 
 def run_copy(tmp_path: Path, *, with_config: bool) -> tuple[subprocess.CompletedProcess[str], list[str]]:

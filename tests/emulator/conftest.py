@@ -26,8 +26,10 @@ def emulator(tmp_path_factory):
         env = bedrock.env() | {
             PLACEMENT_ENV: str(scratch / "placement.json"),  # emptied by Emulator.reset
             CLI_DIR_ENV: str(cli_folder(scratch)),
-            # Every CLI synth here would run cdk-nag again on templates tests/cdk already nag.
+            # Every CLI synth here would run cdk-nag again on templates tests/cdk already nag, and
+            # the CDK's built-in template validation (warnings only) that tests/cdk runs once.
             "INFERENCE_CDK_NAG": "off",
+            "INFERENCE_CDK_VALIDATION": "off",
         }
         with emulated_aws(scratch, env) as emulator:
             emulator.bedrock = bedrock

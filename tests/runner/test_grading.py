@@ -6,9 +6,8 @@ import argparse
 
 import pytest
 
-from runner.agent.counting import right_filter
+from runner.agent.counting import EXPECTED, IDS, QUESTION, SYSTEM, count_once, right_filter
 from runner.core.backends import EndpointFlag, endpoint_backend
-from runner.counting import EXPECTED, IDS, QUESTION, SYSTEM, count_once
 from tests.runner.fake_openai import FakeOpenAI, Step, text, tool_call
 
 

@@ -43,6 +43,8 @@ from runner.core.evidence import Evidence, load
 from runner.measure import ChatRequest, RequestRecord
 from runner.measure.benchmark import bench_backend
 from runner.render import bench as bench_tables
+from tests.host.aws_cli import CliServer
+from tests.host.machine import BIN as HOST_BIN
 from tests.runner.fake_openai import FakeOpenAI, Step, text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -277,8 +279,16 @@ def moto_url() -> Iterator[str]:
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def cli_server(tmp_path_factory) -> Iterator[CliServer]:
+    """The emulated hosts' AWS CLI server (tests/host/aws_cli.py): the real CLI, imported once."""
+    server = CliServer(tmp_path_factory.mktemp("aws-cli"))
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def aws(moto_url, monkeypatch, tmp_path) -> Iterator[RunCommandHost]:
+def aws(moto_url, cli_server, monkeypatch, tmp_path) -> Iterator[RunCommandHost]:
     urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=30).read()
     for name, value in {
         "AWS_ENDPOINT_URL": moto_url,
@@ -288,14 +298,16 @@ def aws(moto_url, monkeypatch, tmp_path) -> Iterator[RunCommandHost]:
     }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(bench, "IN_REGION_POLL_S", 0.25)
-    # The instance's tools: the AWS CLI and a python3 (the kit needs nothing else).
+    # The instance's tools: the AWS CLI (through the server, as on the emulated hosts; the real CLI
+    # after them on PATH) and a python3 (the kit needs nothing else).
     tools = tmp_path / "bin"
     tools.mkdir()
     (tools / "python3").symlink_to(sys.executable)
-    (tools / "aws").symlink_to(Path(sys.executable).with_name("aws"))
+    (tools / "aws").symlink_to(HOST_BIN / "aws")
     scratch = tmp_path / "instance-tmp"
     scratch.mkdir()
-    env = dict(os.environ, PATH=f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin", TMPDIR=str(scratch))
+    path = os.pathsep.join([str(tools), str(Path(sys.executable).parent), "/usr/bin", "/bin"])
+    env = dict(os.environ, PATH=path, TMPDIR=str(scratch), **cli_server.env())
     host = RunCommandHost(env)
     host.install(monkeypatch)
     yield host

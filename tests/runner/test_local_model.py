@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from runner import bench, check
+from runner import bench
+from runner.agent import checks
+from runner.agent.counting import count_once
 from runner.core.backends import local_backend
 from runner.core.evidence import load
-from runner.counting import count_once
 from runner.measure import ChatRequest, RequestRecord, warm_up
 from runner.measure.openai_sync import OpenAIStreamClient
 from runner.servers.llama_cpp import MODEL_ALIAS, LocalServer, LocalServerConfig, ensure_model
@@ -90,8 +91,8 @@ def test_counting_grades_the_base_model_honestly(local_server):
 def test_check_reaches_the_embedded_model(local_server):
     backend = local_backend(local_server.base_url, MODEL_ALIAS)
     args = argparse.Namespace(wait=5.0, max_tokens=32, timeout=60.0)
-    (health,) = check.wait_all([backend], args, aws=False).values()
-    record = check.check_backend(backend, health, args)
+    (health,) = checks.wait_all([backend], args, aws=False).values()
+    record = checks.check_backend(backend, health, args)
     assert record["health"]["healthy"] is True
     # Both checks ran against the real server: one model call each, cut by the token limit (a
     # base model), so neither passes.

@@ -76,7 +76,7 @@ def test_full_run_with_a_scripted_agent(tmp_path: Path, capsys):
     for fake in (fast, slow):
         assert fake.requests[0]["messages"] == [{"role": "user", "content": "Hi"}]
         assert fake.requests[0]["max_tokens"] == 4
-        assert fake.requests[1]["messages"] == [{"role": "user", "content": orchestrator.QUESTION}]
+        assert fake.requests[1]["messages"] == [{"role": "user", "content": orchestration.QUESTION}]
     assert [w["backend"] for w in record["warm_ups"]] == ["fast", "slow"]
     # The scoreboard the agent saw is the code's table.
     scoreboard_reply = [m for m in agent.requests[3]["messages"] if m["role"] == "tool"][-1]

@@ -1,0 +1,193 @@
+"""The AWS CLI server of the emulated hosts (tests/host/aws_cli.py): a call through it answers as
+the real CLI in a process of its own answers (output, errors, exit status, standard input, the
+caller's environment and folder), signals and a dying caller end the call as they end a CLI
+process, nothing of one call reaches the next, and the loopback guard holds in every call."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.host.aws_cli import SOCKET_ENV, CliServer
+from tests.host.machine import BIN
+from tests.loopback.loopback_guard import LOG_VARIABLE
+
+pytestmark = pytest.mark.emulator
+
+
+@pytest.fixture(scope="module")
+def moto_url():
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    yield f"http://localhost:{server.get_host_and_port()[1]}"
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def guard_log(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("guard") / "attempts.log"
+
+
+@pytest.fixture(scope="module")
+def cli_server(tmp_path_factory, guard_log):
+    # Its own guard log: the refusal this module provokes on purpose must not fail the session.
+    saved = os.environ.get(LOG_VARIABLE)
+    os.environ[LOG_VARIABLE] = str(guard_log)
+    try:
+        server = CliServer(tmp_path_factory.mktemp("cli-server")).start()
+        server.wait_ready()
+    finally:
+        os.environ[LOG_VARIABLE] = saved or ""
+    yield server
+    server.stop()
+
+
+def host_env(url: str, home: Path, **extra: str) -> dict[str, str]:
+    """As an emulated host has it (tests/host/machine.py), the shim first on PATH."""
+    return {
+        "PATH": os.pathsep.join([str(BIN), str(Path(sys.executable).parent), "/usr/bin:/bin"]),
+        "HOME": str(home),
+        "HOST_PYTHON": sys.executable,
+        "LANG": "C.UTF-8",
+        "AWS_ENDPOINT_URL": url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    } | extra
+
+
+def bash(script: str, env: dict[str, str], cwd: Path) -> tuple[int, str, str]:
+    result = subprocess.run(
+        ["bash", "-c", script], check=False, env=env, cwd=cwd, capture_output=True, text=True, timeout=60
+    )
+    return result.returncode, result.stdout, result.stderr
+
+
+SCRIPTS = [
+    "aws ssm put-parameter --name /cli/a --type String --overwrite --value 'first value'",
+    "aws ssm get-parameter --name /cli/a --query Parameter.Value --output text",
+    "aws ssm get-parameter --name /cli/missing",  # a service error: its message and exit status
+    "x=$(aws ecr get-login-password) && echo ${#x}",
+    "AWS_DEFAULT_OUTPUT=text aws ssm get-parameter --name /cli/a --query Parameter.Type",
+    "aws ssm get-parameter --name /cli/a --query Parameter.Name --output text >&-",  # no stdout at all
+    "aws --version",  # the exec-env the readiness writes are told apart by
+    # Standard input and output streamed (s3's transfer threads): in through stdin, back to stdout.
+    "aws s3 mb s3://cli-bucket >/dev/null && echo hello | aws s3 cp - s3://cli-bucket/f.txt"
+    " && aws s3 cp s3://cli-bucket/f.txt - && aws s3 rb s3://cli-bucket --force >/dev/null",
+]
+
+
+def reset(url: str) -> None:
+    import urllib.request
+
+    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=30).read()
+
+
+def test_each_call_answers_as_the_real_cli_in_a_process_of_its_own(cli_server, moto_url, tmp_path):
+    answers = {}
+    for mode, extra in (("process", {}), ("server", cli_server.env())):
+        reset(moto_url)  # the same account for both
+        folder = tmp_path / mode
+        folder.mkdir()
+        env = host_env(moto_url, folder, AWS_EXECUTION_ENV="inference-server", **extra)
+        answers[mode] = [bash(script, env, folder) for script in SCRIPTS]
+    for script, process, served in zip(SCRIPTS, answers["process"], answers["server"], strict=True):
+        assert served == process, script
+    assert answers["server"][2][0] == 255 and "ParameterNotFound" in answers["server"][2][2]
+    assert answers["server"][5][0] == 255  # as the real CLI: it cannot write its answer
+    assert "exec-env/inference-server" in answers["server"][6][1]
+    assert answers["server"][7] == (0, "hello\n", "")
+
+
+def test_a_call_takes_the_callers_environment_and_leaves_nothing_for_the_next(cli_server, moto_url, tmp_path):
+    env = host_env(moto_url, tmp_path, **cli_server.env())
+    bash("aws ssm put-parameter --name /cli/region --type String --overwrite --value east", env, tmp_path)
+    west = env | {"AWS_REGION": "us-west-2", "AWS_DEFAULT_REGION": "us-west-2"}
+    code, _, err = bash("aws ssm get-parameter --name /cli/region", west, tmp_path)
+    assert code == 255 and "ParameterNotFound" in err  # the caller's region, not the last call's
+    code, out, _ = bash("aws ssm get-parameter --name /cli/region --query Parameter.Value", env, tmp_path)
+    assert (code, out) == (0, '"east"\n')  # JSON again: the last call's AWS_DEFAULT_OUTPUT is gone
+    bad = env | {"AWS_SECRET_ACCESS_KEY": "", "AWS_ACCESS_KEY_ID": ""}
+    code, _, err = bash("aws ssm get-parameter --name /cli/region", bad, tmp_path)
+    assert code == 255 and "Unable to locate credentials" in err  # no session kept from an earlier call
+
+
+@contextlib.contextmanager
+def in_flight() -> Iterator[tuple[socket.socket, str]]:
+    """An endpoint that accepts and never answers: a call to it waits until it is stopped."""
+    with socket.create_server(("127.0.0.1", 0)) as hole:
+        hole.settimeout(30)
+        yield hole, f"http://127.0.0.1:{hole.getsockname()[1]}"
+
+
+def children(server: CliServer) -> list[str]:
+    assert server.process is not None
+    found = subprocess.run(["pgrep", "-P", str(server.process.pid)], check=False, capture_output=True, text=True)
+    return found.stdout.split()
+
+
+@pytest.mark.parametrize("mode", ["process", "server"])
+def test_timeout_ctrl_c_and_a_killed_caller_end_the_call(cli_server, tmp_path, mode):
+    served = cli_server.env() if mode == "server" else {}
+    slow = "aws ssm get-parameter --name /x --cli-read-timeout 60"
+    with in_flight() as (hole, url):
+        started = time.monotonic()
+        assert bash(f"timeout 1 {slow}; echo $?", host_env(url, tmp_path, **served), tmp_path)[1] == "124\n"
+        assert time.monotonic() - started < 15
+    for ignored in (False, True):
+        with in_flight() as (hole, url):
+            # As a shell would start it: Ctrl-C caught, or ignored from the start (as a background
+            # job's is, and as an xdist worker's children have it).
+            handler = signal.SIG_IGN if ignored else signal.SIG_DFL
+            call = subprocess.Popen(
+                slow.split(),
+                env=host_env(url, tmp_path, **served),
+                stderr=subprocess.DEVNULL,
+                preexec_fn=lambda handler=handler: signal.signal(signal.SIGINT, handler),
+            )
+            hole.accept()  # the request is in flight
+            call.send_signal(signal.SIGINT)
+            if not ignored:
+                assert call.wait(timeout=15) == 130  # KeyboardInterrupt, as the CLI reports it
+                continue
+            with pytest.raises(subprocess.TimeoutExpired):
+                call.wait(timeout=1)
+            call.terminate()
+            assert call.wait(timeout=15) == -signal.SIGTERM
+    with in_flight() as (hole, url):
+        call = subprocess.Popen(slow.split(), env=host_env(url, tmp_path, **served), stderr=subprocess.DEVNULL)
+        hole.accept()
+        assert len(children(cli_server)) == (1 if served else 0)
+        call.kill()
+        call.wait(timeout=15)
+        deadline = time.monotonic() + 10
+        while children(cli_server) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert children(cli_server) == []  # the call died with its caller
+
+
+def test_the_loopback_guard_holds_in_every_call(cli_server, moto_url, tmp_path, guard_log):
+    env = host_env("http://192.0.2.10:80", tmp_path, AWS_MAX_ATTEMPTS="1", **cli_server.env())
+    code, _, err = bash("aws ssm get-parameter --name /x --cli-connect-timeout 2", env, tmp_path)
+    assert code == 255 and "Could not connect to the endpoint URL" in err
+    assert "lookup 192.0.2.10" in guard_log.read_text()  # refused before it could connect
+
+
+def test_without_a_server_the_shim_runs_the_cli_itself(moto_url, tmp_path):
+    env = host_env(moto_url, tmp_path, **{SOCKET_ENV: str(tmp_path / "no-such-socket")})
+    code, out, _ = bash("aws ssm describe-parameters --output json", env, tmp_path)
+    assert code == 0 and "Parameters" in json.loads(out)

@@ -1,0 +1,367 @@
+"""The real AWS CLI for the emulated hosts and builds, started once: a fork server ("zygote").
+
+Every `aws` call a boot script or a buildspec makes costs about 0.45 s of CPU when it starts a
+Python of its own, two thirds of it importing awscli and botocore. This server imports them once
+(`awscli.clidriver` and `awscli.handlers`, the modules every command loads, nothing else) and
+forks a child per call; the child takes the caller's argv, whole environment, working directory,
+umask and standard input, output and error (the file descriptors themselves, passed over a unix
+socket with SCM_RIGHTS), and then runs the real `awscli.clidriver.main()`: the driver, its botocore
+session, credentials, the service models and every request are made in the child, from the
+caller's environment, as in a CLI process of its own; nothing a call makes outlives it, and each
+child starts from the server's state as it was before any call. What `awscli/__init__.py` and the
+`aws` script do with the environment at import time (AWS_DATA_PATH, LC_CTYPE) is done again in
+the child with the caller's.
+
+`tests/host/bin/aws` is the caller (it runs `aws_client.py`): first on a host's PATH, it hands its call to the server named
+by AWS_CLI_SERVER (and runs the real CLI itself when there is none), forwards the signals it gets
+(`timeout`, a host's shutdown), and exits as the child did (its code, or killed by its signal).
+The child is killed when its caller dies. Started from the test process, the server carries the
+loopback guard (`tests/loopback/sitecustomize.py`), and so does every child.
+
+Protocol, one connection per call: the caller sends a 4-byte big-endian length and a JSON request
+({"argv", "env", "cwd", "umask", "fds": which of 0, 1, 2 it has open, "ignored": the signals it
+was started with ignored}) with its fds 0, 1 and 2 attached to the first bytes, then one
+line "signal N" per signal it is to forward; the server answers {"pid": N} once forked, then
+{"exit": CODE} or {"signal": N}.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+SOCKET_ENV = "AWS_CLI_SERVER"
+# `off`: no server; every call starts a CLI process of its own (to compare, or to rule it out).
+SWITCH_ENV = "INFERENCE_AWS_CLI_SERVER"
+CLI_SCRIPT = Path(sys.executable).with_name("aws")
+
+
+def cli_stdio(present: list[int]) -> None:
+    """Standard streams as a new Python process makes them (UTF-8 here, errors as CPython sets
+    them; None for one the caller had closed)."""
+    sys.stdin = open(0, encoding="utf-8", errors="surrogateescape", closefd=False) if 0 in present else None  # noqa: SIM115
+    sys.stdout = open(1, "w", encoding="utf-8", errors="surrogateescape", closefd=False) if 1 in present else None  # noqa: SIM115
+    if sys.stdout is not None and sys.stdout.isatty():
+        sys.stdout.reconfigure(line_buffering=True)
+    sys.stderr = (
+        open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1) if 2 in present else None  # noqa: SIM115
+    )
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+
+
+def cli_environment(env: dict[str, str]) -> None:
+    """The caller's environment, then what the CLI's own start-up does with it."""
+    import awscli
+
+    os.environ.clear()
+    os.environ.update(env)
+    # The `aws` script's first lines.
+    if os.environ.get("LC_CTYPE", "") == "UTF-8":
+        os.environ["LC_CTYPE"] = "en_US.UTF-8"
+    # awscli/__init__.py, at import: its data folder after the caller's AWS_DATA_PATH.
+    paths = []
+    if "AWS_DATA_PATH" in os.environ:
+        paths = [os.path.expanduser(os.path.expandvars(p)) for p in os.environ["AWS_DATA_PATH"].split(os.pathsep)]
+    paths.append(os.path.join(os.path.dirname(os.path.abspath(awscli.__file__)), "data"))
+    os.environ["AWS_DATA_PATH"] = os.pathsep.join(paths)
+    time.tzset()
+
+
+def exit_code(code: object) -> int:
+    """What the interpreter makes of `sys.exit(code)`."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def run_cli(request: dict) -> int:
+    """In the forked child: the real CLI's main, as `aws ARGV` would run it."""
+    import atexit
+    import traceback
+
+    import awscli.clidriver
+
+    os.chdir(request["cwd"])
+    os.umask(request["umask"])
+    cli_environment(request["env"])
+    sys.argv = [str(CLI_SCRIPT), *request["argv"]]
+    sys.path[0] = str(CLI_SCRIPT.parent)  # a script's folder, not the server's
+    cli_stdio(request.get("fds", [0, 1, 2]))
+    try:
+        code = exit_code(awscli.clidriver.main())
+    except SystemExit as stop:
+        code = exit_code(stop.code)
+    except KeyboardInterrupt:
+        code = 128 + signal.SIGINT
+    except BaseException:  # what an uncaught exception does to a Python process
+        traceback.print_exc()
+        code = 1
+    # The interpreter's own shutdown: threads joined, exit functions run, streams flushed.
+    threading._shutdown()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                stream.flush()
+    return code
+
+
+class Call:
+    """One caller and its child, as the server tracks them."""
+
+    def __init__(self, conn: socket.socket, pid: int) -> None:
+        self.conn: socket.socket | None = conn
+        self.pid = pid
+        self.pidfd = os.pidfd_open(pid)
+        self.pending = b""
+
+    def answer(self, message: dict) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(OSError):
+                self.conn.sendall(json.dumps(message).encode() + b"\n")
+
+    def kill(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, OSError):
+            signal.pidfd_send_signal(self.pidfd, sig)
+
+
+def receive_request(conn: socket.socket) -> tuple[dict, list[int]]:
+    conn.settimeout(10)
+    fds = array.array("i")
+    data, ancillary, _flags, _addr = conn.recvmsg(65536, socket.CMSG_SPACE(3 * fds.itemsize))
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    while len(data) < 4 or len(data) < 4 + struct.unpack(">I", data[:4])[0]:
+        more = conn.recv(65536)
+        if not more:
+            raise ConnectionError("the caller left before its request was whole")
+        data += more
+    (size,) = struct.unpack(">I", data[:4])
+    conn.settimeout(None)
+    return json.loads(data[4 : 4 + size]), list(fds)
+
+
+class Server:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(path)
+        self.listener.listen(64)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
+        self.calls: dict[int, Call] = {}
+        self.stopping = False
+        self.parent = os.getppid()
+
+    def serve(self) -> None:
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        while not self.stopping and os.getppid() == self.parent:  # it ends with the test process
+            for key, _ in self.selector.select(timeout=1):
+                kind, call = key.data
+                if kind == "accept":
+                    self.accept()
+                elif kind == "exited":
+                    self.reap(call)
+                else:
+                    self.read(call)
+        for call in list(self.calls.values()):
+            call.kill(signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+    def _stop(self, *_: object) -> None:
+        self.stopping = True
+
+    def accept(self) -> None:
+        conn, _ = self.listener.accept()
+        try:
+            request, fds = receive_request(conn)
+        except (OSError, ValueError, ConnectionError):
+            conn.close()
+            return
+        try:
+            pid = os.fork()
+            if pid == 0:
+                self.child(conn, request, fds)  # never returns
+        finally:
+            for fd in fds:
+                os.close(fd)
+        call = Call(conn, pid)
+        self.calls[pid] = call
+        self.selector.register(call.pidfd, selectors.EVENT_READ, ("exited", call))
+        self.selector.register(conn, selectors.EVENT_READ, ("caller", call))
+        call.answer({"pid": pid})
+
+    def child(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
+        code = 1
+        try:
+            # Nothing of the server's survives into the call: its sockets closed (as objects, so
+            # no stale close can hit a descriptor the CLI opens later), signals as at start-up.
+            self.selector.close()
+            self.listener.close()
+            conn.close()
+            for call in self.calls.values():
+                os.close(call.pidfd)
+                if call.conn is not None:
+                    call.conn.close()
+            # As the caller's own process would have them: what it ignored stays ignored (as through
+            # exec), the rest as a new Python sets them.
+            for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+                signal.signal(signum, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            for signum in request.get("ignored", []):
+                signal.signal(signum, signal.SIG_IGN)
+            # The caller's standard streams, as it had them (one it had closed stays closed).
+            received = dict(zip(request.get("fds", [0, 1, 2]), fds, strict=False))
+            for target in (0, 1, 2):
+                if target in received:
+                    os.dup2(received[target], target)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.close(target)
+            for fd in fds:
+                if fd > 2:
+                    os.close(fd)
+            code = run_cli(request)
+        except BaseException:
+            import traceback
+
+            with contextlib.suppress(Exception):
+                traceback.print_exc()
+        finally:
+            os._exit(code)
+
+    def read(self, call: Call) -> None:
+        assert call.conn is not None
+        try:
+            data = call.conn.recv(4096)
+        except OSError:
+            data = b""
+        if not data:
+            # The caller is gone (killed): so is its call, as a CLI process dies with it.
+            self.selector.unregister(call.conn)
+            call.conn.close()
+            call.conn = None
+            call.kill(signal.SIGKILL)
+            return
+        call.pending += data
+        while b"\n" in call.pending:
+            line, call.pending = call.pending.split(b"\n", 1)
+            words = line.split()
+            if len(words) == 2 and words[0] == b"signal":
+                call.kill(int(words[1]))
+
+    def reap(self, call: Call) -> None:
+        _, status = os.waitpid(call.pid, 0)
+        self.selector.unregister(call.pidfd)
+        os.close(call.pidfd)
+        if os.WIFSIGNALED(status):
+            call.answer({"signal": os.WTERMSIG(status)})
+        else:
+            call.answer({"exit": os.waitstatus_to_exitcode(status)})
+        if call.conn is not None:
+            self.selector.unregister(call.conn)
+            call.conn.close()
+        del self.calls[call.pid]
+
+
+class CliServer:
+    """The server as the emulator runs it: started the first time a host or a build needs it (a
+    module whose tests boot none pays nothing), in its own session, ending with the test process."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        # A unix socket's path has a short limit (108 bytes): a folder of its own under /tmp.
+        import tempfile
+
+        self.folder = Path(tempfile.mkdtemp(prefix="aws-cli-"))
+        self.path = str(self.folder / "socket")
+        self.log = folder / "aws-cli-server.log"
+        self.process: subprocess.Popen | None = None
+        self.lock = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        return os.environ.get(SWITCH_ENV, "on") != "off"
+
+    def start(self) -> CliServer:
+        """Starts it loading; `wait_ready` waits for it."""
+        if not self.enabled or self.process is not None:
+            return self
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tests.host.aws_cli", self.path],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+                cwd=Path(__file__).resolve().parents[2],
+            )
+        return self
+
+    def wait_ready(self) -> None:
+        if not self.enabled:
+            return
+        assert self.process is not None and self.process.stdout is not None
+        if self.process.stdout.readline().strip() != b"ready":
+            self.stop()
+            raise RuntimeError(f"the AWS CLI server did not start: {self.log.read_text()[-2000:]}")
+
+    def env(self) -> dict[str, str]:
+        """What a caller's environment needs to reach the server (started now if not yet)."""
+        if not self.enabled:
+            return {}
+        with self.lock:
+            if self.process is None:
+                self.start().wait_ready()
+        return {SOCKET_ENV: self.path}
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process is not None and self.process.stdout is not None:
+            self.process.stdout.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        with contextlib.suppress(OSError):
+            self.folder.rmdir()
+
+
+def main() -> int:
+    (path,) = sys.argv[1:]
+    import awscli.clidriver  # what every call imports first
+    import awscli.handlers  # noqa: F401  and what its driver loads
+
+    server = Server(path)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    server.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
