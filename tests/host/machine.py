@@ -17,6 +17,8 @@ from pathlib import Path
 
 BIN = Path(__file__).with_name("bin")
 PROJECT = Path(__file__).resolve().parents[2]
+GUARD = PROJECT / "tests" / "loopback"
+LOG_VARIABLE = "INFERENCE_LOOPBACK_LOG"  # tests/loopback/loopback_guard.py
 
 
 @dataclass
@@ -56,7 +58,10 @@ class Host:
             "INFERENCE_ROOT": str(self.root),
             "HOST_STATE": str(self.state),
             "HOST_PYTHON": sys.executable,
-            "PYTHONPATH": str(PROJECT),
+            # The suite's loopback guard in every Python process the host starts, logging where
+            # the test session reads its log (tests/loopback/sitecustomize.py).
+            "PYTHONPATH": os.pathsep.join([str(GUARD), str(PROJECT)]),
+            LOG_VARIABLE: os.environ.get(LOG_VARIABLE, ""),
             "REAL_CURL": real_curl,
             "INSTANCE_ID": self.instance_id,
             "INSTANCE_ZONE": self.zone,
