@@ -169,8 +169,10 @@ class ServerWatch(Watch):
                 return None
             if readiness.state == "failed" and self.fresh(readiness):
                 return self.end(FAILED, readiness.reason)
-            if readiness.state in ("booting", "starting") and self.fresh(readiness):
-                # A server taking itself to zero says why a moment later: give it that moment.
+            if readiness.state in ("booting", "starting") or not self.fresh(readiness):
+                # A server taking itself to zero says why a moment later: give it that moment (also
+                # when what the parameter says is older than this watch: an instance that failed at
+                # once may have been gone before any look saw it, its reason not yet written).
                 self.zero_since = self.zero_since or time.monotonic()
                 if time.monotonic() - self.zero_since < SETTLE_S:
                     return None
