@@ -43,6 +43,18 @@ def loopback_only() -> Iterator[LoopbackGuard]:
         pytest.fail(f"tried to leave loopback: {tried}")
 
 
+@pytest.fixture(scope="module")
+def moto_url() -> Iterator[str]:
+    """moto in server mode on loopback, on the port it bound itself, one per test module (for tests
+    that need a few AWS APIs; the emulator tier's own fixture adds what moto lacks)."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    yield f"http://localhost:{server.get_host_and_port()[1]}"
+    server.stop()
+
+
 def pytest_configure(config):
     # In the controlling process only: the vLLM tier's server starts loading now, in the background.
     if not hasattr(config, "workerinput"):

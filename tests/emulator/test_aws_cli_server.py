@@ -26,16 +26,6 @@ pytestmark = pytest.mark.emulator
 
 
 @pytest.fixture(scope="module")
-def moto_url():
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    yield f"http://localhost:{server.get_host_and_port()[1]}"
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def guard_log(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("guard") / "attempts.log"
 

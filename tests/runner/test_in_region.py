@@ -270,16 +270,6 @@ class RunCommandHost:
 
 
 @pytest.fixture(scope="module")
-def moto_url() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{server.get_host_and_port()[1]}"
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def cli_server(tmp_path_factory) -> Iterator[CliServer]:
     """The emulated hosts' AWS CLI server (tests/host/aws_cli.py): the real CLI, imported once."""
     server = CliServer(tmp_path_factory.mktemp("aws-cli"))

@@ -105,24 +105,13 @@ def test_missing_or_broken_outputs_file(tmp_path):
         read_outputs_file(bad)
 
 
-@pytest.fixture(scope="module")
-def moto_endpoint():
-    """moto in server mode on loopback, on the port it bound itself."""
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    yield f"http://localhost:{server.get_host_and_port()[1]}"
-    server.stop()
-
-
 @pytest.fixture
-def emulated_aws(moto_endpoint, monkeypatch):
-    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
+def emulated_aws(moto_url, monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_url)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_REGION", "us-east-1")
-    httpx.post(f"{moto_endpoint}/moto-api/reset")
+    httpx.post(f"{moto_url}/moto-api/reset")
     return boto3.client("cloudformation", region_name="us-east-1")
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,16 +33,6 @@ def quotas(g: float = 64, inf: float = 64, trn: float = 64, endpoint: float = 1)
         for region in ("us-east-1", "us-east-2", "us-west-2")
         for service, entries in (("ec2", ec2), ("sagemaker", sagemaker))
     }
-
-
-@pytest.fixture(scope="module")
-def moto_url() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{server.get_host_and_port()[1]}"
-    server.stop()
 
 
 @pytest.fixture
