@@ -25,8 +25,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from catalog import CatalogError
 from catalog.backends import EC2_KINDS, BackendKind, get_backend
-from catalog.config import AppConfig
+from catalog.config import AppConfig, read_placement_records
 from runner import (
     ask,
     batch,
@@ -293,8 +294,9 @@ class SurveyRun:
 
     def note_transform_jobs(self, record: StepRecord) -> None:
         for path in record.evidence:
-            for job in load(self.folder.root / path).get("jobs", []):
-                region = next((b.get("region") for b in load(self.folder.root / path).get("backends", [])), None)
+            data = load(self.folder.root / path)
+            region = next((b.get("region") for b in data.get("backends", [])), None)
+            for job in data.get("jobs", []):
                 if job.get("job_name") and region:
                     self.created.transform_jobs.append((region, job["job_name"]))
         self.save()
@@ -581,9 +583,6 @@ def ask_with_timeout(prompt: str, timeout_s: float) -> str | None:
 
 
 def read_placement_records_quietly() -> dict[str, dict[str, Any]]:
-    from catalog import CatalogError
-    from catalog.config import read_placement_records
-
     try:
         return read_placement_records()
     except CatalogError:
