@@ -7,6 +7,10 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION ?= 1
 # share a process). Two on two cores measured fastest; PYTEST_WORKERS=0 runs everything in one.
 PYTEST_WORKERS ?= 2
 PYTEST = .venv/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+# Bytecode caches written (Python's default, even where the environment turns it off): the suite
+# starts a few hundred Python processes (CDK synths, the emulated hosts' tools), and each would
+# otherwise compile the project's modules again, and pytest rewrite every test module per worker.
+test test-fast: export PYTHONDONTWRITEBYTECODE =
 
 .PHONY: setup setup-vllm setup-browser bench test test-fast lint lint-only synth client-overhead
 setup:

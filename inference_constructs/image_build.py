@@ -35,6 +35,10 @@ from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge, finding_account
 
 IMAGES_DIR = Path(__file__).resolve().parent.parent / "images"
+# Left out of every folder uploaded as an asset: Python's bytecode caches (written wherever a test
+# or a user imports a file from the folder) would change the asset's hash, so the image tag and
+# the build would differ between two checkouts of the same source.
+SOURCE_EXCLUDE = ["__pycache__", "*.pyc"]
 BUILD_PREFIX = "build:"
 # CodeBuild's limit for one build: vLLM compiled from source needs hours, a thin layer minutes.
 BUILD_TIMEOUT_HOURS = {"vllm-sm75": 8, "neuron": 1, "llama-serverless": 1}
@@ -86,7 +90,7 @@ class ImageBuild(Construct):
             removal_policy=RemovalPolicy.DESTROY,
             empty_on_delete=True,
         )
-        self.source = s3_assets.Asset(self, "Source", path=str(folder))
+        self.source = s3_assets.Asset(self, "Source", path=str(folder), exclude=SOURCE_EXCLUDE)
         self.tag = self.source.asset_hash[:16]
         self.image_uri = self.repository.repository_uri_for_tag(self.tag)
         arm = architecture is Architecture.ARM64

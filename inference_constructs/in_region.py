@@ -27,13 +27,12 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
+from inference_constructs.image_build import SOURCE_EXCLUDE
 from inference_constructs.nag import acknowledge
 
 KIT_DIR = Path(__file__).with_name("bench_kit")
 EVIDENCE_PREFIX = "in-region/"
 EVIDENCE_DAYS = 7
-# What the asset leaves out of the zip (and out of its hash): what running the kit locally writes.
-KIT_EXCLUDE = ["__pycache__", "*.pyc"]
 
 
 def evidence_prefix(backend: str) -> str:
@@ -44,7 +43,7 @@ def evidence_prefix(backend: str) -> str:
 class InRegionBench(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
-        self.kit = s3_assets.Asset(self, "Kit", path=str(KIT_DIR), exclude=KIT_EXCLUDE)
+        self.kit = s3_assets.Asset(self, "Kit", path=str(KIT_DIR), exclude=SOURCE_EXCLUDE)
         self.kit_url = self.kit.s3_object_url
         self.bucket = s3.Bucket(
             self,

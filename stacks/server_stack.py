@@ -15,7 +15,13 @@ from catalog import Accelerator, Architecture
 from catalog.backends import ModelArgument
 from catalog.config import BackendConfig, StackConfig
 from inference_constructs import ModelServer, SsmOnlyNetwork
-from inference_constructs.image_build import IMAGES_DIR, REPOSITORY_PREFIX, ImageBuild, image_build_for
+from inference_constructs.image_build import (
+    IMAGES_DIR,
+    REPOSITORY_PREFIX,
+    SOURCE_EXCLUDE,
+    ImageBuild,
+    image_build_for,
+)
 from inference_constructs.in_region import InRegionBench
 from inference_constructs.stack_marker import StackMarker
 
@@ -105,7 +111,11 @@ class ModelServerStack(Stack):
                 else ecr_assets.Platform.LINUX_AMD64
             )
             asset = ecr_assets.DockerImageAsset(
-                self, f"{backend.name.capitalize()}Image", directory=str(folder), platform=platform
+                self,
+                f"{backend.name.capitalize()}Image",
+                directory=str(folder),
+                platform=platform,
+                exclude=SOURCE_EXCLUDE,
             )
             return asset.image_uri
         return image

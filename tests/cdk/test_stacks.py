@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
 
 import pytest
 
@@ -558,3 +559,42 @@ def test_neuron_image_can_be_built_from_the_images_folder(tmp_path):
     assert image["source"]["platform"] == "linux/amd64"
     copied = tmp_path / image["source"]["directory"]
     assert (copied / "Dockerfile").is_file() and (copied / "serve.sh").is_file()
+
+
+def with_bytecode(source, target):
+    """A copy of an images folder with what importing its Python files writes beside them."""
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (target / "__pycache__").mkdir(exist_ok=True)
+    (target / "__pycache__" / "module.cpython-311.pyc").write_bytes(b"\x00bytecode")
+    (target / "stray.pyc").write_bytes(b"\x00bytecode")
+    return target
+
+
+def test_bytecode_caches_change_no_image_tag_and_are_not_uploaded(tmp_path, monkeypatch):
+    """An image's tag is its source's hash: a folder a test or a user imported from (and so holds
+    `__pycache__`) must give the same tag, or two checkouts of one source build two images."""
+    import aws_cdk as cdk
+
+    from catalog import Architecture
+    from inference_constructs.image_build import IMAGES_DIR, ImageBuild
+    from tests.cdk.conftest import cdk_json_context, synth
+
+    def tag(folder):
+        stack = cdk.Stack(cdk.App(outdir=str(tmp_path / f"out-{folder.name}")), "Probe")
+        return ImageBuild(stack, "Build", folder=folder, architecture=Architecture.ARM64, timeout_hours=1).tag
+
+    clean = tmp_path / "clean" / "vllm-sm75"
+    shutil.copytree(IMAGES_DIR / "vllm-sm75", clean, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    imported = with_bytecode(clean, tmp_path / "imported" / "vllm-sm75")
+    assert tag(imported) == tag(clean)
+
+    # An `asset:` image (a Docker image asset of the CDK's own): the same rule.
+    images = tmp_path / "images"
+    with_bytecode(IMAGES_DIR / "neuron", images / "neuron")
+    monkeypatch.setattr("stacks.server_stack.IMAGES_DIR", images)
+    context = cdk_json_context() | {"backends": "inf2", "inf2.image": "asset:neuron"}
+    synth(context, tmp_path / "out", nag=False)
+    manifest = json.loads(next((tmp_path / "out").glob("InferenceNeuronStack.assets.json")).read_text())
+    (image,) = manifest["dockerImages"].values()
+    copied = tmp_path / "out" / image["source"]["directory"]
+    assert sorted(p.name for p in copied.iterdir()) == ["Dockerfile", "serve.sh"]
