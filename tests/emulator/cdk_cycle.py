@@ -9,7 +9,6 @@ cdk.context.json, never in the project's.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from runner.cloud.cdk_cli import cdk
@@ -25,13 +24,15 @@ def context_args(context: dict[str, str] | None = None) -> list[str]:
     return [f"--context={k}={v}" for k, v in (CONTEXT | (context or {})).items()]
 
 
-def cli_folder(scratch: Path) -> Path:
-    """A project folder for the CLI: the project's cdk.json, its app given by absolute path."""
+def cli_folder(scratch: Path, app: str | None = None) -> Path:
+    """A project folder for the CLI; given `app` (the command that runs the project's app.py),
+    its cdk.json is written: the project's, with that app."""
     folder = scratch / "cli"
-    folder.mkdir(parents=True, exist_ok=True)
-    settings = json.loads((PROJECT_ROOT / "cdk.json").read_text())
-    settings["app"] = f"{sys.executable} {PROJECT_ROOT / 'app.py'}"
-    (folder / "cdk.json").write_text(json.dumps(settings, indent=2))
+    if app is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        settings = json.loads((PROJECT_ROOT / "cdk.json").read_text())
+        settings["app"] = app
+        (folder / "cdk.json").write_text(json.dumps(settings, indent=2))
     return folder
 
 

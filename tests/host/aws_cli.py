@@ -283,32 +283,41 @@ class Server:
 
 class CliServer:
     """The server as the emulator runs it: started the first time a host or a build needs it (a
-    module whose tests boot none pays nothing), in its own session, ending with the test process."""
+    module whose tests boot none pays nothing), in its own session, ending with the test process.
+    A subclass names another server module of the same protocol (its socket and switch)."""
+
+    NAME = "aws-cli"
+    MODULE = "tests.host.aws_cli"
+    SOCKET_ENV = SOCKET_ENV
+    SWITCH_ENV = SWITCH_ENV
 
     def __init__(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         # A unix socket's path has a short limit (108 bytes): a folder of its own under /tmp.
         import tempfile
 
-        self.folder = Path(tempfile.mkdtemp(prefix="aws-cli-"))
+        self.folder = Path(tempfile.mkdtemp(prefix=f"{self.NAME}-"))
         self.path = str(self.folder / "socket")
-        self.log = folder / "aws-cli-server.log"
+        self.log = folder / f"{self.NAME}-server.log"
         self.process: subprocess.Popen | None = None
         self.lock = threading.Lock()
 
     @property
     def enabled(self) -> bool:
-        return os.environ.get(SWITCH_ENV, "on") != "off"
+        return os.environ.get(self.SWITCH_ENV, "on") != "off"
+
+    def server_env(self) -> dict[str, str]:
+        """The server's own environment (each call brings its caller's)."""
+        return {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
 
     def start(self) -> CliServer:
         """Starts it loading; `wait_ready` waits for it."""
         if not self.enabled or self.process is not None:
             return self
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "tests.host.aws_cli", self.path],
-                env=env,
+                [sys.executable, "-m", self.MODULE, self.path],
+                env=self.server_env(),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -323,7 +332,7 @@ class CliServer:
         assert self.process is not None and self.process.stdout is not None
         if self.process.stdout.readline().strip() != b"ready":
             self.stop()
-            raise RuntimeError(f"the AWS CLI server did not start: {self.log.read_text()[-2000:]}")
+            raise RuntimeError(f"the {self.NAME} server did not start: {self.log.read_text()[-2000:]}")
 
     def env(self) -> dict[str, str]:
         """What a caller's environment needs to reach the server (started now if not yet)."""
@@ -332,7 +341,7 @@ class CliServer:
         with self.lock:
             if self.process is None:
                 self.start().wait_ready()
-        return {SOCKET_ENV: self.path}
+        return {self.SOCKET_ENV: self.path}
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -2,7 +2,12 @@
 CLI server (tests/host/aws_cli.py), which runs the real CLI in a child with this process's argv,
 environment, folder and standard streams; this process forwards the signals it gets and exits as
 the child did. Without a server (AWS_CLI_SERVER unset or not listening) it runs the real CLI
-itself. Standard library only, run without site (`python3 -I -S`): it starts in milliseconds."""
+itself. Standard library only, run without site (`python3 -I -S`): it starts in milliseconds.
+`hand_over` is the caller's side of that protocol for any such server (the emulator's synth
+server's caller, tests/emulator/synth_client.py, uses it too).
+"""
+
+from __future__ import annotations
 
 import array
 import contextlib
@@ -13,10 +18,15 @@ import socket
 import struct
 import sys
 
+TYPE_CHECKING = False  # typing itself is not imported: this caller starts in milliseconds
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import NoReturn
+
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
 
-def real_cli() -> None:
+def real_cli() -> NoReturn:
     """The first `aws` on PATH that is not this shim (nor a link to it)."""
     shim = os.path.realpath(os.path.join(os.path.dirname(os.path.realpath(__file__)), "bin", "aws"))
     for folder in os.environ.get("PATH", "").split(os.pathsep):
@@ -38,23 +48,24 @@ def open_fds() -> list[int]:
     return found
 
 
-def main() -> None:
-    path = os.environ.get("AWS_CLI_SERVER")
+def hand_over(path: str | None, argv: list[str], fallback: Callable[[], NoReturn]) -> NoReturn:
+    """The call to the server listening at `path`, or `fallback()` (which runs it here) when
+    there is none."""
     if not path:
-        real_cli()
+        fallback()
     fds = open_fds()  # before the socket takes the number of one that is closed
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
     except OSError:
         conn.close()
-        real_cli()
+        fallback()
     umask = os.umask(0)
     os.umask(umask)
     # A signal ignored from the start stays ignored in an exec'd program: so it is in the call.
     ignored = [int(s) for s in FORWARDED if signal.getsignal(s) == signal.SIG_IGN]
     request = {
-        "argv": sys.argv[1:],
+        "argv": argv,
         "env": dict(os.environ),
         "cwd": os.getcwd(),
         "umask": umask,
@@ -89,6 +100,10 @@ def main() -> None:
             os.kill(os.getpid(), signum)
             os._exit(128 + signum)
     os._exit(255)  # the server went away mid-call
+
+
+def main() -> None:
+    hand_over(os.environ.get("AWS_CLI_SERVER"), sys.argv[1:], real_cli)
 
 
 if __name__ == "__main__":
