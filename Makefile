@@ -4,9 +4,10 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION ?= 1
 
 # Test workers side by side (pytest-xdist, `--dist loadgroup`: tests/conftest.py groups what must
-# share a process). Two on two cores measured fastest; PYTEST_WORKERS=0 runs everything in one.
-PYTEST_WORKERS ?= 2
-PYTEST = .venv/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+# share a process). On two cores two measured fastest for `make test` (a third waits for the vLLM
+# tier's server and slows the emulator flows), three for `make test-fast` (its tests wait more than
+# they compute); PYTEST_WORKERS=N sets both, 0 runs everything in one process.
+PYTEST = .venv/bin/python -m pytest --dist loadgroup
 # Bytecode caches written (Python's default, even where the environment turns it off): the suite
 # starts a few hundred Python processes (CDK synths, the emulated hosts' tools), and each would
 # otherwise compile the project's modules again, and pytest rewrite every test module per worker.
@@ -28,11 +29,11 @@ bench: setup
 	.venv/bin/python -m runner.bench $(ARGS)
 
 test: setup setup-vllm setup-browser lint-only
-	$(PYTEST) $(ARGS)
+	$(PYTEST) -n $(or $(PYTEST_WORKERS),2) $(ARGS)
 
 # The inner loop: lint and everything but the emulator and the vLLM tier.
 test-fast: setup setup-browser lint-only
-	$(PYTEST) -m "not emulator and not vllm" $(ARGS)
+	$(PYTEST) -n $(or $(PYTEST_WORKERS),3) -m "not emulator and not vllm" $(ARGS)
 
 lint: setup lint-only
 

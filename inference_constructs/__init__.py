@@ -1,12 +1,8 @@
-"""Reusable L3 constructs for the inference backends.
+"""Reusable L3 constructs for the inference backends, one module each (`model_server`,
+`instance_role`, `ssm_only_network`, `vllm_endpoint`, ...), and the pure-Python parts they render
+(`user_data`: the boot scripts). The package itself imports none of them: what only renders a
+boot script must not import aws_cdk and start its jsii runtime.
 
 Named `inference_constructs`, not `constructs`: a top-level `constructs/` package would shadow
 the `constructs` library that aws-cdk-lib itself imports (the app folder is first on sys.path).
 """
-
-from inference_constructs.instance_role import ServerInstanceRole
-from inference_constructs.model_server import ModelServer
-from inference_constructs.ssm_only_network import SsmOnlyNetwork
-from inference_constructs.vllm_endpoint import VllmSageMakerEndpoint
-
-__all__ = ["ModelServer", "ServerInstanceRole", "SsmOnlyNetwork", "VllmSageMakerEndpoint"]

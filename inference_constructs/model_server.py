@@ -42,7 +42,7 @@ from inference_constructs.in_region import InRegionBench, evidence_prefix
 from inference_constructs.instance_role import LOG_GROUP_PREFIX, ServerInstanceRole, readiness_parameter_name
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge
-from inference_constructs.user_data import DEFAULT_READY_MINUTES, ServerBoot, render_boot_script
+from inference_constructs.user_data import DEFAULT_READY_MINUTES, ServerBoot, missing_image_hint, render_boot_script
 
 
 def machine_image(scope: Construct, backend: BackendConfig) -> ec2.IMachineImage:
@@ -58,13 +58,6 @@ def machine_image(scope: Construct, backend: BackendConfig) -> ec2.IMachineImage
     return ec2.MachineImage.from_ssm_parameter(
         spec.ami_parameter or "", os=ec2.OperatingSystemType.LINUX, cached_in_context=cached
     )
-
-
-def missing_image_hint(image_uri: str, backend: str) -> str:
-    """For an image the app does not build: where it has to come from."""
-    if ".dkr.ecr." in image_uri.split("/", 1)[0]:
-        return f"push it to this account's ECR, or deploy with -c {backend}.image=URI"
-    return f"check the image name, or deploy with -c {backend}.image=URI"
 
 
 class ModelServer(Construct):

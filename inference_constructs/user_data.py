@@ -265,3 +265,10 @@ def render_boot_script(boot: ServerBoot) -> str:
         f"systemctl enable --now {SERVER_UNIT}",
     ]
     return "\n".join(p for p in parts if p) + "\n"
+
+
+def missing_image_hint(image_uri: str, backend: str) -> str:
+    """For an image the app does not build: where it has to come from."""
+    if ".dkr.ecr." in image_uri.split("/", 1)[0]:
+        return f"push it to this account's ECR, or deploy with -c {backend}.image=URI"
+    return f"check the image name, or deploy with -c {backend}.image=URI"

@@ -13,10 +13,10 @@ from constructs import Construct
 
 from catalog import BackendKind
 from catalog.config import StackConfig
-from inference_constructs import VllmSageMakerEndpoint
 from inference_constructs.image_build import ImageBuild, image_build_for
 from inference_constructs.sagemaker_options import AsyncEndpoint, BatchModel, ServerlessEndpoint, options_bucket
 from inference_constructs.stack_marker import StackMarker
+from inference_constructs.vllm_endpoint import VllmSageMakerEndpoint
 
 # Endpoint names the runner describes, invokes and (after the time-to-live) recreates.
 ENDPOINT_PREFIX = "inference-"

@@ -14,7 +14,6 @@ from constructs import Construct
 from catalog import Accelerator, Architecture
 from catalog.backends import ModelArgument
 from catalog.config import BackendConfig, StackConfig
-from inference_constructs import ModelServer, SsmOnlyNetwork
 from inference_constructs.image_build import (
     IMAGES_DIR,
     REPOSITORY_PREFIX,
@@ -23,6 +22,8 @@ from inference_constructs.image_build import (
     image_build_for,
 )
 from inference_constructs.in_region import InRegionBench
+from inference_constructs.model_server import ModelServer
+from inference_constructs.ssm_only_network import SsmOnlyNetwork
 from inference_constructs.stack_marker import StackMarker
 
 ECR_PREFIX = "ecr:"

@@ -69,13 +69,18 @@ def pytest_unconfigure(config):
         background.stop()
 
 
+# tests/cdk's session fixtures over the one synthesis of the app (tests/cdk/conftest.py).
+SYNTHESIS = {"synthesized", "assembly", "app_stacks", "templates"}
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the groups into node ids
 def pytest_collection_modifyitems(config, items):
     """Side by side under xdist (`--dist loadgroup`): the vLLM tier in one group (one worker talks
     to its one server), the emulator tests that share one deployment (`deployed`) in one group
     (moto's state is per process and those tests run in order on it; every other emulator test
-    empties its worker's emulator first, so it may run anywhere), the tests of the embedded model in one; every other test
-    goes wherever a worker is free."""
+    empties its worker's emulator first, so it may run anywhere), the tests of the embedded model in one,
+    the tests over tests/cdk's synthesis of the app and of every option in one, the report page's in
+    one; every other test goes wherever a worker is free."""
     for item in items:
         path = str(item.fspath).replace("\\", "/")
         if "/tests/vllm/" in path:
@@ -84,6 +89,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(f"emulator-{Path(path).stem}"))
         elif "local_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("llama-cpp"))  # one embedded server, not one per worker
+        elif "/tests/cdk/" in path and (
+            SYNTHESIS & set(getattr(item, "fixturenames", ())) or path.endswith("/test_options.py")
+        ):
+            # tests/cdk's one synthesis of the app, and test_options' of every option: made once.
+            item.add_marker(pytest.mark.xdist_group("cdk-synthesis"))
+        elif path.endswith("/tests/runner/test_html_report.py"):
+            item.add_marker(pytest.mark.xdist_group("html-report"))  # its evidence and page, made once
     # The longest first (xdist hands out work in this order): the emulator flows, then the vLLM tier,
     # then the many short tests that fill the gaps. Stable, so each module keeps its own order.
     items.sort(

@@ -13,11 +13,11 @@ import pytest
 
 from catalog import Accelerator
 from catalog.backends import ModelArgument
-from inference_constructs.model_server import missing_image_hint
 from inference_constructs.user_data import (
     NO_RESTART_EXIT,
     ServerBoot,
     container_args,
+    missing_image_hint,
     render_boot_script,
     server_unit,
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -164,11 +165,26 @@ def run_app(
     ],
 )
 def test_app_stops_with_one_line_on_bad_input(tmp_path, context, message):
-    result = run_app(tmp_path, **context)
-    assert result.returncode == 2
-    lines = [line for line in result.stderr.splitlines() if line.strip() and "!!" not in line]
-    assert lines == [lines[0]] and lines[0].startswith(message), result.stderr
-    assert "Traceback" not in result.stderr
+    returncode, stderr = run_app_here(tmp_path, **context)
+    assert returncode == 2
+    lines = [line for line in stderr.splitlines() if line.strip() and "!!" not in line]
+    assert lines == [lines[0]] and lines[0].startswith(message), stderr
+    assert "Traceback" not in stderr
+
+
+def run_app_here(tmp_path: Path, **extra_context) -> tuple[int, str]:
+    """app.py as `__main__` in this process, as the emulator's synth server runs it (the same
+    environment as `run_app`; its exit status as the interpreter's): no second Python, aws_cdk
+    and the jsii runtime already loaded. `tests/emulator/test_synth_server.py` holds that way of
+    running to an app process of its own; the switches below run in one."""
+    from tests.emulator.synth_server import run_app as run_in_this_process
+
+    env = CLI_ENV | {"CDK_CONTEXT_JSON": json.dumps(cdk_json_context() | extra_context), "CDK_OUTDIR": str(tmp_path)}
+    streams = [tmp_path / name for name in ("stdin", "stdout", "stderr")]
+    fds = [os.open(path, os.O_RDWR | os.O_CREAT) for path in streams]
+    request = {"argv": [str(ROOT / "app.py")], "env": env, "cwd": str(ROOT), "fds": [0, 1, 2]}
+    returncode = run_in_this_process(request, fds)  # closes the fds
+    return returncode, streams[2].read_text()
 
 
 @pytest.mark.parametrize("name", ["INFERENCE_CDK_NAG", "INFERENCE_CDK_VALIDATION"])
@@ -179,9 +195,10 @@ def test_the_nag_and_validation_switches_take_on_or_off_only(tmp_path, name):
 
 
 def test_cli_synth_with_validation(tmp_path):
-    """One real synth through the pinned CLI, with the built-in CloudFormation validation on."""
+    """One real synth through the pinned CLI, with the built-in CloudFormation validation on
+    (cdk-nag off: the session's synthesis runs it on the same templates)."""
     out = tmp_path / "cdk.out"
-    result = cdk(["synth", "--quiet", "--output", str(out)], timeout_s=300)
+    result = cdk(["synth", "--quiet", "--output", str(out)], env={"INFERENCE_CDK_NAG": "off"}, timeout_s=300)
     assert result.returncode == 0, result.output
     stacks = sorted(p.name.removesuffix(".template.json") for p in out.glob("*.template.json"))
     assert stacks == [

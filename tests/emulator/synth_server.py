@@ -56,8 +56,10 @@ def caller_context() -> dict:
     return context
 
 
-def give_app_the_callers_environment() -> None:
-    """App's output folder and context from the call's environment (the runtime's is the server's)."""
+@contextlib.contextmanager
+def app_reads_the_callers_environment():
+    """App's output folder and context from the call's environment (the runtime's is the server's),
+    for the length of one call."""
     import aws_cdk
 
     original = aws_cdk.App.__init__
@@ -72,6 +74,10 @@ def give_app_the_callers_environment() -> None:
         original(self, **props)
 
     aws_cdk.App.__init__ = __init__
+    try:
+        yield
+    finally:
+        aws_cdk.App.__init__ = original
 
 
 @contextlib.contextmanager
@@ -110,11 +116,14 @@ def as_the_caller(request: dict, fds: list[int]):
         sys.argv, sys.path[:] = saved_argv, saved_path
 
 
-def run_app(request: dict, fds: list[int], packages: set[str]) -> int:
-    """One call: its app as `__main__`, the project's modules imported afresh."""
-    for name in [m for m in sys.modules if m.split(".", 1)[0] in packages]:
+def run_app(request: dict, fds: list[int], fresh: set[str] | frozenset[str] = frozenset()) -> int:
+    """One call: its app as `__main__`, the packages named in `fresh` imported afresh (the
+    server's: the project's; a test process keeps its own)."""
+    for name in [m for m in sys.modules if m.split(".", 1)[0] in fresh]:
         del sys.modules[name]
-    with as_the_caller(request, fds) as app:
+    # App patched first: importing aws_cdk starts the jsii runtime, which must take this process's
+    # environment, never a caller's (it would keep that call's context and output folder for good).
+    with app_reads_the_callers_environment(), as_the_caller(request, fds) as app:
         try:
             runpy.run_path(str(app), run_name="__main__")
             return 0
@@ -130,7 +139,6 @@ def run_app(request: dict, fds: list[int], packages: set[str]) -> int:
 def serve(path: str) -> None:
     import aws_cdk  # noqa: F401  the import and the jsii runtime's start, once
 
-    give_app_the_callers_environment()
     packages = project_packages()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
