@@ -563,7 +563,9 @@ def test_neuron_image_can_be_built_from_the_images_folder(tmp_path):
 
 def with_bytecode(source, target):
     """A copy of an images folder with what importing its Python files writes beside them."""
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    from inference_constructs.image_build import SOURCE_EXCLUDE
+
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(*SOURCE_EXCLUDE))
     (target / "__pycache__").mkdir(exist_ok=True)
     (target / "__pycache__" / "module.cpython-311.pyc").write_bytes(b"\x00bytecode")
     (target / "stray.pyc").write_bytes(b"\x00bytecode")
@@ -576,7 +578,7 @@ def test_bytecode_caches_change_no_image_tag_and_are_not_uploaded(tmp_path, monk
     import aws_cdk as cdk
 
     from catalog import Architecture
-    from inference_constructs.image_build import IMAGES_DIR, ImageBuild
+    from inference_constructs.image_build import IMAGES_DIR, SOURCE_EXCLUDE, ImageBuild
     from tests.cdk.conftest import cdk_json_context, synth
 
     def tag(folder):
@@ -584,7 +586,7 @@ def test_bytecode_caches_change_no_image_tag_and_are_not_uploaded(tmp_path, monk
         return ImageBuild(stack, "Build", folder=folder, architecture=Architecture.ARM64, timeout_hours=1).tag
 
     clean = tmp_path / "clean" / "vllm-sm75"
-    shutil.copytree(IMAGES_DIR / "vllm-sm75", clean, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(IMAGES_DIR / "vllm-sm75", clean, ignore=shutil.ignore_patterns(*SOURCE_EXCLUDE))
     imported = with_bytecode(clean, tmp_path / "imported" / "vllm-sm75")
     assert tag(imported) == tag(clean)
 

@@ -32,11 +32,11 @@ import sys
 import traceback
 from pathlib import Path
 
+from runner.core.files import PROJECT_ROOT
 from tests.host.aws_cli import CliServer, cli_stdio, exit_code, receive_request
 
 SOCKET_ENV = "INFERENCE_SYNTH_SOCKET"
 SWITCH_ENV = "INFERENCE_SYNTH_SERVER"
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CLIENT = Path(__file__).with_name("synth_client.py")
 # What aws-cdk-lib's App reads from the jsii runtime's environment (aws-cdk-lib core/lib/app.js).
 APP_ENV = ("CDK_OUTDIR", "CDK_CONTEXT_JSON", "CONTEXT_OVERFLOW_LOCATION_ENV", "CDK_ERROR_FILE")
@@ -129,9 +129,7 @@ def run_app(request: dict, fds: list[int], fresh: set[str] | frozenset[str] = fr
             return 0
         except SystemExit as stop:
             return exit_code(stop.code)
-        except KeyboardInterrupt:
-            return 130
-        except BaseException:  # what an uncaught exception does to a Python process
+        except Exception:  # what an uncaught error does to a Python process (Ctrl-C goes on up)
             traceback.print_exc()
             return 1
 

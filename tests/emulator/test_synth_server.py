@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from runner.cloud.cdk_cli import CLI_DIR_ENV, cdk
+from runner.core.files import PROJECT_ROOT
 from tests.emulator.cdk_cycle import cli_folder
-from tests.emulator.synth_server import CLIENT, PROJECT_ROOT, SOCKET_ENV
+from tests.emulator.synth_server import CLIENT, SOCKET_ENV
 
 pytestmark = pytest.mark.emulator
 APP = PROJECT_ROOT / "app.py"
