@@ -5,11 +5,13 @@ process, nothing of one call reaches the next, and the loopback guard holds in e
 
 from __future__ import annotations
 
+import array
 import contextlib
 import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -168,6 +170,48 @@ def test_timeout_ctrl_c_and_a_killed_caller_end_the_call(cli_server, tmp_path, m
         while children(cli_server) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert children(cli_server) == []  # the call died with its caller
+
+
+def raw_call(path: str, request: dict, fds: list[int]) -> socket.socket:
+    """A caller's first steps of tests/host/aws_client.py's protocol: the request and its fds sent."""
+    body = json.dumps(request).encode()
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(path)
+    conn.sendmsg([struct.pack(">I", len(body)) + body], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+    return conn
+
+
+def test_a_caller_leaving_as_its_call_ends_leaves_the_server_serving(cli_server, tmp_path):
+    """Both in one batch of the server's events, the child's end first: that once ended the
+    server (its callers then ran the CLI themselves, and nothing failed but the checks below)."""
+    assert cli_server.process is not None
+    path = cli_server.env()[SOCKET_ENV]
+    request = {"argv": ["ssm", "get-parameter", "--name", "/x", "--cli-read-timeout", "60"], "cwd": str(tmp_path)}
+    request |= {"umask": 0o022, "fds": [0, 1, 2], "ignored": []}
+    with open(os.devnull, "r+b") as null, in_flight() as (hole, url):
+        conn = raw_call(path, request | {"env": host_env(url, tmp_path)}, [null.fileno()] * 3)
+        child = json.loads(conn.makefile().readline())["pid"]
+        hole.accept()  # the call is in flight
+        os.kill(cli_server.process.pid, signal.SIGSTOP)
+        try:
+            os.kill(child, signal.SIGKILL)  # the child ends ...
+            deadline = time.monotonic() + 10
+            while Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            conn.close()  # ... and then its caller goes, before the server sees either
+        finally:
+            os.kill(cli_server.process.pid, signal.SIGCONT)
+    with open(os.devnull, "r+b") as null:
+        conn = raw_call(
+            path,
+            request | {"argv": ["--version"], "env": host_env("http://127.0.0.1:9", tmp_path)},
+            [null.fileno()] * 3,
+        )
+        with conn, conn.makefile() as answers:
+            assert "pid" in json.loads(answers.readline())
+            assert json.loads(answers.readline()) == {"exit": 0}
+    assert cli_server.process.poll() is None
 
 
 def test_the_loopback_guard_holds_in_every_call(cli_server, moto_url, tmp_path, guard_log):

@@ -248,7 +248,8 @@ class Server:
             os._exit(code)
 
     def read(self, call: Call) -> None:
-        assert call.conn is not None
+        if call.conn is None:  # its caller's connection was closed by an event earlier in this batch
+            return
         try:
             data = call.conn.recv(4096)
         except OSError:
@@ -278,6 +279,9 @@ class Server:
         if call.conn is not None:
             self.selector.unregister(call.conn)
             call.conn.close()
+            # The same batch of events may still hold its caller's connection (the caller left as
+            # the child ended): that event finds it closed and leaves it.
+            call.conn = None
         del self.calls[call.pid]
 
 
@@ -331,7 +335,8 @@ class CliServer:
             return
         assert self.process is not None and self.process.stdout is not None
         if self.process.stdout.readline().strip() != b"ready":
-            self.stop()
+            with contextlib.suppress(RuntimeError):  # said below, with its log
+                self.stop()
             raise RuntimeError(f"the {self.NAME} server did not start: {self.log.read_text()[-2000:]}")
 
     def env(self) -> dict[str, str]:
@@ -341,9 +346,21 @@ class CliServer:
         with self.lock:
             if self.process is None:
                 self.start().wait_ready()
+        self.raise_if_ended()
         return {self.SOCKET_ENV: self.path}
 
+    def raise_if_ended(self) -> None:
+        """A server that ended on its own fails the test that meets it: its callers would go on
+        without it (each runs the real thing itself), and the fault would never show."""
+        if self.process is not None and self.process.poll() is not None:
+            raise RuntimeError(
+                f"the {self.NAME} server ended on its own (exit status {self.process.returncode}): "
+                f"{self.log.read_text(errors='replace')[-2000:]}"
+            )
+
     def stop(self) -> None:
+        """Ends it; raises (after the clean-up) when it had already ended on its own."""
+        ended_early = self.process is not None and self.process.poll() is not None
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
@@ -357,6 +374,8 @@ class CliServer:
             os.unlink(self.path)
         with contextlib.suppress(OSError):
             self.folder.rmdir()
+        if ended_early:
+            self.raise_if_ended()
 
 
 def main() -> int:
