@@ -10,7 +10,10 @@ session, credentials, the service models and every request are made in the child
 caller's environment, as in a CLI process of its own; nothing a call makes outlives it, and each
 child starts from the server's state as it was before any call. What `awscli/__init__.py` and the
 `aws` script do with the environment at import time (AWS_DATA_PATH, LC_CTYPE) is done again in
-the child with the caller's.
+the child with the caller's. The model files of the services the hosts call (PARSED_SERVICES) are
+parsed once in the server too, and a call's loader is answered from that parse for the same path
+(0.18 → 0.12 CPU-s a call, over 40 ssm and ecr calls); the CLI and botocore
+only read a loaded model, as each loader's own cache already shares one between its clients.
 
 `tests/host/bin/aws` is the caller (it runs `aws_client.py`): first on a host's PATH, it hands its call to the server named
 by AWS_CLI_SERVER (and runs the real CLI itself when there is none), forwards the signals it gets
@@ -378,11 +381,54 @@ class CliServer:
             self.raise_if_ended()
 
 
+# The services the boot scripts, buildspecs and the in-region kit call: their model files are
+# parsed here once, before any call (and sdb's, which the CLI reads on every call).
+PARSED_SERVICES = ("s3", "ssm", "ecr", "autoscaling", "codebuild", "secretsmanager", "sts", "sdb")
+PARSED_DATA = ("endpoints", "partitions", "sdk-default-configuration", "_retry", "cli")
+
+
+def parse_models_once() -> None:
+    """botocore's JSON file loader answers the model files of PARSED_SERVICES from what it parsed
+    here (the same bytes' parse, by path); any other file it reads from disk as ever. A loaded
+    model is only read by botocore and the CLI, as its own loader's cache already shares one."""
+    import botocore.exceptions
+    import botocore.loaders
+    import botocore.session
+
+    parsed: dict[str, object] = {}
+    read_from_disk = botocore.loaders.JSONFileLoader.load_file
+
+    def load_file(self: object, file_path: str) -> object:
+        if file_path in parsed:
+            return parsed[file_path]
+        return read_from_disk(self, file_path)
+
+    def remember(self: object, file_path: str) -> object:
+        data = read_from_disk(self, file_path)
+        if data is not None:
+            parsed[file_path] = data
+        return data
+
+    botocore.loaders.JSONFileLoader.load_file = remember  # type: ignore[method-assign]
+    import awscli.clidriver
+
+    loader = awscli.clidriver.create_clidriver().session.get_component("data_loader")
+    for name in PARSED_DATA:
+        with contextlib.suppress(botocore.exceptions.DataNotFoundError):
+            loader.load_data(name)
+    for service in PARSED_SERVICES:
+        for kind in ("service-2", "paginators-1", "waiters-2", "endpoint-rule-set-1"):
+            with contextlib.suppress(botocore.exceptions.DataNotFoundError):
+                loader.load_service_model(service, kind)
+    botocore.loaders.JSONFileLoader.load_file = load_file  # type: ignore[method-assign]
+
+
 def main() -> int:
     (path,) = sys.argv[1:]
     import awscli.clidriver  # what every call imports first
     import awscli.handlers  # noqa: F401  and what its driver loads
 
+    parse_models_once()
     server = Server(path)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
