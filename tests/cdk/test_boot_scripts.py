@@ -338,6 +338,42 @@ def test_compiled_graphs_are_kept_and_a_replaced_instance_restores_them(host):
     assert not [c for c in calls if c.startswith("docker push")]
 
 
+def test_a_recorded_pid_that_now_names_another_process_is_left_alone(host):
+    """The stand-ins' supervisors and containers are signalled by pid and start time: a number on
+    record whose process is gone may name another test's process by then (the suite wraps pid_max
+    several times a run), and a crash loop's `docker rm -f` or a host's shutdown must not stop it."""
+    import signal
+    import subprocess
+
+    from tests.host import processes
+
+    machine = host(boot_config(), HostOptions(gpu=False))  # stops at boot: its unit is on record
+    wait_for(machine, lambda s: bool(s) and s[-1].get("stopped") is True)
+    # Another process, a group leader as supervisors and servers are, under a number on record.
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        started = processes.start_time(other.pid)
+        assert started is not None
+        stale = f"{other.pid} {started - 1}"  # the number, with the start time of its earlier process
+        with (machine.state / "supervisors").open("a") as record:
+            record.write(stale + "\n")
+        unit = machine.state / "units" / "inference-server.service.json"
+        unit.write_text(json.dumps(json.loads(unit.read_text()) | {"supervisor": stale}))
+        (machine.state / "containers" / "inference-server").mkdir(parents=True, exist_ok=True)
+        (machine.state / "containers" / "inference-server" / "pid").write_text(stale)
+        for command in ("docker rm -f inference-server", "systemctl stop inference-server.service"):
+            assert machine.run(command).returncode == 0
+        machine.shutdown()
+        assert other.poll() is None  # untouched by all three
+        assert processes.running(other.pid, started)
+        # And by its own record it is signalled (the check is live, not a refusal of every pid).
+        assert processes.signal_process(other.pid, started, signal.SIGTERM)
+        assert other.wait(timeout=10) == -signal.SIGTERM
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_boot_script_is_valid_bash():
     import subprocess
 

@@ -20,7 +20,6 @@ Every call is appended to $HOST_STATE/calls.log.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
@@ -32,6 +31,8 @@ import sys
 import tarfile
 import time
 from pathlib import Path
+
+from tests.host import processes
 
 STATE = Path(os.environ.get("HOST_STATE", "/tmp/host"))
 REGISTRY = Path(os.environ.get("REGISTRY_DIR", STATE / "registry"))
@@ -147,7 +148,7 @@ def run(argv: list[str]) -> int:
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    (folder / "pid").write_text(str(process.pid))
+    (folder / "pid").write_text(processes.record(process.pid))
     deadline = time.monotonic() + 30
     while not port_file.exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -182,8 +183,9 @@ def compile_graphs(cache: Path, log) -> None:
 def stop(name: str) -> int:
     pid_file = container_dir(name) / "pid"
     if pid_file.exists():
-        with contextlib.suppress(ProcessLookupError, ValueError):
-            os.kill(int(pid_file.read_text()), signal.SIGTERM)
+        found = processes.parse(pid_file.read_text())
+        if found is not None:
+            processes.signal_process(*found, signal.SIGTERM)
         pid_file.unlink(missing_ok=True)
     return 0
 

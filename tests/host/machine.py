@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.host import processes
+
 BIN = Path(__file__).with_name("bin")
 PROJECT = Path(__file__).resolve().parents[2]
 GUARD = PROJECT / "tests" / "loopback"
@@ -44,6 +46,7 @@ class Host:
     env: dict[str, str]
     options: HostOptions = field(default_factory=HostOptions)
     boot_process: subprocess.Popen | None = None
+    boot_record: str = ""
 
     @property
     def state(self) -> Path:
@@ -93,6 +96,7 @@ class Host:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
+        self.boot_record = processes.record(self.boot_process.pid)
         return self.boot_process
 
     def run(self, commands: str, timeout_s: float = 60) -> subprocess.CompletedProcess:
@@ -106,9 +110,11 @@ class Host:
             check=False,
         )
 
-    def supervisors(self) -> list[int]:
+    def supervisors(self) -> list[tuple[int, int]]:
+        """Every unit supervisor this host started (pid and start time: tests/host/processes.py)."""
         path = self.state / "supervisors"
-        return [int(p) for p in path.read_text().split()] if path.exists() else []
+        lines = path.read_text().splitlines() if path.exists() else []
+        return [found for found in map(processes.parse, lines) if found is not None]
 
     def shutdown(self, timeout_s: float = 10) -> None:
         """What AWS does to a terminated instance: the units stop, then everything ends."""
@@ -117,11 +123,11 @@ class Host:
             subprocess.run(
                 [str(BIN / "systemctl"), "stop", unit], env=env, check=False, timeout=timeout_s, capture_output=True
             )
-        groups = [*self.supervisors(), *([self.boot_process.pid] if self.boot_process else [])]
+        boot = processes.parse(self.boot_record)
+        groups = [*self.supervisors(), *([boot] if boot else [])]
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            for pgid in groups:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pgid, sig)
+            for leader, started in groups:
+                processes.signal_group(leader, started, sig)
             if sig == signal.SIGTERM:
                 time.sleep(0.2)
         if self.boot_process:

@@ -16,7 +16,6 @@ Delays are multiplied by INFERENCE_TIME_SCALE. State lives in $HOST_STATE/units.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -25,6 +24,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.host import processes
 
 ROOT = Path(os.environ.get("INFERENCE_ROOT", "/"))
 STATE = Path(os.environ.get("HOST_STATE", ROOT / "host"))
@@ -94,18 +95,10 @@ def write_state(name: str, **changes: object) -> None:
     partial.replace(state_file(name))
 
 
-def alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    with contextlib.suppress(OSError):
-        # A zombie is not running.
-        status = Path(f"/proc/{pid}/stat").read_text().split()[2]
-        return status != "Z"
-    return True
+def supervisor_alive(state: dict) -> bool:
+    """The unit's supervisor on record still runs (tests/host/processes.py: by pid and start time)."""
+    found = processes.parse(state.get("supervisor") or "")
+    return found is not None and processes.running(*found)
 
 
 def executable(command: str) -> list[str]:
@@ -125,7 +118,7 @@ def journal(name: str):
 
 def start(name: str) -> None:
     state = read_state(name)
-    if alive(state.get("supervisor")):
+    if supervisor_alive(state):
         return
     log = journal(name)
     process = subprocess.Popen(
@@ -135,21 +128,21 @@ def start(name: str) -> None:
         stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
-    write_state(name, state="activating", supervisor=process.pid)
+    supervisor = processes.record(process.pid)
+    write_state(name, state="activating", supervisor=supervisor)
     with (STATE / "supervisors").open("a") as record:
-        record.write(f"{process.pid}\n")
+        record.write(f"{supervisor}\n")
 
 
 def stop(name: str, timeout_s: float = 30) -> None:
-    pid = read_state(name).get("supervisor")
-    if alive(pid):
-        os.kill(pid, signal.SIGTERM)
+    state = read_state(name)
+    found = processes.parse(state.get("supervisor") or "")
+    if found is not None and processes.signal_process(*found, signal.SIGTERM):
         deadline = time.monotonic() + timeout_s
-        while alive(pid) and time.monotonic() < deadline:
+        while processes.running(*found) and time.monotonic() < deadline:
             time.sleep(0.02)
-        if alive(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
+        if processes.running(*found):
+            processes.signal_group(*found, signal.SIGKILL)
     if read_state(name).get("state") not in ("failed",):
         write_state(name, state="inactive")
 
