@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -97,13 +98,26 @@ def process_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return False
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    if sys.platform.startswith("linux") and cmdline.exists():
+    line = command_line(pid)
+    return line is not None and SESSION_RESPONSE_VARIABLE in line
+
+
+def command_line(pid: int) -> str | None:
+    """The process's command line: /proc on Linux, `ps` elsewhere (macOS has no /proc; `-ww`, or
+    it cuts the line at the terminal's width, the marker with it); None when neither can tell
+    (then the number is not taken for a plugin of ours)."""
+    if sys.platform.startswith("linux"):
         try:
-            return SESSION_RESPONSE_VARIABLE.encode() in cmdline.read_bytes()
+            return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
-            return False
-    return True
+            return None
+    try:
+        listed = subprocess.run(
+            ["ps", "-ww", "-p", str(pid), "-o", "command="], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return listed.stdout if listed.returncode == 0 and listed.stdout.strip() else None
 
 
 def live_forwards(path: Path | None = None) -> list[Forward]:

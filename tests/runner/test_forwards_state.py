@@ -53,7 +53,10 @@ def forward_entry(pid: int, port: int = 18001) -> Forward:
     return Forward("g6", pid, port, 8000, "i-0123", "us-east-1", "s-1", "2026-11-30T00:00:00Z", "log", G6_OUTPUT)
 
 
-def test_only_live_plugin_processes_count(plugin_like):
+@pytest.mark.parametrize("platform", ["linux", "darwin"])
+def test_only_live_plugin_processes_count(plugin_like, platform, monkeypatch):
+    """By /proc on Linux, by POSIX `ps` where there is none (macOS): the same answer."""
+    monkeypatch.setattr(sys, "platform", platform)
     finished = subprocess.Popen([sys.executable, "-c", "pass", SESSION_RESPONSE_VARIABLE])
     finished.wait()
     # This test's own process is alive but is not a plugin (a reused PID must not count).
