@@ -5,7 +5,9 @@ run the same scripts against moto with the real AWS CLI; these cover every path 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import time
 from pathlib import Path
 
@@ -363,6 +365,7 @@ def test_a_recorded_pid_that_now_names_another_process_is_left_alone(host):
         (machine.state / "containers" / "inference-server" / "pid").write_text(stale)
         for command in ("docker rm -f inference-server", "systemctl stop inference-server.service"):
             assert machine.run(command).returncode == 0
+            assert other.poll() is None, command
         machine.shutdown()
         assert other.poll() is None  # untouched by all three
         assert processes.running(other.pid, started)
@@ -372,6 +375,41 @@ def test_a_recorded_pid_that_now_names_another_process_is_left_alone(host):
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_group_whose_leader_has_gone_is_signalled_only_in_the_hosts_own_members(host):
+    """A recorded leader gone, its number may be another group's by now (that group's leader gone
+    too, its members left): a host's shutdown stops only members that carry the host's marker."""
+    import subprocess
+
+    from tests.host import processes
+
+    machine = host(boot_config(), HostOptions(gpu=False))
+    wait_for(machine, lambda s: bool(s) and s[-1].get("stopped") is True)
+    own_env = machine.environment()
+    groups = []
+    for env in (None, own_env):  # another test's group, then one of this host's
+        leader = subprocess.Popen(
+            ["bash", "-c", "sleep 60 & echo $!"], stdout=subprocess.PIPE, text=True, start_new_session=True, env=env
+        )
+        member = int(leader.stdout.readline())
+        leader.wait()  # the leader gone and reaped: only its member holds the group's number
+        groups.append((leader.pid, member, processes.start_time(member)))
+    try:
+        for leader, _, _ in groups:
+            with (machine.state / "supervisors").open("a") as record:
+                record.write(f"{leader} 1\n")  # the number, with some earlier process's start time
+        machine.shutdown()
+        (_, foreign, foreign_start), (_, own, own_start) = groups
+        assert processes.running(foreign, foreign_start)  # not this host's: left running
+        deadline = time.monotonic() + 10
+        while processes.running(own, own_start) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not processes.running(own, own_start)  # this host's: stopped with it
+    finally:
+        for _, member, _ in groups:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(member, 9)
 
 
 def test_boot_script_is_valid_bash():

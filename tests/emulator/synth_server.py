@@ -153,7 +153,7 @@ def serve(path: str) -> None:
             continue
         with conn:
             try:
-                request, fds = receive_request(conn)
+                request, fds, _signals = receive_request(conn)  # a synth is not stopped by a signal
             except (OSError, ValueError, ConnectionError):
                 continue
             code = run_app(request, fds, packages)

@@ -9,6 +9,7 @@ import array
 import contextlib
 import json
 import os
+import select
 import signal
 import socket
 import struct
@@ -212,6 +213,40 @@ def test_a_caller_leaving_as_its_call_ends_leaves_the_server_serving(cli_server,
             assert "pid" in json.loads(answers.readline())
             assert json.loads(answers.readline()) == {"exit": 0}
     assert cli_server.process.poll() is None
+
+
+def test_a_caller_leaving_mid_request_gets_its_descriptors_back_and_a_signal_sent_with_it_is_kept(cli_server, tmp_path):
+    """Held by the server, a caller's stdout pipe would never reach its reader's EOF (a boot
+    script's `$(aws ...)` would hang); a `signal N` line in the request's own read is no less one."""
+    path = cli_server.env()[SOCKET_ENV]
+    read_end, write_end = os.pipe()
+    try:
+        body = json.dumps({"argv": ["--version"], "env": {}, "cwd": str(tmp_path)}).encode()
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(path)
+        whole = struct.pack(">I", len(body)) + body
+        conn.sendmsg([whole[:-1]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [write_end] * 3))])
+        os.close(write_end)
+        write_end = -1
+        conn.close()  # gone before the request was whole
+        ready, _, _ = select.select([read_end], [], [], 10)
+        assert ready and os.read(read_end, 1) == b""  # EOF: no copy of the write end is left open
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+    request = {"argv": ["ssm", "get-parameter", "--name", "/x", "--cli-read-timeout", "60"], "cwd": str(tmp_path)}
+    request |= {"umask": 0o022, "fds": [0, 1, 2], "ignored": []}
+    with open(os.devnull, "r+b") as null, in_flight() as (_, url):
+        body = json.dumps(request | {"env": host_env(url, tmp_path)}).encode()
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(path)
+        message = struct.pack(">I", len(body)) + body + b"signal 15\n"  # in the same write
+        conn.sendmsg([message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [null.fileno()] * 3))])
+        conn.settimeout(15)
+        with conn, conn.makefile() as answers:
+            assert "pid" in json.loads(answers.readline())
+            assert json.loads(answers.readline()) == {"signal": signal.SIGTERM}
 
 
 def test_the_loopback_guard_holds_in_every_call(cli_server, moto_url, tmp_path, guard_log):

@@ -12,8 +12,8 @@ child starts from the server's state as it was before any call. What `awscli/__i
 `aws` script do with the environment at import time (AWS_DATA_PATH, LC_CTYPE) is done again in
 the child with the caller's. The model files of the services the hosts call (PARSED_SERVICES) are
 parsed once in the server too, and a call's loader is answered from that parse for the same path
-(0.18 → 0.12 CPU-s a call, over 40 ssm and ecr calls); the CLI and botocore
-only read a loaded model, as each loader's own cache already shares one between its clients.
+(0.18 → 0.12 CPU-s a call, over 40 ssm and ecr calls); what botocore writes into a loaded model
+it writes the same every time, and a child writes only its own copy.
 
 `tests/host/bin/aws` is the caller (it runs `aws_client.py`): first on a host's PATH, it hands its call to the server named
 by AWS_CLI_SERVER (and runs the real CLI itself when there is none), forwards the signals it gets
@@ -43,6 +43,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from tests.host.aws_client import FORWARDED  # the signals a caller forwards
 
 SOCKET_ENV = "AWS_CLI_SERVER"
 # `off`: no server; every call starts a CLI process of its own (to compare, or to rule it out).
@@ -142,21 +144,31 @@ class Call:
             signal.pidfd_send_signal(self.pidfd, sig)
 
 
-def receive_request(conn: socket.socket) -> tuple[dict, list[int]]:
+def receive_request(conn: socket.socket) -> tuple[dict, list[int], bytes]:
+    """A caller's request, the file descriptors that came with it, and what it sent after it (its
+    first `signal N` lines may come in the same read). The descriptors are closed if the request
+    never comes whole: held, a caller's stdout pipe would never reach its reader's EOF."""
     conn.settimeout(10)
     fds = array.array("i")
-    data, ancillary, _flags, _addr = conn.recvmsg(65536, socket.CMSG_SPACE(3 * fds.itemsize))
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-    while len(data) < 4 or len(data) < 4 + struct.unpack(">I", data[:4])[0]:
-        more = conn.recv(65536)
-        if not more:
-            raise ConnectionError("the caller left before its request was whole")
-        data += more
-    (size,) = struct.unpack(">I", data[:4])
+    try:
+        data, ancillary, _flags, _addr = conn.recvmsg(65536, socket.CMSG_SPACE(3 * fds.itemsize))
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+        while len(data) < 4 or len(data) < 4 + struct.unpack(">I", data[:4])[0]:
+            more = conn.recv(65536)
+            if not more:
+                raise ConnectionError("the caller left before its request was whole")
+            data += more
+        (size,) = struct.unpack(">I", data[:4])
+        request = json.loads(data[4 : 4 + size])
+    except BaseException:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        raise
     conn.settimeout(None)
-    return json.loads(data[4 : 4 + size]), list(fds)
+    return request, list(fds), data[4 + size :]
 
 
 class Server:
@@ -174,44 +186,58 @@ class Server:
     def serve(self) -> None:
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        while not self.stopping and os.getppid() == self.parent:  # it ends with the test process
-            for key, _ in self.selector.select(timeout=1):
-                kind, call = key.data
-                if kind == "accept":
-                    self.accept()
-                elif kind == "exited":
-                    self.reap(call)
-                else:
-                    self.read(call)
-        for call in list(self.calls.values()):
-            call.kill(signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
+        try:
+            while not self.stopping and os.getppid() == self.parent:  # it ends with the test process
+                for key, _ in self.selector.select(timeout=1):
+                    kind, call = key.data
+                    if kind == "accept":
+                        self.accept()
+                    elif kind == "exited":
+                        self.reap(call)
+                    else:
+                        self.read(call)
+        finally:  # even on a fault of its own (CliServer.raise_if_ended says it): no call outlives it
+            for call in list(self.calls.values()):
+                call.kill(signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
 
     def _stop(self, *_: object) -> None:
         self.stopping = True
 
     def accept(self) -> None:
-        conn, _ = self.listener.accept()
         try:
-            request, fds = receive_request(conn)
+            conn, _ = self.listener.accept()
+        except OSError:  # the caller gave up already, or no descriptor is left for it now
+            return
+        try:
+            request, fds, after = receive_request(conn)
         except (OSError, ValueError, ConnectionError):
             conn.close()
             return
+        # Signals held from the fork until the child has set its own handlers: one forwarded
+        # early (it may have come with the request) then reaches the call as it would a CLI's.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
         try:
             pid = os.fork()
             if pid == 0:
-                self.child(conn, request, fds)  # never returns
+                self.child(conn, request, fds, held)  # never returns
+        except OSError:  # no fork: the caller sees its connection end, as a CLI that could not start
+            conn.close()
+            return
         finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             for fd in fds:
                 os.close(fd)
         call = Call(conn, pid)
+        call.pending = after
         self.calls[pid] = call
         self.selector.register(call.pidfd, selectors.EVENT_READ, ("exited", call))
         self.selector.register(conn, selectors.EVENT_READ, ("caller", call))
         call.answer({"pid": pid})
+        self.forward_signals(call)  # any that came with the request
 
-    def child(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
+    def child(self, conn: socket.socket, request: dict, fds: list[int], held: set[signal.Signals]) -> None:
         code = 1
         try:
             # Nothing of the server's survives into the call: its sockets closed (as objects, so
@@ -230,6 +256,7 @@ class Server:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             for signum in request.get("ignored", []):
                 signal.signal(signum, signal.SIG_IGN)
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             # The caller's standard streams, as it had them (one it had closed stays closed).
             received = dict(zip(request.get("fds", [0, 1, 2]), fds, strict=False))
             for target in (0, 1, 2):
@@ -265,10 +292,14 @@ class Server:
             call.kill(signal.SIGKILL)
             return
         call.pending += data
+        self.forward_signals(call)
+
+    def forward_signals(self, call: Call) -> None:
+        """The whole `signal N` lines the caller has sent so far (any other line is no request)."""
         while b"\n" in call.pending:
             line, call.pending = call.pending.split(b"\n", 1)
             words = line.split()
-            if len(words) == 2 and words[0] == b"signal":
+            if len(words) == 2 and words[0] == b"signal" and words[1].isdigit() and 0 < int(words[1]) < signal.NSIG:
                 call.kill(int(words[1]))
 
     def reap(self, call: Call) -> None:
@@ -389,8 +420,9 @@ PARSED_DATA = ("endpoints", "partitions", "sdk-default-configuration", "_retry",
 
 def parse_models_once() -> None:
     """botocore's JSON file loader answers the model files of PARSED_SERVICES from what it parsed
-    here (the same bytes' parse, by path); any other file it reads from disk as ever. A loaded
-    model is only read by botocore and the CLI, as its own loader's cache already shares one."""
+    here (the same bytes' parse, by path); any other file it reads from disk as ever. What
+    botocore writes into a loaded model (the sdk-extras merge, `_retry`'s references, partitions'
+    formatting) it writes the same each time, and a child writes only its own forked copy."""
     import botocore.exceptions
     import botocore.loaders
     import botocore.session
@@ -410,9 +442,9 @@ def parse_models_once() -> None:
         return data
 
     botocore.loaders.JSONFileLoader.load_file = remember  # type: ignore[method-assign]
-    import awscli.clidriver
-
-    loader = awscli.clidriver.create_clidriver().session.get_component("data_loader")
+    # A loader as a call's session makes one (botocore's data and awscli's, which importing awscli
+    # put on AWS_DATA_PATH), without a session: no configuration or plugin of this user is read.
+    loader = botocore.loaders.create_loader(os.environ.get("AWS_DATA_PATH"))
     for name in PARSED_DATA:
         with contextlib.suppress(botocore.exceptions.DataNotFoundError):
             loader.load_data(name)

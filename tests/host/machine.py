@@ -127,7 +127,7 @@ class Host:
         groups = [*self.supervisors(), *([boot] if boot else [])]
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for leader, started in groups:
-                processes.signal_group(leader, started, sig)
+                processes.signal_group(leader, started, sig, marker=f"HOST_STATE={self.state}")
             if sig == signal.SIGTERM:
                 time.sleep(0.2)
         if self.boot_process:

@@ -5,7 +5,8 @@ thousands of processes, and Linux hands the numbers out again once they pass pid
 default). A unit's supervisor that died minutes ago, or a container that exited, may have its
 number taken by another test's server; signalling it by number would stop that one instead. So
 each record keeps the start time from /proc/PID/stat too, and a signal goes only to the process
-(or the group of the leader) that still has both.
+(or the group of the leader) that still has both; a group whose leader has gone is signalled
+only in the members that carry the host's own marker in their environment.
 """
 
 from __future__ import annotations
@@ -15,13 +16,24 @@ import os
 from pathlib import Path
 
 
-def start_time(pid: int) -> int | None:
-    """When the process started (clock ticks since boot), or None when there is no such process."""
+def stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (state first), or None without the process."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
+    except OSError:
         return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    return stat.rsplit(")", 1)[1].split()
+
+
+def start_time(pid: int) -> int | None:
+    """When the process started (clock ticks since boot), or None when there is no such process."""
+    fields = stat_fields(pid)
+    return int(fields[19]) if fields else None
+
+
+def process_group(pid: int) -> int | None:
+    fields = stat_fields(pid)
+    return int(fields[2]) if fields else None
 
 
 def record(pid: int) -> str:
@@ -39,12 +51,8 @@ def parse(text: str) -> tuple[int, int] | None:
 
 def running(pid: int, started: int) -> bool:
     """The recorded process itself still runs (not a zombie, not another under its number)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return False
-    fields = stat.rsplit(")", 1)[1].split()
-    return fields[0] != "Z" and int(fields[19]) == started
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] != "Z" and int(fields[19]) == started
 
 
 def signal_process(pid: int, started: int, sig: int) -> bool:
@@ -66,12 +74,44 @@ def signal_process(pid: int, started: int, sig: int) -> bool:
         os.close(handle)
 
 
-def signal_group(leader: int, started: int, sig: int) -> None:
-    """Signals the group the recorded leader made, unless its number now names another process.
-    (While any process of the group lives the number is the group's and cannot be handed out;
-    once it names a process with another start time, the group is gone.)"""
+def group_members(leader: int) -> list[int]:
+    """The processes whose process group is `leader`'s number."""
+    return [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit() and process_group(int(e.name)) == leader]
+
+
+def carries(pid: int, marker: bytes) -> bool:
+    """The process's environment holds `marker` (`NAME=value`) as one of its entries."""
+    try:
+        return marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def signal_group(leader: int, started: int, sig: int, marker: str) -> None:
+    """Signals the group the recorded leader made. With the leader there (the same start time) it
+    is that group; when its number names another process the group is gone. When the leader has
+    gone, the number may still be the group's (while any process of a group lives its number cannot
+    be handed out) or, once those too had gone, another group's whose leader has also gone: then
+    only the members that carry `marker` in their environment (the host's own) are signalled."""
     now = start_time(leader)
     if now is not None and now != started:
         return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(leader, sig)
+    if now == started:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(leader, sig)
+        return
+    for pid in group_members(leader):
+        try:
+            handle = os.pidfd_open(pid)
+        except OSError:
+            continue
+        try:
+            # Checked with the pidfd held: the number cannot pass to another process meanwhile.
+            if carries(pid, marker.encode()) and process_group(pid) == leader:
+                import signal
+
+                signal.pidfd_send_signal(handle, sig)
+        except OSError:
+            pass
+        finally:
+            os.close(handle)

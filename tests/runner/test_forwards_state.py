@@ -57,6 +57,7 @@ def forward_entry(pid: int, port: int = 18001) -> Forward:
 def test_only_live_plugin_processes_count(plugin_like, platform, monkeypatch):
     """By /proc on Linux, by POSIX `ps` where there is none (macOS): the same answer."""
     monkeypatch.setattr(sys, "platform", platform)
+    monkeypatch.setenv("COLUMNS", "40")  # ps cuts its lines to the terminal's width unless told not to
     finished = subprocess.Popen([sys.executable, "-c", "pass", SESSION_RESPONSE_VARIABLE])
     finished.wait()
     # This test's own process is alive but is not a plugin (a reused PID must not count).
