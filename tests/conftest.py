@@ -15,6 +15,8 @@ GUARD_DIR = Path(__file__).with_name("loopback")
 sys.path.insert(0, str(GUARD_DIR))
 from loopback_guard import LOG_VARIABLE, LoopbackGuard  # noqa: E402
 
+from tests.vllm.scheduling import pytest_xdist_make_scheduler  # noqa: E402, F401  (xdist's scheduler hook)
+
 # No instance-metadata probes and no real credentials, ever.
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 for name in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
@@ -96,8 +98,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("cdk-synthesis"))
         elif path.endswith("/tests/runner/test_html_report.py"):
             item.add_marker(pytest.mark.xdist_group("html-report"))  # its evidence and page, made once
-    # The longest first (xdist hands out work in this order): the emulator flows, then the vLLM tier,
-    # then the many short tests that fill the gaps. Stable, so each module keeps its own order.
+    # The longest first (xdist hands out work in this order, the vLLM tier once its server is up:
+    # tests/vllm/scheduling.py): the emulator flows, then the vLLM tier, then the many short tests
+    # that fill the gaps. Stable, so each module keeps its own order.
     items.sort(
         key=lambda item: 0 if "/tests/emulator/" in str(item.fspath) else 1 if "/tests/vllm/" in str(item.fspath) else 2
     )

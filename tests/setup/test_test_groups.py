@@ -7,9 +7,12 @@ which is why pytest is pinned at 9.1.1: this fails if a new pin brings that back
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[2]
 
 GROUPED = """
 import os
@@ -55,3 +58,55 @@ def test_a_group_runs_on_one_worker(tmp_path: Path):
     ran_on = {path.read_text() for path in workers.iterdir()}
     assert len(list(workers.iterdir())) == 6
     assert len(ran_on) == 1, f"group 'one' ran on {sorted(ran_on)}"
+
+
+TIER_LATER = """
+import os
+from pathlib import Path
+
+import pytest
+
+STATE = Path(os.environ["INFERENCE_VLLM_STATE"])
+
+@pytest.mark.parametrize("n", range(4))
+@pytest.mark.xdist_group("vllm")
+def test_tier(n):
+    assert STATE.is_file(), "handed out before its server wrote its state"
+
+@pytest.mark.parametrize("n", range(12))
+def test_free(n):
+    if n == 5:
+        STATE.write_text('{"port": 1}')  # the background server, up while other tests ran
+"""
+
+
+def test_the_vllm_tier_is_handed_out_once_its_server_is_up(tmp_path: Path):
+    """Without tests/vllm/scheduling.py, loadgroup hands the tier's group (the largest unit) out
+    first, and its tests would run before the state file exists."""
+    (tmp_path / "conftest.py").write_text("from tests.vllm.scheduling import pytest_xdist_make_scheduler  # noqa\n")
+    (tmp_path / "test_tier.py").write_text(TIER_LATER)
+    env = dict(os.environ, INFERENCE_VLLM_STATE=str(tmp_path / "state.json"), PYTHONPATH=str(PROJECT))
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "2",
+            "--dist",
+            "loadgroup",
+            "-o",
+            "addopts=",
+        ],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "16 passed" in run.stdout
