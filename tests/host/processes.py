@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -55,23 +57,27 @@ def running(pid: int, started: int) -> bool:
     return fields is not None and fields[0] != "Z" and int(fields[19]) == started
 
 
-def signal_process(pid: int, started: int, sig: int) -> bool:
-    """Signals the recorded process if it is still the one under its number; True if sent."""
+def signal_checked(pid: int, sig: int, still_ours: Callable[[], bool]) -> bool:
+    """Signals `pid` if `still_ours()` holds, asked with a pidfd held (the number cannot pass to
+    another process between the question and the signal); True if sent."""
     try:
-        handle = os.pidfd_open(pid)  # held, the number cannot pass to another process meanwhile
+        handle = os.pidfd_open(pid)
     except OSError:
         return False
     try:
-        if start_time(pid) != started:
+        if not still_ours():
             return False
-        import signal
-
         signal.pidfd_send_signal(handle, sig)
         return True
     except OSError:
         return False
     finally:
         os.close(handle)
+
+
+def signal_process(pid: int, started: int, sig: int) -> bool:
+    """Signals the recorded process if it is still the one under its number; True if sent."""
+    return signal_checked(pid, sig, lambda: start_time(pid) == started)
 
 
 def group_members(leader: int) -> list[int]:
@@ -101,17 +107,4 @@ def signal_group(leader: int, started: int, sig: int, marker: str) -> None:
             os.killpg(leader, sig)
         return
     for pid in group_members(leader):
-        try:
-            handle = os.pidfd_open(pid)
-        except OSError:
-            continue
-        try:
-            # Checked with the pidfd held: the number cannot pass to another process meanwhile.
-            if carries(pid, marker.encode()) and process_group(pid) == leader:
-                import signal
-
-                signal.pidfd_send_signal(handle, sig)
-        except OSError:
-            pass
-        finally:
-            os.close(handle)
+        signal_checked(pid, sig, lambda pid=pid: carries(pid, marker.encode()) and process_group(pid) == leader)

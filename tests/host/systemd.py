@@ -142,7 +142,7 @@ def stop(name: str, timeout_s: float = 30) -> None:
         while processes.running(*found) and time.monotonic() < deadline:
             time.sleep(0.02)
         if processes.running(*found):
-            processes.signal_group(*found, signal.SIGKILL, marker=f"HOST_STATE={os.environ.get('HOST_STATE', STATE)}")
+            processes.signal_group(*found, signal.SIGKILL, marker=f"HOST_STATE={STATE}")
     if read_state(name).get("state") not in ("failed",):
         write_state(name, state="inactive")
 

@@ -29,11 +29,9 @@ def test_free(n):
 """
 
 
-def test_a_group_runs_on_one_worker(tmp_path: Path):
-    workers = tmp_path / "workers"
-    workers.mkdir()
-    (tmp_path / "test_grouped.py").write_text(f"from pathlib import Path\nWORKERS = Path({str(workers)!r})\n{GROUPED}")
-    run = subprocess.run(
+def two_workers(folder: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """pytest on `folder`'s tests, two workers, `--dist loadgroup` as `make test` runs it."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -49,11 +47,19 @@ def test_a_group_runs_on_one_worker(tmp_path: Path):
             "addopts=",
         ],
         check=False,
-        cwd=tmp_path,
+        cwd=folder,
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_a_group_runs_on_one_worker(tmp_path: Path):
+    workers = tmp_path / "workers"
+    workers.mkdir()
+    (tmp_path / "test_grouped.py").write_text(f"from pathlib import Path\nWORKERS = Path({str(workers)!r})\n{GROUPED}")
+    run = two_workers(tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     ran_on = {path.read_text() for path in workers.iterdir()}
     assert len(list(workers.iterdir())) == 6
@@ -86,27 +92,6 @@ def test_the_vllm_tier_is_handed_out_once_its_server_is_up(tmp_path: Path):
     (tmp_path / "conftest.py").write_text("from tests.vllm.scheduling import pytest_xdist_make_scheduler  # noqa\n")
     (tmp_path / "test_tier.py").write_text(TIER_LATER)
     env = dict(os.environ, INFERENCE_VLLM_STATE=str(tmp_path / "state.json"), PYTHONPATH=str(PROJECT))
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-n",
-            "2",
-            "--dist",
-            "loadgroup",
-            "-o",
-            "addopts=",
-        ],
-        check=False,
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = two_workers(tmp_path, env)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "16 passed" in run.stdout
