@@ -18,6 +18,7 @@ from strands.models.openai import OpenAIModel
 from catalog import BackendKind
 from runner.core.backends import Backend
 from runner.core.errors import RunnerError
+from runner.core.tls import tls_context
 from runner.measure.records import check_finish_reason
 from runner.measure.sagemaker import payload_parts
 from runner.measure.sse import check_stream_end, sse_lines
@@ -161,6 +162,14 @@ class StrictOpenAIModel(OpenAIModel):
         elif self.force_first_tool and not any(m.get("role") == "assistant" for m in messages):
             request["tool_choice"] = {"type": "function", "function": {"name": self.force_first_tool}}
         return request
+
+    def _resolve_client_args(self) -> dict[str, Any]:
+        """Strands builds an AsyncOpenAI client per model call (connections belong to one event
+        loop) from these arguments: each gets its HTTP client on the process's one TLS context,
+        not a new one (runner/core/tls.py). The client closes it when the call ends."""
+        import openai
+
+        return super()._resolve_client_args() | {"http_client": openai.DefaultAsyncHttpxClient(verify=tls_context())}
 
     @asynccontextmanager
     async def _get_client(self) -> AsyncIterator[Any]:

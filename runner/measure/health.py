@@ -19,6 +19,7 @@ from catalog.backends import ENDPOINT_KINDS
 from runner.cloud.readiness import read_readiness
 from runner.core.backends import BATCH_COMMAND, Backend
 from runner.core.errors import describe
+from runner.core.tls import tls_context
 
 
 @dataclass
@@ -54,7 +55,7 @@ def wait_healthy(
     if backend.kind in ENDPOINT_KINDS:
         return _wait_sagemaker(backend, wait_s, max(poll_s, 15.0) if wait_s > 60 else poll_s, sagemaker_client)
     parameter = backend.output.readiness_parameter if backend.output else None
-    with httpx.Client(timeout=httpx.Timeout(5.0)) as http:
+    with httpx.Client(timeout=httpx.Timeout(5.0), verify=tls_context()) as http:
         while True:
             server_says: str | None = None
             if ssm_client is not None and parameter:

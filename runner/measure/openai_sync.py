@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 
 from runner.core.errors import TimedOut
+from runner.core.tls import tls_context
 from runner.measure.connections import ATTEMPTS, ConnectionLog
 from runner.measure.records import ChatRequest, RequestRecord, Stopwatch
 from runner.measure.sse import ChatStreamAccumulator, sse_lines
@@ -30,6 +31,7 @@ class OpenAIStreamClient:
         self.http = httpx.Client(
             timeout=httpx.Timeout(connect=5.0, read=timeout_s, write=10.0, pool=5.0),
             headers={"Authorization": "Bearer unused"},
+            verify=tls_context(),
             limits=httpx.Limits(max_connections=max(connections, 10), max_keepalive_connections=max(connections, 10)),
         )
         self.log = ConnectionLog()

@@ -14,6 +14,7 @@ import httpx
 
 from runner.core.errors import RunnerError
 from runner.core.ports import free_port
+from runner.core.tls import tls_context
 
 # What a server's log says when the port it was given was taken meanwhile.
 PORT_TAKEN = ("address already in use", "errno 98", "eaddrinuse", "couldn't bind", "bind failed")
@@ -71,7 +72,7 @@ def wait_until_healthy(
     """Seconds until `health_url` answered 200. A child that exits, or never answers in time, is
     one line, and a child that is still running then is stopped first."""
     started = time.monotonic()
-    with httpx.Client(timeout=2.0) as client:
+    with httpx.Client(timeout=2.0, verify=tls_context()) as client:
         while time.monotonic() < started + timeout_s:
             if process.poll() is not None:
                 tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]

@@ -59,6 +59,8 @@ def install(emulator: Any) -> Callable[[], None]:
     from moto.sagemaker.responses import SageMakerResponse
     from moto.sagemakerruntime.responses import SageMakerRuntimeResponse
 
+    from runner.core.tls import tls_context
+
     emulator.model_servers = {}
     emulator.cold_start_s = {}
     emulator.transform_server = None
@@ -79,7 +81,11 @@ def install(emulator: Any) -> Callable[[], None]:
     def completions(base: str, body: bytes) -> httpx.Response:
         root = base.rstrip("/").removesuffix("/v1")
         return httpx.post(
-            f"{root}/v1/chat/completions", content=body, headers={"Content-Type": "application/json"}, timeout=300
+            f"{root}/v1/chat/completions",
+            content=body,
+            headers={"Content-Type": "application/json"},
+            timeout=300,
+            verify=tls_context(),
         )
 
     def model_error(status: int, text: str) -> tuple[int, dict[str, str], str]:

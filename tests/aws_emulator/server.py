@@ -15,6 +15,7 @@ from tests.aws_emulator import (
     cloudformation,
     codebuild,
     instances,
+    lean,
     parameters,
     sagemaker,
     sagemaker_runtime,
@@ -58,7 +59,7 @@ class Emulator:
         # localhost, not 127.0.0.1: the CDK CLI builds template URLs from it.
         self.url = f"http://localhost:{self.port}"
         for module in (
-            parameters, capacity, sessions, codebuild, instances, autoscaling, schedules, sagemaker, sagemaker_runtime,
+            lean, parameters, capacity, sessions, codebuild, instances, autoscaling, schedules, sagemaker, sagemaker_runtime,
             cloudformation,
         ):  # fmt: skip
             self._undo.append(module.install(self))

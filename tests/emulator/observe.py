@@ -1,4 +1,5 @@
-"""What the emulated account holds, read the way a user would read it (boto3 against the emulator)."""
+"""What the emulated account holds, read the way a user would read it (boto3 against the emulator,
+through the runner's clients: one per service and region, as the runner keeps them)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,19 @@ import json
 import time
 from collections.abc import Callable
 
-import boto3
-
+from runner.cloud.aws import boto_client
 from tests.aws_emulator import REGIONS
+
+
+def aws(service: str, region: str):
+    return boto_client(service, region, 30)
+
 
 SERVERS = {"g6": "us-east-1", "g5g": "us-east-1", "inf2": "us-east-2", "trn1": "us-east-2"}
 
 
 def readiness(region: str, backend: str) -> dict:
-    value = boto3.client("ssm", region_name=region).get_parameter(Name=f"/inference/{backend}/ready")
+    value = aws("ssm", region).get_parameter(Name=f"/inference/{backend}/ready")
     return json.loads(value["Parameter"]["Value"])
 
 
@@ -51,7 +56,7 @@ def wait_for_states(servers: dict[str, str], wanted: str = "ready", timeout_s: f
 
 def group(region: str, backend: str) -> dict:
     """The backend's Auto Scaling group (found by its inference:backend tag)."""
-    autoscaling = boto3.client("autoscaling", region_name=region)
+    autoscaling = aws("autoscaling", region)
     for candidate in autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]:
         tags = {t["Key"]: t["Value"] for t in candidate.get("Tags", [])}
         if tags.get("inference:backend") == backend:
@@ -60,7 +65,7 @@ def group(region: str, backend: str) -> dict:
 
 
 def running_instances(region: str) -> list[dict]:
-    ec2 = boto3.client("ec2", region_name=region)
+    ec2 = aws("ec2", region)
     reservations = ec2.describe_instances(Filters=[{"Name": "instance-state-name", "Values": ["pending", "running"]}])
     return [i for r in reservations["Reservations"] for i in r["Instances"]]
 
@@ -70,26 +75,24 @@ def leftovers() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for region in REGIONS:
         items = []
-        cloudformation = boto3.client("cloudformation", region_name=region)
+        cloudformation = aws("cloudformation", region)
         for stack in cloudformation.describe_stacks()["Stacks"]:
             if stack["StackName"] != "CDKToolkit" and stack["StackStatus"] != "DELETE_COMPLETE":
                 items.append(f"stack {stack['StackName']} {stack['StackStatus']}")
-        for candidate in boto3.client("autoscaling", region_name=region).describe_auto_scaling_groups()[
-            "AutoScalingGroups"
-        ]:
+        for candidate in aws("autoscaling", region).describe_auto_scaling_groups()["AutoScalingGroups"]:
             items.append(f"group {candidate['AutoScalingGroupName']}")
         items += [f"instance {i['InstanceId']}" for i in running_instances(region)]
-        for parameter in boto3.client("ssm", region_name=region).describe_parameters()["Parameters"]:
+        for parameter in aws("ssm", region).describe_parameters()["Parameters"]:
             if parameter["Name"].startswith("/inference/"):
                 items.append(f"parameter {parameter['Name']}")
-        sagemaker = boto3.client("sagemaker", region_name=region)
+        sagemaker = aws("sagemaker", region)
         items += [f"endpoint {e['EndpointName']}" for e in sagemaker.list_endpoints()["Endpoints"]]
         items += [
             f"repository {r['repositoryName']}"
-            for r in boto3.client("ecr", region_name=region).describe_repositories()["repositories"]
+            for r in aws("ecr", region).describe_repositories()["repositories"]
             if r["repositoryName"].startswith("inference-survey/")
         ]
-        logs = boto3.client("logs", region_name=region)
+        logs = aws("logs", region)
         items += [
             f"log group {g['logGroupName']}"
             for g in logs.describe_log_groups()["logGroups"]

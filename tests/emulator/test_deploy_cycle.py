@@ -13,8 +13,10 @@ import pytest
 from catalog.config import read_placements
 from runner.cloud.outputs import read_outputs_file, read_stack_outputs
 from runner.up import UpOptions, up
+from tests.aws_emulator import REGIONS
+from tests.aws_emulator.parameters import AMI_PARAMETERS
 from tests.emulator.cdk_cycle import CONTEXT, bootstrap, deploy, destroy
-from tests.emulator.observe import leftovers
+from tests.emulator.observe import aws, leftovers
 
 pytestmark = pytest.mark.emulator
 
@@ -116,3 +118,15 @@ def test_a_deploy_refused_for_quota_moves_the_stack_to_its_next_region(emulator,
     assert "us-east-2" not in leftovers()
     destroy(emulator.scratch)
     assert leftovers() == {}
+
+
+def test_each_region_holds_the_images_its_ami_parameters_name_and_no_ecs_images(emulator):
+    """tests/aws_emulator/lean.py leaves moto's 1,200 ECS-optimized images out, and nothing else."""
+    emulator.reset()
+    for region in (*REGIONS, "us-west-1"):
+        images = aws("ec2", region).describe_images(Owners=["amazon"])["Images"]
+        names = [image.get("Name", "") for image in images]
+        assert images and not [n for n in names if "-ecs-" in n], region
+        if region in REGIONS:
+            named = {aws("ssm", region).get_parameter(Name=p)["Parameter"]["Value"] for p in AMI_PARAMETERS}
+            assert named <= {image["ImageId"] for image in images}, region

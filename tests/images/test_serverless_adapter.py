@@ -18,6 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from runner.core.tls import tls_context
+
 ADAPTER = Path(__file__).resolve().parents[2] / "images" / "llama-serverless" / "sagemaker_adapter.py"
 PROMPT = [{"role": "user", "content": "Write a short paragraph about the ocean."}]
 # A stand-in llama-server: records its arguments, then exits with STUB_EXIT once `release` exists.
@@ -69,7 +71,7 @@ def adapter(tmp_path: Path, upstream: str, *args: str, command: str = "proxy", *
 
 @pytest.fixture
 def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=60, trust_env=False) as client:
+    with httpx.Client(timeout=60, trust_env=False, verify=tls_context()) as client:
         yield client
 
 

@@ -16,6 +16,7 @@ import boto3
 import pytest
 
 from runner import bench, check, counting, orchestrator
+from runner.cloud.aws import forget_clients
 from runner.core.evidence import load
 from tests.runner.fake_openai import FakeOpenAI, text, tool_call
 
@@ -66,6 +67,7 @@ def off_loopback(monkeypatch) -> list[str]:
     """Every attempt to leave loopback (connect, name lookup) and every boto3 client built."""
     attempts: list[str] = []
     monkeypatch.delenv("AWS_EC2_METADATA_DISABLED", raising=False)
+    forget_clients()  # a client an earlier test built would not be built again here
     real_connect = socket.socket.connect
     real_getaddrinfo = socket.getaddrinfo
 

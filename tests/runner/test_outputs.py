@@ -18,6 +18,7 @@ from runner.cli.session import discover
 from runner.cloud.outputs import parse_outputs, read_outputs_file, read_stack_outputs
 from runner.core.backends import from_output
 from runner.core.errors import RunnerError
+from runner.core.tls import tls_context
 
 G6 = BackendOutput(
     name="g6",
@@ -111,7 +112,7 @@ def emulated_aws(moto_url, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_REGION", "us-east-1")
-    httpx.post(f"{moto_url}/moto-api/reset")
+    httpx.post(f"{moto_url}/moto-api/reset", verify=tls_context())
     return boto3.client("cloudformation", region_name="us-east-1")
 
 
