@@ -4,9 +4,9 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION ?= 1
 
 # Test workers side by side (pytest-xdist, `--dist loadgroup`: tests/conftest.py groups what must
-# share a process). On two cores two measured fastest for `make test` (a third waits for the vLLM
-# tier's server and slows the emulator flows), three for `make test-fast` (its tests wait more than
-# they compute); PYTEST_WORKERS=N sets both, 0 runs everything in one process.
+# share a process). On two cores three measured fastest for both: their tests wait (emulated time,
+# servers, subprocesses) as well as compute, and the vLLM tier is handed out only once its server
+# is up (tests/vllm/scheduling.py); PYTEST_WORKERS=N sets both, 0 runs everything in one process.
 PYTEST = .venv/bin/python -m pytest --dist loadgroup
 # Bytecode caches written (Python's default, even where the environment turns it off): the suite
 # starts a few hundred Python processes (CDK synths, the emulated hosts' tools), and each would
@@ -29,7 +29,7 @@ bench: setup
 	.venv/bin/python -m runner.bench $(ARGS)
 
 test: setup setup-vllm setup-browser lint-only
-	$(PYTEST) -n $(or $(PYTEST_WORKERS),2) $(ARGS)
+	$(PYTEST) -n $(or $(PYTEST_WORKERS),3) $(ARGS)
 
 # The inner loop: lint and everything but the emulator and the vLLM tier.
 test-fast: setup setup-browser lint-only

@@ -18,21 +18,19 @@ ECS_AMIS = "ec2/resources/ecs/optimized_amis/"
 
 
 def install(emulator: Any) -> Callable[[], None]:
+    """Once per process, and kept: these change what moto costs, not what it answers, and one
+    emulator's undo would otherwise lift them from under another still running in the process."""
     from moto import backends
     from moto.ec2.models import amis
 
-    list_modules = backends.list_of_moto_modules
-    modules = tuple(list_modules())
+    if getattr(amis, "load_without_ecs", None) is amis.load_resource:
+        return lambda: None
+    modules = tuple(backends.list_of_moto_modules())
     load_resource = amis.load_resource
 
     def load_without_ecs(resource: str) -> Any:
         return [] if resource.startswith(ECS_AMIS) else load_resource(resource)
 
     backends.list_of_moto_modules = lambda: modules
-    amis.load_resource = load_without_ecs
-
-    def undo() -> None:
-        backends.list_of_moto_modules = list_modules
-        amis.load_resource = load_resource
-
-    return undo
+    amis.load_resource = amis.load_without_ecs = load_without_ecs
+    return lambda: None
