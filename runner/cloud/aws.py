@@ -30,15 +30,22 @@ def credentials_configured() -> bool:
     return config_file.is_file() or credentials_file.is_file()
 
 
-_CLIENTS: dict[tuple[str, str, float], Any] = {}
-_CLIENTS_ENVIRONMENT: list[tuple[tuple[str, str], ...]] = [()]
-_CLIENTS_LOCK = threading.Lock()
-
-
 def aws_environment() -> tuple[tuple[str, str], ...]:
     """What botocore reads from the environment when it builds a client: credentials, profile,
     endpoints, CA bundle, proxies."""
     return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_") or k.upper().endswith("_PROXY")))
+
+
+class _Clients:
+    """The boto3 clients built for one AWS environment; another environment starts it afresh."""
+
+    def __init__(self) -> None:
+        self.environment: tuple[tuple[str, str], ...] = ()
+        self.by_key: dict[tuple[str, str, float], Any] = {}
+        self.lock = threading.Lock()
+
+
+_CLIENTS = _Clients()
 
 
 def boto_client(service: str, region: str, timeout_s: float) -> Any:
@@ -53,12 +60,11 @@ def boto_client(service: str, region: str, timeout_s: float) -> Any:
 
     key = (service, region, timeout_s)
     environment = aws_environment()
-    with _CLIENTS_LOCK:
-        if environment != _CLIENTS_ENVIRONMENT[0]:
-            _CLIENTS.clear()
-            _CLIENTS_ENVIRONMENT[0] = environment
-        if key not in _CLIENTS:
-            _CLIENTS[key] = boto3.client(
+    with _CLIENTS.lock:
+        if environment != _CLIENTS.environment:
+            _CLIENTS.environment, _CLIENTS.by_key = environment, {}
+        if key not in _CLIENTS.by_key:
+            _CLIENTS.by_key[key] = boto3.client(
                 service,
                 region_name=region,
                 config=Config(
@@ -68,13 +74,13 @@ def boto_client(service: str, region: str, timeout_s: float) -> Any:
                     max_pool_connections=64,
                 ),
             )
-        return _CLIENTS[key]
+        return _CLIENTS.by_key[key]
 
 
 def forget_clients() -> None:
     """Drop the clients built so far (the next call builds its own)."""
-    with _CLIENTS_LOCK:
-        _CLIENTS.clear()
+    with _CLIENTS.lock:
+        _CLIENTS.by_key = {}
 
 
 def check_region(name: str) -> str:
