@@ -130,3 +130,25 @@ def test_each_region_holds_the_images_its_ami_parameters_name_and_no_ecs_images(
         if region in REGIONS:
             named = {aws("ssm", region).get_parameter(Name=p)["Parameter"]["Value"] for p in AMI_PARAMETERS}
             assert named <= {image["ImageId"] for image in images}, region
+
+
+def test_a_kms_key_makes_its_private_key_only_when_a_signature_needs_it(emulator):
+    """tests/aws_emulator/lean.py: a symmetric key (every key the stacks make) never generates the
+    RSA key moto would give it; a signing key signs and verifies as ever."""
+    from moto.kms.models import kms_backends
+
+    emulator.reset()
+    kms = aws("kms", REGIONS[0])
+    symmetric = kms.create_key(Description="the stacks' kind")["KeyMetadata"]["KeyId"]
+    signing = kms.create_key(KeySpec="RSA_2048", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["KeyId"]
+    (keys,) = [b[REGIONS[0]].keys for b in kms_backends.values() if symmetric in b[REGIONS[0]].keys]
+    assert keys[symmetric].private_key._key is None
+    assert keys[signing].private_key._key is None
+    signed = kms.sign(KeyId=signing, Message=b"ocean", SigningAlgorithm="RSASSA_PSS_SHA_256")["Signature"]
+    assert kms.verify(KeyId=signing, Message=b"ocean", Signature=signed, SigningAlgorithm="RSASSA_PSS_SHA_256")[
+        "SignatureValid"
+    ]
+    assert not kms.verify(KeyId=signing, Message=b"waves", Signature=signed, SigningAlgorithm="RSASSA_PSS_SHA_256")[
+        "SignatureValid"
+    ]
+    assert keys[signing].private_key._key is not None and keys[symmetric].private_key._key is None

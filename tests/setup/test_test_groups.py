@@ -95,3 +95,56 @@ def test_the_vllm_tier_is_handed_out_once_its_server_is_up(tmp_path: Path):
     run = two_workers(tmp_path, env)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "16 passed" in run.stdout
+
+
+TIER_STOPS = """
+import os
+from pathlib import Path
+
+import pytest
+
+MARKS = Path(os.environ["MARKS"])
+
+@pytest.mark.parametrize("n", range(3))
+@pytest.mark.xdist_group("vllm")
+def test_tier(n):
+    (MARKS / f"tier-{n}").write_text("")
+
+@pytest.mark.parametrize("n", range(12))
+def test_free(n):
+    pass
+"""
+
+RECORDING_CONFTEST = """
+import os
+from pathlib import Path
+
+from tests.vllm.scheduling import pytest_xdist_make_scheduler  # noqa
+
+MARKS = Path(os.environ["MARKS"])
+
+
+class StopRecorder:
+    def stop_soon(self):
+        with (MARKS / "stopped").open("a") as record:
+            record.write(",".join(sorted(p.name for p in MARKS.glob("tier-*"))) + "\\n")
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # the controller, where the background server lives
+        config.vllm_background = StopRecorder()
+"""
+
+
+def test_the_vllm_tiers_server_is_stopped_once_its_last_test_has_finished(tmp_path: Path):
+    """The scheduler asks the background server to stop once, when every test of the tier has
+    finished (not at the run's end: this conftest's controller stops nothing itself)."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (tmp_path / "conftest.py").write_text(RECORDING_CONFTEST)
+    (tmp_path / "test_tier.py").write_text(TIER_STOPS)
+    env = dict(os.environ, MARKS=str(marks), PYTHONPATH=str(PROJECT))
+    env.pop("INFERENCE_VLLM_STATE", None)
+    run = two_workers(tmp_path, env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (marks / "stopped").read_text().splitlines() == ["tier-0,tier-1,tier-2"]

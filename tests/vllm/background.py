@@ -36,6 +36,8 @@ class BackgroundServer:
         self.state_path = state_path
         self.server = None
         self.thread = threading.Thread(target=self._start, name="vllm-tier-server", daemon=True)
+        self.lock = threading.Lock()
+        self.stopper: threading.Thread | None = None
 
     def _write(self, state: dict[str, object]) -> None:
         partial = self.state_path.with_suffix(".partial")
@@ -52,8 +54,26 @@ class BackgroundServer:
         except Exception as error:
             self._write({"error": f"{type(error).__name__}: {error}"})
 
+    def stop_soon(self) -> None:
+        """Stops the server in the background (the scheduler that calls this must not wait)."""
+        with self.lock:
+            if self.stopper is None:
+                self.stopper = threading.Thread(target=self._stop, name="vllm-tier-stop", daemon=True)
+                self.stopper.start()
+
     def stop(self) -> None:
-        self.thread.join(timeout=0)
+        """Stops the server, or waits for `stop_soon`'s stop to end."""
+        self.stop_soon()
+        assert self.stopper is not None
+        self.stopper.join()
+
+    def _stop(self) -> None:
+        # A server still loading (a run that ends early, Ctrl-C) is stopped too, not left running:
+        # its start then ends with an error, and no other start follows.
+        while self.thread.is_alive():
+            if self.server is not None and self.server.process is not None:
+                self.server.stop()
+            self.thread.join(timeout=0.2)
         if self.server is not None:
             self.server.stop()
 
