@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from inference_constructs.user_data import (
     render_boot_script,
     server_unit,
 )
+from tests.host.aws_cli import CliServer
 from tests.host.machine import Host, HostOptions
 
 GROUP = "InferenceGpuStack-G5gGroup-ABC123"
@@ -66,8 +68,17 @@ def boot_config(accelerator: Accelerator = Accelerator.NVIDIA, **changes) -> Ser
     return ServerBoot(**(values | changes))
 
 
+@pytest.fixture(scope="module")
+def stand_in_server(tmp_path_factory) -> Iterator[CliServer]:
+    """The server that runs the hosts' docker and systemctl stand-ins in forks, as the emulator's
+    hosts have it (tests/host/aws_cli.py); the `aws` these hosts call is the recorder above."""
+    server = CliServer(tmp_path_factory.mktemp("stand-ins"))
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def host(tmp_path):
+def host(tmp_path, stand_in_server):
     """Boots a rendered boot script on a stand-in host; yields a starter, shuts every host down."""
     recorder = tmp_path / "aws-bin"
     recorder.mkdir()
@@ -82,7 +93,7 @@ def host(tmp_path):
             root=tmp_path / name,
             instance_id=f"i-0{len(started)}abc",
             zone="us-east-1c",
-            env={"AWS_GROUP": GROUP, "REGISTRY_DIR": str(registry)} | aws,
+            env={"AWS_GROUP": GROUP, "REGISTRY_DIR": str(registry)} | stand_in_server.env() | aws,
             options=options or HostOptions(),
         )
         machine.env["PATH"] = f"{recorder}:{machine.environment()['PATH']}"

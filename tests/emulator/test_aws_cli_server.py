@@ -119,6 +119,41 @@ def test_a_call_takes_the_callers_environment_and_leaves_nothing_for_the_next(cl
     assert code == 255 and "Unable to locate credentials" in err  # no session kept from an earlier call
 
 
+STAND_IN_SCRIPTS = [
+    'mkdir -p "$HOST_STATE" && systemctl is-active inference-server.service',  # a unit never started: `inactive`, exit 3
+    "echo secret | docker login --password-stdin 123456789012.dkr.ecr.us-east-1.amazonaws.com",
+    "docker pull 123456789012.dkr.ecr.us-east-1.amazonaws.com/inference-survey/missing:v1",  # not in ECR
+    "docker logs never-ran; docker frobnicate",  # nothing logged; a verb not emulated: one line, 1
+    'cat "$HOST_STATE/calls.log"',  # each call logged in its own host's state folder
+]
+
+
+def test_the_hosts_stand_ins_answer_through_the_server_as_in_a_process_of_their_own(cli_server, moto_url, tmp_path):
+    """docker and systemctl (tests/host/bin) handed to the server run the stand-in afresh in the
+    caller's environment: the same output, errors and exit status, and each call writes into its
+    own caller's HOST_STATE (the modules read it at import), not the server's."""
+    answers = {}
+    for mode, extra in (("process", {}), ("server", cli_server.env())):
+        reset(moto_url)
+        folder = tmp_path / mode
+        folder.mkdir()
+        env = host_env(moto_url, folder, HOST_STATE=str(folder / "host"), PYTHONPATH=str(BIN.parents[2]), **extra)
+        answers[mode] = [bash(script, env, folder) for script in STAND_IN_SCRIPTS]
+    for script, process, served in zip(STAND_IN_SCRIPTS, answers["process"], answers["server"], strict=True):
+        assert served == process, script
+    served = answers["server"]
+    assert served[0] == (3, "inactive\n", "")
+    assert served[1] == (0, "Login Succeeded\n", "")
+    assert served[2][0] == 1 and "manifest unknown" in served[2][2]
+    assert served[3] == (1, "", "docker stand-in: frobnicate is not emulated\n")
+    assert served[4][1].splitlines()[0] == "systemctl is-active inference-server.service"
+    # A module that is no stand-in is refused in one line.
+    env = host_env(moto_url, tmp_path, **cli_server.env())
+    client = BIN.parent / "stand_in_client.py"
+    code, _, err = bash(f"{sys.executable} -I -S {client} os.path x", env, tmp_path)
+    assert code == 1 and err == f"{sys.executable}: not a host stand-in: os.path\n"
+
+
 @contextlib.contextmanager
 def in_flight() -> Iterator[tuple[socket.socket, str]]:
     """An endpoint that accepts and never answers: a call to it waits until it is stopped."""
