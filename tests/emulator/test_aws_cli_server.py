@@ -295,3 +295,60 @@ def test_without_a_server_the_shim_runs_the_cli_itself(moto_url, tmp_path):
     env = host_env(moto_url, tmp_path, **{SOCKET_ENV: str(tmp_path / "no-such-socket")})
     code, out, _ = bash("aws ssm describe-parameters --output json", env, tmp_path)
     assert code == 0 and "Parameters" in json.loads(out)
+
+
+# A caller whose first send is followed, before anything else it does, by a wait for the word of
+# the test's server below: the order a loaded machine can give a short call (a quick stand-in's
+# whole call over, its connection closed, before its caller's next line runs).
+CALLER_HELD_AFTER_ITS_FIRST_SEND = """
+import os, socket, sys
+sys.path.insert(0, sys.argv[1])
+import aws_client
+first_send = socket.socket.sendmsg
+def held(self, *args):
+    sent = first_send(self, *args)
+    os.read(int(sys.argv[3]), 1)
+    return sent
+socket.socket.sendmsg = held
+aws_client.hand_over(sys.argv[2], ["build"], lambda: os._exit(99))
+"""
+
+
+def test_a_short_call_that_ends_before_its_caller_writes_again_exits_as_its_child_did(tmp_path):
+    """That order once failed a `docker build` that had built: the caller's empty second send got
+    EPIPE from the closed connection, and it exited 1 with a traceback instead of the child's 0."""
+    path = str(tmp_path / "socket")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    gate_read, gate_write = os.pipe()
+    caller = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", CALLER_HELD_AFTER_ITS_FIRST_SEND, str(BIN.parent), path, str(gate_read)],
+        env={"PATH": "/usr/bin:/bin"},
+        pass_fds=(gate_read,),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    os.close(gate_read)
+    try:
+        listener.settimeout(30)
+        conn, _ = listener.accept()
+        with conn:
+            data, ancillary, _flags, _addr = conn.recvmsg(65536, socket.CMSG_SPACE(3 * array.array("i").itemsize))
+            for _level, _kind, payload in ancillary:
+                for fd in array.array("i", payload[: len(payload) - len(payload) % 4]):
+                    os.close(fd)
+            (size,) = struct.unpack(">I", data[:4])
+            assert len(data) == 4 + size  # the whole request came in the first send
+            assert json.loads(data[4:])["argv"] == ["build"]
+            conn.sendall(b'{"pid": 1}\n{"exit": 7}\n')
+        os.write(gate_write, b"x")  # the call is over and its connection closed: the caller goes on
+        _, stderr = caller.communicate(timeout=30)
+    finally:
+        os.close(gate_write)
+        listener.close()
+        if caller.poll() is None:
+            caller.kill()
+            caller.wait()
+    assert (caller.returncode, stderr.decode()) == (7, "")

@@ -80,7 +80,11 @@ def hand_over(
     body = json.dumps(request).encode()
     message = struct.pack(">I", len(body)) + body
     sent = conn.sendmsg([message[:4096]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-    conn.sendall(message[sent:])
+    # A short call may be over, and its connection closed, before this line runs: a send then (even
+    # an empty one) is refused with EPIPE, while the answers are still there to read below.
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        if sent < len(message):
+            conn.sendall(message[sent:])
     for fd in fds:  # the child has them now; ours would keep a pipe open
         if fd != 2:
             os.close(fd)
