@@ -20,7 +20,10 @@ What it records, and how exact each figure is:
 - `phases["leave_zero_s"]` (cold requests only): from queueing to the first DescribeEndpoint that
   reports an instance, polled with the result: an upper bound by up to one poll interval. It is
   SageMaker's own scale-out from zero (the HasBacklogWithoutCapacity alarm, the instance launch,
-  the container's start and its /ping), not the model's work.
+  the container's start and its /ping), not the model's work. Where the result is found before
+  any DescribeEndpoint reports an instance (CurrentInstanceCount can lag the instance, and a short
+  answer can fit between two polls), `leave_zero_s` is the whole `e2e_s` and `work_s` is 0: the
+  split is finer than the polling, and no tokens per second of the work is claimed for it.
 - `phases["queued_s"]` (cold requests only): the time the request must have waited in the queue,
   taken as `leave_zero_s`: a lower bound, since no API says when an instance picked a request up.
   For a request that found an instance, the queue wait is not knowable and is left out.
@@ -144,6 +147,10 @@ class SageMakerAsyncClient:
                 up_at = watch.now()
             if self._exists(*output):
                 done_at = watch.now()
+                # No DescribeEndpoint showed the instance before its result did (the count lags
+                # the instance, or the work fit between two polls): it existed by now, at the latest.
+                if up_at is None:
+                    up_at = done_at
                 break
             if failure is not None and self._exists(*failure):
                 text = self.s3.get_object(Bucket=failure[0], Key=failure[1])["Body"].read()
@@ -158,8 +165,7 @@ class SageMakerAsyncClient:
         record.e2e_s = done_at
         phases: dict[str, float] = {"poll_s": waited}
         if at_zero:
-            if up_at is not None:
-                phases |= {"leave_zero_s": up_at, "queued_s": up_at, "work_s": done_at - up_at}
+            phases |= {"leave_zero_s": up_at, "queued_s": up_at, "work_s": done_at - up_at}
         else:
             phases["work_s"] = done_at
         record.phases = phases

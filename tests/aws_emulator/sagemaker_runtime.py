@@ -24,7 +24,10 @@ scripted tests/runner/fake_openai.py where a fault is wanted), with the real API
 - Scale to zero: moto's endpoints always report their initial instance count.
   `hold_at_zero(emulator, name, leave_zero_s)` sets DescribeEndpoint's CurrentInstanceCount to 0
   (autoscaling's MinCapacity 0 after idle); the next request queued there waits `leave_zero_s`
-  (the scale-out from zero) before the count becomes 1 and the request is served.
+  (the scale-out from zero) before the count becomes 1 and the request is served. With
+  `count_reported=False` the instance serves while the count stays 0 (DescribeEndpoint's
+  CurrentInstanceCount follows the scaling activity, which can end after the instance has taken
+  its first request and answered it).
 - Transform jobs: moto marks every job Completed at creation, with no output. Here a job is
   InProgress (no TransformStartTime yet), then, after `emulator.transform_delay_s`, runs each
   line of each input object under the S3Prefix through `emulator.transform_server` in order
@@ -240,6 +243,7 @@ class RuntimeState:
         self.in_flight: dict[str, int] = {}
         self.warm: set[str] = set()
         self.at_zero: dict[str, float] = {}
+        self.count_unreported: set[str] = set()
         self.scaling: dict[str, threading.Event] = {}
 
     def clear(self) -> None:
@@ -247,6 +251,7 @@ class RuntimeState:
             self.in_flight.clear()
             self.warm.clear()
             self.at_zero.clear()
+            self.count_unreported.clear()
             self.scaling.clear()
 
     def enter(self, name: str, limit: int | None) -> bool:
@@ -268,11 +273,14 @@ class RuntimeState:
             event = self.scaling.get(name)
             if event is None:
                 delay = self.at_zero.pop(name)
+                reported = name not in self.count_unreported
+                self.count_unreported.discard(name)
                 event = self.scaling[name] = threading.Event()
 
                 def scale_out() -> None:
                     time.sleep(delay)
-                    set_count(1)
+                    if reported:
+                        set_count(1)
                     with self.lock:
                         self.scaling.pop(name, None)
                     event.set()
@@ -286,9 +294,10 @@ def set_instance_count(endpoint: Any, count: int) -> None:
         variant["CurrentInstanceCount"] = variant["DesiredInstanceCount"] = count
 
 
-def hold_at_zero(emulator: Any, name: str, leave_zero_s: float) -> None:
+def hold_at_zero(emulator: Any, name: str, leave_zero_s: float, count_reported: bool = True) -> None:
     """Autoscaling has taken async endpoint `name` (in any account and region) to zero: DescribeEndpoint
-    says CurrentInstanceCount 0 until a request comes and `leave_zero_s` has passed."""
+    says CurrentInstanceCount 0 until a request comes and `leave_zero_s` has passed (and, without
+    `count_reported`, after that too, while the instance serves)."""
     from moto.sagemaker.models import sagemaker_backends
 
     for account in list(sagemaker_backends):
@@ -298,6 +307,8 @@ def hold_at_zero(emulator: Any, name: str, leave_zero_s: float) -> None:
                 set_instance_count(endpoint, 0)
     with emulator.runtime_state.lock:
         emulator.runtime_state.at_zero[name] = leave_zero_s
+        if not count_reported:
+            emulator.runtime_state.count_unreported.add(name)
 
 
 def go_idle(emulator: Any, name: str) -> None:

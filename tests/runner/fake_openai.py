@@ -52,6 +52,8 @@ class Step:
     # after the first content one.
     words_per_chunk: int = 1
     gap_s: float = 0.0
+    # The answer held until the test sets this (an order of events fixed without a timer).
+    hold_until: threading.Event | None = None
 
 
 # Characters of a tool call's arguments per streamed chunk.
@@ -171,6 +173,9 @@ class FakeOpenAI(LoopbackServer):
     # --- responses -------------------------------------------------------------------------
 
     def respond(self, handler: BaseHTTPRequestHandler, step: Step, body: dict[str, Any]) -> None:
+        if step.hold_until is not None:
+            while not step.hold_until.wait(0.05) and not self.stop_event.is_set():
+                pass
         if step.delay_s:
             time.sleep(step.delay_s)
         if step.kind == "http_error":

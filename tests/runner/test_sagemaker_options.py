@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import threading
 
 import boto3
 import pytest
@@ -21,7 +22,7 @@ from runner.core.evidence import load
 from runner.measure import ChatRequest, RequestRecord
 from runner.measure.health import wait_healthy
 from runner.measure.sagemaker_async import AsyncInferenceFailed, SageMakerAsyncClient
-from runner.render.bench import bench_summary, bench_table
+from runner.render.bench import bench_summary, bench_table, cold_note, cold_summary
 from tests.aws_emulator import emulated_aws
 from tests.aws_emulator.sagemaker_runtime import hold_at_zero
 from tests.runner.fake_openai import FakeOpenAI, Step, text
@@ -185,9 +186,26 @@ def test_serverless_max_concurrency_reached_is_one_error_line_of_that_request(em
     assert emulator.throttled == [name]
 
 
-def test_async_request_from_zero_records_queue_to_result_leave_zero_and_work(emulator, tmp_path):
+def answer_once_the_runner_has_seen_an_instance(monkeypatch) -> threading.Event:
+    """Set when the runner's DescribeEndpoint first reports an instance (the count passed on as it
+    came): a model answer held until then comes after the instance was seen, whatever the load."""
+    seen = threading.Event()
+    instance_count = SageMakerAsyncClient.instance_count
+
+    def watched(client: SageMakerAsyncClient) -> int | None:
+        count = instance_count(client)
+        if count:
+            seen.set()
+        return count
+
+    monkeypatch.setattr(SageMakerAsyncClient, "instance_count", watched)
+    return seen
+
+
+def test_async_request_from_zero_records_queue_to_result_leave_zero_and_work(emulator, tmp_path, monkeypatch):
     async_endpoint(ASYNC)
-    with FakeOpenAI([text("The ocean is deep and wide.")]) as fake:
+    seen = answer_once_the_runner_has_seen_an_instance(monkeypatch)
+    with FakeOpenAI([text("The ocean is deep and wide.", hold_until=seen)]) as fake:
         emulator.model_servers[ASYNC] = fake.url
         hold_at_zero(emulator, ASYNC, 0.5)
         backend = Backend(
@@ -204,8 +222,8 @@ def test_async_request_from_zero_records_queue_to_result_leave_zero_and_work(emu
     phases = cold["phases"]
     assert phases["leave_zero_s"] >= 0.5 and phases["queued_s"] == phases["leave_zero_s"]
     assert cold["e2e_s"] == pytest.approx(phases["leave_zero_s"] + phases["work_s"])
-    # The instance was seen before the result: the work is its own, non-empty part (how long it took
-    # on a loaded machine is not the claim).
+    # The instance was seen before the result (the answer waited for that): the work is its own,
+    # non-empty part (how long it took on a loaded machine is not the claim).
     assert phases["work_s"] > 0 and cold["e2e_s"] > phases["leave_zero_s"]
     # The timed requests found an instance: warm, all their time is the work.
     records = evidence["records"]
@@ -223,6 +241,31 @@ def test_async_request_from_zero_records_queue_to_result_leave_zero_and_work(emu
     assert s3.list_objects_v2(Bucket=BUCKET, Prefix="async/outputs/")["KeyCount"] == 3
     columns = {c.header: list(c._cells) for c in bench_table(evidence).columns}
     assert "leave zero" in columns["notes"][0] and "tok/s of the work" in columns["notes"][0]
+
+
+def test_an_async_result_found_before_any_instance_was_reported_is_all_leave_zero(emulator, tmp_path):
+    """CurrentInstanceCount still 0 when the result is already written: the request is still a
+    cold start with its leave-zero figure (the whole queue to result, an upper bound), and no work
+    rate is claimed for a split finer than the polling. Such a request once lost its phases."""
+    name = "inference-async-lagging"
+    async_endpoint(name)
+    with FakeOpenAI([text("The ocean is deep and wide.")]) as fake:
+        emulator.model_servers[name] = fake.url
+        hold_at_zero(emulator, name, 0.3, count_reported=False)
+        client = SageMakerAsyncClient(
+            endpoint_name=name, model_id=OPEN_MODEL, region=REGION, bucket=BUCKET, input_prefix="async/inputs/",
+            timeout_s=30, poll_s=0.05,
+        )  # fmt: skip
+        try:
+            record = client.chat(ChatRequest("Tell me about the ocean.", max_tokens=20), RequestRecord(name, 1))
+        finally:
+            client.close()
+    assert record.ok and record.cold_start is True and record.output_tokens == 3
+    assert record.phases["leave_zero_s"] == record.phases["queued_s"] == record.e2e_s >= 0.3
+    assert record.phases["work_s"] == 0.0
+    row = cold_summary([record.to_json()])
+    assert (row["median_leave_zero_s"], row["median_work_s"], row["median_work_tok_s"]) == (record.e2e_s, 0.0, None)
+    assert cold_note(row) == f"1 cold start, timed apart; leave zero {record.e2e_s:.1f} s; work 0.00 s"
 
 
 def test_async_failure_object_is_a_typed_fault(emulator):
