@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -30,7 +31,7 @@ from runner.cloud.readiness import read_group, read_readiness
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import now_iso
-from runner.core.ports import free_port, port_is_free
+from runner.core.ports import port_is_free
 
 PLUGIN = "session-manager-plugin"
 
@@ -117,8 +118,9 @@ def ec2_servers(options: ForwardOptions) -> list[BackendOutput]:
     return servers
 
 
-def choose_port(name: str, options: ForwardOptions, taken: set[int]) -> tuple[int, str]:
-    """The asked-for port (which must be free), else the catalog's, else any free one."""
+def choose_port(name: str, options: ForwardOptions, taken: set[int]) -> tuple[int | None, str]:
+    """The asked-for port (which must be free), else the catalog's while it is free, else None:
+    the plugin then listens on a port of its own choosing and says which (`plugin_port`)."""
     from catalog import CatalogError, get_backend
 
     asked = (options.ports or {}).get(name)
@@ -132,8 +134,18 @@ def choose_port(name: str, options: ForwardOptions, taken: set[int]) -> tuple[in
         default = None
     if default and default not in taken and port_is_free(default):
         return default, ""
-    port = free_port()
-    return port, f"port {default} was taken, using {port}" if default else ""
+    return None, f"port {default} was taken" if default else ""
+
+
+# The plugin's line once its listener is bound (aws/session-manager-plugin, BasicPortForwarding
+# .startLocalListener: "Port %s opened for sessionId %s."): with no localPortNumber it binds a port
+# of its own and names it here, which is how community.aws's SSM connection reads it too.
+OPENED = re.compile(r"^Port (\d+) opened for sessionId (\S+?)\.?$", re.MULTILINE)
+
+
+def plugin_port(log_text: str, session_id: str) -> int | None:
+    """The local port the plugin says it listens on for `session_id`, or None before it says so."""
+    return next((int(m.group(1)) for m in OPENED.finditer(log_text) if m.group(2) == session_id), None)
 
 
 def instance_online(ssm: Any, instance_id: str) -> str:
@@ -166,15 +178,40 @@ def open_forward(server: BackendOutput, options: ForwardOptions, plugin: str, ta
     if ping != "Online":
         return Outcome(server.name, server.region, "skipped", f"{readiness.instance_id} is not on SSM yet ({ping})")
     local_port, note = choose_port(server.name, options, taken)
-    request = {
-        "Target": readiness.instance_id,
-        "DocumentName": DOCUMENT,
-        "Parameters": {"portNumber": [str(server.port)], "localPortNumber": [str(local_port)]},
-    }
-    session = ssm.start_session(**request)
-    session.pop("ResponseMetadata", None)
     log = forwards_file().parent / ".forwards" / f"{server.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
+    forward, problem = start_plugin(server, readiness.instance_id, ssm, plugin, local_port, options, log)
+    asked = server.name in (options.ports or {})
+    if forward is None and local_port is not None and not asked and not port_is_free(local_port):
+        # The catalog's port was taken between the check and the plugin's bind: the plugin picks one.
+        note = f"port {local_port} was taken"
+        forward, problem = start_plugin(server, readiness.instance_id, ssm, plugin, None, options, log)
+    if forward is None:
+        return Outcome(server.name, server.region, "failed", problem or "")
+    taken.add(forward.local_port)
+    detail = f"127.0.0.1:{forward.local_port} -> {readiness.instance_id}:{server.port}"
+    if note:
+        detail += f" ({note}, using {forward.local_port})"
+    return Outcome(server.name, server.region, "open", detail, forward)
+
+
+def start_plugin(
+    server: BackendOutput,
+    instance_id: str,
+    ssm: Any,
+    plugin: str,
+    local_port: int | None,
+    options: ForwardOptions,
+    log: Path,
+) -> tuple[Forward | None, str | None]:
+    """One session and its plugin on `local_port` (None: a port the plugin chooses): the forward
+    once the plugin says it listens, else why not, with the plugin stopped and the session ended."""
+    parameters = {"portNumber": [str(server.port)]}
+    if local_port is not None:
+        parameters["localPortNumber"] = [str(local_port)]
+    request = {"Target": instance_id, "DocumentName": DOCUMENT, "Parameters": parameters}
+    session = ssm.start_session(**request)
+    session.pop("ResponseMetadata", None)
     env = dict(os.environ, **{SESSION_RESPONSE_VARIABLE: json.dumps(session)})
     argv = [
         plugin,
@@ -189,41 +226,45 @@ def open_forward(server: BackendOutput, options: ForwardOptions, plugin: str, ta
         child = subprocess.Popen(
             argv, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
         )
+    opened, problem = wait_until_open(child, session["SessionId"], local_port, options.open_timeout_s, log)
+    if opened is None:
+        stop_process(child.pid)
+        child.wait(timeout=5)
+        terminate_session(server.region, session["SessionId"])
+        return None, problem
     forward = Forward(
         backend=server.name,
         pid=child.pid,
-        local_port=local_port,
+        local_port=opened,
         remote_port=server.port,
-        instance_id=readiness.instance_id,
+        instance_id=instance_id,
         region=server.region,
         session_id=session["SessionId"],
         started_at=now_iso(),
         log=str(log),
         output=server.to_json(),
     )
-    problem = wait_until_open(child, local_port, options.open_timeout_s, log)
-    if problem:
-        stop_process(child.pid)
-        child.wait(timeout=5)
-        terminate_session(server.region, forward.session_id)
-        return Outcome(server.name, server.region, "failed", problem)
-    taken.add(local_port)
-    detail = f"127.0.0.1:{local_port} -> {readiness.instance_id}:{server.port}" + (f" ({note})" if note else "")
-    return Outcome(server.name, server.region, "open", detail, forward)
+    return forward, None
 
 
-def wait_until_open(child: subprocess.Popen, port: int, timeout_s: float, log: Path) -> str | None:
-    """None once the plugin listens on `port`; else why not (it exited, or took too long)."""
+def wait_until_open(
+    child: subprocess.Popen, session_id: str, port: int | None, timeout_s: float, log: Path
+) -> tuple[int | None, str | None]:
+    """The port once the plugin says it listens on it for this session (a port merely busy may be
+    another program's); else why not: it exited, or took too long."""
+    where = f"port {port}" if port is not None else "a port"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         code = child.poll()
+        text = log.read_text(errors="replace")
+        opened = plugin_port(text, session_id)
+        if opened is not None and code is None:
+            return opened, None
         if code is not None:
-            last = next((line for line in reversed(log.read_text(errors="replace").splitlines()) if line.strip()), "")
-            return f"the plugin exited with status {code} before opening port {port}" + (f": {last}" if last else "")
-        if not port_is_free(port):
-            return None
+            last = next((line for line in reversed(text.splitlines()) if line.strip()), "")
+            return None, f"the plugin exited with status {code} before opening {where}" + (f": {last}" if last else "")
         time.sleep(0.1)
-    return f"the plugin did not open port {port} within {timeout_s:g} s (its log: {log})"
+    return None, f"the plugin did not open {where} within {timeout_s:g} s (its log: {log})"
 
 
 def forward_all(options: ForwardOptions) -> list[Outcome]:

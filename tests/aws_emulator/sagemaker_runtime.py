@@ -336,7 +336,9 @@ def run_transform(emulator: Any, job: Any, s3: Any, completions: Callable[[str, 
         job.failure_reason = reason
         job.transform_end_time = job.last_modified_time = now()
 
-    time.sleep(emulator.transform_delay_s)
+    started = time.monotonic()
+    while time.monotonic() - started < emulator.transform_delay_s and job.transform_job_status != "Stopping":
+        time.sleep(0.01)
     if job.transform_job_status == "Stopping":
         finish("Stopped")
         return

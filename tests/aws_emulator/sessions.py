@@ -60,6 +60,8 @@ def install(emulator: Any) -> Callable[[], None]:
             "Owner": f"arn:aws:sts::{response.current_account}:assumed-role/tests/botocore-session",
             "DocumentName": response._get_param("DocumentName"),
             "Region": response.region,
+            # What the session was started with, for the tests (DescribeSessions does not say it).
+            "Parameters": response._get_param("Parameters") or {},
         }
         return ActionResult(
             {
@@ -81,7 +83,7 @@ def install(emulator: Any) -> Callable[[], None]:
     def describe_sessions(response):
         active = response._get_param("State") == "Active"
         sessions = [
-            {k: v for k, v in s.items() if k != "Region"}
+            {k: v for k, v in s.items() if k not in ("Region", "Parameters")}
             for s in emulator.sessions.values()
             if s["Region"] == response.region and (s["Status"] == "Connected") == active
         ]

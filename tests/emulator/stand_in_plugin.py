@@ -3,6 +3,8 @@ the real one, it opens the local port the session asked for and relays every con
 upstream named for the target in STAND_IN_UPSTREAMS (JSON {instance_id or "*": "host:port"}).
 
 STAND_IN_MODE=exit makes it fail at once, as the real plugin does when the session is refused.
+Without a localPortNumber it listens on a port of its own and names it in its "opened" line; a
+local port that is taken ends it with status 1 and the bind error.
 """
 
 from __future__ import annotations
@@ -41,10 +43,16 @@ def main() -> int:
     upstreams = json.loads(os.environ.get("STAND_IN_UPSTREAMS", "{}"))
     upstream = upstreams.get(request["Target"]) or upstreams["*"]
     host, port = upstream.rsplit(":", 1)
-    local_port = int(request["Parameters"]["localPortNumber"][0])
-    listener = socket.create_server(("127.0.0.1", local_port), backlog=128)
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    # No localPortNumber: a port of its own, named in the "opened" line (as the real plugin does).
+    local_port = int((request["Parameters"].get("localPortNumber") or ["0"])[0])
     print(f"\nStarting session with SessionId: {session_id}", flush=True)
+    try:
+        listener = socket.create_server(("127.0.0.1", local_port), backlog=128)
+    except OSError as error:
+        print(f"listen tcp 127.0.0.1:{local_port}: bind: {error.strerror.lower()}", flush=True)
+        return 1
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    local_port = listener.getsockname()[1]
     print(f"Port {local_port} opened for sessionId {session_id}.", flush=True)
     print("Waiting for connections...\n", flush=True)
     while True:

@@ -20,6 +20,7 @@ from runner.cloud import port_forward
 from runner.cloud.forwards import process_alive, read_forwards
 from runner.cloud.outputs import read_outputs_file
 from runner.core.errors import RunnerError
+from runner.core.ports import port_is_free
 from tests.emulator.cdk_cycle import bootstrap, deploy, destroy
 from tests.emulator.observe import SERVERS, wait_for_states
 from tests.runner.fake_openai import FakeOpenAI, text
@@ -141,6 +142,78 @@ def test_a_taken_local_port_is_one_line_and_the_others_still_open(deployed, plug
     out = capsys.readouterr().out
     assert f"local port {port} is taken by another process" in out
     assert [f.backend for f in read_forwards()] == ["trn1"]
+
+
+def held_catalog_port(monkeypatch, blocker: socket.socket, name: str) -> int:
+    """`name`'s catalog port made the one `blocker` (another program) listens on: a port bound by
+    the OS, not a fixed number another test could hold at the same time."""
+    import dataclasses
+
+    import catalog
+
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen()
+    held = blocker.getsockname()[1]
+    spec = catalog.get_backend(name)
+    real = catalog.get_backend
+    monkeypatch.setattr(
+        catalog, "get_backend", lambda n: dataclasses.replace(spec, forward_port=held) if n == name else real(n)
+    )
+    return held
+
+
+def answers_through(port: int) -> str:
+    """The model's answer to a chat request sent to a forwarded local port."""
+    import httpx
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 9}
+    reply = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body, timeout=30)
+    return reply.json()["choices"][0]["message"]["content"]
+
+
+def test_a_catalog_port_another_program_holds_is_left_to_it_and_the_plugin_picks_one(
+    deployed, emulator, plugin, upstream, monkeypatch
+):
+    with socket.socket() as blocker:
+        held = held_catalog_port(monkeypatch, blocker, "g6")
+        (outcome,) = port_forward.forward_all(
+            port_forward.ForwardOptions(backends=["g6"], outputs_file=deployed, plugin=plugin)
+        )
+        assert outcome.state == "open" and outcome.forward is not None
+        port = outcome.forward.local_port
+        assert port != held and outcome.detail.endswith(f"(port {held} was taken, using {port})")
+        # No localPortNumber went to the session: the port is the one the plugin said it opened.
+        (session,) = connected(emulator)
+        assert "localPortNumber" not in session["Parameters"]
+        assert answers_through(port) == "The ocean is wide and deep."
+    port_forward.close_forwards(aws=True)
+
+
+def test_a_catalog_port_taken_after_the_check_is_retried_on_a_port_the_plugin_picks(
+    deployed, emulator, plugin, upstream, monkeypatch
+):
+    """The port was free when checked and taken when the plugin bound it: that plugin exits, its
+    session is ended, and a second one listens on a port of its own (a busy port alone, which may
+    be another program's, never counts as the forward being open)."""
+    checked = []
+
+    def free_when_checked(port: int) -> bool:
+        checked.append(port)
+        return len(checked) == 1 or port_is_free(port)
+
+    with socket.socket() as blocker:
+        held = held_catalog_port(monkeypatch, blocker, "g6")
+        monkeypatch.setattr(port_forward, "port_is_free", free_when_checked)
+        (outcome,) = port_forward.forward_all(
+            port_forward.ForwardOptions(backends=["g6"], outputs_file=deployed, plugin=plugin)
+        )
+        assert outcome.state == "open" and outcome.forward is not None
+        port = outcome.forward.local_port
+        assert checked[0] == held and port != held
+        assert outcome.detail.endswith(f"(port {held} was taken, using {port})")
+        assert [s["Parameters"].get("localPortNumber") for s in connected(emulator)] == [None]
+        assert answers_through(port) == "The ocean is wide and deep."
+    port_forward.close_forwards(aws=True)
 
 
 def test_servers_not_ready_or_not_on_ssm_are_skipped_with_the_reason(deployed, emulator, plugin, upstream, capsys):

@@ -11,7 +11,10 @@ that follows systemd's rules for the directives the units use:
   `OnFailure=` starts when it ends failed;
 - timers: `OnBootSec` from the host's boot, then the service of the same name.
 
-Delays are multiplied by INFERENCE_TIME_SCALE. State lives in $HOST_STATE/units.
+Delays are multiplied by INFERENCE_TIME_SCALE; the start-limit window is not: it counts starts,
+and each start here costs real seconds of Python processes (a few milliseconds on a host), so a
+scaled window could let old starts expire on a loaded machine and never reach the limit. State
+lives in $HOST_STATE/units.
 """
 
 from __future__ import annotations
@@ -228,7 +231,7 @@ class Supervisor:
         return code
 
     def run_simple(self) -> int:
-        window = seconds(self.unit.get("Unit", "StartLimitIntervalSec", "10")) * SCALE
+        window = seconds(self.unit.get("Unit", "StartLimitIntervalSec", "10"))  # unscaled: see above
         burst = int(self.unit.get("Unit", "StartLimitBurst", "5"))
         no_restart = {int(c) for c in self.unit.all("Service", "RestartPreventExitStatus")}
         success = {0, *map(int, self.unit.all("Service", "SuccessExitStatus"))}

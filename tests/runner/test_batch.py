@@ -154,7 +154,7 @@ def test_a_failed_job_shows_its_failure_reason_and_exits_1(emulator, bucket, tmp
 
 
 def test_ctrl_c_while_following_stops_the_job(emulator, bucket, tmp_path, monkeypatch, capsys):
-    emulator.transform_delay_s = 1.0  # still InProgress when the first poll's wait is interrupted
+    emulator.transform_delay_s = 600.0  # InProgress until it is stopped: the poll's wait is interrupted first
 
     def interrupted(seconds: float) -> None:
         raise KeyboardInterrupt

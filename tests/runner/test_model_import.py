@@ -5,6 +5,7 @@ that meets the model scaling from zero, delete; and the refusals and failures, o
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,26 @@ def exit_status(argv: list[str]) -> int:
     return stopped.value.code
 
 
+class SkippedWaits:
+    """`time` for the timed client: every sleep returns at once and moves this clock on by its
+    length, so the backoff's waits count exactly and the calls' own time counts as it came."""
+
+    def __init__(self) -> None:
+        self.slept = 0.0
+
+    def perf_counter(self) -> float:
+        return time.perf_counter() + self.slept
+
+    def sleep(self, seconds: float) -> None:
+        self.slept += seconds
+
+
+def skip_the_waits(monkeypatch) -> None:
+    clock = SkippedWaits()
+    monkeypatch.setattr("runner.measure.bedrock_import.time", clock)
+    monkeypatch.setattr("runner.measure.records.time", clock)
+
+
 def test_copy_import_status_timed_cold_start_then_delete(world, monkeypatch, capsys):
     builds = weights_copy(monkeypatch, BUCKET, PREFIX, qwen_files())
     world.fake.polls_to_complete = 2
@@ -130,11 +151,13 @@ def test_copy_import_status_timed_cold_start_then_delete(world, monkeypatch, cap
     # A bench-style timed request: the model scaled to zero answers ModelNotReadyException twice,
     # the wait is kept apart, and the times are those of the attempt that streamed.
     world.fake.not_ready = 2
+    skip_the_waits(monkeypatch)
     client = BedrockImportStreamClient(MODEL_NAME, REGION)
-    client.first_backoff_s = 0.1
+    client.first_backoff_s, client.max_backoff_s = 50.0, 100.0
     cold = client.chat(ChatRequest(prompt=OCEAN, max_tokens=100), RequestRecord(backend="bedrock-import", run=1))
     assert cold.ok and cold.cold_start is True
-    assert cold.phases["not_ready_s"] >= 0.3 and cold.e2e_s < cold.phases["not_ready_s"]
+    # Waits of 50 and 100 s (skipped), then an answer in well under that: kept apart from the wait.
+    assert 150 <= cold.phases["not_ready_s"] < 160 and cold.e2e_s < 10
     assert 0 < cold.ttft_s <= cold.e2e_s
     assert cold.text == "".join(ANSWER) and cold.finish_reason == "stop"
     assert (cold.output_tokens, cold.prompt_tokens, cold.token_source) == (5, 12, "server")
@@ -234,15 +257,17 @@ def test_bad_input_is_one_line_exit_2(world, tmp_path, capsys):
     assert world.fake.calls == []
 
 
-def test_a_model_never_ready_within_the_budget_is_a_timeout_marked_cold(world):
+def test_a_model_never_ready_within_the_budget_is_a_timeout_marked_cold(world, monkeypatch):
     model = world.fake.add_model(MODEL_NAME, ours=True)
     world.fake.not_ready = 1000
-    client = BedrockImportStreamClient(MODEL_NAME, REGION, not_ready_budget_s=0.2)
-    client.first_backoff_s = 0.05
+    skip_the_waits(monkeypatch)
+    client = BedrockImportStreamClient(MODEL_NAME, REGION, not_ready_budget_s=200.0)
+    client.first_backoff_s, client.max_backoff_s = 50.0, 100.0
     record = RequestRecord(backend="bedrock-import", run=1)
-    with pytest.raises(TimedOut, match=r"not ready after .* x ModelNotReadyException; budget 0.2 s"):
+    # Refused, 50 s, refused, 100 s, refused at 150 s: a 200 s wait would pass the budget.
+    with pytest.raises(TimedOut, match=r"not ready after 15\d\.\d s \(3 x ModelNotReadyException; budget 200 s\)"):
         client.chat(ChatRequest(prompt=OCEAN), record)
-    assert record.cold_start is True and 0.1 <= record.phases["not_ready_s"] <= 0.2
+    assert record.cold_start is True and 150 <= record.phases["not_ready_s"] < 160
     assert not record.ok and record.ttft_s is None
     assert client.model_arn == model["modelArn"]
     client.close()

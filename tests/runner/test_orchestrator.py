@@ -62,7 +62,7 @@ def test_full_run_with_a_scripted_agent(tmp_path: Path, capsys):
     with (
         FakeOpenAI(agent_script) as agent,
         FakeOpenAI([text("Paris")]) as fast,
-        FakeOpenAI([text("Paris", delay_s=0.3)]) as slow,
+        FakeOpenAI([text("Paris", delay_s=1.0)]) as slow,
     ):
         code, evidence = run_orchestrator(tmp_path, agent.url, fast=fast.url, slow=slow.url)
     assert code == 0

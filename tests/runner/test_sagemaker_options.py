@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import statistics
 import threading
+import time
 
 import boto3
 import pytest
@@ -160,9 +161,11 @@ def test_serverless_bench_times_the_cold_start_apart_from_the_warm_requests(emul
 def test_serverless_max_concurrency_reached_is_one_error_line_of_that_request(emulator, tmp_path):
     name = "inference-serverless-one"
     serverless_endpoint(name, max_concurrency=1)
-    # The warm-up is quick; then each answer takes long enough that a second request at once finds
-    # the one slot taken.
-    with FakeOpenAI([text("Hi"), text("Waves roll.", delay_s=0.5)]) as fake:
+    # The warm-up is quick; then the first timed answer is held until the second request has found
+    # the one slot taken (whenever the load lets it arrive).
+    refused = threading.Event()
+    set_once(refused, lambda: bool(emulator.throttled))
+    with FakeOpenAI([text("Hi"), text("Waves roll.", hold_until=refused)]) as fake:
         emulator.model_servers[name] = fake.url
         files = outputs_file(
             tmp_path,
@@ -184,6 +187,18 @@ def test_serverless_max_concurrency_reached_is_one_error_line_of_that_request(em
     assert "MaxConcurrency of 1 reached" in failed["error"] and "\n" not in failed["error"]
     # Refused once at the emulator: one attempt, no retry hiding the refusal.
     assert emulator.throttled == [name]
+
+
+def set_once(event: threading.Event, happened, timeout_s: float = 30) -> None:
+    """`event` set once `happened()` is true (or after `timeout_s`, so a held answer never hangs)."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + timeout_s
+        while not happened() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        event.set()
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def answer_once_the_runner_has_seen_an_instance(monkeypatch) -> threading.Event:

@@ -93,7 +93,6 @@ def test_time_to_first_token_skips_the_role_only_first_chunk():
         record, error = timed(fake.url)
     assert error is None
     assert record.ttft_s >= 0.3
-    assert record.e2e_s - record.ttft_s < 0.2
 
 
 def test_token_count_comes_from_server_usage_not_the_chunk_count():

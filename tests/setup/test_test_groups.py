@@ -81,15 +81,39 @@ def test_tier(n):
 
 @pytest.mark.parametrize("n", range(12))
 def test_free(n):
-    if n == 5:
-        STATE.write_text('{"port": 1}')  # the background server, up while other tests ran
+    pass
+"""
+
+# The background server lives in the controller: it writes its state there, once two of the other
+# tests have been reported. The queue holds other work until well after that (a worker is handed
+# a unit only once it has finished its last), so only the scheduler decides when the tier runs.
+SERVER_IN_THE_CONTROLLER = """
+import os
+from pathlib import Path
+
+from tests.vllm.scheduling import pytest_xdist_make_scheduler  # noqa
+
+STATE = Path(os.environ["INFERENCE_VLLM_STATE"])
+reported = []
+
+
+def pytest_configure(config):
+    reported.append(hasattr(config, "workerinput"))  # first: whether this process is a worker
+
+
+def pytest_runtest_logreport(report):
+    if reported[0] or report.when != "call":
+        return
+    reported.append(report.nodeid)
+    if len(reported) == 3:
+        STATE.write_text('{"port": 1}')
 """
 
 
 def test_the_vllm_tier_is_handed_out_once_its_server_is_up(tmp_path: Path):
     """Without tests/vllm/scheduling.py, loadgroup hands the tier's group (the largest unit) out
     first, and its tests would run before the state file exists."""
-    (tmp_path / "conftest.py").write_text("from tests.vllm.scheduling import pytest_xdist_make_scheduler  # noqa\n")
+    (tmp_path / "conftest.py").write_text(SERVER_IN_THE_CONTROLLER)
     (tmp_path / "test_tier.py").write_text(TIER_LATER)
     env = dict(os.environ, INFERENCE_VLLM_STATE=str(tmp_path / "state.json"), PYTHONPATH=str(PROJECT))
     run = two_workers(tmp_path, env)

@@ -174,7 +174,9 @@ def test_greedy_text_agrees_across_engines(vllm_server, local_server, record_pro
 
     def tokens(text: str) -> list[int]:
         return httpx.post(
-            f"{vllm_server.root_url}/tokenize", json={"model": SERVED_NAME, "prompt": text, "add_special_tokens": False}
+            f"{vllm_server.root_url}/tokenize",
+            json={"model": SERVED_NAME, "prompt": text, "add_special_tokens": False},
+            timeout=30,
         ).json()["tokens"]
 
     words = agreeing_prefix(vllm.split(), llama.split())
