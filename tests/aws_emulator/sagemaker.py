@@ -43,6 +43,7 @@ class EndpointQuotaRefused(SagemakerClientError):
 def install(emulator: Any) -> Callable[[], None]:
     from moto.cloudformation import parsing
     from moto.cloudformation.models import Event, Stack
+    from moto.cloudformation.parsing import OutputMap
     from moto.sagemaker.models import FakeEndpoint, FakeEndpointConfig, SageMakerModelBackend
 
     original_name_type = FakeEndpoint.__dict__["cloudformation_name_type"]
@@ -86,6 +87,13 @@ def install(emulator: Any) -> Callable[[], None]:
             )
             with contextlib.suppress(Exception):
                 stack.resource_map.delete()
+            # Rolled back, its resources are gone and it has no outputs (DescribeStacks lists none
+            # for a stack that never completed). moto makes a stack's resources on first look: a
+            # later DescribeStackResources or DescribeStacks (the CDK CLI's, after the failed
+            # deploy) would make the deleted ones again and answer the endpoint's refusal as a
+            # CloudFormation error.
+            stack.resource_map._resource_json_map = {}
+            stack.output_map = OutputMap(stack.resource_map, {}, stack.stack_id)
             stack.status = "ROLLBACK_COMPLETE"
             stack._add_stack_event("ROLLBACK_COMPLETE")
 

@@ -120,6 +120,63 @@ def test_a_deploy_refused_for_quota_moves_the_stack_to_its_next_region(emulator,
     assert leftovers() == {}
 
 
+ENDPOINT_TEMPLATE = {
+    "Resources": {
+        "Model": {
+            "Type": "AWS::SageMaker::Model",
+            "Properties": {
+                "ExecutionRoleArn": "arn:aws:iam::123456789012:role/inference-sagemaker",
+                "PrimaryContainer": {"Image": "123456789012.dkr.ecr.us-east-2.amazonaws.com/vllm:v1"},
+            },
+        },
+        "Config": {
+            "Type": "AWS::SageMaker::EndpointConfig",
+            "Properties": {
+                "ProductionVariants": [
+                    {
+                        "ModelName": {"Fn::GetAtt": ["Model", "ModelName"]},
+                        "VariantName": "AllTraffic",
+                        "InitialInstanceCount": 1,
+                        "InstanceType": "ml.g6.xlarge",
+                    }
+                ]
+            },
+        },
+        "Endpoint": {
+            "Type": "AWS::SageMaker::Endpoint",
+            "Properties": {"EndpointConfigName": {"Fn::GetAtt": ["Config", "EndpointConfigName"]}},
+        },
+    }
+}
+
+
+def test_a_stack_rolled_back_for_quota_lists_its_resources_without_making_them_again(emulator):
+    """moto makes a stack's resources on first look: asked for a rolled-back stack's resources or
+    outputs (the CDK CLI asks after a failed deploy), it made the deleted model and configuration
+    again and answered the endpoint's refusal as a CloudFormation error, which CloudFormation has
+    none of. tests/aws_emulator/sagemaker.py empties the stack's resources and outputs when it
+    rolls back."""
+    emulator.reset()
+    emulator.refuse_endpoint_quota("us-east-2")
+    cloudformation = aws("cloudformation", "us-east-2")
+    template = ENDPOINT_TEMPLATE | {"Outputs": {"Name": {"Value": {"Fn::GetAtt": ["Endpoint", "EndpointName"]}}}}
+    cloudformation.create_stack(StackName="InferenceQuotaProbe", TemplateBody=json.dumps(template))
+    (stack,) = cloudformation.describe_stacks(StackName="InferenceQuotaProbe")["Stacks"]
+    assert stack["StackStatus"] == "ROLLBACK_COMPLETE" and "Outputs" not in stack
+    failed = [
+        e for e in cloudformation.describe_stack_events(StackName="InferenceQuotaProbe")["StackEvents"]
+        if e["ResourceStatus"] == "CREATE_FAILED"
+    ]  # fmt: skip
+    assert [e["LogicalResourceId"] for e in failed] == ["Endpoint"]
+    assert "Error Code: ResourceLimitExceeded" in failed[0]["ResourceStatusReason"]
+    assert cloudformation.describe_stack_resources(StackName="InferenceQuotaProbe")["StackResources"] == []
+    assert cloudformation.list_stack_resources(StackName="InferenceQuotaProbe")["StackResourceSummaries"] == []
+    sagemaker = aws("sagemaker", "us-east-2")
+    assert sagemaker.list_models()["Models"] == [] and sagemaker.list_endpoint_configs()["EndpointConfigs"] == []
+    cloudformation.delete_stack(StackName="InferenceQuotaProbe")
+    assert leftovers() == {}
+
+
 def test_each_region_holds_the_images_its_ami_parameters_name_and_no_ecs_images(emulator):
     """tests/aws_emulator/lean.py leaves moto's 1,200 ECS-optimized images out, and nothing else."""
     emulator.reset()
