@@ -117,39 +117,48 @@ def aws_calls(machine: Host) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def wait_for(machine: Host, predicate, timeout_s: float = 20) -> list[dict]:
+def eventually(check, timeout_s: float, why) -> object:
+    """`check()`'s first true value within `timeout_s`; else an AssertionError saying `why()`."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        states = reports(machine)
-        if predicate(states):
-            return states
+        value = check()
+        if value:
+            return value
         time.sleep(0.05)
-    raise AssertionError(f"timed out; reports: {reports(machine)}\n{machine.boot_log()[-3000:]}")
+    raise AssertionError(f"timed out; {why()}")
+
+
+def wait_for(machine: Host, predicate, timeout_s: float = 20) -> list[dict]:
+    def reached() -> list[dict] | None:
+        states = reports(machine)
+        return states if predicate(states) else None
+
+    return eventually(reached, timeout_s, lambda: f"reports: {reports(machine)}\n{machine.boot_log()[-3000:]}")
 
 
 def wait_for_call(machine: Host, predicate, timeout_s: float = 20) -> list[str]:
     """The state is reported before the scale-down call is made: wait for the call, not the report."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def made() -> list[str] | None:
         calls = aws_calls(machine)
-        if any(predicate(c) for c in calls):
-            return calls
-        time.sleep(0.05)
-    raise AssertionError(f"timed out; aws calls: {aws_calls(machine)}\n{machine.boot_log()[-3000:]}")
+        return calls if any(predicate(c) for c in calls) else None
+
+    return eventually(made, timeout_s, lambda: f"aws calls: {aws_calls(machine)}\n{machine.boot_log()[-3000:]}")
 
 
 def wait_for_unit(machine: Host, unit: str, timeout_s: float = 20, **fields: object) -> dict:
     """The unit's record once its supervisor has ended it with these fields (`last_exit` is
     written only then): what a fixed sleep before a check cannot promise on a loaded machine."""
     path = machine.state / "units" / f"{unit}.json"
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def ended() -> dict | None:
         with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
             record = json.loads(path.read_text())
             if "last_exit" in record and all(record.get(k) == v for k, v in fields.items()):
                 return record
-        time.sleep(0.05)
-    raise AssertionError(f"timed out; {unit}: {path.read_text() if path.exists() else 'no record'}")
+        return None
+
+    return eventually(ended, timeout_s, lambda: f"{unit}: {path.read_text() if path.exists() else 'no record'}")
 
 
 def fire_the_deadline(machine: Host) -> dict:
@@ -263,10 +272,9 @@ def test_a_build_already_running_is_waited_for_not_started_again(host):
 
 def test_a_network_fault_on_pull_is_retried_not_reported_as_failed(host):
     machine = host(boot_config(), HostOptions(pull_error="dial tcp: lookup registry: i/o timeout"))
-    deadline = time.monotonic() + 10
-    while len([c for c in machine.calls() if c.startswith("docker pull")]) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len([c for c in machine.calls() if c.startswith("docker pull")]) >= 2
+    eventually(
+        lambda: len([c for c in machine.calls() if c.startswith("docker pull")]) >= 2, 10, lambda: machine.calls()
+    )
     assert "failed" not in [s["state"] for s in reports(machine)]
 
 
@@ -352,21 +360,15 @@ def test_compiled_graphs_are_kept_and_a_replaced_instance_restores_them(host):
     first = host(boot, name="first")
     wait_for(first, last_state("ready"))
     assert "compiled the model" in (first.state / "containers/inference-server/log").read_text()
-    deadline = time.monotonic() + 10
-    while (
-        not [c for c in first.calls() if c.startswith(f"docker push {repository}:graphs-")]
-        and time.monotonic() < deadline
-    ):
-        time.sleep(0.05)
-    (push,) = [c for c in first.calls() if c.startswith("docker push")]
+    (push,) = eventually(
+        lambda: [c for c in first.calls() if c.startswith(f"docker push {repository}:graphs-")], 10, first.calls
+    )
+    assert [c for c in first.calls() if c.startswith("docker push")] == [push]
     tag = push.split()[-1].rsplit(":", 1)[1]
     # The push is logged as it starts: its layers are in the registry once docker says it is done.
     registry = Path(first.env["REGISTRY_DIR"])
     pushed = registry / repository.split("/", 1)[1] / f"{tag}.pushed"
-    until = time.monotonic() + 20
-    while not pushed.exists() and time.monotonic() < until:
-        time.sleep(0.05)
-    assert pushed.exists(), first.boot_log()[-2000:]
+    eventually(pushed.exists, 20, lambda: first.boot_log()[-2000:])
     # The recorder's ECR now knows the tag, as DescribeImages would.
     (registry / f"pushed-{tag}").write_text("")
 
@@ -443,10 +445,8 @@ def test_a_group_whose_leader_has_gone_is_signalled_only_in_the_hosts_own_member
         machine.shutdown()
         (_, foreign, foreign_start), (_, own, own_start) = groups
         assert processes.running(foreign, foreign_start)  # not this host's: left running
-        deadline = time.monotonic() + 10
-        while processes.running(own, own_start) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not processes.running(own, own_start)  # this host's: stopped with it
+        # This host's: stopped with it.
+        eventually(lambda: not processes.running(own, own_start), 10, lambda: f"{own} still runs")
     finally:
         for _, member, _ in groups:
             with contextlib.suppress(ProcessLookupError):
