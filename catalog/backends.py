@@ -85,14 +85,18 @@ INSTANCE_FAMILIES: dict[str, tuple[Architecture, Accelerator]] = {
 }
 
 # The GPU servers' host image: the NVIDIA driver must be at least 580 for the CUDA 13 builds they
-# run (vLLM 0.30's image, and images/vllm-sm75 on CUDA 13.2). x86_64: the Base OSS Nvidia Driver
-# DLAMI for Ubuntu 26.04, the one the survey's g6 served vLLM 0.30 on (driver 595.91.07; AWS DLAMI
-# guide, "aws-deep-learning-x86-base-gpu-ami-ubuntu-26-04"). arm64 (g5g): Ubuntu 24.04, whose
-# release notes name G5g and driver 595.91.07 (AWS DLAMI release notes, build 20261009); an arm64
-# 26.04 parameter is not documented. The 22.04 images the app read before track an older line.
+# run (vLLM 0.30's image, and images/vllm-sm75 on CUDA 13.2). Both architectures take the Base OSS
+# Nvidia Driver DLAMI for Ubuntu 26.04, one OS and one driver line for g6 and g5g:
+# - x86_64: the one the survey's g6 served vLLM 0.30 on (driver 595.91.07; AWS DLAMI guide,
+#   "aws-deep-learning-x86-base-gpu-ami-ubuntu-26-04");
+# - arm64: "Deep Learning ARM64 Base OSS Nvidia Driver GPU AMI (Ubuntu 26.04)", whose release notes
+#   list G5g, P6e-GB200 and P6e-GB300 and driver 595.91.07 (AWS DLAMI release notes,
+#   aws-deep-learning-ami-gpubaseossarm64-ul2604-2026-10-01, build 20260929). Its parameter follows
+#   the DLAMI guide's rule (find-dlami-id: /aws/service/deeplearning/ami/$architecture/$ami_type/
+#   latest/ami-id, the AMI's name less "deep", "learning" and "ami"), as the 24.04 one does.
 GPU_AMI_PARAMETERS = {
     "x86_64": "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-26.04/latest/ami-id",
-    "arm64": "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-24.04/latest/ami-id",
+    "arm64": "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-26.04/latest/ami-id",
 }
 # Neuron DLAMI (Ubuntu 24.04) for Inf2, Trn1, Trn1n, Trn2, Trn3 (Neuron docs, deploy/environments/dlami.rst).
 NEURON_AMI_PARAMETER = "/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id"
@@ -150,6 +154,7 @@ SERVERLESS_MAX_CONCURRENCY = 200
 # The survey's own Neuron image: a hand-ported Gemma 4 E2B graph traced at 512 tokens in total
 # (128 for the prompt) that ignores tool definitions; run with no arguments, as the survey ran it.
 SURVEY_NEURON_IMAGE = "docker.io/xbill9/gemma4-optb:slim"
+SURVEY_SAGEMAKER_IMAGE = "vllm@sha256:f50ad6bf72933a1d30526e9f4c5793273d7799e9835840f7bacbb0da74dfc835"
 GEMMA4_EMB4 = "xbill9/gemma-4-E2B-it-qat-q4_0-w4a16-ct-text-emb4"
 GEMMA4_E2B = "google/gemma-4-E2B-it"
 
@@ -328,9 +333,13 @@ SAGEMAKER = BackendSpec(
     instance_type="ml.g6.xlarge",
     architecture=Architecture.X86_64,
     accelerator=Accelerator.NVIDIA,
-    # Repository and tag inside the region's DLC registry account: the vLLM 0.30.0 DLC the
-    # survey's endpoint ran (run2-REPORT.md).
-    image="vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker-v1.4",
+    # Repository and digest inside the region's DLC registry account: the vLLM 0.30.0 DLC exactly as
+    # the survey's endpoint ran it, the digest SageMaker resolved (its ResolvedImage, recorded in
+    # results/2026-10-05-stage/sagemaker-status.json; "vllm@sha256:f50ad6bf…" in run2-REPORT.md),
+    # not a tag that a later release of the DLC may move. The line's tag is
+    # vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker-v1.4 (results/2026-10-08-stock-vs-repack);
+    # that it resolves to this digest in every region is not recorded.
+    image=SURVEY_SAGEMAKER_IMAGE,
     serve_flags=("--max-model-len", "8192", *VLLM_TOOL_FLAGS),
     port=8080,
     container_port=8080,
@@ -463,7 +472,8 @@ BACKENDS: tuple[BackendSpec, ...] = (
         survey_usd_per_hour=0.556,
         survey_demo1=(("filter", 20, 20), ("rows", 20, 20)),
         survey_demo2_median_s=0.187,
-        notes="gated weights: needs the Hugging Face token secret",
+        # Gemma 4 E2B is Apache-2.0 and not gated (Google's Gemma 4 model page): no token needed.
+        notes="the base Gemma 4 E2B weights in fp16 (Apache-2.0), not g6's int4 repack",
     ),
     INF2,
     replace(

@@ -54,6 +54,13 @@ MODEL_IMPORT_SOURCE = (
     "$0.05718 per CMU-minute; the rate depends on the model's customModelUnitsVersion (GetImportedModel)"
 )
 
+# ECR private storage, us-east-1: what an image the app keeps between deploys costs a month.
+ECR_USD_PER_GB_MONTH = 0.10
+ECR_STORAGE_SOURCE = (
+    "Amazon ECR pricing page (aws.amazon.com/ecr/pricing), private repository storage, us-east-1: $0.10 per "
+    "GB-month, as a public pricing summary of March 2026 quotes it. UNVERIFIED (not read from the page here)"
+)
+
 # SageMaker Serverless Inference bills compute per second at the configured memory size.
 SERVERLESS_USD_PER_GB_SECOND = 0.0000200
 SERVERLESS_USD_PER_GB_PROCESSED = 0.016

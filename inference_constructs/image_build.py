@@ -11,7 +11,11 @@ hours); a failed build leaves them at zero with its last log lines as their reas
 a time (a second start is refused while one runs). `python -m runner.images build BACKEND`
 rebuilds by hand and restarts running servers on the new image.
 
-`cdk destroy` removes the repository with its images (EmptyOnDelete), so nothing is left billing.
+The repository is not the stack's: the build makes it on first use (tagged as the app's, with a
+lifecycle rule keeping the newest images), and `cdk destroy` leaves it, so the next deploy, in any
+survey, finds its image built and builds nothing (a vLLM build for sm_75 is an hour of ARM XLarge).
+It bills storage only (catalog/prices.py ECR_USD_PER_GB_MONTH); `runner.sweep` lists it with that
+cost, and `runner.sweep --delete --purge-images` removes it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from aws_cdk import Aws, Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, Duration, Stack
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_events as events
@@ -29,7 +33,8 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from catalog import Architecture, BackendSpec
-from catalog.contract import IMAGE_TAG_KEY
+from catalog.builds import REPOSITORY_PREFIX, built_image, image_build, repository_name
+from catalog.contract import APP_TAG, IMAGE_TAG_KEY
 from inference_constructs.instance_role import PARAMETER_PREFIX
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge, finding_account
@@ -39,10 +44,8 @@ IMAGES_DIR = Path(__file__).resolve().parent.parent / "images"
 # or a user imports a file from the folder) would change the asset's hash, so the image tag and
 # the build would differ between two checkouts of the same source.
 SOURCE_EXCLUDE = ["__pycache__", "*.pyc"]
-BUILD_PREFIX = "build:"
-# CodeBuild's limit for one build: vLLM compiled from source needs hours, a thin layer minutes.
-BUILD_TIMEOUT_HOURS = {"vllm-sm75": 8, "neuron": 1, "llama-serverless": 1}
-REPOSITORY_PREFIX = "inference-survey/"
+# The catalog's compute names (catalog/builds.py) as the CDK spells them (BUILD_GENERAL1_LARGE, _XLARGE).
+CDK_COMPUTE = {"LARGE": codebuild.ComputeType.LARGE, "XLARGE": codebuild.ComputeType.X_LARGE}
 KEEP_IMAGES = 5
 BUILD_SCRIPT = Path(__file__).with_name("image_build.sh")
 # The stack events that start a build (CloudFormation sends them to the default event bus).
@@ -77,19 +80,20 @@ def acknowledge_codebuild_defaults(role: iam.Role, project: codebuild.Project) -
 
 class ImageBuild(Construct):
     def __init__(
-        self, scope: Construct, construct_id: str, *, folder: Path, architecture: Architecture, timeout_hours: int
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        folder: Path,
+        architecture: Architecture,
+        expires_at: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.repository = ecr.Repository(
-            self,
-            "Repository",
-            repository_name=f"{REPOSITORY_PREFIX}{folder.name}",
-            image_scan_on_push=True,
-            lifecycle_rules=[ecr.LifecycleRule(max_image_count=KEEP_IMAGES, description="keep the newest images")],
-            removal_policy=RemovalPolicy.DESTROY,
-            empty_on_delete=True,
-        )
+        spec = image_build(folder.name)
+        # Kept across deploys, made by the build (image_build.sh): referred to here by its name.
+        self.repository_name = repository_name(folder.name)
+        self.repository = ecr.Repository.from_repository_name(self, "Repository", self.repository_name)
         self.source = s3_assets.Asset(self, "Source", path=str(folder), exclude=SOURCE_EXCLUDE)
         self.tag = self.source.asset_hash[:16]
         self.image_uri = self.repository.repository_uri_for_tag(self.tag)
@@ -121,7 +125,15 @@ class ImageBuild(Construct):
         # What the build does after it pushed, or when it failed: the servers that run this image.
         role.add_to_policy(
             iam.PolicyStatement(
-                sid="CheckItsImage", actions=["ecr:DescribeImages"], resources=[self.repository.repository_arn]
+                sid="KeepItsRepository",
+                actions=[
+                    "ecr:CreateRepository",
+                    "ecr:DescribeImages",
+                    "ecr:DescribeRepositories",
+                    "ecr:PutLifecyclePolicy",
+                    "ecr:TagResource",
+                ],
+                resources=[self.repository.repository_arn],
             )
         )
         role.add_to_policy(
@@ -154,8 +166,8 @@ class ImageBuild(Construct):
         )
         role.add_to_policy(
             iam.PolicyStatement(
-                sid="ReportToTheServersReadiness",
-                actions=["ssm:PutParameter"],
+                sid="ReadAndReportTheServersReadiness",
+                actions=["ssm:GetParameter", "ssm:PutParameter"],
                 resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}:{Aws.ACCOUNT_ID}:parameter{PARAMETER_PREFIX}*"],
             )
         )
@@ -175,15 +187,20 @@ class ImageBuild(Construct):
                     if arm
                     else codebuild.LinuxBuildImage.STANDARD_7_0
                 ),
-                compute_type=codebuild.ComputeType.LARGE,
+                # The catalog's compute for this image (catalog/builds.py): ARM XLarge for vLLM's kernels.
+                compute_type=CDK_COMPUTE[spec.compute],
                 privileged=True,  # docker build needs the Docker daemon
             ),
             environment_variables={
                 "IMAGE_URI": codebuild.BuildEnvironmentVariable(value=self.image_uri),
+                "KEEP_IMAGES": codebuild.BuildEnvironmentVariable(value=str(KEEP_IMAGES)),
+                "APP_TAG": codebuild.BuildEnvironmentVariable(value="=".join(APP_TAG)),
                 "IMAGE_FOLDER": codebuild.BuildEnvironmentVariable(value=folder.name),
                 "FORCE_BUILD": codebuild.BuildEnvironmentVariable(value="0"),
+                # Past it, a finished build brings no server back (image_build.sh).
+                "EXPIRES_AT": codebuild.BuildEnvironmentVariable(value=expires_at or ""),
             },
-            timeout=Duration.hours(timeout_hours),
+            timeout=Duration.hours(spec.timeout_hours),
             logging=codebuild.LoggingOptions(cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=logs)),
         )
         acknowledge(
@@ -222,7 +239,8 @@ class ImageBuild(Construct):
             ),
             (
                 f"Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:parameter{PARAMETER_PREFIX}*",
-                "The readiness parameters of this app's servers, written when their image build fails.",
+                "The readiness parameters of this app's servers: read to tell a server waiting for its image from one "
+                "held at zero on purpose, written when their image build fails.",
             ),
         ):
             acknowledge(role, f"AwsSolutions-IAM5[{finding}]", reason)
@@ -241,19 +259,20 @@ class ImageBuild(Construct):
         self.region = stack.region
 
 
-def image_build_for(scope: Construct, spec: BackendSpec, builds: dict[str, ImageBuild]) -> ImageBuild | None:
+def image_build_for(
+    scope: Construct, spec: BackendSpec, builds: dict[str, ImageBuild], expires_at: str | None = None
+) -> ImageBuild | None:
     """`build:DIR`: one repository and CodeBuild project per folder and stack, shared by the
     backends of the stack that use it (kept in `builds`); None for an image the app does not build."""
-    image = spec.image or ""
-    if not image.startswith(BUILD_PREFIX):
+    folder = built_image(spec)
+    if folder is None:
         return None
-    folder = image[len(BUILD_PREFIX) :]
     if folder not in builds:
         builds[folder] = ImageBuild(
             scope,
             f"Build{''.join(part.capitalize() for part in folder.split('-'))}",
             folder=IMAGES_DIR / folder,
             architecture=spec.architecture or Architecture.X86_64,
-            timeout_hours=BUILD_TIMEOUT_HOURS.get(folder, 2),
+            expires_at=expires_at,
         )
     return builds[folder]

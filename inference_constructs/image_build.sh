@@ -1,15 +1,25 @@
 #!/bin/bash
 # The image build, run by CodeBuild in the image's source folder: build the image unless its tag
 # is already in the repository (FORCE_BUILD=1 rebuilds it), push it, then bring back the servers
-# that run it: a group held at zero goes to one instance, and a running server whose image was
-# just rebuilt is restarted (SSM Run Command) so the new image serves. A failed build writes its
-# last log lines into the readiness of the servers waiting for it; they stay at zero.
+# that run it: a group the app holds at zero for this image (its readiness says
+# waiting-for-image) goes to one instance, and a running server whose image was just rebuilt is
+# restarted (SSM Run Command) so the new image serves. A group at zero for any other reason (it
+# failed, or the time-to-live took it there) stays there: every stack update starts this build,
+# and an update restarts nothing held at zero on purpose. Past the stack's expiry no server comes
+# back: its readiness says so, and runner.up brings it back. A failed build writes its last log
+# lines into the readiness of the servers waiting for it; they stay at zero.
+#
+# The repository outlives the stack (cdk destroy leaves it, so the next deploy builds nothing):
+# made here on first use, tagged as the app's, keeping the newest KEEP_IMAGES images.
 #
 # Environment: IMAGE_URI (repository:tag), IMAGE_FOLDER (the `inference:image` tag of the groups
-# that run it), FORCE_BUILD, and CodeBuild's own AWS_REGION and CODEBUILD_BUILD_ID.
+# that run it), FORCE_BUILD, EXPIRES_AT (the stack's time-to-live, UTC, empty for none),
+# KEEP_IMAGES, APP_TAG (KEY=VALUE), and CodeBuild's own AWS_REGION and CODEBUILD_BUILD_ID.
 set -uo pipefail
 export AWS_EXECUTION_ENV="inference-build"
 export AWS_DEFAULT_REGION="${AWS_REGION:?}"
+# BuildKit, which the Dockerfiles' `COPY --chmod` needs (the default builder of Docker 23 and later).
+export DOCKER_BUILDKIT=1
 # Memory one nvcc (or compiler) job may take: vLLM's CUDA kernels need several GiB each.
 GIB_PER_JOB="${GIB_PER_JOB:-4}"
 LOG="${INFERENCE_BUILD_LOG:-$(mktemp)}"
@@ -43,29 +53,55 @@ image_groups() {
     --output text
 }
 
+# The readiness state a backend's server last reported ("" when it cannot be read).
+readiness_state() {
+  aws ssm get-parameter --name "/inference/$1/ready" --query Parameter.Value --output text 2>/dev/null \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin).get("state", ""))' 2>/dev/null || true
+}
+
+# True once the stack's time-to-live has passed.
+expired() {
+  [[ -n "${EXPIRES_AT:-}" ]] && (( $(date -u +%s) >= $(date -u -d "$EXPIRES_AT" +%s) ))
+}
+
+# write_readiness BACKEND STATE REASON: what the build says of a server it does not start.
+write_readiness() {
+  local value
+  value=$(STATE="$2" REASON="$3" BUILD="${CODEBUILD_BUILD_ID:-}" python3 -c '
+import datetime, json, os
+print(json.dumps({"state": os.environ["STATE"], "reason": os.environ["REASON"][:600], "build_id": os.environ["BUILD"],
+                  "stopped": True, "at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}))')
+  aws ssm put-parameter --name "/inference/$1/ready" --type String --overwrite --value "$value" >/dev/null \
+    || echo "inference-build: could not write the readiness of $1" >&2
+}
+
 report_failure() {
   local what="$1" lines group desired backend _ids value
   lines=$(grep -v '^\s*$' "$LOG" | tail -n 6 | tr '\n' ' ' | tr -s ' ' | cut -c1-400)
   echo "inference-build: $what failed: $lines" >&2
   while read -r group desired backend _ids; do
     [[ -n "$group" && "$desired" == 0 ]] || continue  # a server that runs the old image keeps its state
-    value=$(REASON="image build ${CODEBUILD_BUILD_ID:-?} failed ($what): $lines" BUILD="${CODEBUILD_BUILD_ID:-}" python3 -c '
-import datetime, json, os
-print(json.dumps({"state": "failed", "reason": os.environ["REASON"][:600], "build_id": os.environ["BUILD"],
-                  "stopped": True, "at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}))')
-    aws ssm put-parameter --name "/inference/$backend/ready" --type String --overwrite --value "$value" >/dev/null \
-      || echo "inference-build: could not write the readiness of $backend" >&2
+    [[ "$(readiness_state "$backend")" == waiting-for-image ]] || continue  # held at zero for another reason
+    write_readiness "$backend" failed "image build ${CODEBUILD_BUILD_ID:-?} failed ($what): $lines"
   done < <(image_groups)
   exit 1
 }
 
 bring_back() {
-  local rebuilt="$1" group desired backend ids
+  local rebuilt="$1" group desired backend ids state
   while read -r group desired backend ids; do
     [[ -n "$group" ]] || continue
     if [[ "$desired" == 0 ]]; then
-      aws autoscaling set-desired-capacity --auto-scaling-group-name "$group" --desired-capacity 1 \
-        && echo "inference-build: $backend ($group) brought back to one instance"
+      state=$(readiness_state "$backend")
+      if [[ "$state" != waiting-for-image ]]; then
+        echo "inference-build: $backend ($group) stays at zero: held there on purpose (${state:-no readiness})"
+      elif expired; then
+        write_readiness "$backend" stopped "its image was built after the time-to-live ($EXPIRES_AT): left at zero; python -m runner.up brings it back"
+        echo "inference-build: $backend ($group) stays at zero: the time-to-live ($EXPIRES_AT) has passed"
+      else
+        aws autoscaling set-desired-capacity --auto-scaling-group-name "$group" --desired-capacity 1 \
+          && echo "inference-build: $backend ($group) brought back to one instance"
+      fi
     elif [[ "$rebuilt" == 1 && -n "$ids" && "$ids" != None ]]; then
       # shellcheck disable=SC2046  # one word per instance id
       aws ssm send-command --document-name AWS-RunShellScript --instance-ids $(tr ',' ' ' <<<"$ids") \
@@ -76,6 +112,19 @@ bring_back() {
   done < <(image_groups)
 }
 
+# The image's repository, made the first time (a build racing another to make it finds it made).
+ensure_repository() {
+  local policy
+  aws ecr describe-repositories --repository-names "$repository" >/dev/null 2>&1 && return 0
+  echo "inference-build: making the repository $repository (kept across deploys)"
+  aws ecr create-repository --repository-name "$repository" --image-scanning-configuration scanOnPush=true \
+    --tags "Key=${APP_TAG%%=*},Value=${APP_TAG#*=}" "Key=inference:image,Value=$IMAGE_FOLDER" >/dev/null \
+    || aws ecr describe-repositories --repository-names "$repository" >/dev/null || return 1
+  policy=$(printf '{"rules":[{"rulePriority":1,"description":"keep the newest images","selection":{"tagStatus":"any","countType":"imageCountMoreThan","countNumber":%d},"action":{"type":"expire"}}]}' "${KEEP_IMAGES:-5}")
+  aws ecr put-lifecycle-policy --repository-name "$repository" --lifecycle-policy-text "$policy" >/dev/null
+}
+
+ensure_repository >>"$LOG" 2>&1 || report_failure "repository $repository"
 aws ecr get-login-password | docker login --username AWS --password-stdin "${IMAGE_URI%%/*}" >>"$LOG" 2>&1 \
   || report_failure "registry login"
 rebuilt=0

@@ -185,9 +185,13 @@ class ModelServer(Construct):
             Tags.of(self.group).add(IMAGE_TAG_KEY, image_build.folder)
         self.time_to_live = None
         if expires_at:
+            # One action per expiry (its id carries the time): AWS removes a one-time action once it
+            # has run (DescribeScheduledActions lists the actions that have not), so a deploy after
+            # the expiry must make a new one, not update the one that is gone; CloudFormation's
+            # delete of the old one finds nothing and goes on.
             self.time_to_live = autoscaling.CfnScheduledAction(
                 self,
-                "TimeToLive",
+                f"TimeToLive{''.join(c for c in expires_at if c.isdigit())}",
                 auto_scaling_group_name=self.group.auto_scaling_group_name,
                 start_time=expires_at,
                 desired_capacity=0,

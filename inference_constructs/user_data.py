@@ -6,6 +6,13 @@ this module writes them into the user data with the server's settings. Tokens (r
 group and parameter names resolved at deploy) are passed in as strings and substituted by
 CloudFormation.
 
+EC2 takes at most 16 KB of user data, counted before base64 (EC2 User Guide, "Run commands when
+you launch an EC2 instance with user data input"), and a launch over it is refused, which the
+runner would read as a capacity refusal. The scripts and units, which hold no token, travel as
+one gzip-compressed tar archive (base64, unpacked by `tar` on the instance); only the settings,
+which CloudFormation fills in, stay as text. `USER_DATA_LIMIT` is the bound the tests hold every
+launch template's user data to.
+
 The server's life, as readiness states: `launching` (the stack) → `booting` (first thing the
 instance does, so a replaced instance never shows its predecessor's state) → `starting` (each
 unit start) → `ready`, or `failed` with a reason and the server taken to zero instances, or
@@ -14,7 +21,11 @@ unit start) → `ready`, or `failed` with a reason and the server taken to zero 
 
 from __future__ import annotations
 
+import base64
+import gzip
+import io
 import shlex
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +48,8 @@ WAITING_EXIT = 79
 START_LIMIT_BURST = 5
 START_LIMIT_INTERVAL_S = 1200
 DEFAULT_READY_MINUTES = 60
+# EC2's limit on user data, in bytes before base64 (EC2 User Guide, user data input).
+USER_DATA_LIMIT = 16 * 1024
 # Where each script lands on the instance.
 INSTALLED = {
     "common.sh": "/usr/local/lib/inference-common.sh",
@@ -230,8 +243,9 @@ fi
 """
 
 
-def render_boot_script(boot: ServerBoot) -> str:
-    """The complete user data: files, readiness `booting`, the deadline, swap, tools, the server."""
+def installed_files(boot: ServerBoot) -> dict[str, tuple[str, int]]:
+    """{path: (content, mode)} of every file the boot installs that holds no deploy-time token:
+    the server's scripts and its systemd units."""
     timer, deadline_service = deadline_units(boot.backend, boot.ready_minutes)
     units = {
         SERVER_UNIT: server_unit(boot.backend),
@@ -240,6 +254,43 @@ def render_boot_script(boot: ServerBoot) -> str:
         DEADLINE_TIMER: timer,
         DEADLINE_UNIT: deadline_service,
     }
+    files = {INSTALLED[name]: (script(name), 0o644 if name == "common.sh" else 0o755) for name in INSTALLED}
+    return files | {f"/etc/systemd/system/{unit}": (text, 0o644) for unit, text in units.items()}
+
+
+def archive(files: dict[str, tuple[str, int]]) -> str:
+    """The files as a gzip-compressed tar archive in base64, the same bytes for the same files
+    (no times, owners or names of this machine), so a template changes only when a file does."""
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for path, (content, mode) in sorted(files.items()):
+            body = content.encode()
+            entry = tarfile.TarInfo(path.lstrip("/"))
+            entry.size, entry.mode, entry.mtime, entry.uname, entry.gname = len(body), mode, 0, "root", "root"
+            tar.addfile(entry, io.BytesIO(body))
+    return base64.encodebytes(gzip.compress(data.getvalue(), compresslevel=9, mtime=0)).decode()
+
+
+def unpack_archive(encoded: str) -> dict[str, tuple[str, int]]:
+    """`archive` read back: {path: (content, mode)}."""
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(base64.b64decode(encoded))), mode="r") as tar:
+        return {
+            f"/{m.name}": (tar.extractfile(m).read().decode(), m.mode)
+            for m in tar.getmembers()
+            if m.isfile()  # type: ignore[union-attr]
+        }
+
+
+def _archive_step(files: dict[str, tuple[str, int]]) -> str:
+    marker = "INFERENCE_ARCHIVE"
+    return (
+        "# The scripts and units (no deploy-time values in them), compressed to keep the user data small.\n"
+        f"base64 -d <<'{marker}' | tar -xz --no-same-owner -m -C \"$ROOT/\"\n{archive(files)}{marker}"
+    )
+
+
+def render_boot_script(boot: ServerBoot) -> str:
+    """The complete user data: files, readiness `booting`, the deadline, swap, tools, the server."""
     parts = [
         "#!/bin/bash",
         f"# Inference backend {boot.backend}: model server as a systemd unit; readiness in SSM.",
@@ -251,8 +302,7 @@ def render_boot_script(boot: ServerBoot) -> str:
         _file("/etc/inference/server.env", server_env(boot), "600"),
         _file("/etc/inference/serve-args", "\n".join(container_args(boot)), "644"),
         _file("/etc/inference/container.env", container_environment(boot), "644"),
-        *(_file(INSTALLED[name], script(name), "644" if name == "common.sh" else "755") for name in INSTALLED),
-        *(_file(f"/etc/systemd/system/{unit}", text, "644") for unit, text in units.items()),
+        _archive_step(installed_files(boot)),
         "command -v aws >/dev/null || snap install aws-cli --classic",
         'source "$ROOT/usr/local/lib/inference-common.sh"',
         "# From here on a failed step stops the server and says where.",

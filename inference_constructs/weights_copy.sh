@@ -26,8 +26,10 @@ if [[ -n "${HF_TOKEN_SECRET:-}" ]]; then
   fi
 fi
 # Custom Model Import takes the safetensors weights, config.json and the tokenizer's files only.
+# One pattern per --include: the CLI's option takes one value, and a second word becomes a file
+# name, after which every --include is ignored (huggingface_hub cli/download.py).
 hf download "$MODEL_ID" --local-dir "$work/model" \
-  --include "*.safetensors" "*.json" "tokenizer*" "merges.txt" "vocab.json"
+  --include "*.safetensors" --include "*.json" --include "tokenizer*" --include "merges.txt"
 [[ -f "$work/model/config.json" ]] || { echo "error: $MODEL_ID has no config.json"; exit 1; }
 compgen -G "$work/model/*.safetensors" > /dev/null || { echo "error: $MODEL_ID has no safetensors weights"; exit 1; }
 rm -rf "$work/model/.cache"

@@ -12,7 +12,10 @@ instances, and the app's S3 buckets (the async and import stacks own one each; b
 hold objects). Where Custom Model Import is offered (catalog IMPORT_REGIONS), every imported model
 (it is not in CloudFormation, so no stack removes it: billing, since it is charged per Custom Model
 Unit-minute while active and for storage every month while it exists) and every import job still
-running. A table per region; the exit status is 1 while anything billing is left. Each of our
+running; and the repositories of the images the app builds, which no stack owns and `cdk destroy`
+leaves so the next deploy builds nothing (their storage cost a month; kept on purpose, so not a
+failure; `--delete --purge-images` removes them). A table per region; the exit status is 1 while
+anything billing is left that is not kept on purpose. Each of our
 groups and endpoints shows its time-to-live: when its scheduled action (or its stack's expiry)
 takes it to zero. `--delete` prints what it will remove, then removes ours only: our running
 transform jobs are stopped and our buckets emptied (every object version) before the stacks go,
@@ -47,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default: {','.join(REGIONS)} and wherever the app deployed or may fail over to)",
     )
     parser.add_argument("--delete", action="store_true", help="remove what this app left (prints the list first)")
+    parser.add_argument(
+        "--purge-images",
+        action="store_true",
+        help="with --delete: also remove the images the app built (kept so the next deploy builds nothing)",
+    )
     parser.add_argument("--wait", type=float, default=900.0, help="seconds to wait for each stack deletion")
     add_aws_switch(parser, no_aws_help=None)
     add_results_dir(parser)
@@ -72,12 +80,14 @@ def run(argv: list[str] | None = None) -> int:
     evidence.data["problems"] = list(problems)
     for line in [*problems, *skipped]:
         evidence.notice(line)
+    if args.purge_images and not args.delete:
+        raise RunnerError("--purge-images removes the kept images with --delete: give both")
     if args.delete:
-        doomed = [f for f in found if f.ours]
+        doomed = [f for f in found if f.ours and (args.purge_images or not f.kept)]
         console.print(f"[bold]removing {len(doomed)} item(s) of this app[/bold] (nothing else is touched):")
         for item in doomed:
             console.print(f"  {item.region} {item.kind} {item.id} {item.detail}")
-        evidence.data["deleted"] = delete_ours(found, args.wait)
+        evidence.data["deleted"] = delete_ours(found, args.wait, purge_kept=args.purge_images)
         found, problems, _ = sweep_regions(regions)
         evidence.data["problems"] = list(problems)
         for line in problems:
@@ -86,7 +96,8 @@ def run(argv: list[str] | None = None) -> int:
     path = evidence.finish()
     print_report(evidence.data)
     print(f"evidence: {path}")
-    return 1 if any(f.billing for f in found) or problems else 0
+    # What is kept on purpose (the built images, storage only) is listed with its cost, not a failure.
+    return 1 if any(f.billing and not f.kept for f in found) or problems else 0
 
 
 def main() -> None:

@@ -13,10 +13,10 @@ from constructs import Construct
 
 from catalog import Accelerator, Architecture
 from catalog.backends import ModelArgument
+from catalog.builds import REPOSITORY_PREFIX
 from catalog.config import BackendConfig, StackConfig
 from inference_constructs.image_build import (
     IMAGES_DIR,
-    REPOSITORY_PREFIX,
     SOURCE_EXCLUDE,
     ImageBuild,
     image_build_for,
@@ -44,6 +44,7 @@ class ModelServerStack(Stack):
         **kwargs,
     ):
         super().__init__(scope, construct_id, **kwargs)
+        self.expires_at = expires_at
         self.marker = StackMarker(self, "Marker", config=config)
         self.servers: dict[str, ModelServer] = {}
         self.image_builds: dict[str, ImageBuild] = {}
@@ -93,7 +94,7 @@ class ModelServerStack(Stack):
         return self.graph_repository
 
     def _image_build(self, backend: BackendConfig) -> ImageBuild | None:
-        return image_build_for(self, backend.spec, self.image_builds)
+        return image_build_for(self, backend.spec, self.image_builds, self.expires_at)
 
     def _image_uri(self, backend: BackendConfig) -> str:
         """`ecr:REPO:TAG` -> this account's ECR; `asset:DIR` -> built from images/DIR at deploy;

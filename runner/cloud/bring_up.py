@@ -21,7 +21,7 @@ from catalog.config import (
 from runner.cloud.account_facts import account_zones
 from runner.cloud.stack_up import StackUp, UpOptions, deploy_stack
 from runner.core.console import console
-from runner.core.errors import RunnerError
+from runner.core.errors import RunnerError, describe
 from runner.core.evidence import Evidence
 
 
@@ -59,11 +59,12 @@ def up(options: UpOptions, *, on_start: Callable[[list[StackUp]], None] | None =
     errors: dict[str, str] = {}
 
     def guarded(run: StackUp) -> None:
+        """One stack's run; whatever stops it is that stack's line, never the other stacks' end."""
         try:
             run.run()
-        except (RunnerError, CatalogError) as error:
-            errors[run.config.name] = str(error)
-            run.log(f"stopped: {error}")
+        except Exception as error:
+            errors[run.config.name] = describe(error)
+            run.stopped_by(describe(error))
 
     threads = [threading.Thread(target=guarded, args=(run,), name=run.config.name) for run in runs]
     for thread in threads:

@@ -2,7 +2,8 @@
 what they left, each step's outcome kept and a refusal never stopping the rest. Before the stacks:
 our running transform jobs are stopped and our buckets emptied (every object version), since
 CloudFormation deletes only an empty bucket; a bucket still there once its stack is gone is
-deleted. Custom Model Import models are deleted after the stacks (no stack removes them)."""
+deleted. Custom Model Import models are deleted after the stacks (no stack removes them). The
+repositories of the images the app builds are kept unless asked (`purge_kept`)."""
 
 from __future__ import annotations
 
@@ -31,13 +32,15 @@ DELETE_ORDER = (
     "model",
     "imported-model",
     "volume",
+    "image-repository",
 )
 # Ours, listed, and never removed: the reason is the outcome.
 LEFT = {"import-job": "left: Bedrock has no call that stops an import job; sweep again once it has ended"}
 
 
-def delete_ours(found: list[Found], wait_s: float) -> list[dict[str, Any]]:
-    """Remove ours in DELETE_ORDER; each step's outcome is kept, a refusal never stops the rest."""
+def delete_ours(found: list[Found], wait_s: float, *, purge_kept: bool = False) -> list[dict[str, Any]]:
+    """Remove ours in DELETE_ORDER; each step's outcome is kept, a refusal never stops the rest.
+    What is kept on purpose (the built images) goes only with `purge_kept`."""
     from runner.cloud.port_forward import close_forwards
 
     actions: list[dict[str, Any]] = []
@@ -67,10 +70,14 @@ def delete_ours(found: list[Found], wait_s: float) -> list[dict[str, Any]]:
         "imported-model": lambda f: "deleted" if delete_imported_model(client("bedrock", f.region), f.id) else "gone",
         "nat-gateway": lambda f: client("ec2", f.region).delete_nat_gateway(NatGatewayId=f.id),
         "elastic-ip": lambda f: client("ec2", f.region).release_address(AllocationId=f.id),
+        "image-repository": lambda f: client("ecr", f.region).delete_repository(repositoryName=f.id, force=True),
     }
     order = {kind: index for index, kind in enumerate((*DELETE_ORDER, "nat-gateway", "elastic-ip", *LEFT))}
     emptied: list[Found] = []
     for item in sorted((f for f in found if f.ours), key=lambda f: order[f.kind]):
+        if item.kept and not purge_kept:
+            actions.append(asdict(item) | {"outcome": "kept (--purge-images removes it)"})
+            continue
         if item.kind in LEFT:
             actions.append(asdict(item) | {"outcome": LEFT[item.kind]})
             continue

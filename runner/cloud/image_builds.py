@@ -10,12 +10,17 @@ from typing import Any
 
 from catalog.contract import BackendOutput
 from runner.cloud.outputs import read_outputs_file, read_stack_outputs
-from runner.core.errors import RunnerError, aws_error_code
+from runner.core.errors import RunnerError, aws_error_code, describe
 
 RUNNING = "IN_PROGRESS"
 
 
 LIMIT_ERRORS = ("AccountLimitExceededException", "ResourceAlreadyExistsException")
+
+
+class BuildRefused(RunnerError):
+    """CodeBuild would not start a build (a new account's concurrent-build quota of 0, a project
+    gone, a role it cannot assume): the backends that need it fail with AWS's words, the others go on."""
 
 
 def image_state(ecr: Any, image_uri: str) -> str:
@@ -46,17 +51,23 @@ def latest_build(codebuild: Any, project: str) -> dict[str, Any] | None:
 
 def start_build(codebuild: Any, project: str, *, force: bool = False) -> tuple[dict[str, Any], bool]:
     """(build, started): a new build, or the one already running when the project's limit of one
-    refuses a second."""
-    from botocore.exceptions import ClientError
+    refuses a second. Any other refusal is BuildRefused, with CodeBuild's own code and message
+    (`AccountLimitExceededException: Cannot have more than 0 builds in queue for the account`)."""
+    from botocore.exceptions import BotoCoreError, ClientError
 
     overrides = [{"name": "FORCE_BUILD", "value": "1", "type": "PLAINTEXT"}] if force else []
     try:
         return codebuild.start_build(projectName=project, environmentVariablesOverride=overrides)["build"], True
     except ClientError as error:
-        running = latest_build(codebuild, project)
+        try:
+            running = latest_build(codebuild, project)
+        except (BotoCoreError, ClientError):
+            running = None
         if aws_error_code(error) in LIMIT_ERRORS and running and running["buildStatus"] == RUNNING:
             return running, False
-        raise
+        raise BuildRefused(f"CodeBuild refused to start {project}: {describe(error)}") from None
+    except BotoCoreError as error:
+        raise BuildRefused(f"CodeBuild could not be asked to start {project}: {describe(error)}") from None
 
 
 def last_log_lines(logs: Any, build: dict[str, Any], count: int = 6) -> str:

@@ -1,7 +1,7 @@
 """What the app left in a region, and what bills there whatever its tag: one region's listing
 (stacks with their time-to-live, groups, instances, volumes, endpoints, running transform jobs,
-network, our buckets, Custom Model Import models and running import jobs, sessions), each list
-call's failure a line, never a stop."""
+network, our buckets, the kept repositories of the images the app builds, Custom Model Import
+models and running import jobs, sessions), each list call's failure a line, never a stop."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from typing import Any
 
 from catalog import CatalogError
 from catalog.backends import IMPORT_REGIONS, stack_names
+from catalog.builds import kept_repository
 from catalog.config import load_config, read_placements
 from catalog.contract import APP_TAG, BACKEND_TAG_KEY, OUTPUT_PREFIX
 from catalog.offerings import US_REGIONS
+from catalog.prices import ECR_USD_PER_GB_MONTH
 from runner.cloud.aws import boto_client
 from runner.cloud.forwards import read_forwards
 from runner.cloud.model_import import IN_PROGRESS, import_jobs, import_tags_are_ours, imported_models, resource_tags
@@ -42,6 +44,8 @@ class Found:
     ours: bool
     billing: bool
     detail: str = ""
+    # Left on purpose (an image the next deploy reuses): listed with its cost, removed only when asked.
+    kept: bool = False
 
 
 def tags_are_ours(tags: list[dict[str, str]] | None) -> bool:
@@ -69,18 +73,22 @@ class RegionScan:
         self.skipped: str | None = None
         # Endpoint name -> its stack's expiry (the schedule that deletes it lives in the stack).
         self.endpoint_expiries: dict[str, str | None] = {}
+        # Group name -> its stack's expiry: for a group whose one-time action has run (AWS removes it).
+        self.group_expiries: dict[str, str] = {}
 
     def client(self, service: str) -> Any:
         if service not in self.clients:
             self.clients[service] = boto_client(service, self.region, 30)
         return self.clients[service]
 
-    def add(self, kind: str, id: str, state: str, *, ours: bool, billing: bool, detail: str = "") -> None:
-        self.found.append(Found(self.region, kind, id, state, ours, billing, detail))
+    def add(
+        self, kind: str, id: str, state: str, *, ours: bool, billing: bool, detail: str = "", kept: bool = False
+    ) -> None:
+        self.found.append(Found(self.region, kind, id, state, ours, billing, detail, kept))
 
     def scan(self, forwarded_sessions: set[str]) -> RegionScan:
         steps = (self.stacks, self.groups, self.instances, self.volumes, self.sagemaker, self.transform_jobs)
-        for step in (*steps, self.network, self.buckets, self.model_imports):
+        for step in (*steps, self.network, self.buckets, self.images, self.model_imports):
             try:
                 step()
             except Exception as error:  # one refused list call never hides the rest
@@ -105,6 +113,9 @@ class RegionScan:
                     continue
                 if stack["StackName"] in stack_names() or tags_are_ours(stack.get("Tags")):
                     expiry = stack_expiry(stack)
+                    for output in stack_outputs(stack):
+                        if output.get("auto_scaling_group") and output.get("expires_at"):
+                            self.group_expiries[output["auto_scaling_group"]] = output["expires_at"]
                     for name in endpoint_names(stack):
                         self.endpoint_expiries[name] = expiry
                     detail = f"time-to-live {expiry}" if expiry else "no time-to-live"
@@ -125,7 +136,14 @@ class RegionScan:
                 if tags_are_ours(tags):
                     detail = f"desired {group['DesiredCapacity']}, {len(group.get('Instances', []))} instance(s)"
                     name = group["AutoScalingGroupName"]
-                    detail += f"; time-to-live {zero_at[name]}" if name in zero_at else "; no time-to-live"
+                    expiry = self.group_expiries.get(name)
+                    if name in zero_at:
+                        detail += f"; time-to-live {zero_at[name]}"
+                    elif expiry:
+                        # AWS removes a one-time action once it has run: the stack still says when.
+                        detail += f"; time-to-live {expiry} (has run)"
+                    else:
+                        detail += "; no time-to-live"
                     self.add(
                         "auto-scaling-group",
                         group["AutoScalingGroupName"],
@@ -221,6 +239,26 @@ class RegionScan:
                 detail = f"{versions} object version(s)" if versions < VERSION_COUNT_LIMIT else "1000+ object versions"
                 detail += f"; in stack {stack}" if stack else ""
                 self.add("bucket", bucket["Name"], "-", ours=True, billing=versions > 0, detail=detail)
+
+    def images(self) -> None:
+        """The repositories of the images the app builds: no stack owns them (each deploy reuses its
+        image instead of building again), and they bill storage while they hold images."""
+        ecr = self.client("ecr")
+        for page in ecr.get_paginator("describe_repositories").paginate():
+            for repository in page["repositories"]:
+                name = repository["repositoryName"]
+                if not kept_repository(name):
+                    continue
+                tags = ecr.list_tags_for_resource(resourceArn=repository["repositoryArn"]).get("tags", [])
+                if not tags_are_ours(tags):
+                    continue
+                images = [i for p in ecr.get_paginator("describe_images").paginate(repositoryName=name) for i in p["imageDetails"]]  # fmt: skip
+                gb = sum(i.get("imageSizeInBytes", 0) for i in images) / 1e9
+                detail = (
+                    f"{len(images)} image(s), {gb:.2f} GB: ${gb * ECR_USD_PER_GB_MONTH:.2f} a month of storage; kept so "
+                    "the next deploy builds nothing (--delete --purge-images removes it)"
+                )
+                self.add("image-repository", name, "-", ours=True, billing=bool(images), detail=detail, kept=True)
 
     def model_imports(self) -> None:
         """Custom Model Import (not in CloudFormation, so no stack removes it): every imported

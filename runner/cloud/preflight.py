@@ -26,6 +26,7 @@ from catalog.backends import (
     get_backend,
     instance_family,
 )
+from catalog.builds import build_quota_name, built_image, image_build
 from catalog.config import AppConfig, BackendConfig, load_config
 from catalog.errors import NotOffered
 from catalog.offerings import CHECKED_ON, regions_offering
@@ -47,7 +48,7 @@ EC2_QUOTAS: dict[str, tuple[str, str]] = {
     "inf": ("L-1945791B", "Running On-Demand Inf instances"),
     "trn": ("L-2C3B7624", "Running On-Demand Trn instances"),
 }
-EC2_QUOTA_SOURCE = "Service Quotas GetServiceQuota (service code ec2)"
+EC2_QUOTA_SOURCE = "Service Quotas GetServiceQuota, else GetAWSDefaultServiceQuota (service code ec2)"
 # vCPUs per instance, from the EC2 instance-type pages (accelerated computing: G6 g6.xlarge 4,
 # G5g g5g.2xlarge 8, Inf2 inf2.xlarge 4, Trn1 trn1.2xlarge 8); what an on-demand quota counts.
 VCPUS: dict[str, int] = {"g6.xlarge": 4, "g5g.2xlarge": 8, "inf2.xlarge": 4, "trn1.2xlarge": 8}
@@ -55,7 +56,16 @@ VCPU_SOURCE = "EC2 instance types, accelerated computing (vCPUs per instance)"
 # SageMaker's instance quotas are one per type and use, found by name (no fixed code to pin):
 # "<type> for endpoint usage" (real-time and async endpoints draw on it) and
 # "<type> for transform job usage" (batch transform); counted in instances.
-SAGEMAKER_QUOTA_SOURCE = "Service Quotas ListServiceQuotas (service code sagemaker), by quota name"
+SAGEMAKER_QUOTA_SOURCE = (
+    "Service Quotas ListServiceQuotas, else ListAWSDefaultServiceQuotas (service code sagemaker), by quota name"
+)
+# A quota never adjusted has no applied value: GetServiceQuota and ListServiceQuotas leave it out
+# ("If the applied quota value is not available for a quota, the quota is not retrieved", Service
+# Quotas API reference), and the AWS default is the account's quota.
+DEFAULT_NOTE = "AWS default (never adjusted)"
+CODEBUILD_QUOTA_SOURCE = (
+    "Service Quotas ListServiceQuotas, else ListAWSDefaultServiceQuotas (service code codebuild), by quota name"
+)
 PLUGIN = "session-manager-plugin"
 CODEBUILD_PRICE = "unknown: the offline price table (catalog/prices.py) has no CodeBuild figure"
 
@@ -152,37 +162,59 @@ class Quotas:
         self.listed: dict[tuple[str, str], dict[str, tuple[float, str]] | str] = {}
 
     def ec2(self, code: str, region: str) -> tuple[float | None, str]:
-        """(value, detail): the applied quota, or None with why it could not be read."""
+        """(value, detail): the applied quota, else its default when it was never adjusted, or None
+        with why it could not be read."""
         key = ("ec2", code, region)
         if key not in self.values:
             from botocore.exceptions import BotoCoreError, ClientError
 
+            client = self.client_for(region)
             try:
-                quota = self.client_for(region).get_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]
+                quota = client.get_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]
                 self.values[key] = (float(quota["Value"]), quota.get("QuotaName", code))
             except ClientError as error:
-                self.values[key] = (None, f"could not read ({aws_error_code(error)})")
+                if aws_error_code(error) != "NoSuchResourceException":
+                    self.values[key] = (None, f"could not read ({aws_error_code(error)})")
+                else:
+                    # Never adjusted: GetServiceQuota has no applied value, the default is the quota.
+                    try:
+                        quota = client.get_aws_default_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]
+                        self.values[key] = (float(quota["Value"]), DEFAULT_NOTE)
+                    except ClientError as default_error:
+                        self.values[key] = (None, f"could not read ({aws_error_code(default_error)})")
+                    except BotoCoreError as default_error:
+                        self.values[key] = (None, f"could not read ({default_error})")
             except BotoCoreError as error:
                 self.values[key] = (None, f"could not read ({error})")
         return self.values[key]
 
-    def sagemaker(self, name: str, region: str) -> tuple[float | None, str]:
-        if ("sagemaker", region) not in self.listed:
-            self.listed[("sagemaker", region)] = self._list("sagemaker", region)
-        listed = self.listed[("sagemaker", region)]
-        if isinstance(listed, str):
-            return None, listed
-        if name not in listed:
-            return None, "not listed for this account and region"
-        return listed[name]
+    def by_name(self, service: str, name: str, region: str) -> tuple[float | None, str]:
+        """(value, detail) of the quota called `name`: its applied value, else (never adjusted) its
+        default, or None with why it could not be read."""
+        applied = self.listing("list_service_quotas", service, region)
+        if isinstance(applied, dict) and name in applied:
+            return applied[name][0], f"applied value ({applied[name][1]})"
+        defaults = self.listing("list_aws_default_service_quotas", service, region)
+        if isinstance(defaults, dict) and name in defaults:
+            return defaults[name][0], f"{DEFAULT_NOTE} ({defaults[name][1]})"
+        reason = next((r for r in (applied, defaults) if isinstance(r, str)), "")
+        return None, reason or "not listed for this account and region"
 
-    def _list(self, service: str, region: str) -> dict[str, tuple[float, str]] | str:
+    def sagemaker(self, name: str, region: str) -> tuple[float | None, str]:
+        return self.by_name("sagemaker", name, region)
+
+    def listing(self, operation: str, service: str, region: str) -> dict[str, tuple[float, str]] | str:
+        key = (f"{operation}:{service}", region)
+        if key not in self.listed:
+            self.listed[key] = self._list(operation, service, region)
+        return self.listed[key]
+
+    def _list(self, operation: str, service: str, region: str) -> dict[str, tuple[float, str]] | str:
         from botocore.exceptions import BotoCoreError, ClientError
 
         found: dict[str, tuple[float, str]] = {}
         try:
-            pages = self.client_for(region).get_paginator("list_service_quotas").paginate(ServiceCode=service)
-            for page in pages:
+            for page in self.client_for(region).get_paginator(operation).paginate(ServiceCode=service):
                 for quota in page.get("Quotas", []):
                     found[quota["QuotaName"]] = (float(quota["Value"]), quota.get("QuotaCode", ""))
         except ClientError as error:
@@ -248,6 +280,8 @@ def run_preflight(
         rows.append(row)
     # What each quota has handed out so far, per (quota, region): later backends see the sum.
     drawn: dict[tuple[str, str], tuple[float, list[str]]] = {}
+    # Builds already counted per (quota, region): backends sharing one image draw one build.
+    built: dict[tuple[str, str], set[str]] = {}
     stacks = {b.name: s for s in config.stacks for b in s.backends}
     for backend in (b for b in config.backends if b.name in chosen):
         spec, stack = backend.spec, stacks[backend.name]
@@ -271,19 +305,22 @@ def run_preflight(
         _quota(row, backend, quotas, drawn)
         if spec.kind in EC2_KINDS and plugin.ok is False:
             row.checks.append(Check("forward", None, "no Session Manager plugin: the server runs, unreachable", "PATH"))
-        if spec.image and spec.image.startswith("build:"):
-            folder = spec.image.removeprefix("build:")
+        folder = built_image(spec)
+        if folder:
+            build = image_build(folder)
             arch = spec.architecture.value if spec.architecture else "x86_64"
             row.images.append(folder)
             row.checks.append(
                 Check(
                     f"image {folder}",
                     None,
-                    f"built by the {stack.name} stack's CodeBuild project in {backend.region} on {arch} compute "
-                    f"(images/{folder}); build cost {CODEBUILD_PRICE}",
-                    "catalog/backends.py image field (`build:` images)",
+                    f"built by the {stack.name} stack's CodeBuild project in {backend.region} on {arch} "
+                    f"{build.compute} compute (images/{folder}, at most {build.timeout_hours} h); "
+                    f"build cost {CODEBUILD_PRICE}",
+                    "catalog/builds.py IMAGE_BUILDS",
                 )
             )
+            _build_quota(row, backend, folder, quotas, built)
         row.usd_per_hour, row.price_note = price_of(backend)
         row.checks.append(
             Check("price", None, f"{row.usd_per_hour} $/h: {row.price_note}", "catalog/prices.py offline table")
@@ -347,6 +384,36 @@ def _quota(
     row.checks.append(Check("quota", None, f"no instance quota checked for {spec.kind.value}", "-"))
 
 
+def _build_quota(
+    row: Row, backend: BackendConfig, folder: str, quotas: Quotas, built: dict[tuple[str, str], set[str]]
+) -> None:
+    """CodeBuild's concurrent-build quota for the compute this image needs: at 0 the build cannot
+    start (StartBuild: "Cannot have more than 0 builds in queue"), so the backend is left out."""
+    spec, region = backend.spec, backend.region
+    name = build_quota_name(spec.architecture, image_build(folder).compute)
+    value, detail = quotas.by_name("codebuild", name, region)
+    if value is None:
+        row.checks.append(Check("build quota", None, f"{name} in {region}: {detail}", CODEBUILD_QUOTA_SOURCE))
+        return
+    users = built.setdefault((name, region), set())
+    need = len(users | {folder})
+    default = f" ({DEFAULT_NOTE})" if detail.startswith(DEFAULT_NOTE) else ""
+    if need > value:
+        why = f"CodeBuild quota {name} in {region} is {value:g}{default}: images/{folder} cannot be built there"
+        row.checks.append(Check("build quota", False, why, CODEBUILD_QUOTA_SOURCE))
+        row.leave_out(why)
+        return
+    users.add(folder)
+    row.checks.append(
+        Check(
+            "build quota",
+            True,
+            f"{name} in {region}: {value:g}{default}; {need:g} build(s) drawn",
+            CODEBUILD_QUOTA_SOURCE,
+        )
+    )
+
+
 def _against(
     row: Row,
     quota: str,
@@ -377,8 +444,14 @@ def _against(
         return
     drawn[(quota, region)] = (used + need, [*users, row.backend])
     row.quota = f"{quota}: {used + need:g} of {shown} {unit}"
+    default = f" ({DEFAULT_NOTE})" if detail.startswith(DEFAULT_NOTE) else ""
     row.checks.append(
-        Check("quota", True, f"{quota} in {region}: {shown} {unit}; {used + need:g} drawn with {row.backend}", source)
+        Check(
+            "quota",
+            True,
+            f"{quota} in {region}: {shown} {unit}{default}; {used + need:g} drawn with {row.backend}",
+            source,
+        )
     )
 
 

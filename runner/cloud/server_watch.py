@@ -19,7 +19,15 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from runner.cloud.billing import instance_billing
-from runner.cloud.image_builds import RUNNING, image_state, last_log_lines, latest_build, rebuild_hint, start_build
+from runner.cloud.image_builds import (
+    RUNNING,
+    BuildRefused,
+    image_state,
+    last_log_lines,
+    latest_build,
+    rebuild_hint,
+    start_build,
+)
 from runner.cloud.readiness import Readiness, read_group, read_readiness
 from runner.cloud.watch import (
     FAILED,
@@ -98,10 +106,11 @@ class ServerWatch(Watch):
         if state == "present":
             self.bring_back(why)
             return None
-        if state == "no-repository":
+        if state == "no-repository" and not self.image_built_here():
             return self.end(
                 FAILED, f"the image repository of {self.output.image} does not exist in {self.output.region}"
             )
+        # A repository the app's build makes on first use: none yet is an image not built yet.
         if not self.image_built_here():
             return self.end(FAILED, f"image not found: {self.output.image} (this app does not build it; push it first)")
         self.waiting_for_image = True
@@ -121,7 +130,11 @@ class ServerWatch(Watch):
                 if time.monotonic() - self.started > 2 * self.options.build_grace_s + 600:
                     return self.end(FAILED, f"image build {self.record['build_id']} never showed in {project}")
                 return None
-            build, started = start_build(self.client("codebuild"), project)
+            try:
+                build, started = start_build(self.client("codebuild"), project)
+            except BuildRefused as error:
+                # Nothing runs for it (its group waits at zero): this backend fails, the others go on.
+                return self.end(FAILED, f"image {self.output.image} cannot be built: {error}")
             self.build_started = True
             self.log(f"{self.output.name}: {'started' if started else 'following'} image build {build['id']}")
         self.record["build_id"] = build["id"]

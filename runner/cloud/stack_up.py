@@ -24,7 +24,7 @@ from runner.cloud.account_facts import deploy_context
 from runner.cloud.aws import boto_client
 from runner.cloud.cdk_cli import cdk, cli_dir
 from runner.cloud.endpoint_watch import EndpointWatch
-from runner.cloud.image_builds import follow, last_log_lines, start_build
+from runner.cloud.image_builds import BuildRefused, follow, last_log_lines, start_build
 from runner.cloud.outputs import parse_outputs, read_stack_outputs
 from runner.cloud.readiness import is_capacity_refusal
 from runner.cloud.server_watch import ServerWatch
@@ -130,6 +130,17 @@ class StackUp:
             self.evidence.notice(f"{self.config.name}: {line}")
             self.evidence.save()
 
+    def stopped_by(self, reason: str) -> None:
+        """The stack's run stopped on a fault: each backend not ready fails with it, at zero."""
+        self.log(f"stopped: {reason}")
+        for watch in self.watches:
+            if self.records[watch.output.name]["outcome"] == "pending":
+                watch.take_to_zero("its stack's run stopped")
+        for record in self.records.values():
+            if record["outcome"] == "pending":
+                record.update(outcome=FAILED, reason=f"{self.config.name} stopped: {reason}")
+        self.save()
+
     def save(self) -> None:
         with self.lock:
             self.evidence.data["records"] = [r for r in self.evidence.data["records"] if r["stack"] != self.config.name]
@@ -230,7 +241,12 @@ class StackUp:
         for output in [o for o in outputs.values() if o.waiting_for_image]:
             record = self.records[output.name]
             self.log(f"{output.name}: its endpoint waits for its image: following the build of {output.image} …")
-            build, _ = start_build(client("codebuild"), output.image_build_project or "")
+            try:
+                build, _ = start_build(client("codebuild"), output.image_build_project or "")
+            except BuildRefused as error:
+                record.update(outcome=FAILED, reason=f"image {output.image} cannot be built: {error}")
+                self.log(f"{output.name} failed: {error} (no endpoint was made: nothing bills)")
+                continue
             done = follow(client("codebuild"), build["id"], self.options.poll_s, lambda phase: None)
             record.update(build_id=done["id"], build_status=done["buildStatus"])
             if done["buildStatus"] != "SUCCEEDED":
@@ -288,7 +304,7 @@ class StackUp:
         self.watches = list(pending.values())
         while pending and not self.stop.is_set():
             for name, watch in list(pending.items()):
-                outcome = watch.step()
+                outcome = watch.guarded_step()
                 if outcome is None:
                     continue
                 pending.pop(name)

@@ -12,6 +12,8 @@ from catalog.contract import BackendOutput
 
 # Seconds a server that went to zero gets to say why, before the watch calls it stopped.
 SETTLE_S = 60.0
+# Looks in a row that may fail (throttling, a dropped connection) before the backend is given up.
+FAULTS_IN_A_ROW = 3
 # Outcomes a watch ends with.
 READY, FAILED, NO_CAPACITY, TIMEOUT, STOPPED = "ready", "failed", "no-capacity", "timeout", "stopped"
 
@@ -67,6 +69,30 @@ class Watch:
         # What happened since the deploy began is this run's; older records are stale.
         self.started_at = (since or datetime.now(UTC)).replace(microsecond=0)
         self.first = True
+        self.faults_in_a_row = 0
+
+    def step(self) -> str | None:
+        """One look; the outcome when the watch of this backend is over, else None."""
+        raise NotImplementedError
+
+    def take_to_zero(self, why: str) -> None:
+        """What a backend that does not serve is left at (nothing, unless the kind holds instances)."""
+
+    def guarded_step(self) -> str | None:
+        """`step`, where a fault ends this backend's watch (after FAULTS_IN_A_ROW looks), never the others'."""
+        try:
+            outcome = self.step()
+        except Exception as error:
+            from runner.core.errors import describe
+
+            self.faults_in_a_row += 1
+            self.log(f"{self.output.name}: look {self.faults_in_a_row} of {FAULTS_IN_A_ROW} failed: {describe(error)}")
+            if self.faults_in_a_row < FAULTS_IN_A_ROW:
+                return None
+            self.take_to_zero("its watch failed")
+            return self.end(FAILED, f"watch failed {FAULTS_IN_A_ROW} times in a row: {describe(error)}")
+        self.faults_in_a_row = 0
+        return outcome
 
     def end(self, outcome: str, reason: str | None = None) -> str:
         self.record["outcome"] = outcome

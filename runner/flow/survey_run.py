@@ -390,9 +390,13 @@ class SurveyRun:
             self.evidence.data["left"], self.evidence.data["sweep_problems"] = [], ["the sweep wrote no evidence"]
             return code or 1
         data = load(written[-1])
-        found = [f for f in data.get("records", []) if f.get("ours") or f.get("billing")]
+        found = [f for f in data.get("records", []) if (f.get("ours") or f.get("billing")) and not f.get("kept")]
+        kept = [f for f in data.get("records", []) if f.get("kept")]
         problems = list(data.get("problems") or [])
         self.evidence.data["left"], self.evidence.data["sweep_problems"] = found, problems
+        self.evidence.data["kept"] = kept
+        for item in kept:
+            console.print(f"kept for the next survey: {item['region']} {item['kind']} {item['id']} {item['detail']}")
         pre = self.evidence.data["pre_existing"]
         if found:
             console.print(f"[yellow]left ({len(found)}):[/yellow]")

@@ -33,7 +33,14 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         out.print(table)
     for line in price_notes(records):
         out.print(f"[dim]note: {line}[/dim]")
-    left = [r for r in records if r["billing"]]
+    kept = [r for r in records if r.get("kept")]
+    if kept:
+        names = ", ".join(f"{r['region']} {r['id']}" for r in kept)
+        out.print(
+            f"[yellow]kept on purpose: {names}[/yellow] "
+            "(the next deploy reuses these images; sweep --delete --purge-images removes them)"
+        )
+    left = [r for r in records if r["billing"] and not r.get("kept")]
     if left:
         mine = sum(1 for r in left if r["ours"])
         out.print(f"[red]still billing: {len(left)} item(s), {mine} of them this app's[/red]")

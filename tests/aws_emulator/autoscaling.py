@@ -5,9 +5,15 @@
   replaces the instance (the rolling update), and the size is left as it is unless the template's
   own size properties changed (IgnoreUnmodifiedGroupSizeProperties, which the app sets);
 - a scheduled action is not updated by moto's CloudFormation (its StartTime stays the first
-  deploy's): here it is put again with the new properties;
+  deploy's): here it is put again with the new properties, unless it no longer exists, which
+  fails the update as AWS's handler does (the API's `ValidationError: Scheduled action name not
+  found`, hashicorp/terraform-provider-aws#19446);
+- moto's CloudFormation never deletes a scheduled action it created (the resource has no delete):
+  here a removed one is deleted, and one already gone counts as deleted (CloudFormation's
+  resource-handler contract: a delete that finds nothing is NotFound, and the stack goes on);
 - moto never runs a scheduled action: `fire_scheduled_actions(region)` applies each one, as AWS
-  does at its StartTime, when a test says that time has come.
+  does at its StartTime, when a test says that time has come, and then removes each one-time
+  action, as AWS does (DescribeScheduledActions "describes the actions that have not run").
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ def fire_scheduled_actions(account: str, region: str) -> list[str]:
         if action.desired_capacity is not None:
             group.set_desired_capacity(action.desired_capacity)
         fired.append(name)
+        if not action.recurrence:
+            del backend.scheduled_actions[name]  # a one-time action is gone once it has run
     return fired
 
 
@@ -74,8 +82,12 @@ def install(emulator: Any) -> Callable[[], None]:
         return group
 
     def update_action(cls, original_resource, new_resource_name, cloudformation_json, account_id, region_name):
+        from moto.autoscaling.exceptions import ValidationError
+
         properties = cloudformation_json["Properties"]
         backend = autoscaling_backends[account_id][region_name]
+        if original_resource.scheduled_action_name not in backend.scheduled_actions:
+            raise ValidationError("Scheduled action name not found")
         return backend.put_scheduled_update_group_action(
             name=properties.get("AutoScalingGroupName"),
             desired_capacity=properties.get("DesiredCapacity"),
@@ -88,9 +100,13 @@ def install(emulator: Any) -> Callable[[], None]:
             timezone=properties.get("TimeZone"),
         )
 
+    def delete_action(action, account_id, region_name):
+        autoscaling_backends[account_id][region_name].scheduled_actions.pop(action.scheduled_action_name, None)
+
     FakeAutoScalingGroup.create_from_cloudformation_json = classmethod(create)
     FakeAutoScalingGroup.update_from_cloudformation_json = classmethod(update_group)
     FakeScheduledAction.update_from_cloudformation_json = classmethod(update_action)
+    FakeScheduledAction.delete = delete_action
 
     def undo() -> None:
         FakeAutoScalingGroup.create_from_cloudformation_json = original_create
@@ -99,5 +115,6 @@ def install(emulator: Any) -> Callable[[], None]:
             del FakeScheduledAction.update_from_cloudformation_json
         else:
             FakeScheduledAction.update_from_cloudformation_json = original_action_update
+        del FakeScheduledAction.delete
 
     return undo

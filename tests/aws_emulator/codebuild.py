@@ -14,7 +14,11 @@ build needs, and StartBuild runs it as CodeBuild would:
   group, stream = the build id's UUID, as CodeBuild writes it;
 - a project's ConcurrentBuildLimit: a StartBuild while that many run is refused (CodeBuild's
   guide: "builds return an error"; the exception's name here, AccountLimitExceededException, is
-  the account-level one: the project-level name is not documented).
+  the account-level one: the project-level name is not documented);
+- an account whose concurrent-build quota is 0 in a region (`Emulator.refuse_builds(region)`):
+  every StartBuild there is refused as new accounts see it, `AccountLimitExceededException:
+  Cannot have more than 0 builds in queue for the account` (awslabs/landing-zone-accelerator-on-
+  aws#1013, rebuy-de/aws-nuke#1209), the API's and EventBridge's starts alike.
 """
 
 from __future__ import annotations
@@ -127,12 +131,15 @@ class Builds:
         self.projects: dict[tuple[str, str], Project] = {}
         self.records: dict[str, Build] = {}
         self.threads: list[threading.Thread] = []
+        # Regions whose account-level concurrent-build quota is 0.
+        self.refused_regions: set[str] = set()
         self.lock = threading.Lock()
         self.cfn_model: type | None = None
 
     def clear(self) -> None:
         self.projects.clear()
         self.records.clear()
+        self.refused_regions.clear()
 
     def wait(self, timeout_s: float = 60) -> None:
         for thread in list(self.threads):
@@ -153,6 +160,10 @@ class Builds:
         from moto.core.exceptions import JsonRESTError
 
         project = self.projects[(region, name)]
+        if region in self.refused_regions:
+            raise JsonRESTError(
+                "AccountLimitExceededException", "Cannot have more than 0 builds in queue for the account"
+            )
         with self.lock:
             if project.limit is not None and len(self.running(region, name)) >= project.limit:
                 raise JsonRESTError(
@@ -232,6 +243,7 @@ class Builds:
         env = {
             "PATH": os.pathsep.join([str(HOST_BIN), str(Path(sys.executable).parent), "/usr/bin:/bin"]),
             "HOME": str(scratch),
+            "HF_HOME": str(scratch / "hf-home"),
             "TMPDIR": str(scratch),
             "HOST_STATE": str(scratch / "docker"),
             "HOST_PYTHON": sys.executable,

@@ -4,7 +4,9 @@
   sends none. `fire_stack_deployed(region, stack)` builds the event AWS documents (source
   aws.cloudformation, the stack's id in `resources` and `detail.stack-id`, `status-details.status`)
   and delivers it to every rule whose pattern moto's own matcher says it matches: a CodeBuild
-  target starts its project, as EventBridge would (StartBuild).
+  target starts its project, as EventBridge would (StartBuild); a refused start is EventBridge's
+  FailedInvocations metric, nothing the stack or the runner sees (kept in
+  `emulator.failed_invocations`).
 - moto's CloudFormation does not create AWS::Scheduler::Schedule at all. `fire_schedules(region,
   stack)` reads the schedules from the stack's deployed template and does what their target says
   (the universal target for SageMaker DeleteEndpoint, with its Input), as Scheduler would at
@@ -61,7 +63,10 @@ def fire_stack_deployed(emulator: Any, region: str, stack: str, status: str = "C
             for target in rule.targets:
                 if ":codebuild:" in target["Arn"] and ":project/" in target["Arn"]:
                     project = target["Arn"].rsplit("/", 1)[1]
-                    started.append(emulator.builds.start(region, project, {}).id)
+                    try:
+                        started.append(emulator.builds.start(region, project, {}).id)
+                    except Exception as error:  # EventBridge drops a refused target call, unseen
+                        emulator.failed_invocations.append((region, project, str(error)))
     return started
 
 

@@ -24,10 +24,27 @@ from tests.aws_emulator import (
 )
 from tests.aws_emulator.account import ACCOUNT, REGIONS
 from tests.host.aws_cli import CliServer
+from tests.host.hub import HubRepo, LoopbackHub
+
+# The Hugging Face Hub the emulated builds download from (the real `hf` CLI, HF_ENDPOINT): the open
+# model's serving files in miniature, and what else its repository holds, which no copy takes.
+HUB_REPOS = {
+    "Qwen/Qwen2.5-1.5B-Instruct": {
+        "config.json": b'{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"}',
+        "model.safetensors": b"\0" * 64,
+        "tokenizer.json": b'{"version": "1.0"}',
+        "tokenizer_config.json": b"{}",
+        "merges.txt": b"#version: 0.2\n",
+        "vocab.json": b"{}",
+        "README.md": b"# Qwen2.5-1.5B-Instruct",
+        "LICENSE": b"Apache License 2.0",
+    }
+}
 
 
 class Emulator:
-    """moto in server mode. Knobs for a test: `refuse_capacity(region)`, `refuse_endpoint_quota(region)`, `take_offline(id)`,
+    """moto in server mode. Knobs for a test: `refuse_capacity(region)`, `refuse_builds(region)`,
+    `refuse_endpoint_quota(region)`, `take_offline(id)`,
     `host_options[backend]` (what an instance of that backend has and does), `build_behaviour
     [folder]` (`ok` or `fail:TEXT`); `hosts` are the booted instances."""
 
@@ -46,15 +63,19 @@ class Emulator:
         self.readiness_writes: list[dict[str, str]] = []
         self.host_options: dict[str, Any] = {}
         self.build_behaviour: dict[str, str] = {}
+        # EventBridge targets that failed (a refused StartBuild): what AWS counts as FailedInvocations.
+        self.failed_invocations: list[tuple[str, str, str]] = []
         self.hosts: dict[str, Any] = {}
         self.builds = codebuild.Builds(self)
         # The real AWS CLI that the hosts and builds call, imported once (tests/host/aws_cli.py),
         # started when the first of them needs it.
         self.cli = CliServer(scratch)
+        self.hub = LoopbackHub({name: HubRepo(dict(files)) for name, files in HUB_REPOS.items()})
         self._undo: list[Any] = []
 
     def start(self) -> Emulator:
         self.server.start()
+        self.hub.__enter__()
         self.port = self.server.get_host_and_port()[1]
         # localhost, not 127.0.0.1: the CDK CLI builds template URLs from it.
         self.url = f"http://localhost:{self.port}"
@@ -80,6 +101,7 @@ class Emulator:
         self.readiness_writes.clear()
         self.host_options.clear()
         self.build_behaviour.clear()
+        self.failed_invocations.clear()
         self.builds.clear()
         # runner.up's record of where it deployed belongs to the account that was just emptied.
         (self.scratch / "placement.json").unlink(missing_ok=True)
@@ -87,6 +109,10 @@ class Emulator:
 
     def refuse_capacity(self, region: str) -> None:
         self.refused.setdefault(region, [])
+
+    def refuse_builds(self, region: str) -> None:
+        """CodeBuild in `region` refuses every build, as at a new account's quota of 0 (codebuild.py)."""
+        self.builds.refused_regions.add(region)
 
     def refuse_endpoint_quota(self, region: str) -> None:
         """SageMaker endpoints in `region` fail as at a zero quota (sagemaker.py)."""
@@ -110,6 +136,7 @@ class Emulator:
             undo()
         self.server.stop()
         self.cli.stop()
+        self.hub.__exit__(None, None, None)
 
     def env(self) -> dict[str, str]:
         return {
@@ -122,12 +149,12 @@ class Emulator:
         }
 
     def host_env(self) -> dict[str, str]:
-        """What an emulated instance or build runs with: the emulator, and the CLI server."""
-        return self.env() | self.cli.env()
+        """What an emulated instance or build runs with: the emulator, the CLI server, the Hub."""
+        return self.env() | self.cli.env() | self.hub.env()
 
     # What AWS does on its own, on a test's word (moto never does it): see schedules.py and autoscaling.py.
-    def fire_stack_deployed(self, region: str, stack: str) -> list[str]:
-        return schedules.fire_stack_deployed(self, region, stack)
+    def fire_stack_deployed(self, region: str, stack: str, status: str = "CREATE_COMPLETE") -> list[str]:
+        return schedules.fire_stack_deployed(self, region, stack, status)
 
     def fire_scheduled_actions(self, region: str) -> list[str]:
         return autoscaling.fire_scheduled_actions(ACCOUNT, region)

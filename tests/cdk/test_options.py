@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -36,7 +37,6 @@ def serverless_image_record() -> dict:
         "Build",
         folder=IMAGES_DIR / "llama-serverless",
         architecture=Architecture.X86_64,
-        timeout_hours=1,
     )
     return {"InferenceSageMakerStack": {"region": "us-east-2", "images": [f"llama-serverless:{build.tag}"]}}
 
@@ -105,9 +105,11 @@ def test_serverless_has_memory_and_concurrency_and_no_instance(open_templates):
     assert variant["ServerlessConfig"] == {"MaxConcurrency": 4, "MemorySizeInMB": 6144}
     assert "InstanceType" not in variant and "InitialInstanceCount" not in variant
     model = sm_resource(open_templates, "AWS::SageMaker::Model", "/Serverless/")
-    # The app's own ECR repository, not a public registry (serverless pulls from ECR only).
+    # The app's own ECR repository (kept across deploys), not a public registry (serverless pulls from ECR only).
     image = render_join(model["PrimaryContainer"]["Image"])
-    assert ".dkr.ecr." in image and "<BuildLlamaServerlessRepository" in image
+    assert re.fullmatch(
+        r"<AWS::AccountId>\.dkr\.ecr\.us-east-2\.<AWS::URLSuffix>/inference-survey/llama-serverless:[0-9a-f]{16}", image
+    )
     output = every_output(open_templates)["sagemaker-serverless"]
     assert (output.waiting_for_image, output.memory_mb, output.max_concurrency) == (False, 6144, 4)
 

@@ -12,6 +12,7 @@ import pytest
 
 from catalog import get_backend
 from catalog.contract import BackendOutput, output_key
+from inference_constructs.user_data import USER_DATA_LIMIT, unpack_archive
 from tests.cdk.conftest import SYNTH_EXPIRY, render_join, resources
 
 EC2_BACKENDS = {
@@ -68,7 +69,7 @@ def test_instance_type_and_ami_parameter(templates, backend):
     # survey's g6), 24.04 on arm64 (its release notes name G5g); the Neuron DLAMI for inf2 and trn1.
     expected = {
         "g6": "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-26.04/latest/ami-id",
-        "g5g": "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-24.04/latest/ami-id",
+        "g5g": "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-26.04/latest/ami-id",
         "inf2": "/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id",
         "trn1": "/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id",
     }
@@ -251,8 +252,17 @@ def test_placement_record_moves_a_stack_to_its_failover_region(tmp_path):
     assert stacks["InferenceGpuStack"].region == "us-east-1"
 
 
-def user_data(templates, backend):
+def raw_user_data(templates, backend) -> str:
+    """The launch template's user data as the instance receives it (tokens shown as <...>)."""
     return render_join(launch_data(templates[EC2_BACKENDS[backend]], backend)["UserData"])
+
+
+def user_data(templates, backend):
+    """The user data with its compressed scripts and units unpacked after it, to read as text."""
+    script = raw_user_data(templates, backend)
+    encoded = script.split("<<'INFERENCE_ARCHIVE'", 1)[1].split("\n", 1)[1].split("INFERENCE_ARCHIVE", 1)[0]
+    files = unpack_archive(encoded)
+    return script + "".join(f"\n# {path} ({mode:o})\n{content}" for path, (content, mode) in sorted(files.items()))
 
 
 def written_file(script: str, path: str) -> list[str]:
@@ -299,8 +309,7 @@ def test_g5g_pulls_the_image_its_stack_builds(templates):
     script = user_data(templates, "g5g")
     # This stack's own repository, tagged with the content hash of images/vllm-sm75.
     assert re.fullmatch(
-        r"IMAGE='<<BuildVllmSm75Repository\w+\.Arn> split ':' \[4\]>\.dkr\.ecr\.<<BuildVllmSm75Repository\w+\.Arn> "
-        r"split ':' \[3\]>\.<AWS::URLSuffix>/<BuildVllmSm75Repository\w+>:[0-9a-f]{16}'",
+        r"IMAGE='<AWS::AccountId>\.dkr\.ecr\.us-east-1\.<AWS::URLSuffix>/inference-survey/vllm-sm75:[0-9a-f]{16}'",
         image_line(script),
     )
     assert "--dtype\nfloat16" in script
@@ -328,7 +337,7 @@ def test_neuron_rows_run_the_vendor_engine_from_the_environment(templates, backe
     # Compiled graphs persist on the host, and in the stack's graph repository for a replaced instance.
     assert "DATA_VOLUME=/opt/inference/neuron-cache:/var/cache/neuron" in script
     assert "GRAPH_REPOSITORY='<<NeuronGraphs" in script
-    assert re.search(r"/<BuildNeuronRepository\w+>:[0-9a-f]{16}'$", image_line(script))
+    assert re.search(r"/inference-survey/neuron:[0-9a-f]{16}'$", image_line(script))
     assert ('fallocate -l 16G "$ROOT/swapfile"' in script) is swap
 
 
@@ -348,35 +357,48 @@ def test_inf2_and_trn1_share_one_build(templates):
 
 
 @pytest.mark.parametrize(
-    ("stack", "folder", "environment", "hours"),
-    [("InferenceGpuStack", "vllm-sm75", "ARM_CONTAINER", 8), ("InferenceNeuronStack", "neuron", "LINUX_CONTAINER", 1)],
+    ("stack", "folder", "environment", "compute", "hours"),
+    [
+        ("InferenceGpuStack", "vllm-sm75", "ARM_CONTAINER", "BUILD_GENERAL1_XLARGE", 8),
+        ("InferenceNeuronStack", "neuron", "LINUX_CONTAINER", "BUILD_GENERAL1_LARGE", 1),
+    ],
 )
 def test_images_are_built_by_the_apps_own_codebuild_into_its_own_repository(
-    templates, stack, folder, environment, hours
+    templates, stack, folder, environment, compute, hours
 ):
     template = templates[stack]
-    (repository_id, repository), *_ = resources(template, "AWS::ECR::Repository").items()
-    properties = repository["Properties"]
-    assert properties["RepositoryName"] == f"inference-survey/{folder}"
-    assert properties["ImageScanningConfiguration"] == {"ScanOnPush": True}
-    assert '"countNumber":5' in properties["LifecyclePolicy"]["LifecyclePolicyText"]
-    assert properties["EmptyOnDelete"] is True
+    region = {"InferenceGpuStack": "us-east-1", "InferenceNeuronStack": "us-east-2"}[stack]
+    # The image's repository is not the stack's: the build makes it and cdk destroy leaves it, so the
+    # next deploy finds the image built (the only repositories a stack owns hold compiled graphs).
+    owned = [r["Properties"]["RepositoryName"] for r in resources(template, "AWS::ECR::Repository").values()]
+    assert f"inference-survey/{folder}" not in owned
     (project,) = resources(template, "AWS::CodeBuild::Project").values()
     env = project["Properties"]["Environment"]
-    # arm64 compute for the g5g image: built natively, never under emulation.
+    # arm64 compute for the g5g image: built natively, never under emulation; ARM XLarge for vLLM's kernels.
     assert env["Type"] == environment and env["PrivilegedMode"] is True
+    assert env["ComputeType"] == compute
     assert project["Properties"]["TimeoutInMinutes"] == hours * 60
     assert project["Properties"]["Source"]["Type"] == "S3"
-    (image_uri,) = [v["Value"] for v in env["EnvironmentVariables"] if v["Name"] == "IMAGE_URI"]
-    assert render_join(image_uri).endswith(f"/<{repository_id}>:" + render_join(image_uri).rsplit(":", 1)[1])
+    variables = {v["Name"]: v["Value"] for v in env["EnvironmentVariables"]}
+    assert re.fullmatch(
+        rf"<AWS::AccountId>\.dkr\.ecr\.{region}\.<AWS::URLSuffix>/inference-survey/{folder}:[0-9a-f]{{16}}",
+        render_join(variables["IMAGE_URI"]),
+    )
+    assert variables["KEEP_IMAGES"] == "5" and variables["APP_TAG"] == "app=inference-survey"
+    repository_arn = f"arn:<AWS::Partition>:ecr:{region}:<AWS::AccountId>:repository/inference-survey/{folder}"
     # The build role pushes to this one repository and nowhere else.
     role_id = project["Properties"]["ServiceRole"]["Fn::GetAtt"][0]
     (policy,) = [
         p for p in resources(template, "AWS::IAM::Policy").values() if p["Properties"]["Roles"] == [{"Ref": role_id}]
     ]
     statements = {s.get("Sid"): s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
-    assert statements["PushToItsRepository"]["Resource"] == {"Fn::GetAtt": [repository_id, "Arn"]}
+    assert render_join(statements["PushToItsRepository"]["Resource"]) == repository_arn
     assert "ecr:PutImage" in statements["PushToItsRepository"]["Action"]
+    # ... and makes that one repository on first use, scanned, keeping its newest images.
+    assert render_join(statements["KeepItsRepository"]["Resource"]) == repository_arn
+    assert {"ecr:CreateRepository", "ecr:PutLifecyclePolicy", "ecr:TagResource"} <= set(
+        statements["KeepItsRepository"]["Action"]
+    )
     assert statements["EcrLogin"]["Action"] == "ecr:GetAuthorizationToken"
     # It brings back (and restarts) only the servers tagged with its image.
     condition = {"StringEquals": {"aws:ResourceTag/inference:image": folder}}
@@ -439,9 +461,10 @@ def test_sagemaker_environment_and_health_timeout(templates):
         "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE": "true",
         "SM_VLLM_TOOL_CALL_PARSER": "gemma4",
     }
-    assert (
-        container["Image"]
-        == "763104351884.dkr.ecr.us-east-2.amazonaws.com/vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker-v1.4"
+    # The image the survey's endpoint ran, by digest (its ResolvedImage), not a tag that can move.
+    assert container["Image"] == (
+        "763104351884.dkr.ecr.us-east-2.amazonaws.com/vllm@sha256:"
+        "f50ad6bf72933a1d30526e9f4c5793273d7799e9835840f7bacbb0da74dfc835"
     )
     (config,) = resources(template, "AWS::SageMaker::EndpointConfig").values()
     (variant,) = config["Properties"]["ProductionVariants"]
@@ -584,7 +607,7 @@ def test_bytecode_caches_change_no_image_tag_and_are_not_uploaded(tmp_path, monk
 
     def tag(folder):
         stack = cdk.Stack(cdk.App(outdir=str(tmp_path / f"out-{folder.name}")), "Probe")
-        return ImageBuild(stack, "Build", folder=folder, architecture=Architecture.ARM64, timeout_hours=1).tag
+        return ImageBuild(stack, "Build", folder=folder, architecture=Architecture.ARM64).tag
 
     clean = tmp_path / "clean" / "vllm-sm75"
     shutil.copytree(IMAGES_DIR / "vllm-sm75", clean, ignore=shutil.ignore_patterns(*SOURCE_EXCLUDE))
@@ -620,3 +643,31 @@ def test_the_emulators_json_first_template_reader_reads_each_template_as_moto_do
     # YAML that opens with a brace (a flow mapping) and YAML proper still go to PyYAML.
     assert reader.load("{a: !Ref B}", Loader=yaml.Loader) == {"a": {"Ref": "B"}}
     assert reader.load("A: !GetAtt B.Arn", Loader=yaml.Loader) == {"A": {"Fn::GetAtt": ["B", "Arn"]}}
+
+
+@pytest.mark.parametrize("backend", sorted(EC2_BACKENDS))
+def test_every_launch_templates_user_data_fits_ec2s_16_kb_with_room(templates, backend):
+    """EC2 refuses a launch whose user data passes 16 KB before base64; the runner would read the
+    refusal as no capacity. Tokens are counted at the longest they resolve to (an ARN part, a name)."""
+    script = raw_user_data(templates, backend)
+    # Each <token> is at most a 128-character resolved value (ECR repository names and SSM parameter
+    # names are shorter; account ids and regions much shorter).
+    worst = len(re.sub(r"<[^<>]*(<[^<>]*>[^<>]*)*>", "x" * 128, script).encode())
+    assert worst <= USER_DATA_LIMIT * 3 // 4, f"{backend}: {worst} bytes of user data at worst"
+
+
+def test_the_compressed_scripts_unpack_to_exactly_the_files_the_boot_installs(templates):
+    from inference_constructs.user_data import INSTALLED, script
+
+    files = unpack_archive(
+        raw_user_data(templates, "inf2")
+        .split("<<'INFERENCE_ARCHIVE'", 1)[1]
+        .split("\n", 1)[1]
+        .split("INFERENCE_ARCHIVE")[0]
+    )
+    for name, path in INSTALLED.items():
+        assert files[path] == (script(name), 0o644 if name == "common.sh" else 0o755)
+    assert {p for p in files if p.startswith("/etc/systemd/system/")} == {
+        f"/etc/systemd/system/inference-{unit}"
+        for unit in ("server.service", "ready.service", "failed.service", "deadline.service", "deadline.timer")
+    }

@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Callable
 
+from catalog.builds import kept_repository
 from runner.cloud.aws import boto_client
 from tests.aws_emulator import REGIONS
 
@@ -70,8 +71,20 @@ def running_instances(region: str) -> list[dict]:
     return [i for r in reservations["Reservations"] for i in r["Instances"]]
 
 
+def kept_images() -> dict[str, list[str]]:
+    """The repositories of the images the app built, per region: kept on purpose across deploys."""
+    found: dict[str, list[str]] = {}
+    for region in REGIONS:
+        names = [r["repositoryName"] for r in aws("ecr", region).describe_repositories()["repositories"]]
+        kept = sorted(n for n in names if kept_repository(n))
+        if kept:
+            found[region] = kept
+    return found
+
+
 def leftovers() -> dict[str, list[str]]:
-    """Everything of the app's the emulator still holds, per region."""
+    """Everything of the app's the emulator still holds, per region, but the built images it keeps
+    on purpose (kept_images)."""
     found: dict[str, list[str]] = {}
     for region in REGIONS:
         items = []
@@ -90,7 +103,7 @@ def leftovers() -> dict[str, list[str]]:
         items += [
             f"repository {r['repositoryName']}"
             for r in aws("ecr", region).describe_repositories()["repositories"]
-            if r["repositoryName"].startswith("inference-survey/")
+            if r["repositoryName"].startswith("inference-survey/") and not kept_repository(r["repositoryName"])
         ]
         logs = aws("logs", region)
         items += [

@@ -394,17 +394,23 @@ def test_sweep_finds_ours_before_destroy_and_nothing_of_ours_after_delete(
         assert not [f for f in after if f["ours"] and f["kind"] in ("stack", "endpoint", "endpoint-config", "model")]
 
         # --delete removes what is ours (here: the open forward, its session, and whatever moto's
-        # VPC deletion order left behind), never the stranger.
+        # VPC deletion order left behind), never the stranger, and keeps the built images.
         assert sweep.run(["--delete", "--wait", "20", "--results-dir", str(tmp_path / "delete")]) == 1
         final = newest(tmp_path / "delete", "sweep")
-        assert [f for f in final["records"] if f["ours"]] == []
+        assert {(f["kind"], f["id"]) for f in final["records"] if f["ours"]} == {
+            ("image-repository", "inference-survey/vllm-sm75"),
+            ("image-repository", "inference-survey/neuron"),
+        }
+        assert all(f["kept"] for f in final["records"] if f["ours"])
+        assert sweep.run(["--delete", "--purge-images", "--results-dir", str(tmp_path / "purge")]) == 1
+        assert [f for f in newest(tmp_path / "purge", "sweep")["records"] if f["ours"]] == []
         assert stranger["InstanceId"] not in {a["id"] for a in final["deleted"]}
         assert read_forwards() == [] and connected(emulator) == []
         # Emulator gap: moto keeps the volumes of the instances destroy terminated (AWS deletes them:
         # DeleteOnTermination) and does not copy the launch template's tags onto them, so once
         # detached nothing proves them ours: reported as billing, and never deleted.
         root_volumes = {(f["region"], f["id"]) for f in found if f["kind"] == "volume" and f["ours"]}
-        billing = {(f["region"], f["id"]) for f in final["records"] if f["billing"]}
+        billing = {(f["region"], f["id"]) for f in final["records"] if f["billing"] and not f["kept"]}
         stranger_volumes = {
             ("us-west-1", v["VolumeId"])
             for v in foreign.describe_volumes(

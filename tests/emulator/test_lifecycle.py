@@ -26,7 +26,16 @@ from runner import up as up_command
 from runner.cloud.forwards import read_forwards
 from runner.up import UpOptions, extend, up
 from tests.emulator.cdk_cycle import CONTEXT, bootstrap, cli_folder, deploy, destroy
-from tests.emulator.observe import SERVERS, group, leftovers, readiness, running_instances, wait_for_states, wait_until
+from tests.emulator.observe import (
+    SERVERS,
+    group,
+    kept_images,
+    leftovers,
+    readiness,
+    running_instances,
+    wait_for_states,
+    wait_until,
+)
 from tests.host.container import REPLY_TOKENS
 from tests.host.machine import HostOptions
 
@@ -142,8 +151,34 @@ def test_the_readme_flow_from_an_empty_account_to_a_table_and_back_to_nothing(
     assert sweep.run(["--results-dir", str(tmp_path / "sweep")]) in (0, 1)
     found = newest(tmp_path / "sweep", "sweep")["records"]
     # Emulator gap (see test_around_the_run): moto keeps the volumes of terminated instances.
-    assert [f for f in found if f["ours"] and f["kind"] != "volume"] == []
+    # Only the built images are left, on purpose (the next deploy builds nothing), with their cost.
+    left = [f for f in found if f["ours"] and f["kind"] != "volume"]
+    assert {(f["region"], f["kind"], f["id"], f["kept"]) for f in left} == {
+        ("us-east-1", "image-repository", "inference-survey/vllm-sm75", True),
+        ("us-east-2", "image-repository", "inference-survey/neuron", True),
+    }
+    assert all(
+        re.search(r"^1 image\(s\), \d+\.\d\d GB: \$\d+\.\d\d a month of storage; kept", f["detail"]) for f in left
+    )
     assert leftovers() == {}
+    assert kept_images() == {"us-east-1": ["inference-survey/vllm-sm75"], "us-east-2": ["inference-survey/neuron"]}
+
+    # A second deploy finds its image built: the server comes up on it, and the build the deploy's
+    # event starts pushes nothing.
+    builds_before = len(emulator.builds.records)
+    again = up(up_options(tmp_path, stacks=["InferenceGpuStack"], context=CONTEXT | {"backends": "g5g"}))
+    assert [(r["backend"], r["outcome"]) for r in again.data["records"]] == [("g5g", "ready")]
+    assert len(emulator.builds.records) == builds_before  # the runner started none
+    (build_id,) = emulator.fire_stack_deployed("us-east-1", "InferenceGpuStack")
+    emulator.builds.wait()
+    assert any("already in the repository; not rebuilt" in line for line in emulator.builds.records[build_id].lines)
+    ecr = boto3.client("ecr", region_name="us-east-1")
+    assert len(ecr.describe_images(repositoryName="inference-survey/vllm-sm75")["imageDetails"]) == 1
+    destroy(emulator.scratch, {"backends": "g5g"})
+
+    # --delete --purge-images takes the kept images too: nothing of the app's is left.
+    assert sweep.run(["--delete", "--purge-images", "--results-dir", str(tmp_path / "purge")]) in (0, 1)
+    assert leftovers() == {} and kept_images() == {}
 
 
 def test_a_plain_cdk_deploy_builds_first_and_the_time_to_live_takes_everything_to_zero_until_up_brings_it_back(
@@ -164,10 +199,28 @@ def test_a_plain_cdk_deploy_builds_first_and_the_time_to_live_takes_everything_t
         assert readiness(BUILT[name], name)["state"] == "waiting-for-image"
         assert group(BUILT[name], name)["DesiredCapacity"] == 0
 
-    # CloudFormation's CREATE_COMPLETE reaches the stacks' rules (delivered by hand: moto sends none).
+    # CloudFormation's CREATE_COMPLETE reaches the GPU stack's rule (delivered by hand: moto sends none).
     assert len(emulator.fire_stack_deployed("us-east-1", "InferenceGpuStack")) == 1
-    assert len(emulator.fire_stack_deployed("us-east-2", "InferenceNeuronStack")) == 1
-    wait_for_states(SERVERS)
+    # The Neuron image's build ends after the stack's expiry (StartBuild's environment override puts
+    # its EXPIRES_AT in the past): the image is pushed, and no server comes back to bill.
+    codebuild = boto3.client("codebuild", region_name="us-east-2")
+    (project,) = codebuild.list_projects()["projects"]
+    late = [{"name": "EXPIRES_AT", "value": "2026-01-01T00:00:00Z", "type": "PLAINTEXT"}]
+    codebuild.start_build(projectName=project, environmentVariablesOverride=late)
+    emulator.builds.wait()
+    wait_for_states({"g6": "us-east-1", "g5g": "us-east-1"})
+    for name in ("inf2", "trn1"):
+        assert group("us-east-2", name)["DesiredCapacity"] == 0
+        stopped = readiness("us-east-2", name)
+        assert (
+            stopped["state"] == "stopped" and "built after the time-to-live (2026-01-01T00:00:00Z)" in stopped["reason"]
+        )
+    # Every stack update starts the build again: it brings back nothing held at zero on purpose.
+    (rebuild,) = emulator.fire_stack_deployed("us-east-2", "InferenceNeuronStack", "UPDATE_COMPLETE")
+    emulator.builds.wait()
+    assert any("inf2 (" in line and "stays at zero: held there on purpose (stopped)" in line
+               for line in emulator.builds.records[rebuild].lines)  # fmt: skip
+    assert [group("us-east-2", name)["DesiredCapacity"] for name in ("inf2", "trn1")] == [0, 0]
     assert_only_servers_and_builds_wrote_readiness(emulator)
 
     # The time-to-live's moment (run by hand: moto never runs schedules).
@@ -180,13 +233,21 @@ def test_a_plain_cdk_deploy_builds_first_and_the_time_to_live_takes_everything_t
     assert boto3.client("sagemaker", region_name="us-east-2").list_endpoints()["Endpoints"] == []
     assert sweep.run(["--results-dir", str(tmp_path / "expired")]) in (0, 1)
     swept = newest(tmp_path / "expired", "sweep")["records"]
-    assert not [f for f in swept if f["ours"] and f["billing"] and f["kind"] != "volume"]
+    # Nothing billing but the built images, which are kept on purpose (storage only).
+    assert not [f for f in swept if f["ours"] and f["billing"] and not f["kept"] and f["kind"] != "volume"]
     assert all(
         re.search(r"time-to-live \d{4}-\d{2}-\d{2}T", f["detail"]) for f in swept if f["kind"] == "auto-scaling-group"
     )
 
-    # runner.up tells groups held at zero from a capacity refusal and brings them back.
-    evidence = up(up_options(tmp_path))
+    # The time-to-live's one-time actions have run, and AWS has removed them.
+    assert (
+        boto3.client("autoscaling", region_name="us-east-1").describe_scheduled_actions()["ScheduledUpdateGroupActions"]
+        == []
+    )
+    # runner.up tells groups held at zero from a capacity refusal and brings them back. Its deploy
+    # comes after the expiry, so its own expiry is later (ttlHours 13 stands for the hours that have
+    # passed here in an instant): a new action per group, where an update of the one AWS removed fails.
+    evidence = up(up_options(tmp_path, context=CONTEXT | {"ttlHours": "13"}))
     records = {r["backend"]: r for r in evidence.data["records"]}
     assert {n: r["outcome"] for n, r in records.items()} == dict.fromkeys(records, "ready")
     assert all("held at zero" in " ".join(evidence.data["notices"]) for _ in [0])
@@ -195,18 +256,21 @@ def test_a_plain_cdk_deploy_builds_first_and_the_time_to_live_takes_everything_t
     )
     assert [a["region"] for a in records["inf2"]["attempts"]] == ["us-east-2"]  # no failover
 
-    # --extend moves only the expiry.
-    before = {a["ScheduledActionName"]: a["StartTime"] for a in boto3.client("autoscaling", region_name="us-east-1").describe_scheduled_actions()["ScheduledUpdateGroupActions"]}  # fmt: skip
+    autoscaling = boto3.client("autoscaling", region_name="us-east-1")
+    before = autoscaling.describe_scheduled_actions()["ScheduledUpdateGroupActions"]
+    assert sorted(a["AutoScalingGroupName"] for a in before) == sorted([group("us-east-1", "g6")["AutoScalingGroupName"], group("us-east-1", "g5g")["AutoScalingGroupName"]])  # fmt: skip
+
+    # --extend moves only the expiry: one new action per group, the old ones gone.
     moved = extend(30, up_options(tmp_path))
     assert [r["outcome"] for r in moved.data["records"]] == ["extended"] * 3, [
         r.get("error") for r in moved.data["records"]
     ]
-    after = boto3.client("autoscaling", region_name="us-east-1").describe_scheduled_actions()[
-        "ScheduledUpdateGroupActions"
-    ]
+    after = autoscaling.describe_scheduled_actions()["ScheduledUpdateGroupActions"]
     expected = (datetime.now(UTC) + timedelta(hours=30)).replace(second=0, microsecond=0)
+    assert len(after) == 2 and not {a["ScheduledActionName"] for a in after} & {
+        a["ScheduledActionName"] for a in before
+    }
     for action in after:
-        assert action["StartTime"] != before[action["ScheduledActionName"]]
         assert abs(action["StartTime"] - expected) <= timedelta(minutes=2)
     assert group("us-east-1", "g6")["DesiredCapacity"] == 1  # the servers were not touched
 
@@ -256,3 +320,27 @@ def test_up_with_a_failed_build_a_server_failing_at_boot_and_one_never_ready_lea
     assert [w["writer"] for w in emulator.readiness_writes if w["name"] == "/inference/g5g/ready"] == [
         "inference-build"
     ]
+
+
+def test_a_codebuild_quota_of_zero_fails_only_the_backend_whose_image_needs_a_build(bootstrapped_account, tmp_path):
+    """A new account's concurrent-build quota of 0: CodeBuild refuses every StartBuild there. The
+    deploy's own start (EventBridge) fails unseen; the watch's start is refused: g5g fails with AWS's
+    words, at zero, and g6 (a public image) is measured as usual."""
+    emulator = bootstrapped_account
+    emulator.refuse_builds("us-east-1")
+    evidence = up(up_options(tmp_path, stacks=["InferenceGpuStack"]))
+    records = {r["backend"]: r for r in evidence.data["records"]}
+    assert {n: r["outcome"] for n, r in records.items()} == {"g6": "ready", "g5g": "failed"}
+    assert re.fullmatch(
+        r"image \S+/inference-survey/vllm-sm75:[0-9a-f]{16} cannot be built: CodeBuild refused to start \S+: "
+        r"AccountLimitExceededException: Cannot have more than 0 builds in queue for the account",
+        records["g5g"]["reason"],
+    ), records["g5g"]["reason"]
+    assert evidence.data["errors"] == {}  # the stack's run went on to its end
+    assert group("us-east-1", "g5g")["DesiredCapacity"] == 0 and not group("us-east-1", "g5g")["Instances"]
+    assert [row["backend"] for row in evidence.data["billing"]] == ["g6"]
+    # EventBridge's own start of the build (delivered by hand here) is refused too, and nobody sees it.
+    assert emulator.fire_stack_deployed("us-east-1", "InferenceGpuStack") == []
+    ((region, _, why),) = emulator.failed_invocations
+    assert region == "us-east-1" and "Cannot have more than 0 builds in queue for the account" in why
+    assert emulator.builds.records == {}

@@ -40,6 +40,21 @@ def test_hadolint_finds_nothing(dockerfile):
     assert result.returncode == 0
 
 
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)
+def test_an_entrypoint_copied_from_the_folder_is_made_executable_by_the_copy_itself(dockerfile):
+    """The source travels as git, a zip asset and CodeBuild's unzip: its run bit may not survive, so
+    an entrypoint the image copies in gets its mode from the COPY (`--chmod`), not from the file."""
+    text = dockerfile.read_text()
+    entry = re.search(r'^ENTRYPOINT \["([^"]+)"', text, re.MULTILINE)
+    assert entry
+    copies = re.findall(r"^COPY (.*)$", text, re.MULTILINE)
+    copied_entry = [c for c in copies if c.split()[-1] == entry.group(1)]
+    for copy in copied_entry:
+        mode = re.search(r"--chmod=(\d+)", copy)
+        assert mode and int(mode.group(1), 8) & 0o111 == 0o111, f"{dockerfile.parent.name}: {copy}"
+    assert bool(copied_entry) is (dockerfile.parent.name == "neuron")
+
+
 def test_hadolint_does_report_a_bad_dockerfile(tmp_path):
     """The lint can fail: an unpinned base image and apt-get without versions are findings."""
     bad = tmp_path / "Dockerfile"

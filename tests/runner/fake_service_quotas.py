@@ -1,9 +1,16 @@
 """A loopback Service Quotas API (JSON 1.1, target prefix `ServiceQuotasV20190624`) answering
-GetServiceQuota and ListServiceQuotas with the real shapes: `{"Quota": ServiceQuota}` and
-`{"Quotas": [ServiceQuota...], "NextToken"}`, each ServiceQuota with ServiceCode, ServiceName,
-QuotaArn, QuotaCode, QuotaName, Value, Unit, Adjustable, GlobalQuota; an unknown code is
-NoSuchResourceException. A real boto3 `service-quotas` client talks to it, so botocore builds the
-requests and parses the answers (and its paginator follows NextToken).
+GetServiceQuota, ListServiceQuotas, GetAWSDefaultServiceQuota and ListAWSDefaultServiceQuotas with
+the real shapes: `{"Quota": ServiceQuota}` and `{"Quotas": [ServiceQuota...], "NextToken"}`, each
+ServiceQuota with ServiceCode, ServiceName, QuotaArn, QuotaCode, QuotaName, Value, Unit,
+Adjustable, GlobalQuota; an unknown code is NoSuchResourceException. A real boto3 `service-quotas`
+client talks to it, so botocore builds the requests and parses the answers (and its paginator
+follows NextToken).
+
+As AWS does, a quota never adjusted (`defaults`) has no applied value: GetServiceQuota answers
+NoSuchResourceException for it and ListServiceQuotas leaves it out ("If the applied quota value is
+not available for a quota, the quota is not retrieved", Service Quotas API reference); only the
+default operations list it. They list every quota, an applied one at its applied value here (its
+default is not modelled).
 
 The gap it fills: moto 5.2 implements only GetServiceQuota and ListAWSDefaultServiceQuotas, and
 only for service code `vpc` (moto/servicequotas/models.py); it has no ListServiceQuotas and no
@@ -18,15 +25,24 @@ from typing import Any
 
 from tests.runner.loopback import LoopbackServer, QuietHandler
 
-SERVICE_NAMES = {"ec2": "Amazon Elastic Compute Cloud (Amazon EC2)", "sagemaker": "Amazon SageMaker"}
+SERVICE_NAMES = {
+    "ec2": "Amazon Elastic Compute Cloud (Amazon EC2)",
+    "sagemaker": "Amazon SageMaker",
+    "codebuild": "AWS CodeBuild",
+}
 TARGET = "ServiceQuotasV20190624."
 
 
-class FakeServiceQuotas(LoopbackServer):
-    """`quotas[(region, service)]` = [(code, name, value), ...]; `requests` records (region, target, body)."""
+Table = dict[tuple[str, str], list[tuple[str, str, float]]]
 
-    def __init__(self, quotas: dict[tuple[str, str], list[tuple[str, str, float]]], *, page_size: int = 2) -> None:
+
+class FakeServiceQuotas(LoopbackServer):
+    """`quotas[(region, service)]` = [(code, name, value), ...] applied; `defaults` the same shape for
+    quotas never adjusted; `requests` records (region, target, body)."""
+
+    def __init__(self, quotas: Table, *, defaults: Table | None = None, page_size: int = 2) -> None:
         self.quotas = quotas
+        self.defaults = defaults or {}
         self.page_size = page_size
         self.requests: list[tuple[str, str, dict[str, Any]]] = []
         server = self
@@ -40,6 +56,9 @@ class FakeServiceQuotas(LoopbackServer):
                 server.requests.append((region, target, body))
                 service = body.get("ServiceCode", "")
                 listed = [server.shape(region, service, *q) for q in server.quotas.get((region, service), [])]
+                if "AWSDefault" in target:
+                    listed += [server.shape(region, service, *q) for q in server.defaults.get((region, service), [])]
+                    target = target.replace("AWSDefault", "")
                 if target == "GetServiceQuota":
                     found = next((q for q in listed if q["QuotaCode"] == body.get("QuotaCode")), None)
                     if found is None:

@@ -65,9 +65,21 @@ def watch(account: Account, **options) -> tuple[ServerWatch, dict[str, Any]]:
     return ServerWatch(OUTPUT, record, account, WatchOptions(**options), lambda line: None), record
 
 
-def test_an_image_repository_that_does_not_exist_is_one_line_and_nothing_launches():
+def test_a_repository_the_apps_build_has_not_made_yet_is_an_image_being_built_not_a_failure():
+    """The build makes the kept repository on first use: none yet means the image is not built yet."""
     account = Account(desired=0, readiness={"state": "waiting-for-image"}, repository=False)
-    server, record = watch(account)
+    server, record = watch(account, build_grace_s=3600)
+    assert server.step() is None
+    assert record["image_state"] == "no-repository" and "outcome" not in record
+    assert server.waiting_for_image and account.calls == []  # held at zero, never brought to one
+
+
+def test_a_repository_that_does_not_exist_for_an_image_the_app_does_not_build_is_one_line():
+    from dataclasses import replace
+
+    account = Account(desired=0, readiness={"state": "launching"}, repository=False)
+    record: dict[str, Any] = {}
+    server = ServerWatch(replace(OUTPUT, image_build_project=None), record, account, WatchOptions(), lambda line: None)
     assert server.step() == FAILED
     assert record["reason"] == (f"the image repository of {OUTPUT.image} does not exist in us-east-1")
     assert account.calls == []  # never brought to one instance

@@ -55,8 +55,8 @@ def aws(moto_url, monkeypatch, tmp_path, plugin_dir):
     monkeypatch.setenv("PATH", f"{plugin_dir}{os.pathsep}{os.environ['PATH']}")
     started: list[FakeServiceQuotas] = []
 
-    def start(table: dict) -> FakeServiceQuotas:
-        fake = FakeServiceQuotas(table).__enter__()
+    def start(table: dict, defaults: dict | None = None) -> FakeServiceQuotas:
+        fake = FakeServiceQuotas(table, defaults=defaults).__enter__()
         started.append(fake)
         monkeypatch.setenv("AWS_ENDPOINT_URL_SERVICE_QUOTAS", fake.url)
         return fake
@@ -136,6 +136,66 @@ def test_a_type_not_offered_in_the_chosen_region_is_left_out(aws, tmp_path):
     assert plan["inf2"]["runs"] and plan["inf2"]["region"] == "us-east-2"
     assert not plan["trn1"]["runs"] and plan["trn1"]["region"] == "us-east-1"
     assert "trn1.2xlarge is not offered in us-east-1" in plan["trn1"]["reason"]
+
+
+def codebuild(arm_xlarge: float, linux_large: float) -> dict:
+    """CodeBuild's concurrent-build quotas as never adjusted: only the AWS defaults list them."""
+    entries = [
+        ("L-596BEAB4", "Concurrently running builds for ARM/Large environment", 1.0),
+        ("L-ARMXLARGE", "Concurrently running builds for ARM/XLarge environment", arm_xlarge),
+        ("L-4DDC4A99", "Concurrently running builds for Linux/Large environment", linux_large),
+    ]
+    return {(region, "codebuild"): entries for region in ("us-east-1", "us-east-2", "us-west-2")}
+
+
+def test_a_quota_never_adjusted_is_read_from_the_aws_defaults(aws, tmp_path):
+    """ListServiceQuotas and GetServiceQuota leave out a quota never adjusted (no applied value):
+    the AWS default is the account's quota, not an unknown."""
+    table = quotas()
+    for region in ("us-east-1", "us-east-2", "us-west-2"):
+        table[(region, "ec2")] = [q for q in table[(region, "ec2")] if q[0] != INF[0]]
+        table[(region, "sagemaker")] = [q for q in table[(region, "sagemaker")] if q[1] != ENDPOINT]
+    defaults = {(r, "ec2"): [(INF[0], INF[1], 0.0)] for r in ("us-east-1", "us-east-2", "us-west-2")}
+    defaults |= {(r, "sagemaker"): [("L-9F8E7D6C", ENDPOINT, 1.0)] for r in ("us-east-1", "us-east-2", "us-west-2")}
+    fake = aws(table, defaults=defaults)
+    code, evidence = run(tmp_path)
+    assert code == 0
+    plan = rows(evidence)
+    assert plan["sagemaker"]["runs"] and plan["sagemaker"]["quota"] == f"{ENDPOINT}: 1 of 1 instances"
+    (check,) = [c for c in plan["sagemaker"]["checks"] if c["what"] == "quota"]
+    assert "AWS default (never adjusted)" in check["detail"]
+    assert not plan["inf2"]["runs"]
+    assert plan["inf2"]["reason"] == f"quota {INF[1]} ({INF[0]}) in us-east-2 is 0 vCPUs; inf2 needs 4"
+    asked = {target for _, target, _ in fake.requests}
+    assert {"GetAWSDefaultServiceQuota", "ListAWSDefaultServiceQuotas"} <= asked
+
+
+def test_a_codebuild_quota_of_zero_leaves_out_only_the_backends_that_need_that_build(aws, tmp_path, capsys):
+    """A new account's concurrent-build quota of 0: g5g's image cannot be built (ARM XLarge), so g5g
+    is left out before anything bills; inf2 and trn1 share one Linux Large build; the rest go on."""
+    fake = aws(quotas(), defaults=codebuild(arm_xlarge=0, linux_large=1))
+    code, evidence = run(tmp_path)
+    assert code == 0
+    plan = rows(evidence)
+    assert not plan["g5g"]["runs"]
+    assert plan["g5g"]["reason"] == (
+        "CodeBuild quota Concurrently running builds for ARM/XLarge environment in us-east-1 is 0 "
+        "(AWS default (never adjusted)): images/vllm-sm75 cannot be built there"
+    )
+    assert all(plan[n]["runs"] for n in ("g6", "inf2", "trn1", "sagemaker"))
+    drawn = [c["detail"] for n in ("inf2", "trn1") for c in plan[n]["checks"] if c["what"] == "build quota"]
+    assert (
+        drawn
+        == [
+            "Concurrently running builds for Linux/Large environment in us-east-2: 1 (AWS default (never adjusted)); "
+            "1 build(s) drawn"
+        ]
+        * 2
+    )
+    assert ("us-east-1", "ListAWSDefaultServiceQuotas", {"ServiceCode": "codebuild"}) in [
+        (r, t, {k: v for k, v in b.items() if k == "ServiceCode"}) for r, t, b in fake.requests
+    ]
+    assert "left out: CodeBuild quota" in capsys.readouterr().out
 
 
 def test_none_can_run_exits_1(aws, tmp_path):

@@ -1,0 +1,128 @@
+"""The weights copy for Custom Model Import (inference_constructs/weights_copy.sh), run for real:
+bash, the real `hf` CLI against a loopback Hub (HF_ENDPOINT), the real AWS CLI against moto in
+server mode. Only the serving files reach S3: the weights, config.json, the tokenizer."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import pytest
+
+from tests.host.hub import HubRepo, LoopbackHub
+
+SCRIPT = Path(__file__).resolve().parents[2] / "inference_constructs" / "weights_copy.sh"
+BIN = Path(sys.executable).parent
+MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
+SERVING = {
+    "config.json": b'{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"}',
+    "generation_config.json": b"{}",
+    "model.safetensors": b"\0" * 4096,
+    "tokenizer.json": b'{"version": "1.0"}',
+    "tokenizer_config.json": b"{}",
+    "merges.txt": b"#version: 0.2\n",
+    "vocab.json": b"{}",
+}
+# What a real repository also holds, which Custom Model Import does not take.
+OTHERS = {"README.md": b"# Qwen", "LICENSE": b"Apache-2.0", "original/model.gguf": b"GGUF", "pytorch_model.bin": b"pt"}
+BUCKET = "inference-weights"
+URI = f"s3://{BUCKET}/imports/qwen/"
+
+
+@pytest.fixture(scope="module")
+def moto_url() -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{server.get_host_and_port()[1]}"
+    finally:
+        server.stop()
+
+
+def run_copy(moto_url: str, hub: LoopbackHub, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    aws = {"AWS_ENDPOINT_URL": moto_url, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_EC2_METADATA_DISABLED": "true"}  # fmt: skip
+    environment = (
+        {
+            "PATH": f"{BIN}{os.pathsep}/usr/bin{os.pathsep}/bin",
+            "HOME": str(tmp_path),
+            "TMPDIR": str(tmp_path),
+            "HF_HOME": str(tmp_path / "hf-home"),
+            "AWS_REGION": "us-east-1",
+            "MODEL_ID": MODEL,
+            "WEIGHTS_URI": URI,
+            "HF_HUB_VERSION": "2.4.0",
+            "HF_TOKEN_SECRET": "inference/hf-token",
+        }
+        | aws
+        | hub.env()
+        | env
+    )
+    return subprocess.run(
+        ["bash", str(SCRIPT)], env=environment, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def objects(moto_url: str) -> dict[str, bytes]:
+    s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=moto_url, aws_access_key_id="testing",
+                      aws_secret_access_key="testing")  # fmt: skip
+    listed = s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])
+    return {o["Key"]: s3.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read() for o in listed}
+
+
+@pytest.fixture
+def bucket(moto_url: str) -> str:
+    s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=moto_url, aws_access_key_id="testing",
+                      aws_secret_access_key="testing")  # fmt: skip
+    s3.create_bucket(Bucket=BUCKET)
+    yield BUCKET
+    for key in [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])]:
+        s3.delete_object(Bucket=BUCKET, Key=key)
+    s3.delete_bucket(Bucket=BUCKET)
+
+
+def test_the_real_hf_cli_copies_the_weights_and_only_the_serving_files(moto_url, bucket, tmp_path):
+    assert shutil.which("hf", path=str(BIN)), "the hf CLI (huggingface_hub) is not installed"
+    with LoopbackHub({MODEL: HubRepo(SERVING | OTHERS)}) as hub:
+        result = run_copy(moto_url, hub, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    copied = objects(moto_url)
+    assert copied == {f"imports/qwen/{name}": data for name, data in SERVING.items()} | {
+        "imports/qwen.complete": f"{MODEL}\n".encode()
+    }
+    # No token in Secrets Manager: the copy says so and goes on as an anonymous user.
+    assert "downloading as an anonymous user" in result.stdout
+    assert not any(token for _, _, token in hub.requests)
+
+
+def test_a_gated_model_copies_with_the_token_from_secrets_manager_and_fails_without(moto_url, bucket, tmp_path):
+    with LoopbackHub({MODEL: HubRepo(SERVING, gated=True)}) as hub:
+        refused = run_copy(moto_url, hub, tmp_path / "anonymous")
+        assert refused.returncode != 0
+        # The CLI's own line for the Hub's GatedRepo answer (huggingface_hub cli/_errors.py).
+        assert "requires approval" in refused.stdout + refused.stderr
+        assert objects(moto_url) == {}
+        secrets = boto3.client("secretsmanager", region_name="us-east-1", endpoint_url=moto_url,
+                               aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+        secrets.create_secret(Name="inference/hf-token-gated", SecretString="hf_test_token")
+        allowed = run_copy(moto_url, hub, tmp_path / "token", HF_TOKEN_SECRET="inference/hf-token-gated")
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert set(objects(moto_url)) == {f"imports/qwen/{name}" for name in SERVING} | {"imports/qwen.complete"}
+    assert all(token for method, path, token in hub.requests[-len(SERVING) :] if "/resolve/" in path)
+
+
+def test_a_repository_without_safetensors_weights_is_refused_before_anything_is_uploaded(moto_url, bucket, tmp_path):
+    only_bin = {k: v for k, v in (SERVING | OTHERS).items() if not k.endswith(".safetensors")}
+    with LoopbackHub({MODEL: HubRepo(only_bin)}) as hub:
+        result = run_copy(moto_url, hub, tmp_path)
+    assert result.returncode == 1
+    assert f"error: {MODEL} has no safetensors weights" in result.stdout
+    assert objects(moto_url) == {}
