@@ -128,7 +128,11 @@ class BackendConfig:
 
 @dataclass(frozen=True)
 class StackConfig:
-    """One stack: its region, the regions it may fail over to (in order), and its backends."""
+    """One stack: its region, the regions it may fail over to (in order), and its backends.
+
+    A satellite (`family` set) holds one backend of the stack `family` that a capacity refusal
+    moved to another region on its own, so its siblings, their image and their compiled graphs
+    stay where they serve (`satellite_name`)."""
 
     name: str
     region: str
@@ -141,6 +145,13 @@ class StackConfig:
     # the build pushed them): an endpoint that cannot exist before its image waits for its entry.
     built_images: tuple[str, ...] = ()
     lane: str = DEFAULT_LANE
+    # The catalog stack a satellite belongs to ("" for the catalog stack itself).
+    family: str = ""
+
+    @property
+    def kind(self) -> str:
+        """The catalog stack this one is built as (itself, or the family of a satellite)."""
+        return self.family or self.name
 
     @property
     def zones(self) -> tuple[str, ...]:
@@ -175,6 +186,15 @@ class AppConfig:
             if stack.name == name:
                 return stack
         raise CatalogError(f"unknown stack {name!r}; stacks: {', '.join(s.name for s in self.stacks)}")
+
+    def family(self, name: str) -> list[StackConfig]:
+        """The catalog stack `name` and its satellites."""
+        return [s for s in self.stacks if s.kind == name]
+
+
+def satellite_name(stack: str, backend: str) -> str:
+    """The stack a backend moved out of `stack` is deployed as (a CloudFormation stack name)."""
+    return f"{stack}-{backend}"
 
 
 def _as_list(key: str, value: Any) -> list[str]:
@@ -501,10 +521,16 @@ def load_config(
     lane: Lane = get_lane(_as_str("lane", ctx.get("lane", DEFAULT_LANE)))
     notices: list[str] = []
     stacks = []
+    # Backends a capacity refusal moved out of their stack, each to a satellite of its own.
+    moved = {
+        entry["backend"]: (name, entry)
+        for name, entry in records.items()
+        if entry.get("of") and entry.get("backend") and name == satellite_name(entry["of"], entry["backend"])
+    }
     for stack in stack_names():
         members = [in_lane(b, lane) for b in BACKENDS if b.stack == stack]
         resolved = {b.name: apply_overrides(b, ctx) for b in members}
-        enabled = [resolved[b.name] for b in members if b.name in selected]
+        enabled = [resolved[b.name] for b in members if b.name in selected and b.name not in moved]
         # A stack with no enabled backend still exists (empty), so `cdk destroy --all` always sees it.
         placing = [spec for spec, _ in enabled] or [_first_compatible(stack, [s for s, _ in resolved.values()])]
         region, candidates = _place_stack(stack, placing, placements, notices)
@@ -536,6 +562,8 @@ def load_config(
                 lane=lane.name,
             )
         )
+        for name in [b.name for b in members if b.name in moved]:
+            stacks.append(_satellite(ctx, stack, resolved[name], moved[name], selected, lane))
     notices += endpoint_quota_notices([b for s in stacks for b in s.backends])
     return AppConfig(
         hf_token_secret_name=secret,
@@ -545,6 +573,48 @@ def load_config(
         expires_at=expires_at,
         ttl_hours=ttl_hours,
         placement_records=dict(records),
+    )
+
+
+def _satellite(
+    ctx: Mapping[str, Any],
+    stack: str,
+    resolved: tuple[BackendSpec, Overrides],
+    placed: tuple[str, Mapping[str, Any]],
+    selected: list[str],
+    lane: Lane,
+) -> StackConfig:
+    """A backend moved out of `stack`, in the region its record gives; its failover goes on along its
+    own regions from there. Not selected now: an empty satellite, so `cdk destroy --all` still sees it."""
+    spec, extra = resolved
+    name, entry = placed
+    region = str(entry["region"])
+    candidates = spec.regions[spec.regions.index(region) :] if region in spec.regions else (region,)
+    known = region_zones(ctx, region)
+    # `<backend>.zones` name zones of the region it moved out of: here every zone of its region.
+    spec = spec if all(_is_zone_of(z, region) for z in spec.zones) else replace(spec, zones=())
+    backends: tuple[BackendConfig, ...] = ()
+    if spec.name in selected:
+        backends = (
+            BackendConfig(
+                spec=spec,
+                region=region,
+                zones=_zones(spec, region, known),
+                startup_timeout_seconds=extra.startup_timeout_seconds,
+                ready_minutes=spec.ready_minutes,
+                ami_id=extra.ami_id or (entry.get("amis") or {}).get(spec.name),
+                lane=lane.name,
+            ),
+        )
+    return StackConfig(
+        name=name,
+        region=region,
+        candidate_regions=tuple(candidates),
+        backends=backends,
+        region_zones=known,
+        built_images=tuple(str(i) for i in entry.get("images", [])),
+        lane=lane.name,
+        family=stack,
     )
 
 

@@ -13,6 +13,10 @@ the attempt and moves the stack to the next region its backends share. The run e
 is still billing, where, at what hourly price, and when the time-to-live takes it to zero.
 
 `--extend HOURS` redeploys what runner.up deployed with the expiry HOURS from now, and nothing else.
+`--leave-building` ends a backend whose image is still building as `building` once every other
+backend is over (its group waits at zero and its build brings it back: nothing bills), so what is
+ready can be measured; `--no-deploy --backends NAMES` then watches those to ready, deploying
+nothing (runner.survey does both when an image takes hours to build).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from catalog.backends import stack_names
 from runner.cli.options import add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.bring_up import extend, up
-from runner.cloud.stack_up import UpOptions, parse_context
+from runner.cloud.stack_up import BUILDING, UpOptions, parse_context
 from runner.cloud.watch import READY
 from runner.render.tables import print_report
 
@@ -43,6 +47,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--build-grace", type=float, default=120.0, help="seconds to wait for the deploy's own image build to show up"
     )
     parser.add_argument("--no-failover", action="store_true", help="stay in the first region")
+    parser.add_argument("--backends", help="only these backends of the chosen stacks (comma-separated)")
+    parser.add_argument(
+        "--no-deploy", action="store_true", help="watch what is deployed to ready, deploying and moving nothing"
+    )
+    parser.add_argument(
+        "--leave-building",
+        action="store_true",
+        help="once the others are over, leave a backend whose image is still building (at zero; its build "
+        "brings it back) instead of waiting for it",
+    )
     parser.add_argument(
         "--method", choices=("change-set", "direct"), default="change-set", help="CloudFormation deploy method"
     )
@@ -68,6 +82,9 @@ def run(argv: list[str] | None = None) -> int:
         method=args.method,
         failover=not args.no_failover,
         results_dir=args.results_dir,
+        backends=[b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else None,
+        deploy=not args.no_deploy,
+        leave_building=args.leave_building,
     )
     if args.extend is not None:
         evidence = extend(args.extend, options)
@@ -78,7 +95,8 @@ def run(argv: list[str] | None = None) -> int:
     print_report(evidence.data, notices=False)
     print(f"evidence: {evidence.path}")
     records = evidence.data["records"]
-    return 0 if records and all(r["outcome"] == READY for r in records) else 1
+    done = (READY, BUILDING) if options.leave_building else (READY,)
+    return 0 if records and all(r["outcome"] in done for r in records) else 1
 
 
 def main() -> None:

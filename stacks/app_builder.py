@@ -28,14 +28,15 @@ def build_app(app: cdk.App, config: AppConfig, *, nag: bool = True, account: str
     stacks: dict[str, cdk.Stack] = {}
     expires_at = config.expiry_text
     for stack_config in config.stacks:
-        name = stack_config.name
+        # A satellite (one backend moved out of its stack by a capacity refusal) is built as its family.
+        name, kind = stack_config.name, stack_config.kind
         env = cdk.Environment(account=account, region=stack_config.region)
-        description = f"{DESCRIPTIONS[name]} ({', '.join(b.name for b in stack_config.backends) or 'no backends'})"
-        if name == "InferenceSageMakerStack":
+        description = f"{DESCRIPTIONS[kind]} ({', '.join(b.name for b in stack_config.backends) or 'no backends'})"
+        if kind == "InferenceSageMakerStack":
             stacks[name] = InferenceSageMakerStack(
                 app, name, env=env, config=stack_config, description=description, expires_at=expires_at
             )
-        elif name == "InferenceBedrockImportStack":
+        elif kind == "InferenceBedrockImportStack":
             stacks[name] = InferenceBedrockImportStack(
                 app,
                 name,
@@ -45,7 +46,7 @@ def build_app(app: cdk.App, config: AppConfig, *, nag: bool = True, account: str
                 hf_token_secret_name=config.hf_token_secret_name,
             )
         else:
-            cls = InferenceGpuStack if name == "InferenceGpuStack" else InferenceNeuronStack
+            cls = InferenceGpuStack if kind == "InferenceGpuStack" else InferenceNeuronStack
             stacks[name] = cls(
                 app,
                 name,

@@ -33,13 +33,18 @@ def chosen_stacks(options: UpOptions, records: dict[str, dict[str, Any]]) -> tup
         config = load_config(options.context, records=records)
     except CatalogError as error:
         raise RunnerError(str(error)) from None
-    return [config.stack(name) for name in (options.stacks or stack_names())], config
+    # Each chosen stack with its satellites (backends a capacity refusal moved out of it).
+    return [stack for name in (options.stacks or stack_names()) for stack in config.family(name)], config
 
 
 def up(options: UpOptions, *, on_start: Callable[[list[StackUp]], None] | None = None) -> Evidence:
     records = read_placement_records_or_fail()
     chosen, config = chosen_stacks(options, records)
-    expires_at = config.expiry_text
+    unknown = [b for b in options.backends or [] if b not in {c.name for s in chosen for c in s.backends}]
+    if unknown:
+        raise RunnerError(f"--backends: {', '.join(unknown)} not among the chosen stacks' backends")
+    # Watching what stands: its own expiry, not a new one (a deploy would move it).
+    expires_at = config.expiry_text if options.deploy else None
     evidence = Evidence(
         "up",
         {
@@ -50,6 +55,9 @@ def up(options: UpOptions, *, on_start: Callable[[list[StackUp]], None] | None =
             "context": options.context,
             "expires_at": expires_at,
             "ttl_hours": config.ttl_hours,
+            "backends": options.backends,
+            "deploy": options.deploy,
+            "leave_building": options.leave_building,
         },
         options.results_dir,
     )

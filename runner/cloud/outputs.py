@@ -48,18 +48,19 @@ def read_outputs_file(path: Path) -> OutputsReading:
 
 
 def search_regions() -> dict[str, list[str]]:
-    """Per stack, where to look: where runner.up placed it, its candidates, then the four US regions
-    (a stack placed by hand elsewhere is found with --region)."""
-    from catalog.config import load_config, read_placements
+    """Per stack (a backend's satellite included), where to look: where runner.up placed it, its
+    candidates, then the four US regions (a stack placed by hand elsewhere is found with --region)."""
+    from catalog.config import load_config, read_placement_records
 
-    placements = read_placements()
     try:
-        candidates = {s.name: list(s.candidate_regions) for s in load_config({}, placements).stacks}
+        records = read_placement_records()
+        placements = {name: entry["region"] for name, entry in records.items()}
+        candidates = {s.name: list(s.candidate_regions) for s in load_config({}, records=records).stacks}
     except CatalogError:
-        candidates = {}
+        placements, candidates = {}, {}
     return {
         stack: list(dict.fromkeys([*filter(None, [placements.get(stack)]), *candidates.get(stack, []), *US_REGIONS]))
-        for stack in stack_names()
+        for stack in dict.fromkeys([*stack_names(), *candidates])
     }
 
 
@@ -80,9 +81,11 @@ def read_stack_outputs(region: str | None = None, client_for: Any | None = None)
     raw: dict[str, dict[str, str]] = {}
     problems: list[str] = []
     searched: set[str] = set()
-    where_to_look = {stack: [region] for stack in stack_names()} if region else search_regions()
-    for stack in stack_names():
-        for where in where_to_look[stack]:
+    where_to_look = search_regions()
+    if region:
+        where_to_look = {stack: [region] for stack in where_to_look}
+    for stack, regions in where_to_look.items():
+        for where in regions:
             searched.add(where)
             try:
                 (description,) = client(where).describe_stacks(StackName=stack)["Stacks"]

@@ -1,6 +1,9 @@
 """One stack brought up: deployed with the account's facts and the time-to-live as context, every
-backend watched (cloud/server_watch.py), and the stack moved to its next region on a capacity
-refusal, the failed attempt destroyed first."""
+backend watched (cloud/server_watch.py) to its end, and a capacity refusal answered by moving only
+what was refused: a server refused while a sibling serves (or failed for a reason a region does
+not change) goes alone to its next region, as a satellite stack of its own (catalog/config.py),
+so the sibling, its image and its compiled graphs stay; a stack refused whole (at deploy, or every
+backend) is destroyed and moved to its next region."""
 
 from __future__ import annotations
 
@@ -13,10 +16,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from catalog import BackendKind
+from catalog import BackendKind, CatalogError
 from catalog.backends import ENDPOINT_KINDS
 from catalog.config import (
     StackConfig,
+    load_config,
+    read_placement_records,
+    satellite_name,
     write_placement,
 )
 from catalog.contract import BackendOutput
@@ -41,6 +47,17 @@ NOTHING_RUNS = {
 }
 
 
+# The outcome of a backend left to its image build (UpOptions.leave_building).
+BUILDING = "building"
+
+
+def building(watch: Any) -> bool:
+    """A server held at zero while its image's build runs: nothing of it bills."""
+    return (
+        isinstance(watch, ServerWatch) and watch.waiting_for_image and watch.record.get("build_status") == "IN_PROGRESS"
+    )
+
+
 # A backend's record fields that belong to one attempt (one region).
 ATTEMPT_FIELDS = (
     "reason", "readiness", "refusals", "instance_id", "zone", "launched_at", "ready_at", "launch_to_ready_min",
@@ -60,6 +77,13 @@ class UpOptions:
     method: str = "change-set"
     failover: bool = True
     results_dir: Path = DEFAULT_RESULTS
+    # Only these backends (None: every backend of the chosen stacks).
+    backends: list[str] | None = None
+    # Watch what is deployed, deploy nothing (a survey's second look at what was still building).
+    deploy: bool = True
+    # Once every other backend is over, end those still waiting for their image build as `building`
+    # (at zero, their build brings them back) instead of waiting hours for it.
+    leave_building: bool = False
 
     def watch_options(self) -> WatchOptions:
         return WatchOptions(self.launch_timeout_s, self.ready_timeout_s, self.build_grace_s, self.poll_s)
@@ -102,6 +126,9 @@ class StackUp:
         lock: threading.Lock,
         expires_at: str | None,
         records: dict[str, dict[str, Any]],
+        *,
+        stop: threading.Event | None = None,
+        inherited: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.config = config
         self.options = options
@@ -109,8 +136,16 @@ class StackUp:
         self.lock = lock
         self.expires_at = expires_at
         self.placement = records.get(config.name, {})
-        self.stop = threading.Event()
+        self.stop = stop or threading.Event()
         self.watches: list[ServerWatch | EndpointWatch] = []
+        # A satellite's placement record always says whose backend it holds.
+        self.placement_details = (
+            {"of": config.family, "backend": config.backends[0].name} if config.family and config.backends else {}
+        )
+        # Backends refused in the last attempt, and the satellites they moved to.
+        self.refused: list[str] = []
+        self.satellites: list[StackUp] = []
+        self.context: dict[str, str] = {}
         self.records = {
             b.name: {
                 "backend": b.name,
@@ -122,7 +157,10 @@ class StackUp:
                 "survey_weights_load_s": b.spec.survey_weights_load_s,
             }
             for b in config.backends
+            if options.backends is None or b.name in options.backends
         }
+        for name, record in (inherited or {}).items():  # a moved backend keeps its attempts so far
+            self.records[name] = record | {"stack": config.name, "outcome": "pending"}
 
     def log(self, line: str) -> None:
         console.print(f"[bold]{self.config.name}[/bold] {line}")
@@ -148,14 +186,21 @@ class StackUp:
             self.evidence.save()
 
     def run(self) -> None:
-        if not self.config.backends:
-            self.log("no backends enabled: nothing to bring up")
+        if not self.records:
+            if not self.config.backends:
+                self.log("no backends enabled: nothing to bring up")
+            return
+        if not self.options.deploy:
+            self.watch_deployed()
             return
         regions = list(self.config.candidate_regions)
         start = regions.index(self.config.region)
         for position, region in enumerate(regions[start:], start=start):
             outcome = self.attempt(region)
             if outcome != NO_CAPACITY:
+                return
+            if self.refused and len(self.refused) < len(self.records):
+                self.move_refused(region)  # the others serve (or failed for their own reasons): they stay
                 return
             self.destroy(region)
             if not self.options.failover or position + 1 >= len(regions):
@@ -192,7 +237,8 @@ class StackUp:
         context = self.options.context | facts | ({"expiresAt": self.expires_at} if self.expires_at else {})
         attempt["amis"] = amis
         attempt["zones"] = facts[f"{region}.zones"].split(",")
-        write_placement(self.config.name, region, amis=amis, context=self.options.context)
+        write_placement(self.config.name, region, amis=amis, context=self.options.context, **self.placement_details)
+        self.context = context
         self.say_what_the_deploy_adds(region)
         self.log(f"deploying in {region} (zones {', '.join(attempt['zones'])}) …")
         since = datetime.now(UTC)
@@ -221,9 +267,21 @@ class StackUp:
         self.save()
         return outcome
 
+    def watch_deployed(self) -> None:
+        """Watch the stack where it stands, deploying and moving nothing."""
+        region = self.placement.get("region") or self.config.region
+        outputs = {o.name: o for o in read_stack_outputs(region).backends if o.name in self.records}
+        for name in [n for n in self.records if n not in outputs]:
+            self.records[name].update(outcome=FAILED, reason=f"not deployed in {region}")
+        for record in self.records.values():
+            record["region"] = region
+        self.log(f"watching {', '.join(outputs) or 'nothing'} in {region} (no deploy) …")
+        self.watch(region, outputs, datetime.now(UTC))
+        self.save()
+
     def read_outputs(self, outputs_file: Path) -> dict[str, BackendOutput]:
         reading = parse_outputs(json.loads(outputs_file.read_text()), source=str(outputs_file))
-        outputs = {o.name: o for o in reading.backends}
+        outputs = {o.name: o for o in reading.backends if o.name in self.records}
         missing = [name for name in self.records if name not in outputs]
         if missing:
             raise RunnerError(f"stack {self.config.name} deployed without outputs for {', '.join(missing)}")
@@ -261,7 +319,7 @@ class StackUp:
             return {name: o for name, o in outputs.items() if name not in failed}
         images = sorted({*self.placement.get("images", []), *built})
         self.placement["images"] = images
-        write_placement(self.config.name, region, images=images)
+        write_placement(self.config.name, region, images=images, **self.placement_details)
         self.log(
             f"image{'s' if len(built) > 1 else ''} {', '.join(built)} built: deploying again to make the endpoint …"
         )
@@ -302,6 +360,7 @@ class StackUp:
             kind = EndpointWatch if output.kind in ENDPOINT_KINDS else ServerWatch
             pending[name] = kind(output, self.records[name], client, watch_options, self.log, since)
         self.watches = list(pending.values())
+        self.refused = []
         while pending and not self.stop.is_set():
             for name, watch in list(pending.items()):
                 outcome = watch.guarded_step()
@@ -314,19 +373,79 @@ class StackUp:
                         f"{name} ready in {record.get('zone') or region} after {record.get('launch_to_ready_min')} min"
                     )
                 elif outcome == NO_CAPACITY:
+                    self.refused.append(name)
                     self.log(f"{name}: no instance in {region}; refusals: {len(record.get('refusals') or [])}")
-                    self.save()
-                    return NO_CAPACITY
+                    if not isinstance(watch, ServerWatch):
+                        # An endpoint refused: its stack moves whole (the survey's quota is per type and region).
+                        self.save()
+                        return NO_CAPACITY
                 else:
                     self.log(f"{name} {outcome}: {record.get('reason')} (no longer watched; the others go on)")
+            if pending and self.options.leave_building and all(building(w) for w in pending.values()):
+                for name, watch in pending.items():
+                    watch.end(BUILDING, f"its image is still building (build {watch.record.get('build_id')}): at "
+                              "zero until the build brings it back")  # fmt: skip
+                    self.log(f"{name}: left building (nothing bills while its image builds)")
+                pending = {}
             self.save()
             if pending:
                 self.stop.wait(self.options.poll_s)
-        return "interrupted" if pending else "done"
+        if pending:
+            return "interrupted"
+        return NO_CAPACITY if self.refused else "done"
+
+    def move_refused(self, region: str) -> None:
+        """Each refused server alone to its own next region, as a satellite; its sibling stays."""
+        by_name = {b.name: b for b in self.config.backends}
+        watches = {w.output.name: w for w in self.watches}
+        moving: list[tuple[str, str]] = []
+        for name in self.refused:
+            watch = watches[name]
+            watch.take_to_zero(f"refused in {region}")  # its group would launch later, unwatched
+            regions = list(by_name[name].spec.regions)
+            later = regions[regions.index(region) + 1 :] if region in regions else []
+            if not self.options.failover or not later:
+                self.records[name]["outcome"] = NO_CAPACITY
+                self.log(f"{name}: no capacity in {region} and no region left to try ({', '.join(regions)}); at zero")
+                continue
+            satellite = satellite_name(self.config.kind, name)
+            write_placement(satellite, later[0], of=self.config.kind, backend=name)
+            moving.append((name, satellite))
+        if not moving:
+            self.save()
+            return
+        names = ", ".join(name for name, _ in moving)
+        staying = ", ".join(n for n in self.records if n not in dict(moving))
+        self.log(f"moving {names} alone; {staying} stay{'s' if ',' not in staying else ''} in {region}")
+        # This stack again without them: their groups and servers go; the others are left as they are.
+        result = deploy_stack(self.config.name, self.context, self.options.method)
+        if result.returncode != 0:
+            self.log(
+                f"could not take {names} out of {self.config.name}: {result.tail[:300]} (their groups are at zero)"
+            )
+        records = read_placement_records()
+        try:
+            config = load_config(self.options.context, records=records)
+        except CatalogError as error:
+            raise RunnerError(f"moving {names}: {error}") from None
+        for name, satellite in moving:
+            moved = StackUp(
+                config.stack(satellite),
+                self.options,
+                self.evidence,
+                self.lock,
+                self.expires_at,
+                records,
+                stop=self.stop,
+                inherited={name: self.records.pop(name)},
+            )
+            self.satellites.append(moved)
+            self.save()
+            moved.run()
 
     def billing(self) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
-        for watch in self.watches:
+        rows: list[dict[str, Any]] = [row for satellite in self.satellites for row in satellite.billing()]
+        for watch in [w for w in self.watches if w.output.name in self.records]:  # moved ones bill there
             try:
                 rows += watch.billing()
             except Exception as error:
@@ -336,7 +455,7 @@ class StackUp:
 
     def destroy(self, region: str) -> None:
         """Remove the failed attempt before moving on, so nothing is left billing in `region`."""
-        write_placement(self.config.name, region)
+        write_placement(self.config.name, region, **self.placement_details)
         self.log(f"destroying the attempt in {region} …")
         # The attempt's own cloud assembly (its deploy synthesized it into this folder, for this
         # region): destroying from it needs no second synth; without one, the app is synthesized.

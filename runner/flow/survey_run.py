@@ -2,8 +2,14 @@
 
 preflight (nothing bills) → up → [model_import] → forward → check → one ask per backend → demo 1
 (filter, then rows) → demo 2 → bench (single requests, then the concurrency sweep) → [batch] →
-quality → cost → report → teardown of what this run created (or kept, time-to-live armed) →
-a sweep that lists and never deletes.
+quality → [the late round] → cost → report → teardown of what this run created (or kept,
+time-to-live armed) → a sweep that lists and never deletes.
+
+What is ready is measured at once: `up` leaves a backend whose image is still building (hours
+for g5g's) as `building`, at zero. After the first round the late round parks what was measured
+(a created stack with no late backend is taken down, a measured server beside one goes to zero:
+nothing bills while the build runs), watches the late backends to ready (`up --no-deploy`), and
+measures them with the same steps, each keyed by their names.
 
 Every step is a command's own `run(argv)` (runner/flow/steps.py); a step that fails is recorded
 and the steps that can still run do. The state file is written after every step, so
@@ -46,6 +52,7 @@ from runner import (
 from runner.cloud.preflight import Preflight
 from runner.cloud.teardown import ClientFor, Created, default_clients, existing_stacks, tear_down
 from runner.core.console import console
+from runner.core.errors import describe
 from runner.core.evidence import Evidence, load
 from runner.flow.folder import SurveyFolder
 from runner.flow.options import BEDROCK, SurveyOptions
@@ -68,7 +75,8 @@ class SurveyRun:
         self.options, self.folder, self.evidence = options, folder, evidence
         data = evidence.data
         for key, empty in (("steps", []), ("created", {}), ("pre_existing", {}), ("billing", []), ("ready", []),
-                           ("failed", {}), ("measured", []), ("teardown", []), ("left", []), ("resumed", [])):  # fmt: skip
+                           ("failed", {}), ("measured", []), ("teardown", []), ("left", []), ("resumed", []),
+                           ("building", []), ("placed", {})):  # fmt: skip
             data.setdefault(key, empty)
         data["options"] = options.to_json()
         self.created = Created.from_json(data["created"])
@@ -101,7 +109,10 @@ class SurveyRun:
                         self.summary()
                         return 1
                     self.bring_up()
-                    self.measure()
+                    self.measure(self.evidence.data["measured"])
+                    self.measure_late()
+                    self.step_once("cost", None, self.cost)
+                    self.step_once("report", None, self.report)
             except KeyboardInterrupt:
                 return self.after_interrupt()
             except Exception as error:  # the survey's own fault: what it made still goes back to zero
@@ -167,7 +178,8 @@ class SurveyRun:
                 context = plan.get("context", self.options.context) | {"backends": ",".join(deployable)}
                 argv = [*plan["deploy"], *[f"-c{k}={v}" for k, v in context.items()], "--poll", f"{self.options.poll_s:g}",
                         "--launch-timeout", f"{self.options.launch_timeout_s:g}", "--build-grace",
-                        f"{self.options.build_grace_s:g}", "--method", self.options.method, *self.results()]  # fmt: skip
+                        f"{self.options.build_grace_s:g}", "--method", self.options.method, "--leave-building",
+                        *self.results()]  # fmt: skip
                 if self.options.ready_timeout_s is not None:
                     argv += ["--ready-timeout", f"{self.options.ready_timeout_s:g}"]
                 record = self.step("up", None, lambda: up.run(argv))
@@ -187,34 +199,114 @@ class SurveyRun:
         data["measured"] = [b for b in data["measured"] if b not in data["failed"]]
         self.save()
 
-    def read_up(self, record: StepRecord) -> None:
+    def read_up(self, record: StepRecord, late: bool = False) -> None:
+        """What `up` brought up: ready, left building (its image), or failed with the reason. The
+        late round's `up` adds to what the first one found."""
         data = self.evidence.data
-        data["ready"], data["failed"] = [], {}
+        if not late:
+            data["ready"], data["failed"], data["building"] = [], {}, []
         for path in record.evidence:
             up_data = load(self.folder.root / path)
             if up_data.get("command") != "up":
                 continue
-            data["billing"] = up_data.get("billing") or []
-            data["expires_at"] = (up_data.get("config") or {}).get("expires_at")
+            if not late:
+                data["billing"] = up_data.get("billing") or []
+                data["expires_at"] = (up_data.get("config") or {}).get("expires_at")
             for entry in up_data.get("records", []):
+                backend = entry["backend"]
+                data["placed"][backend] = [entry.get("stack"), entry.get("region")]
+                if backend in data["building"]:
+                    data["building"].remove(backend)
                 if entry.get("outcome") == "ready":
-                    data["ready"].append(entry["backend"])
+                    data["ready"].append(backend)
+                elif entry.get("outcome") == "building":
+                    data["building"].append(backend)
                 else:
-                    data["failed"][entry["backend"]] = entry["outcome"] + (f": {entry['reason']}" if entry.get("reason") else "")  # fmt: skip
+                    data["failed"][backend] = entry["outcome"] + (f": {entry['reason']}" if entry.get("reason") else "")  # fmt: skip
             errors = up_data.get("errors") or {}
             # A stack that stopped before its servers were watched leaves no record for them.
-            for backend in data["plan"]["runs"]:
+            for backend in data["plan"]["runs"] if not late else []:
                 stack = get_backend(backend).stack
-                if backend not in data["ready"] and backend not in data["failed"] and stack in data["plan"]["deploy"]:
+                seen = (*data["ready"], *data["failed"], *data["building"])
+                if backend not in seen and stack in data["plan"]["deploy"]:
                     data["failed"][backend] = f"{stack}: {errors.get(stack) or 'no outcome from up'}"
         if data["failed"]:
             record.line = "; ".join(f"{b}: {why}" for b, why in data["failed"].items())
             data["steps"][-1]["line"] = record.line
         self.save()
 
-    def measure(self) -> None:
+    def measure_late(self) -> None:
+        """The backends whose images were still building: park what was measured, watch them to
+        ready, measure them with the same steps (keyed by their names)."""
         data = self.evidence.data
-        measured: list[str] = [b for b in data["measured"] if b not in OWN_STEP_ONLY]
+        # The first round's building backends, kept so that a resumed survey finishes their round.
+        late = data.setdefault("late", list(data["building"]))
+        if not late:
+            return
+        key = ",".join(late)
+        self.step_once("park", key, self.park)
+        stacks = sorted({get_backend(b).stack or "" for b in late})
+        argv = [*stacks, "--no-deploy", "--backends", key, "--poll", f"{self.options.poll_s:g}",
+                "--launch-timeout", f"{self.options.launch_timeout_s:g}", "--build-grace",
+                f"{self.options.build_grace_s:g}", *self.results()]  # fmt: skip
+        if self.options.ready_timeout_s is not None:
+            argv += ["--ready-timeout", f"{self.options.ready_timeout_s:g}"]
+        record = self.step_once("up", key, lambda: up.run(argv))
+        if record is not None:
+            self.read_up(record, late=True)
+        ready = [b for b in late if b in data["ready"]]
+        data["measured"] = [*data["measured"], *[b for b in ready if b not in data["measured"]]]
+        self.save()
+        if ready:
+            self.measure(ready, key=",".join(ready))
+
+    def park(self) -> int:
+        """While the late images build, nothing measured bills: a stack this survey created that
+        holds no late backend is taken down now, and a measured server beside a late one goes to
+        zero (the teardown removes it at the end). Stacks that stood before are left as they were."""
+        data = self.evidence.data
+        late = set(data["late"])
+        late_stacks = {data["placed"].get(b, [None])[0] for b in late} | {get_backend(b).stack for b in late}
+        done = Created(stacks={s: regions for s, regions in self.created.stacks.items() if s not in late_stacks})
+        failures = 0
+        if done.stacks:
+            console.print(
+                f"[bold]parking[/bold]: taking down {', '.join(done.stacks)} (measured; nothing of it is late)"
+            )
+            for action in tear_down(done, self.options.delete_wait_s, self.client):
+                data["teardown"].append(action)
+                failures += action["outcome"].startswith("not ") and not action["outcome"].startswith("not found")
+        for backend in data["measured"]:
+            stack, region = (data["placed"].get(backend) or [None, None])[:2]
+            if (
+                stack not in late_stacks
+                or stack not in self.created.stacks
+                or get_backend(backend).kind not in EC2_KINDS
+            ):
+                continue
+            failures += not self.to_zero(backend, stack, region)
+        data["billing"] = [r for r in data["billing"] if r.get("backend") in late]
+        self.save()
+        return 1 if failures else 0
+
+    def to_zero(self, backend: str, stack: str, region: str) -> bool:
+        """A measured server's group at zero instances (found by the stack's outputs)."""
+        from runner.cloud.outputs import read_stack_outputs
+
+        try:
+            output = next(o for o in read_stack_outputs(region).backends if o.name == backend)
+            self.client("autoscaling", region).set_desired_capacity(
+                AutoScalingGroupName=output.auto_scaling_group, DesiredCapacity=0
+            )
+        except Exception as error:
+            console.print(f"[red]{backend}: could not take its group to zero: {describe(error)}[/red]")
+            return False
+        console.print(f"parking: {backend} taken to zero in {region} (measured; its stack waits for a late image)")
+        return True
+
+    def measure(self, backends: list[str], key: str | None = None) -> None:
+        """The measuring steps over `backends`; `key` tells a late round's steps apart (None: the first)."""
+        measured: list[str] = [b for b in backends if b not in OWN_STEP_ONLY]
         names = ",".join(measured)
         common = ["--local", "never", *self.results(), *self.aws()]
         why_not = "no backend is ready" if not measured else ""
@@ -245,7 +337,7 @@ class SurveyRun:
              (lambda: bench.run(["--concurrency", options.concurrency, "--backends", names, *common]))
              if options.concurrency != "none" else None, why_not or "--concurrency none"),
         ]  # fmt: skip
-        if "sagemaker-batch" in data["measured"]:
+        if "sagemaker-batch" in backends:
             steps.append(("batch", None, lambda: batch.run([*self.results(), *self.aws()]), ""))
         steps.append(
             ("quality", None,
@@ -255,6 +347,7 @@ class SurveyRun:
         for name, backend, call, why in steps:
             if not measured and name != "batch":
                 call, why = None, why_not
+            backend = backend or key  # a late round's steps carry the names they measured
             if (name, backend) in self.done:
                 continue
             if call is None:
@@ -265,8 +358,6 @@ class SurveyRun:
                 self.note_transform_jobs(record)
             if record.status == INTERRUPTED:
                 raise KeyboardInterrupt
-        self.step_once("cost", None, self.cost)
-        self.step_once("report", None, self.report)
 
     def supports_tools(self, name: str) -> bool:
         spec = get_backend(name)
@@ -364,8 +455,11 @@ class SurveyRun:
             console.print("nothing this survey created is left to remove")
             return 0
         created = Created.from_json(self.created.to_json())
-        # Wherever runner.up placed a stack (its failover included) is among the regions looked at.
+        # Wherever runner.up placed a stack (its failover included) is among the regions looked at,
+        # and a backend it moved out of a created stack on its own (a satellite) is this run's too.
         for stack, record in read_placement_records_quietly().items():
+            if record.get("of") in created.stacks and stack not in created.stacks:
+                created.stacks[stack] = []
             if stack in created.stacks and record.get("region") not in created.stacks[stack]:
                 created.stacks[stack].append(record["region"])
         console.print(f"[bold]removing what this survey created[/bold]: {', '.join(created.stacks) or 'no stack'}")

@@ -1,6 +1,8 @@
 """Capacity: moto launches every instance asked for. `Emulator.refuse_capacity(region)` makes
-Auto Scaling launch nothing there and answer DescribeScalingActivities with the failed
-activities a real account returns (moto's own answer is always empty)."""
+Auto Scaling launch nothing there (`refuse_capacity(region, instance_type)`: no instance of that
+type, as the survey's inf2 was refused in two regions while trn1 launched) and answer
+DescribeScalingActivities with the failed activities a real account returns (moto's own answer is
+always empty)."""
 
 from __future__ import annotations
 
@@ -37,8 +39,14 @@ def install(emulator: Any) -> Callable[[], None]:
     original_replace = FakeAutoScalingGroup.replace_autoscaling_group_instances
     original_describe = AutoScalingResponse.describe_scaling_activities
 
+    def refused(group) -> bool:
+        if group.region not in emulator.refused:
+            return False
+        types = emulator.refused_types.get(group.region)
+        return not types or group.instance_type in types
+
     def replace(group, count_needed, propagated_tags):
-        if group.region in emulator.refused and count_needed > 0:
+        if count_needed > 0 and refused(group):
             emulator.refused[group.region].extend(refusal(group, zone) for zone in group.availability_zones)
             return None
         return original_replace(group, count_needed, propagated_tags)

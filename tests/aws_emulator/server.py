@@ -57,6 +57,8 @@ class Emulator:
         self.port = 0
         self.url = ""
         self.refused: dict[str, list[dict[str, Any]]] = {}
+        # Per region, the instance types refused there (none listed: every type).
+        self.refused_types: dict[str, set[str]] = {}
         self.sessions: dict[str, dict[str, Any]] = {}
         self.offline: set[str] = set()
         self.endpoint_quota_refused: set[str] = set()
@@ -95,6 +97,7 @@ class Emulator:
         self.builds.wait()
         urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST"), timeout=30).read()
         self.refused.clear()
+        self.refused_types.clear()
         self.sessions.clear()
         self.offline.clear()
         self.endpoint_quota_refused.clear()
@@ -107,8 +110,10 @@ class Emulator:
         (self.scratch / "placement.json").unlink(missing_ok=True)
         parameters.seed_ami_parameters(ACCOUNT, REGIONS)
 
-    def refuse_capacity(self, region: str) -> None:
+    def refuse_capacity(self, region: str, instance_type: str | None = None) -> None:
         self.refused.setdefault(region, [])
+        if instance_type:
+            self.refused_types.setdefault(region, set()).add(instance_type)
 
     def refuse_builds(self, region: str) -> None:
         """CodeBuild in `region` refuses every build, as at a new account's quota of 0 (codebuild.py)."""

@@ -213,6 +213,38 @@ def test_placement_record_wins_while_it_names_a_candidate_region():
     assert any("placement.json puts InferenceGpuStack in us-east-2" in n for n in config.notices)
 
 
+SATELLITE_RECORDS = {
+    "InferenceNeuronStack": {"region": "us-east-2"},
+    "InferenceNeuronStack-inf2": {"region": "us-east-1", "of": "InferenceNeuronStack", "backend": "inf2"},
+}
+
+
+def test_a_backend_moved_alone_is_a_satellite_of_its_stack_in_its_own_region():
+    """A capacity refusal moved inf2 alone: its stack keeps trn1 where it serves, and inf2 stands in
+    a stack of its own, built as the Neuron stack, failing over along its own regions from there."""
+    config = load_config({}, records=SATELLITE_RECORDS, now=SYNTH_NOW)
+    neuron = config.stack("InferenceNeuronStack")
+    assert (neuron.region, [b.name for b in neuron.backends], neuron.family) == ("us-east-2", ["trn1"], "")
+    satellite = config.stack("InferenceNeuronStack-inf2")
+    assert (satellite.region, satellite.kind, [b.name for b in satellite.backends]) == (
+        "us-east-1",
+        "InferenceNeuronStack",
+        ["inf2"],
+    )
+    assert satellite.candidate_regions == ("us-east-1", "us-west-2")  # inf2's own order, from here on
+    assert satellite.backends[0].region == "us-east-1"
+    assert [s.name for s in config.family("InferenceNeuronStack")] == [
+        "InferenceNeuronStack",
+        "InferenceNeuronStack-inf2",
+    ]
+    # Not asked for now: the satellite stays in the app, empty, so cdk destroy --all still sees it.
+    narrowed = load_config({"backends": "g6,trn1"}, records=SATELLITE_RECORDS, now=SYNTH_NOW)
+    assert narrowed.stack("InferenceNeuronStack-inf2").backends == ()
+    # A record that does not name its own backend is no satellite.
+    odd = {"InferenceNeuronStack-x": {"region": "us-east-1", "of": "InferenceNeuronStack", "backend": "inf2"}}
+    assert [s.name for s in load_config({}, records=odd, now=SYNTH_NOW).stacks if s.family] == []
+
+
 def test_placement_file_round_trip(tmp_path):
     path = tmp_path / "placement.json"
     assert read_placements(path) == {}

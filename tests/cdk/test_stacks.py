@@ -252,6 +252,23 @@ def test_placement_record_moves_a_stack_to_its_failover_region(tmp_path):
     assert stacks["InferenceGpuStack"].region == "us-east-1"
 
 
+def test_a_satellite_is_synthesized_as_its_family_in_its_own_region_with_only_its_backend(tmp_path):
+    import aws_cdk as cdk
+
+    from catalog.config import load_config
+    from stacks import build_app
+    from tests.cdk.conftest import SYNTH_NOW
+    from tests.cdk.test_config import SATELLITE_RECORDS
+
+    app = cdk.App(outdir=str(tmp_path), builtin_cloud_formation_validation=False)
+    stacks = build_app(app, load_config({}, records=SATELLITE_RECORDS, now=SYNTH_NOW), nag=False)
+    satellite, parent = stacks["InferenceNeuronStack-inf2"], stacks["InferenceNeuronStack"]
+    assert (satellite.region, parent.region) == ("us-east-1", "us-east-2")
+    assert type(satellite) is type(parent) and list(satellite.servers) == ["inf2"] and list(parent.servers) == ["trn1"]
+    assert satellite.stack_name == "InferenceNeuronStack-inf2"
+    assert "(inf2)" in satellite.template_options.description
+
+
 def raw_user_data(templates, backend) -> str:
     """The launch template's user data as the instance receives it (tokens shown as <...>)."""
     return render_join(launch_data(templates[EC2_BACKENDS[backend]], backend)["UserData"])

@@ -16,7 +16,7 @@ from runner.up import UpOptions, up
 from tests.aws_emulator import REGIONS
 from tests.aws_emulator.parameters import AMI_PARAMETERS
 from tests.emulator.cdk_cycle import CONTEXT, bootstrap, deploy, destroy
-from tests.emulator.observe import aws, leftovers
+from tests.emulator.observe import aws, leftovers, running_instances
 
 pytestmark = pytest.mark.emulator
 
@@ -87,6 +87,56 @@ def test_deploy_read_fail_over_and_destroy(emulator, tmp_path):
 
     destroy(emulator.scratch)
     # Nothing of the app is left anywhere: stacks, groups, instances, endpoints, parameters.
+    assert leftovers() == {}
+
+
+def test_a_refusal_for_one_server_moves_that_server_alone_and_its_ready_sibling_stays(emulator, tmp_path):
+    """The survey's run 2: inf2 refused in us-east-2 and us-east-1 and launched in us-west-2, while
+    trn1 launched in us-east-2. inf2 moves alone, as a satellite stack, region after region; trn1,
+    the image built for it and its stack stay where they serve."""
+    emulator.reset()
+    bootstrap(emulator.scratch)
+    emulator.refuse_capacity("us-east-2", "inf2.xlarge")
+    emulator.refuse_capacity("us-east-1", "inf2.xlarge")
+    options = UpOptions(
+        stacks=["InferenceNeuronStack"],
+        context=CONTEXT,
+        launch_timeout_s=3.0,
+        ready_timeout_s=60.0,
+        poll_s=0.3,
+        build_grace_s=0.5,
+        method="direct",
+        results_dir=tmp_path / "results",
+    )
+    evidence = up(options)
+    records = {r["backend"]: r for r in evidence.data["records"]}
+    assert {n: (r["outcome"], r["region"], r["stack"]) for n, r in records.items()} == {
+        "trn1": ("ready", "us-east-2", "InferenceNeuronStack"),
+        "inf2": ("ready", "us-west-2", "InferenceNeuronStack-inf2"),
+    }, json.dumps(evidence.data["notices"])
+    # trn1 was deployed once and never moved; inf2 tried its own regions in its own order.
+    assert [a["region"] for a in records["trn1"]["attempts"]] == ["us-east-2"]
+    assert [a["region"] for a in records["inf2"]["attempts"]] == ["us-east-2", "us-east-1", "us-west-2"]
+    assert [a["outcome"] for a in records["inf2"]["attempts"]][:2] == ["no-capacity", "no-capacity"]
+    assert read_placements() == {"InferenceNeuronStack": "us-east-2", "InferenceNeuronStack-inf2": "us-west-2"}
+    # trn1's server is the one that came up first (not replaced), its image and graph repository stay,
+    # and nothing of inf2 is left in the two regions that refused it.
+    assert records["trn1"]["instance_id"] in {i["InstanceId"] for i in running_instances("us-east-2")}
+    ecr = aws("ecr", "us-east-2")
+    assert {r["repositoryName"] for r in ecr.describe_repositories()["repositories"]} >= {
+        "inference-survey/neuron",
+        "inference-survey/neuron-graphs",
+    }
+    for region in ("us-east-2", "us-east-1"):
+        assert not [i for i in leftovers().get(region, []) if "inf2" in i.lower()], leftovers()
+    assert {row["backend"]: row["region"] for row in evidence.data["billing"]} == {
+        "trn1": "us-east-2",
+        "inf2": "us-west-2",
+    }
+    # The runner finds each where it serves; a later runner.up brings up the stack with its satellite.
+    assert {b.name: b.region for b in read_stack_outputs().backends} == {"trn1": "us-east-2", "inf2": "us-west-2"}
+
+    destroy(emulator.scratch)
     assert leftovers() == {}
 
 

@@ -90,8 +90,9 @@ def steps(data: dict[str, Any]) -> list[tuple[str, str | None, str]]:
     return [(s["step"], s["backend"], s["status"]) for s in data["steps"]]
 
 
-def evidence(folder: Path, data: dict[str, Any], step: str) -> dict[str, Any]:
-    (path,) = [p for s in data["steps"] if s["step"] == step for p in s["evidence"]]
+def evidence(folder: Path, data: dict[str, Any], step: str, backend: str | None = None) -> dict[str, Any]:
+    """The evidence of the step (of the first round; of a late round, `backend` its names)."""
+    (path,) = [p for s in data["steps"] if s["step"] == step and s["backend"] == backend for p in s["evidence"]]
     return json.loads((folder / path).read_text())
 
 
@@ -315,3 +316,66 @@ def test_keep_leaves_it_armed_a_later_survey_leaves_a_standing_stack_and_resume_
     assert names[-3:] == ["forwards-closed", "teardown", "sweep"] and "report" in names
     assert (kept / "report.html").exists()
     assert left_beyond_the_volume_gap(data) == [] and leftovers() == {}
+
+
+def test_the_survey_measures_what_is_ready_while_an_image_still_builds_and_the_late_one_after(
+    account, model, plugin, tmp_path
+):
+    """g5g's image takes hours to build: the survey does not wait for it. g6 is measured while the
+    build runs; then g6 is parked at zero (nothing measured bills while g5g's image builds), g5g is
+    watched to ready once its build ends and measured with the same steps, and everything goes."""
+    emulator = account
+    release = tmp_path / "g5g-image-built"
+    emulator.build_behaviour["vllm-sm75"] = f"hold:{release}"
+    groups: list[dict[str, int]] = []
+    building: list[bool] = []
+
+    def on_request(body: dict[str, Any]) -> None:
+        if body.get("max_tokens") != 100 or body.get("tools"):
+            return
+        autoscaling = boto3.client("autoscaling", region_name="us-east-1")
+        groups.append(
+            {
+                next(t["Value"] for t in g["Tags"] if t["Key"] == BACKEND_TAG_KEY): len(g["Instances"])
+                for g in autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]
+            }
+        )
+        building.append(any(b.status == "IN_PROGRESS" for b in emulator.builds.records.values()))
+        release.touch()  # the first benchmark request has been seen: the build may end now
+
+    model.on_request = on_request
+    results = tmp_path / "results"
+    code = survey.run(["g6", "g5g", "--plugin", plugin, *QUICK, "--quality-items", "0", "--results-dir", str(results)])
+    (folder,) = folders(results)
+    data = state(folder)
+    assert code == 0, json.dumps(data["steps"], indent=1)
+    up = evidence(folder, data, "up")
+    assert {r["backend"]: r["outcome"] for r in up["records"]} == {"g6": "ready", "g5g": "building"}
+    # g6's first benchmark request came while g5g's build ran, and g5g had no instance then.
+    assert building[0] is True and groups[0] == {"g6": 1, "g5g": 0}
+    names = [(s, b) for s, b, _ in steps(data)]
+    late = names[names.index(("park", "g5g")) :]
+    assert late[:4] == [("park", "g5g"), ("up", "g5g"), ("forward", "g5g"), ("check", "g5g")]
+    assert ("bench", "g5g") in late and ("bench-sweep", "g5g") in late
+    assert names[-5:] == [
+        ("cost", None),
+        ("report", None),
+        ("forwards-closed", None),
+        ("teardown", None),
+        ("sweep", None),
+    ]
+    assert all(status == "passed" for s, b, status in steps(data) if s not in ("quality",)), steps(data)
+    # While g5g was measured, g6 was parked at zero: only the late server billed.
+    late_groups = groups[len([g for g in groups if g.get("g6")]) :]
+    assert late_groups and all(g == {"g6": 0, "g5g": 1} for g in late_groups), groups
+    assert data["ready"] == ["g6", "g5g"] and data["measured"] == ["g6", "g5g"] and data["building"] == []
+    benches = [
+        json.loads((folder / p).read_text()) for s in data["steps"] if s["step"] == "bench" for p in s["evidence"]
+    ]
+    assert [sorted({r["backend"] for r in b["records"] if r["ok"]}) for b in benches] == [["g6"], ["g5g"]]
+    # The report holds both rounds' figures; everything the survey made is gone but the kept image.
+    markdown = (folder / "report.md").read_text()
+    assert "| g6 " in markdown or "g6" in markdown.split("## Headline", 1)[1].split("##", 1)[0]
+    assert "g5g" in markdown.split("## Headline", 1)[1].split("##", 1)[0]
+    assert left_beyond_the_volume_gap(data) == [] and leftovers() == {}
+    assert [(k["region"], k["id"]) for k in data["kept"]] == [("us-east-1", "inference-survey/vllm-sm75")]

@@ -10,7 +10,7 @@
   `never-healthy` (serves, /health answers 503), `exit:N`, `oom` (exit 137, the kernel's line in
   its log).
 - `logs`, `stop`, `rm -f`: by container name. `login`: reads the password, succeeds.
-- `build … --tag URI .`: BUILD_BEHAVIOUR `ok` or `fail:TEXT`; `push URI`: the image's tag into the
+- `build … --tag URI .`: BUILD_BEHAVIOUR `ok`, `fail:TEXT`, or `hold:PATH` (builds once PATH exists); `push URI`: the image's tag into the
   emulated ECR (PutImage with a manifest), its files (for `import`ed images) into REGISTRY_DIR.
 - `import - TAG`, `create TAG CMD`, `cp ID:/. DEST`: the compiled-graph images the Neuron
   servers keep, stored as tar files in REGISTRY_DIR (shared by every host of the emulator).
@@ -201,6 +201,12 @@ def build(argv: list[str]) -> int:
     tag = argv[argv.index("--tag") + 1]
     behaviour = os.environ.get("BUILD_BEHAVIOUR", "ok")
     print("#1 [internal] load build definition from Dockerfile")
+    if behaviour.startswith("hold:"):
+        # A build that takes its time (vLLM for sm_75: about an hour): it ends when the test says.
+        release = Path(behaviour[5:])
+        deadline = time.monotonic() + 300
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
     print(f"#2 building {tag} with {' '.join(a for a in argv if a.startswith('MAX_JOBS'))}".rstrip())
     if behaviour.startswith("fail:"):
         print("#14 [build 6/6] RUN pip wheel --no-build-isolation --no-deps --wheel-dir /wheels .")

@@ -167,7 +167,9 @@ def run_with_torch(code: str, tmp_path: Path, arches: list[str]) -> subprocess.C
         f"cuda = SimpleNamespace(get_arch_list=lambda: {arches!r})\n"
     )
     env = dict(os.environ, PYTHONPATH=str(package.parent))
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
 
 
 def test_the_g5g_image_stops_before_compiling_unless_its_torch_has_sm_75_kernels(tmp_path):
