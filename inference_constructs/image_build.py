@@ -87,6 +87,7 @@ class ImageBuild(Construct):
         folder: Path,
         architecture: Architecture,
         expires_at: str | None = None,
+        name_suffix: str = "",
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -171,7 +172,9 @@ class ImageBuild(Construct):
                 resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}:{Aws.ACCOUNT_ID}:parameter{PARAMETER_PREFIX}*"],
             )
         )
-        logs = owned_log_group(self, "Logs", f"/inference/build/{folder.name}")
+        # A satellite stack (one backend moved to another region) names its own: its family's may
+        # stand in the same region later.
+        logs = owned_log_group(self, "Logs", f"/inference/build/{folder.name}{name_suffix}")
         logs.grant_write(role)
         self.project = codebuild.Project(
             self,
@@ -260,7 +263,11 @@ class ImageBuild(Construct):
 
 
 def image_build_for(
-    scope: Construct, spec: BackendSpec, builds: dict[str, ImageBuild], expires_at: str | None = None
+    scope: Construct,
+    spec: BackendSpec,
+    builds: dict[str, ImageBuild],
+    expires_at: str | None = None,
+    name_suffix: str = "",
 ) -> ImageBuild | None:
     """`build:DIR`: one repository and CodeBuild project per folder and stack, shared by the
     backends of the stack that use it (kept in `builds`); None for an image the app does not build."""
@@ -274,5 +281,6 @@ def image_build_for(
             folder=IMAGES_DIR / folder,
             architecture=spec.architecture or Architecture.X86_64,
             expires_at=expires_at,
+            name_suffix=name_suffix,
         )
     return builds[folder]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +32,22 @@ from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, accuracy_by_backend, load
 from runner.measure import ChatRequest, RequestRecord
 from runner.measure.benchmark import bench_backend, sweep_backend
+from runner.measure.capacity import Budget
 from runner.measure.load import (
     LoadLevel,
     Prompt,
+    parse_numbers,
     plan_levels,
     read_prompts,
 )
 from runner.measure.records import WARM_UP
+from runner.measure.workload_run import BenchPlan, bench_workload
+from runner.workloads import SURVEY_MAX_TOKENS, SURVEY_PROMPT, Turn, Workload
+from runner.workloads.dataset import read_dataset
+from runner.workloads.presets import PRESETS, get_preset
+from runner.workloads.slo import Slo, parse_goodput
 
-PROMPT = "Write a short paragraph about the ocean."
+PROMPT = SURVEY_PROMPT
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +67,48 @@ def build_parser() -> argparse.ArgumentParser:
     )
     load.add_argument("--seed", type=int, default=0, help="seed of the open-loop arrivals (default: %(default)s)")
     load.add_argument("--prompts", type=Path, help='JSON lines {"prompt": ..., "max_tokens": N}, used in turn')
+    work = parser.add_argument_group(
+        "workload (lengths in the backend's own tokens; default: the survey's prompt, output left to the model)"
+    )
+    work.add_argument("--workload", metavar="NAME", help=f"a named preset: {', '.join(PRESETS)} (catalog/workloads.py)")
+    work.add_argument(
+        "--input-tokens",
+        metavar="N[,N...]",
+        help="synthetic prompts of N tokens; several lengths make a prompt-length sweep",
+    )
+    work.add_argument("--input-deviation", type=int, default=0, metavar="SD", help="standard deviation of the lengths")
+    work.add_argument("--input-min", type=int, help="no prompt shorter than this")
+    work.add_argument("--input-max", type=int, help="no prompt longer than this")
+    work.add_argument(
+        "--output-tokens", type=int, help="output tokens per request, forced where the engine allows (ignore_eos)"
+    )
+    work.add_argument("--prefix-tokens", type=int, default=0, help="a shared prefix of this many tokens per request")
+    work.add_argument("--prefixes", type=int, default=1, help="how many distinct shared prefixes (default: 1)")
+    work.add_argument(
+        "--turns", type=int, default=1, help="conversations of this many turns, each carrying the context"
+    )
+    work.add_argument(
+        "--dataset",
+        type=Path,
+        help='your own prompts: JSON lines {"prompt": ...} or {"messages": [...]}, or a ShareGPT JSON file',
+    )
+    slo = parser.add_argument_group("service-level objectives (vllm bench serve's --goodput form)")
+    slo.add_argument(
+        "--goodput", nargs="+", metavar="KEY:MS", help="per-request objectives: ttft:MS tpot:MS e2el:MS (all must hold)"
+    )
+    slo.add_argument(
+        "--find-capacity",
+        action="store_true",
+        help="search for the largest concurrency (or rate, with --rate) at which --slo-share of requests meet every objective",
+    )
+    slo.add_argument(
+        "--slo-share",
+        type=float,
+        help="share of requests that must meet the objectives (default: the preset's, else 0.9)",
+    )
+    slo.add_argument("--capacity-levels", type=int, default=10, help="most levels the capacity search runs")
+    slo.add_argument("--capacity-seconds", type=float, default=1800.0, help="most seconds the capacity search takes")
+    parser.add_argument("--no-server-metrics", action="store_true", help="do not sample the servers' /metrics")
     parser.add_argument(
         "--quality",
         type=Path,
@@ -74,10 +124,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+WORKLOAD_FLAGS = ("workload", "input_tokens", "output_tokens", "dataset", "goodput", "find_capacity")
+
+
+def wants_workload(args: argparse.Namespace) -> bool:
+    return any(getattr(args, flag) for flag in WORKLOAD_FLAGS) or args.turns > 1 or args.prefix_tokens > 0
+
+
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.repeats < 1:
         raise SystemExit("error: --repeats must be at least 1")
+    if wants_workload(args):
+        return run_workload(args)
     baseline = load(args.compare) if args.compare else None
     accuracy = quality_accuracy(args.quality) if args.quality else {}
     levels = plan_levels(args.concurrency, args.rate, args.requests, args.max_concurrency)
@@ -123,6 +182,104 @@ def run(argv: list[str] | None = None) -> int:
     return run_command(
         "bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records), baseline=baseline
     )
+
+
+def workload_plan(args: argparse.Namespace) -> BenchPlan:
+    """The workload and its objectives from the flags (a preset first, the flags over it)."""
+    preset = get_preset(args.workload) if args.workload else None
+    if args.in_region:
+        raise RunnerError("--in-region measures the survey's prompt one request at a time; it takes no workload")
+    if args.prompts:
+        raise RunnerError("--prompts and a workload: give your prompts as --dataset")
+    if args.dataset and (args.input_tokens or (preset and preset.input_tokens)):
+        raise RunnerError("--dataset brings its own prompts: give no --input-tokens or length preset with it")
+    fixed: tuple[Turn, ...] = ()
+    source = preset.source if preset else ""
+    if args.dataset:
+        turns, kind = read_dataset(args.dataset, args.output_tokens or SURVEY_MAX_TOKENS)
+        fixed, source = tuple(turns), f"{args.dataset} ({kind}, {len(turns)} prompts)"
+    input_tokens = (
+        tuple(int(v) for v in parse_numbers(args.input_tokens, "--input-tokens", integer=True))
+        if args.input_tokens
+        else ()
+    )
+    workload = Workload(
+        name=args.workload or ("dataset" if args.dataset else "custom"),
+        input_tokens=input_tokens or (preset.input_tokens if preset else ()),
+        input_deviation=args.input_deviation or (preset.input_deviation if preset else 0),
+        input_min=args.input_min if args.input_min is not None else (preset.input_min if preset else None),
+        input_max=args.input_max if args.input_max is not None else (preset.input_max if preset else None),
+        output_tokens=args.output_tokens or (preset.output_tokens if preset else None),
+        prefix_tokens=args.prefix_tokens,
+        prefixes=args.prefixes,
+        turns=args.turns,
+        fixed=fixed,
+        source=source,
+        seed=args.seed,
+    )
+    if not workload.input_tokens and not workload.fixed:
+        workload = replace(workload, fixed=(Turn(args.prompt, args.max_tokens),), source="the survey's prompt")
+    workload.check()
+    slo = parse_goodput(args.goodput) if args.goodput else (preset.slo() if preset and preset.slo_limits else Slo(()))
+    if args.find_capacity and not slo:
+        raise RunnerError(
+            "--find-capacity searches for the most load within objectives: give --goodput (or a --workload with them)"
+        )
+    share = (
+        args.slo_share if args.slo_share is not None else (preset.slo_share if preset and preset.slo_limits else 0.9)
+    )
+    if not 0 < share <= 1:
+        raise RunnerError(f"--slo-share {share}: a share above 0 and at most 1")
+    levels = plan_levels(args.concurrency, args.rate, args.requests, args.max_concurrency)
+    if args.find_capacity and len([v for v in (args.concurrency, args.rate) if v]) > 1:
+        raise RunnerError("--find-capacity searches concurrency, or rate with --rate: give one of them")
+    return BenchPlan(
+        workload=workload,
+        slo=slo,
+        concurrency=[int(level.value) for level in levels if level.mode == "concurrency"],
+        rates=[level.value for level in levels if level.mode == "rate"],
+        max_concurrency=args.max_concurrency,
+        requests=args.requests,
+        repeats=args.repeats,
+        seed=args.seed,
+        timeout_s=args.timeout,
+        find_capacity=("rate" if args.rate else "concurrency") if args.find_capacity else None,
+        slo_share=share,
+        budget=Budget(levels=args.capacity_levels, seconds=args.capacity_seconds),
+        metrics=not args.no_server_metrics,
+    )
+
+
+def run_workload(args: argparse.Namespace) -> int:
+    """The benchmark on a workload (runner/measure/workload_run.py)."""
+    plan = workload_plan(args)
+    if plan.find_capacity:
+        # The search's own levels: only the budget bounds them (the levels given are its start).
+        plan.concurrency, plan.rates = [], []
+    config = {
+        "workload": plan.workload.to_json(),
+        "slo": plan.slo.to_json() if plan.slo else None,
+        "slo_share": plan.slo_share,
+        "find_capacity": plan.find_capacity,
+        "levels": [level.to_json() for length in plan.workload.input_tokens or [None] for level in plan.levels(length)],
+        "repeats": args.repeats,
+        "seed": args.seed,
+        "max_tokens": plan.workload.output_tokens or SURVEY_MAX_TOKENS,
+        "prompt": plan.workload.fixed[0].prompt if plan.workload.fixed else None,
+    }
+
+    def measure(discovery: Discovery, evidence: Evidence) -> None:
+        evidence.data["warm_up"] = []
+        progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+        )
+        with progress:
+            for backend in discovery.backends:
+                total = plan.total_requests if not plan.find_capacity else None
+                task = progress.add_task(f"{backend.name:<10}", total=total)
+                bench_workload(backend, plan, evidence, functools.partial(progress.advance, task))
+
+    return run_command("bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records))
 
 
 def quality_accuracy(path: Path) -> dict[str, dict]:

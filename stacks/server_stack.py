@@ -45,6 +45,9 @@ class ModelServerStack(Stack):
     ):
         super().__init__(scope, construct_id, **kwargs)
         self.expires_at = expires_at
+        # A satellite (one backend moved out of its family by a capacity refusal) gives the names it
+        # chooses a suffix of its own: its family may later stand in the same region.
+        self.name_suffix = f"-{config.backends[0].name}" if config.family and config.backends else ""
         self.marker = StackMarker(self, "Marker", config=config)
         self.servers: dict[str, ModelServer] = {}
         self.image_builds: dict[str, ImageBuild] = {}
@@ -85,7 +88,7 @@ class ModelServerStack(Stack):
             self.graph_repository = ecr.Repository(
                 self,
                 "NeuronGraphs",
-                repository_name=f"{REPOSITORY_PREFIX}neuron-graphs",
+                repository_name=f"{REPOSITORY_PREFIX}neuron-graphs{self.name_suffix}",
                 image_scan_on_push=False,
                 lifecycle_rules=[ecr.LifecycleRule(max_image_count=10, description="keep the newest compiled graphs")],
                 removal_policy=RemovalPolicy.DESTROY,
@@ -94,7 +97,7 @@ class ModelServerStack(Stack):
         return self.graph_repository
 
     def _image_build(self, backend: BackendConfig) -> ImageBuild | None:
-        return image_build_for(self, backend.spec, self.image_builds, self.expires_at)
+        return image_build_for(self, backend.spec, self.image_builds, self.expires_at, self.name_suffix)
 
     def _image_uri(self, backend: BackendConfig) -> str:
         """`ecr:REPO:TAG` -> this account's ECR; `asset:DIR` -> built from images/DIR at deploy;

@@ -103,6 +103,12 @@ def new_record(backend: str, run: int) -> dict:
         "sent_s": None,
         "cold_start": None,
         "phases": None,
+        "target_input_tokens": None,
+        "target_output_tokens": None,
+        "forced_length": None,
+        "session": None,
+        "turn": None,
+        "slo": None,
     }
 
 
@@ -358,6 +364,7 @@ def bench(config: dict) -> dict:
         "value": 1,
         "requests": config["repeats"],
         "max_concurrency": None,
+        "input_tokens": None,
         "label": "1 at a time",
     }
     # The runner's WARM_UP (runner/measure/records.py), as it passes it.

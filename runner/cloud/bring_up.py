@@ -26,15 +26,18 @@ from runner.core.evidence import Evidence
 
 
 def chosen_stacks(options: UpOptions, records: dict[str, dict[str, Any]]) -> tuple[list[StackConfig], Any]:
-    unknown = [s for s in options.stacks if s not in stack_names()]
-    if unknown:
-        raise RunnerError(f"unknown stack {unknown[0]!r}; stacks: {', '.join(stack_names())}")
+    """The stacks asked for (a satellite's name stands for its family), each with its satellites
+    (backends a capacity refusal moved out of it), each once."""
     try:
         config = load_config(options.context, records=records)
     except CatalogError as error:
         raise RunnerError(str(error)) from None
-    # Each chosen stack with its satellites (backends a capacity refusal moved out of it).
-    return [stack for name in (options.stacks or stack_names()) for stack in config.family(name)], config
+    families = {s.name: s.kind for s in config.stacks}
+    unknown = [s for s in options.stacks if s not in families]
+    if unknown:
+        raise RunnerError(f"unknown stack {unknown[0]!r}; stacks: {', '.join(stack_names())}")
+    wanted = dict.fromkeys(families[name] for name in options.stacks or stack_names())
+    return [stack for name in wanted for stack in config.family(name)], config
 
 
 def up(options: UpOptions, *, on_start: Callable[[list[StackUp]], None] | None = None) -> Evidence:

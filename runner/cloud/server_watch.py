@@ -71,6 +71,11 @@ class ServerWatch(Watch):
         except ClientError as error:
             self.log(f"{self.output.name}: could not take the group to zero: {describe(error)}")
 
+    def expired(self) -> str | None:
+        """The stack's time-to-live when it has passed (a watch without a deploy keeps the old one)."""
+        at = parse_time(self.output.expires_at)
+        return self.output.expires_at if at is not None and at <= datetime.now(UTC) else None
+
     def bring_back(self, why: str) -> None:
         self.client("autoscaling").set_desired_capacity(
             AutoScalingGroupName=self.output.auto_scaling_group, DesiredCapacity=1
@@ -98,6 +103,11 @@ class ServerWatch(Watch):
     def held_at_zero(self, readiness: Readiness) -> str | None:
         """The group is at zero when the watch begins: bring it back, or wait for its image."""
         why = readiness.line
+        expiry = self.expired()
+        if expiry:
+            return self.end(
+                STOPPED, f"held at zero: its time-to-live ({expiry}) has passed; python -m runner.up brings it back"
+            )
         if not (self.image_built_here() or self.in_account_ecr()):
             self.bring_back(why)
             return None
@@ -122,6 +132,10 @@ class ServerWatch(Watch):
         build = latest_build(self.client("codebuild"), project)
         begun = build.get("startTime") if build else None
         fresh = isinstance(begun, datetime) and begun >= self.started_at
+        if build is not None and build["buildStatus"] != RUNNING and not fresh and not self.options.start_builds:
+            fresh = True  # watching without a deploy: the build that ended is the answer
+        if build is None and not self.options.start_builds:
+            return self.end(FAILED, f"no build of {self.output.image} in {project}, and this watch starts none")
         if build is None or (build["buildStatus"] != RUNNING and not fresh):
             if time.monotonic() - self.started < self.options.build_grace_s:
                 return None  # the deploy's own build is about to show up
@@ -145,6 +159,9 @@ class ServerWatch(Watch):
             return None
         if build["buildStatus"] == "SUCCEEDED":
             self.waiting_for_image = False
+            expiry = self.expired()
+            if expiry and not group.desired:
+                return self.end(STOPPED, f"its image was built after its time-to-live ({expiry}): left at zero")
             if not group.desired:
                 self.bring_back("its image was built")
             return None

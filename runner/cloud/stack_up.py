@@ -36,7 +36,7 @@ from runner.cloud.readiness import is_capacity_refusal
 from runner.cloud.server_watch import ServerWatch
 from runner.cloud.watch import FAILED, NO_CAPACITY, READY, WatchOptions
 from runner.core.console import console
-from runner.core.errors import RunnerError
+from runner.core.errors import RunnerError, describe
 from runner.core.evidence import DEFAULT_RESULTS, Evidence, now_iso
 
 DESTROY_ATTEMPTS = 3
@@ -86,7 +86,9 @@ class UpOptions:
     leave_building: bool = False
 
     def watch_options(self) -> WatchOptions:
-        return WatchOptions(self.launch_timeout_s, self.ready_timeout_s, self.build_grace_s, self.poll_s)
+        return WatchOptions(
+            self.launch_timeout_s, self.ready_timeout_s, self.build_grace_s, self.poll_s, start_builds=self.deploy
+        )
 
 
 def parse_context(items: list[str]) -> dict[str, str]:
@@ -172,7 +174,8 @@ class StackUp:
         """The stack's run stopped on a fault: each backend not ready fails with it, at zero."""
         self.log(f"stopped: {reason}")
         for watch in self.watches:
-            if self.records[watch.output.name]["outcome"] == "pending":
+            record = self.records.get(watch.output.name)  # a moved backend's record went with it
+            if record is not None and record["outcome"] == "pending":
                 watch.take_to_zero("its stack's run stopped")
         for record in self.records.values():
             if record["outcome"] == "pending":
@@ -196,8 +199,10 @@ class StackUp:
         regions = list(self.config.candidate_regions)
         start = regions.index(self.config.region)
         for position, region in enumerate(regions[start:], start=start):
+            if self.stop.is_set():
+                return
             outcome = self.attempt(region)
-            if outcome != NO_CAPACITY:
+            if outcome != NO_CAPACITY or self.stop.is_set():
                 return
             if self.refused and len(self.refused) < len(self.records):
                 self.move_refused(region)  # the others serve (or failed for their own reasons): they stay
@@ -208,6 +213,10 @@ class StackUp:
                 for record in self.records.values():
                     if record["outcome"] != READY:
                         record["outcome"] = NO_CAPACITY
+                if self.config.family:
+                    # The backend stays out of its family's stack (which would put it back where it
+                    # was refused first): its satellite's record names the last region it tried.
+                    write_placement(self.config.name, region, exhausted=True, **self.placement_details)
                 self.save()
                 return
             self.log(f"no capacity in {region}: moving to {regions[position + 1]}")
@@ -375,8 +384,11 @@ class StackUp:
                 elif outcome == NO_CAPACITY:
                     self.refused.append(name)
                     self.log(f"{name}: no instance in {region}; refusals: {len(record.get('refusals') or [])}")
-                    if not isinstance(watch, ServerWatch):
-                        # An endpoint refused: its stack moves whole (the survey's quota is per type and region).
+                    if not isinstance(watch, ServerWatch) or not self.options.deploy:
+                        # An endpoint refused: its stack moves whole (the survey's quota is per type
+                        # and region). Watching without deploying: nothing moves; it waits at zero.
+                        watch.take_to_zero(f"refused in {region}")
+                        self.refused = []
                         self.save()
                         return NO_CAPACITY
                 else:
@@ -411,7 +423,7 @@ class StackUp:
             satellite = satellite_name(self.config.kind, name)
             write_placement(satellite, later[0], of=self.config.kind, backend=name)
             moving.append((name, satellite))
-        if not moving:
+        if not moving or self.stop.is_set():
             self.save()
             return
         names = ", ".join(name for name, _ in moving)
@@ -429,6 +441,8 @@ class StackUp:
         except CatalogError as error:
             raise RunnerError(f"moving {names}: {error}") from None
         for name, satellite in moving:
+            if self.stop.is_set():
+                return
             moved = StackUp(
                 config.stack(satellite),
                 self.options,
@@ -441,7 +455,10 @@ class StackUp:
             )
             self.satellites.append(moved)
             self.save()
-            moved.run()
+            try:
+                moved.run()
+            except Exception as error:  # the satellite's fault is its own line, never its sibling's end
+                moved.stopped_by(describe(error))
 
     def billing(self) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = [row for satellite in self.satellites for row in satellite.billing()]

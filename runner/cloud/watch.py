@@ -26,6 +26,9 @@ class WatchOptions:
     # How long a missing image may wait for the build the deploy starts before the watch starts one.
     build_grace_s: float = 120.0
     poll_s: float = 15.0
+    # False when watching without a deploy: a build that ended (failed or not) is the answer,
+    # never started again.
+    start_builds: bool = True
 
 
 def iso(moment: datetime) -> str:

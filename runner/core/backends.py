@@ -7,19 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from catalog import BACKENDS, BackendKind, BackendSpec, CatalogError, backend_names, get_backend
-from catalog.backends import SAGEMAKER_KINDS
 from catalog.contract import BackendOutput
 from catalog.lanes import model_label as label_for
+from catalog.serving import Supports, supports
 from runner.core.errors import RunnerError, Unreachable, as_fault, describe
 
-OPENAI_KINDS = (BackendKind.EC2_VLLM, BackendKind.EC2_NEURON, BackendKind.LOCAL, BackendKind.OPENAI)
-# Paths whose first request after idle starts the compute it runs on (a serverless container, an
-# async endpoint's first instance, an imported model's copy): timed and kept, summarised apart.
-COLD_START_KINDS = frozenset(
-    {BackendKind.SAGEMAKER_SERVERLESS, BackendKind.SAGEMAKER_ASYNC, BackendKind.BEDROCK_IMPORT}
-)
-# Reached only through the AWS API (never built, never called without AWS in use).
-AWS_API_KINDS = frozenset({*SAGEMAKER_KINDS, BackendKind.BEDROCK, BackendKind.BEDROCK_IMPORT})
 # Not a timed chat: one transform job over a prompt set (`python -m runner.batch`).
 BATCH_COMMAND = "python -m runner.batch"
 
@@ -58,23 +50,28 @@ class Backend:
     model_label: str | None = None
 
     @property
+    def supports(self) -> Supports:
+        """What this way of serving supports (catalog/serving.py)."""
+        return supports(self.kind)
+
+    @property
     def speaks_openai(self) -> bool:
-        return self.kind in OPENAI_KINDS
+        return self.supports.openai
 
     @property
     def cold_starts(self) -> bool:
         """True when the first request after idle starts the compute (timed apart as a cold start)."""
-        return self.kind in COLD_START_KINDS
+        return self.supports.cold_starts
 
     @property
     def timed_chat(self) -> bool:
         """False for a transform job's model: measured by `python -m runner.batch`, not by chat."""
-        return self.kind is not BackendKind.SAGEMAKER_BATCH
+        return self.supports.chat
 
     @property
     def aws_api(self) -> bool:
         """True when the backend is reached through the AWS API (so never without AWS in use)."""
-        return self.kind in AWS_API_KINDS
+        return self.supports.aws_api
 
     def require_reachable(self) -> None:
         """Raise before any client is built for a backend this run must not call."""

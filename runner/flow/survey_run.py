@@ -246,7 +246,9 @@ class SurveyRun:
         key = ",".join(late)
         self.step_once("park", key, self.park)
         stacks = sorted({get_backend(b).stack or "" for b in late})
-        argv = [*stacks, "--no-deploy", "--backends", key, "--poll", f"{self.options.poll_s:g}",
+        # The first up's context, so the config watched is the one deployed.
+        context = data["plan"].get("context", self.options.context) | {"backends": ",".join(data["plan"]["runs"])}
+        argv = [*[f"-c{k}={v}" for k, v in context.items()], *stacks, "--no-deploy", "--backends", key, "--poll", f"{self.options.poll_s:g}",
                 "--launch-timeout", f"{self.options.launch_timeout_s:g}", "--build-grace",
                 f"{self.options.build_grace_s:g}", *self.results()]  # fmt: skip
         if self.options.ready_timeout_s is not None:
@@ -267,7 +269,8 @@ class SurveyRun:
         data = self.evidence.data
         late = set(data["late"])
         late_stacks = {data["placed"].get(b, [None])[0] for b in late} | {get_backend(b).stack for b in late}
-        done = Created(stacks={s: regions for s, regions in self.created.stacks.items() if s not in late_stacks})
+        created = self.created_where_placed()
+        done = Created(stacks={s: regions for s, regions in created.stacks.items() if s not in late_stacks})
         failures = 0
         if done.stacks:
             console.print(
@@ -278,11 +281,8 @@ class SurveyRun:
                 failures += action["outcome"].startswith("not ") and not action["outcome"].startswith("not found")
         for backend in data["measured"]:
             stack, region = (data["placed"].get(backend) or [None, None])[:2]
-            if (
-                stack not in late_stacks
-                or stack not in self.created.stacks
-                or get_backend(backend).kind not in EC2_KINDS
-            ):
+            # Only a server (an EC2 group) goes to zero; an endpoint's stack went down above.
+            if stack not in late_stacks or stack not in created.stacks or not get_backend(backend).ami_parameter:
                 continue
             failures += not self.to_zero(backend, stack, region)
         data["billing"] = [r for r in data["billing"] if r.get("backend") in late]
@@ -454,14 +454,7 @@ class SurveyRun:
         if not self.created.stacks and not self.created.transform_jobs:
             console.print("nothing this survey created is left to remove")
             return 0
-        created = Created.from_json(self.created.to_json())
-        # Wherever runner.up placed a stack (its failover included) is among the regions looked at,
-        # and a backend it moved out of a created stack on its own (a satellite) is this run's too.
-        for stack, record in read_placement_records_quietly().items():
-            if record.get("of") in created.stacks and stack not in created.stacks:
-                created.stacks[stack] = []
-            if stack in created.stacks and record.get("region") not in created.stacks[stack]:
-                created.stacks[stack].append(record["region"])
+        created = self.created_where_placed()
         console.print(f"[bold]removing what this survey created[/bold]: {', '.join(created.stacks) or 'no stack'}")
 
         def kept(action: dict[str, Any]) -> None:
@@ -474,6 +467,18 @@ class SurveyRun:
         if not refused:
             self.evidence.data["billing"] = []
         return 1 if refused else 0
+
+    def created_where_placed(self) -> Created:
+        """What this run created, with wherever runner.up placed each stack (its failover included)
+        among the regions looked at, and a backend it moved out of a created stack on its own (a
+        satellite) as this run's too."""
+        created = Created.from_json(self.created.to_json())
+        for stack, record in read_placement_records_quietly().items():
+            if record.get("of") in created.stacks and stack not in created.stacks:
+                created.stacks[stack] = []
+            if stack in created.stacks and record.get("region") not in created.stacks[stack]:
+                created.stacks[stack].append(record["region"])
+        return created
 
     def final_sweep(self) -> int:
         before = set(self.folder.evidence_files())

@@ -22,10 +22,19 @@ class BedrockStreamClient:
 
     def chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
         watch = Stopwatch()
+        # Converse takes the system prompt apart from the turns, each turn's text as a content block.
+        system = [{"text": text} for role, text in request.history if role == "system"]
+        turns = [
+            {"role": m["role"], "content": [{"text": m["content"]}]}
+            for m in request.messages()
+            if m["role"] != "system"
+        ]
+        extra = {"system": system} if system else {}
         response = self.client.converse_stream(
             modelId=self.model_id,
-            messages=[{"role": "user", "content": [{"text": request.prompt}]}],
+            messages=turns,
             inferenceConfig={"maxTokens": request.max_tokens, "temperature": request.temperature},
+            **extra,
         )
         parts: list[str] = []
         has_output = False

@@ -37,7 +37,7 @@ INVOCATION_METRICS = "amazon-bedrock-invocationMetrics"
 def chat_body(request: ChatRequest) -> dict[str, Any]:
     """The OpenAIChatCompletion body Custom Model Import takes for imported models."""
     return {
-        "messages": [{"role": "user", "content": request.prompt}],
+        "messages": request.messages(),
         "max_tokens": request.max_tokens,
         "temperature": request.temperature,
     }

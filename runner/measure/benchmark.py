@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from catalog import BackendKind
 from runner.core.backends import BATCH_COMMAND, Backend
 from runner.core.console import console
 from runner.core.errors import backend_down
@@ -100,7 +99,7 @@ def warm_up_once(client, backend: Backend) -> RequestRecord:
 def chat_requests(backend: Backend, prompts: list[Prompt]) -> list[ChatRequest]:
     """The prompts as requests. Servers that may be vLLM are asked for a running token count per
     chunk (`continuous_usage_stats`); others ignore the option and the count is estimated."""
-    per_chunk = backend.kind in (BackendKind.EC2_VLLM, BackendKind.SAGEMAKER, BackendKind.OPENAI, BackendKind.LOCAL)
+    per_chunk = backend.supports.usage_per_chunk
     return [ChatRequest(p.text, max_tokens=p.max_tokens, usage_per_chunk=per_chunk) for p in prompts]
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from runner.core.stats import median
 from runner.measure.latency import distribution, time_per_output_token, token_gaps
+from runner.workloads.slo import goodput
 
 
 def level_groups(evidence: dict[str, Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:
@@ -17,10 +18,60 @@ def level_groups(evidence: dict[str, Any]) -> dict[tuple[str, str], list[dict[st
     return groups
 
 
-def level_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+# A level whose counted tokens miss the workload's target by more than this share says so.
+TARGET_MISS = 0.05
+
+
+def token_figures(done: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the workload asked of a level's prompts and outputs beside what the server counted:
+    the mean target and the mean count, whether they are more than 5 % apart, whether the path
+    was told to produce exactly the output asked for, and whether it did."""
+    asked_in = [r["target_input_tokens"] for r in done if r.get("target_input_tokens")]
+    counted_in = [r["prompt_tokens"] for r in done if r.get("target_input_tokens") and r.get("prompt_tokens")]
+    asked_out = [r["target_output_tokens"] for r in done if r.get("target_output_tokens")]
+    counted_out = [r.get("output_tokens") or 0 for r in done if r.get("target_output_tokens")]
+    forced = [r for r in done if r.get("forced_length")]
+    figures: dict[str, Any] = {
+        "input_target": mean(asked_in),
+        "input_counted": mean(counted_in),
+        "output_target": mean(asked_out),
+        "output_counted": mean(counted_out),
+        "forced": bool(forced) and len(forced) == len(done),
+    }
+    figures["input_miss"] = miss(figures["input_target"], figures["input_counted"])
+    figures["output_miss"] = miss(figures["output_target"], figures["output_counted"]) if forced else None
+    # Told to produce exactly N and ending short on its own: a server that ignores the field.
+    short = [
+        r
+        for r in forced
+        if (r.get("output_tokens") or 0) < r["target_output_tokens"] and r.get("finish_reason") != "length"
+    ]
+    figures["force_ignored"] = len(short)
+    return figures
+
+
+def mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def miss(target: float | None, counted: float | None) -> float | None:
+    """The share by which the count missed its target, when more than TARGET_MISS; else None."""
+    if not target or counted is None:
+        return None
+    share = counted / target - 1
+    return share if abs(share) > TARGET_MISS else None
+
+
+def prefill_rate(done: list[dict[str, Any]]) -> float | None:
+    """Input tokens over time to first token (median over requests): the prefill rate at this level."""
+    return median(r["prompt_tokens"] / r["ttft_s"] for r in done if r.get("prompt_tokens") and r.get("ttft_s"))
+
+
+def level_summary(records: list[dict[str, Any]], slo: Any = None) -> dict[str, Any]:
     """One backend at one level: counts, throughputs over the level's wall time, and latency
     distributions (time to first token, inter-token latency per token, time per output token,
-    end-to-end)."""
+    end-to-end); with a workload, its tokens beside their targets, the prefill rate, and the
+    share of requests within the objectives (goodput)."""
     done = [r for r in records if r.get("ok")]
     sent = [r["sent_s"] for r in records if r.get("sent_s") is not None]
     ends = [r["sent_s"] + r["e2e_s"] for r in done if r.get("sent_s") is not None and r.get("e2e_s") is not None]
@@ -53,6 +104,9 @@ def level_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "e2e_s": distribution([r["e2e_s"] for r in done]),
         "max_send_lag_s": max(late) if late else None,
         "first_error": next((r["error"] for r in records if r.get("error")), None),
+        "tokens": token_figures(done),
+        "prefill_tok_s": prefill_rate(done),
+        "goodput": goodput(records, duration) if slo or any(r.get("slo") for r in records) else None,
     }
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from runner.core.errors import RunnerError
 from runner.measure import ChatRequest, RequestRecord
+from runner.measure.records import Conversation
 
 CLOSED = "concurrency"
 OPEN = "rate"
@@ -32,13 +33,16 @@ class LoadLevel:
     value: float
     requests: int
     max_concurrency: int | None = None
+    # A workload's prompt length at this level (a prompt-length sweep crosses lengths with levels).
+    input_tokens: int | None = None
 
     @property
     def label(self) -> str:
+        lead = f"{self.input_tokens} in, " if self.input_tokens else ""
         if self.mode == CLOSED:
-            return f"{int(self.value)} at a time"
+            return f"{lead}{int(self.value)} at a time"
         cap = f", at most {self.max_concurrency}" if self.max_concurrency else ""
-        return f"{self.value:g}/s{cap}"
+        return f"{lead}{self.value:g}/s{cap}"
 
     @property
     def in_flight(self) -> int:
@@ -136,23 +140,42 @@ async def run_level_async(
     explain: Callable[[BaseException], str],
     backend: str,
     level: LoadLevel,
-    requests: list[ChatRequest],
+    requests: list[ChatRequest | Conversation],
     seed: int,
 ) -> list[RequestRecord]:
     """Every request of one level on one event loop, for a client whose `chat` is a coroutine
     (the one load engine: `run_level` runs blocking clients through it). Closed loop: as many
     workers as requests in flight, each taking the next request. Open loop: sends at the seeded
     Poisson offsets, at most `max_concurrency` in flight (a late send is measured, not hidden).
-    A failed request is a record with its error, never dropped."""
-    records: list[RequestRecord | None] = [None] * level.requests
+    A failed request is a record with its error, never dropped. A conversation (multi-turn) is
+    one unit: its turns go one after another, each carrying the answers so far, a record each."""
+    records: list[list[RequestRecord]] = [[] for _ in range(level.requests)]
     started = time.perf_counter()
 
-    async def one(index: int, scheduled: float | None) -> None:
-        record = records[index] = start_record(backend, index, level, scheduled, started)
+    async def send(request: ChatRequest, record: RequestRecord) -> bool:
+        record.stamp(request)
         try:
-            await chat(requests[index % len(requests)], record)
+            await chat(request, record)
         except Exception as error:
             record.ok, record.error = False, explain(error)
+        return record.ok
+
+    async def one(index: int, scheduled: float | None) -> None:
+        unit = requests[index % len(requests)]
+        if not isinstance(unit, Conversation):
+            record = start_record(backend, index, level, scheduled, started)
+            records[index].append(record)
+            await send(unit, record)
+            return
+        history: tuple[tuple[str, str], ...] = ()
+        for turn in range(len(unit.prompts)):
+            record = start_record(backend, index, level, scheduled if turn == 0 else None, started)
+            record.session, record.turn = index, turn + 1
+            records[index].append(record)
+            request = unit.turn(turn, history)
+            if not await send(request, record):
+                break  # the conversation cannot go on without this turn's answer
+            history = (*request.history, ("user", request.prompt), ("assistant", record.text))
 
     if level.mode == CLOSED:
         pending = iter(range(level.requests))
@@ -176,7 +199,7 @@ async def run_level_async(
                 await asyncio.sleep(delay)
             tasks.append(asyncio.create_task(capped(index, offset)))
         await asyncio.gather(*tasks)
-    return [r for r in records if r is not None]
+    return [record for unit in records for record in unit]
 
 
 def run_level(
@@ -184,7 +207,7 @@ def run_level(
     explain: Callable[[BaseException], str],
     backend: str,
     level: LoadLevel,
-    requests: list[ChatRequest],
+    requests: list[ChatRequest | Conversation],
     seed: int,
 ) -> list[RequestRecord]:
     """The same engine for a client whose `chat` blocks (Bedrock and SageMaker through boto3):

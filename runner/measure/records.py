@@ -25,20 +25,58 @@ class ChatRequest:
     # vLLM's `continuous_usage_stats`: every chunk carries the running token count, so the
     # tokens each chunk brought are known (others ignore it, and the count is estimated).
     usage_per_chunk: bool = False
+    # The conversation before the prompt, as (role, content): the prompt is the last user turn.
+    history: tuple[tuple[str, str], ...] = ()
+    # Ask for exactly max_tokens (vLLM's `ignore_eos` and `min_tokens`; llama.cpp's `ignore_eos`),
+    # on a path that can force it (catalog/serving.py); elsewhere the model chooses the length.
+    force_length: bool = False
+    # What the workload meant the prompt to be, in the server's tokens (None: not a length target).
+    target_input_tokens: int | None = None
+
+    def messages(self) -> list[dict[str, str]]:
+        return [
+            *({"role": role, "content": text} for role, text in self.history),
+            {"role": "user", "content": self.prompt},
+        ]
 
     def openai_body(self, model_id: str) -> dict[str, Any]:
         """The streamed chat-completions body, asking the server to report usage."""
         stream_options: dict[str, Any] = {"include_usage": True}
         if self.usage_per_chunk:
             stream_options["continuous_usage_stats"] = True
-        return {
+        body: dict[str, Any] = {
             "model": model_id,
-            "messages": [{"role": "user", "content": self.prompt}],
+            "messages": self.messages(),
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "stream": True,
             "stream_options": stream_options,
         }
+        if self.force_length:
+            body |= {"ignore_eos": True, "min_tokens": self.max_tokens}
+        return body
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A multi-turn session: each user prompt in turn, every answer carried into the next turn's
+    history (so each turn's prompt holds the context so far), one record per turn."""
+
+    prompts: tuple[str, ...]
+    max_tokens: int
+    force_length: bool = False
+    target_input_tokens: int | None = None
+    usage_per_chunk: bool = False
+
+    def turn(self, index: int, history: tuple[tuple[str, str], ...]) -> ChatRequest:
+        return ChatRequest(
+            self.prompts[index],
+            max_tokens=self.max_tokens,
+            usage_per_chunk=self.usage_per_chunk,
+            history=history,
+            force_length=self.force_length,
+            target_input_tokens=self.target_input_tokens if index == 0 else None,
+        )
 
 
 @dataclass
@@ -78,6 +116,22 @@ class RequestRecord:
     cold_start: bool | None = None
     # A path's own stages in seconds (async: queued_s, leave_zero_s, work_s; import: not_ready_s).
     phases: dict[str, float] | None = None
+    # The workload's targets: the prompt's tokens as meant, the output asked for, and whether the
+    # path was told to produce exactly that many (False: the model chose the length).
+    target_input_tokens: int | None = None
+    target_output_tokens: int | None = None
+    forced_length: bool | None = None
+    # A conversation's index in its level and the turn within it (multi-turn workloads).
+    session: int | None = None
+    turn: int | None = None
+    # The service-level objectives' verdict (runner/workloads/slo.py `judge`), set when the level ends.
+    slo: dict[str, Any] | None = None
+
+    def stamp(self, request: ChatRequest) -> None:
+        """What the workload asked of this request, kept beside what the server counted."""
+        self.target_input_tokens = request.target_input_tokens
+        self.target_output_tokens = request.max_tokens
+        self.forced_length = request.force_length
 
     @property
     def client_overhead_s(self) -> float | None:

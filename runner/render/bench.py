@@ -276,5 +276,162 @@ def ms_triple(figures: dict[str, float | None]) -> str:
     return "/".join(fmt(_ms(figures[key]), 1) for key in ("median", "p90", "p99"))
 
 
+def is_workload(evidence: dict[str, Any]) -> bool:
+    return bool(evidence.get("config", {}).get("workload"))
+
+
+def level_meta(evidence: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per (backend, level label): what was watched while the level ran (the server's metrics)."""
+    return {(m["backend"], m["label"]): m for m in evidence.get("levels", [])}
+
+
+def tokens_cell(figures: dict[str, Any], side: str) -> str:
+    target, counted = figures.get(f"{side}_target"), figures.get(f"{side}_counted")
+    if target is None:
+        return fmt(counted, 0) if counted is not None else "-"
+    text = f"{target:.0f} → {fmt(counted, 0)}"
+    return text + " (!)" if figures.get(f"{side}_miss") is not None else text
+
+
+def server_cell(metrics: dict[str, Any] | None) -> str:
+    """Requests running and waiting at most, KV cache use at most, prefix-cache hits."""
+    if not metrics or not metrics.get("samples"):
+        return "-"
+    parts = [f"run {fmt(metrics.get('running_max'), 0)}", f"wait {fmt(metrics.get('waiting_max'), 0)}"]
+    if metrics.get("kv_cache_usage_max") is not None:
+        parts.append(f"KV {metrics['kv_cache_usage_max']:.0%}")
+    if metrics.get("prefix_cache_hit_rate") is not None:
+        parts.append(f"prefix hits {metrics['prefix_cache_hit_rate']:.0%}")
+    return ", ".join(parts)
+
+
+def workload_notes(row: dict[str, Any], metrics: dict[str, Any] | None) -> list[str]:
+    notes = []
+    figures = row["tokens"]
+    if figures.get("input_miss") is not None:
+        notes.append(f"prompts counted {figures['input_miss']:+.0%} off their target (more than 5 %)")
+    if figures.get("output_target") is not None and not figures.get("forced"):
+        notes.append("the model chose the output length (this path cannot force it)")
+    if figures.get("force_ignored"):
+        notes.append(
+            f"told to ignore the end of the answer, {figures['force_ignored']} ended early: the server ignores it"
+        )
+    if metrics and metrics.get("queueing"):
+        notes.append("queueing at the server: requests waited there (more load buys latency, not throughput)")
+    if metrics and metrics.get("problem"):
+        notes.append(metrics["problem"])
+    goodput = row.get("goodput") or {}
+    if goodput.get("unjudged"):
+        notes.append(f"objectives not judged: {goodput['unjudged']}")
+    if row["first_error"]:
+        notes.append(row["first_error"])
+    return notes
+
+
+def goodput_cell(goodput: dict[str, Any] | None) -> str:
+    if not goodput or goodput.get("share_met") is None:
+        return "-"
+    return f"{goodput['share_met']:.0%}, {fmt(goodput['goodput_rps'], 2)}/s"
+
+
+def workload_table(evidence: dict[str, Any]) -> Table:
+    """Per backend and level of a workload: tokens beside their targets, latency, throughput, the
+    prefill rate, goodput within the objectives, and what the server's metrics said."""
+    config = evidence["config"]
+    workload = config["workload"]
+    slo = (config.get("slo") or {}).get("text")
+    title = f"bench: workload {workload.get('name')}" + (f", objectives {slo}" if slo else "")
+    table = Table(title=title)
+    columns = ["backend", "model", "load", "ok/failed", "in tok", "out tok", "TTFT ms p50/p90/p99", "TPOT ms p50",
+               "e2e s p50/p99", "req/s", "out tok/s", "prefill tok/s", "goodput", "server", "notes"]  # fmt: skip
+    add_columns(table, columns, left=("backend", "model", "load", "server", "notes"))
+    served = models(evidence)
+    meta = level_meta(evidence)
+    slo_config = config.get("slo")
+    for (backend, label), records in level_groups(evidence).items():
+        row = level_summary([r for r in records if not r.get("cold_start")], slo_config)
+        metrics = (meta.get((backend, label)) or {}).get("server_metrics")
+        table.add_row(
+            backend,
+            escape(served.get(backend, "-")),
+            label,
+            f"{row['completed']}/{row['failed']}",
+            tokens_cell(row["tokens"], "input"),
+            tokens_cell(row["tokens"], "output") + ("" if row["tokens"].get("forced") else " (chosen)"),
+            ms_triple(row["ttft_s"]),
+            fmt(_ms(row["tpot_s"]["median"]), 1),
+            f"{fmt(row['e2e_s']['median'], 2)}/{fmt(row['e2e_s']['p99'], 2)}",
+            fmt(row["request_throughput"], 2),
+            fmt(row["output_tok_s"], 1),
+            fmt(row["prefill_tok_s"], 0),
+            goodput_cell(row["goodput"]),
+            server_cell(metrics),
+            "; ".join(workload_notes(row, metrics)),
+        )
+    return table
+
+
+def capacity_table(evidence: dict[str, Any]) -> Table | None:
+    """Per backend (and input length): the most load within the objectives, and its figures."""
+    searches = evidence.get("capacity") or []
+    if not searches:
+        return None
+    config = evidence["config"]
+    share = config.get("slo_share")
+    table = Table(
+        title=f"capacity: the most load at which {share:.0%} of requests meet {(config.get('slo') or {}).get('text')}"
+    )
+    columns = [
+        "backend",
+        "input tokens",
+        "capacity",
+        "met",
+        "out tok/s",
+        "goodput req/s",
+        "levels tried",
+        "how it ended",
+    ]
+    add_columns(table, columns, left=("backend", "how it ended"))
+    for search in searches:
+        best = search.get("at_capacity") or {}
+        unit = " at a time" if search["mode"] == "concurrency" else "/s"
+        table.add_row(
+            search["backend"],
+            str(search.get("input_tokens") or "-"),
+            f"{search['capacity']:g}{unit}" if search.get("capacity") is not None else "none",
+            f"{best['share_met']:.0%}" if best.get("share_met") is not None else "-",
+            fmt(best.get("output_tok_s"), 1),
+            fmt(best.get("goodput_rps"), 2),
+            ", ".join(f"{t['value']:g}{'✓' if t['met'] else '✗'}" for t in search["tried"]),
+            search.get("stopped") or "",
+        )
+    return table
+
+
+def workload_lines(evidence: dict[str, Any]) -> list[str]:
+    """How each backend's prompts were sized, and where its metrics came from."""
+    lines = []
+    for name, info in (evidence.get("workload_backends") or {}).items():
+        parts = []
+        if info.get("token_count"):
+            parts.append(f"prompt lengths from {info['token_count']}")
+        if info.get("metrics"):
+            parts.append(f"server metrics from {info['metrics']}")
+        if parts:
+            lines.append(f"{name}: " + "; ".join(parts))
+    source = (evidence["config"].get("workload") or {}).get("source")
+    if source:
+        lines.append(f"workload: {source}")
+    return lines
+
+
 def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
+    if is_workload(evidence):
+        out.print(workload_table(evidence))
+        capacity = capacity_table(evidence)
+        if capacity is not None:
+            out.print(capacity)
+        for line in workload_lines(evidence):
+            out.print(f"[dim]{line}[/dim]")
+        return
     out.print(sweep_table(evidence) if is_sweep(evidence) else bench_table(evidence, baseline))

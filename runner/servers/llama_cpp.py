@@ -146,6 +146,9 @@ def main(argv: list[str] | None = None) -> None:
     params.cache_ram_mib = args.cache_ram_mib
     params.use_jinja = True
     params.chat_template = TEMPLATE.read_text()
+    # Prometheus /metrics (llama.cpp's --metrics): requests processing and deferred, prompt tokens
+    # taken from its cache; the benchmark samples them during each load level.
+    params.endpoint_metrics = True
     server = xllamacpp.Server(params)
     print(f"listening on {server.listening_address}", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))

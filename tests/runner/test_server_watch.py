@@ -97,3 +97,34 @@ def test_a_group_held_at_zero_by_its_time_to_live_is_brought_back_not_failed_ove
     assert record["held_at_zero"] == "ready"
     # Now it wants an instance and gets none within the (zero) bound: that is no capacity.
     assert server.step() == NO_CAPACITY
+
+
+def test_watching_without_a_deploy_never_brings_a_server_back_past_its_time_to_live():
+    from dataclasses import replace
+
+    account = Account(desired=0, readiness={"state": "waiting-for-image"})
+    account.describe_images = lambda **kwargs: {"imageDetails": [{}]}  # its image is there
+    record: dict[str, Any] = {}
+    past = replace(OUTPUT, expires_at="2026-01-01T00:00:00Z")
+    server = ServerWatch(past, record, account, WatchOptions(start_builds=False), lambda line: None)
+    assert server.step() == "stopped"
+    assert "time-to-live (2026-01-01T00:00:00Z) has passed" in record["reason"]
+    assert account.calls == []  # left at zero
+
+
+def test_watching_without_a_deploy_takes_a_finished_failed_build_as_the_answer_and_starts_none():
+    """The survey's late round must not start again an hour-long build that already failed."""
+    account = Account(desired=0, readiness={"state": "waiting-for-image"})
+    started: list[dict] = []
+    old = datetime(2026, 1, 1, tzinfo=UTC)
+    account.list_builds_for_project = lambda **kwargs: {"ids": ["b1"]}
+    account.batch_get_builds = lambda **kwargs: {
+        "builds": [{"id": "b1", "buildStatus": "FAILED", "startTime": old, "logs": {}}]
+    }
+    account.start_build = lambda **kwargs: started.append(kwargs)
+    record: dict[str, Any] = {}
+    server = ServerWatch(OUTPUT, record, account, WatchOptions(start_builds=False, build_grace_s=0), lambda line: None)
+    assert server.step() is None  # held at zero: waiting for its image
+    assert server.step() == FAILED
+    assert record["reason"].startswith("image build b1 failed")
+    assert started == [] and account.calls == []

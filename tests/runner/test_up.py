@@ -86,3 +86,17 @@ def test_readiness_keeps_the_weight_loading_time_when_it_is_a_number():
     assert Readiness.parse('{"state": "ready", "weights_load_s": 520.97}').weights_load_s == 520.97
     assert Readiness.parse('{"state": "ready", "weights_load_s": "soon"}').weights_load_s is None
     assert Readiness.parse('{"state": "ready"}').weights_load_s is None
+
+
+def test_a_satellites_name_stands_for_its_family_and_each_stack_comes_once():
+    """A survey's plan names what stands, satellites included: up brings each family up with its
+    satellites, once, however it was named."""
+    from runner.cloud.bring_up import chosen_stacks
+    from runner.cloud.stack_up import UpOptions
+    from tests.cdk.test_config import SATELLITE_RECORDS
+
+    options = UpOptions(stacks=["InferenceNeuronStack-inf2", "InferenceNeuronStack"])
+    chosen, _ = chosen_stacks(options, SATELLITE_RECORDS)
+    assert [s.name for s in chosen] == ["InferenceNeuronStack", "InferenceNeuronStack-inf2"]
+    with pytest.raises(Exception, match="unknown stack 'InferenceNeuronStack-g6'"):
+        chosen_stacks(UpOptions(stacks=["InferenceNeuronStack-g6"]), SATELLITE_RECORDS)

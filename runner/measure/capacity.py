@@ -1,0 +1,140 @@
+"""The most load a backend carries within its service-level objectives: the largest concurrency
+(or arrival rate) at which at least `slo_share` of the requests meet every objective.
+
+The search (`vllm bench sweep serve_sla` answers the same question): double the load from the
+start until a level misses (or stops gaining throughput: past saturation more load is only
+queueing), then halve the gap between the last level that met and the first that missed, to
+the search's precision, never past its budget of levels, requests or time. The answer is the
+last level that met, with its figures; a search in which even the first level missed says so,
+with that level's figures.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# More load that gains less than this share of throughput is past saturation.
+SATURATION_GAIN = 0.05
+
+
+@dataclass(frozen=True)
+class Budget:
+    levels: int = 10
+    requests: int = 2000
+    seconds: float = 1800.0
+    # A rate search stops when the gap between met and missed is this share of the met rate.
+    rate_precision: float = 0.1
+
+
+@dataclass
+class Search:
+    """What was tried, in order, and the answer."""
+
+    mode: str
+    slo_share: float
+    tried: list[dict[str, Any]] = field(default_factory=list)
+    capacity: float | None = None
+    stopped: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        best = next((t for t in self.tried if t["value"] == self.capacity), None)
+        return {
+            "mode": self.mode,
+            "slo_share": self.slo_share,
+            "capacity": self.capacity,
+            "at_capacity": best,
+            "tried": self.tried,
+            "stopped": self.stopped,
+        }
+
+
+def find_capacity(
+    measure: Callable[[float], dict[str, Any]],
+    *,
+    mode: str,
+    slo_share: float,
+    start: float = 1.0,
+    budget: Budget | None = None,
+    requests_at: Callable[[float], int] = lambda value: 0,
+) -> Search:
+    """`measure(value)` runs one level and returns its summary (`goodput.share_met`, `output_tok_s`).
+    Concurrency is searched in whole numbers, a rate to `rate_precision`."""
+    budget = budget or Budget()
+    search = Search(mode, slo_share)
+    started = time.monotonic()
+    spent = 0
+    integer = mode == "concurrency"
+
+    def within_budget(value: float) -> str:
+        if len(search.tried) >= budget.levels:
+            return f"the budget of {budget.levels} levels is spent"
+        if spent + requests_at(value) > budget.requests:
+            return f"the budget of {budget.requests} requests is spent"
+        if time.monotonic() - started > budget.seconds:
+            return f"the budget of {budget.seconds:.0f} s is spent"
+        return ""
+
+    def attempt(value: float) -> bool | None:
+        nonlocal spent
+        why = within_budget(value)
+        if why:
+            search.stopped = why
+            return None
+        summary = measure(value)
+        spent += summary.get("requests") or 0
+        share = (summary.get("goodput") or {}).get("share_met")
+        met = share is not None and share >= slo_share
+        search.tried.append({"value": value, "met": met, "share_met": share,
+                             "output_tok_s": summary.get("output_tok_s"),
+                             "request_throughput": summary.get("request_throughput"),
+                             "goodput_rps": (summary.get("goodput") or {}).get("goodput_rps")})  # fmt: skip
+        return met
+
+    good: float | None = None
+    bad: float | None = None
+    value = start
+    while True:  # doubling
+        met = attempt(value)
+        if met is None:
+            break
+        if not met:
+            bad = value
+            break
+        previous = [t for t in search.tried if t["met"] and t["value"] < value]
+        good = value
+        gained = _gain(previous[-1] if previous else None, search.tried[-1])
+        if gained is not None and gained < SATURATION_GAIN:
+            search.stopped = f"past saturation: {value:g} gained {gained:.1%} throughput over {previous[-1]['value']:g}"
+            break
+        value = value * 2
+    while good is not None and bad is not None and not search.stopped:  # halving the gap
+        if integer and bad - good <= 1:
+            break
+        if not integer and (bad - good) <= budget.rate_precision * good:
+            break
+        middle = math.floor((good + bad) / 2) if integer else (good + bad) / 2
+        met = attempt(middle)
+        if met is None:
+            break
+        if met:
+            good = middle
+        else:
+            bad = middle
+    search.capacity = good
+    if good is None and not search.stopped:
+        search.stopped = (
+            f"no level met the objectives for {slo_share:.0%} of its requests (the first, {start:g}, did not)"
+        )
+    elif not search.stopped:
+        search.stopped = f"between {good:g} (met) and {bad:g} (missed)" if bad is not None else "done"
+    return search
+
+
+def _gain(before: dict[str, Any] | None, after: dict[str, Any]) -> float | None:
+    if before is None or not before.get("output_tok_s") or after.get("output_tok_s") is None:
+        return None
+    return after["output_tok_s"] / before["output_tok_s"] - 1

@@ -1,0 +1,133 @@
+"""Why a curve bends: the server's own Prometheus `/metrics`, sampled while a level runs, through
+the same address (and so the same SSM forward) the requests take.
+
+vLLM and llama.cpp expose requests running and waiting and how full the KV cache is; vLLM also
+its prefix cache's queries and hits. A level whose server kept requests waiting was queueing at
+the server: more load there buys latency, not throughput, whatever the path or the client did.
+Samples are parsed with prometheus_client's own text parser and kept in the evidence; a server
+without metrics is one line, and nothing else changes.
+
+Names: vLLM's in vllm/v1/metrics/loggers.py (0.30: gauges `vllm:num_requests_running`,
+`vllm:num_requests_waiting`, `vllm:kv_cache_usage_perc`; counters `vllm:prefix_cache_queries` and
+`vllm:prefix_cache_hits`, scraped with prometheus_client's `_total`); llama.cpp's with `--metrics`
+(`llamacpp:requests_processing`, `llamacpp:requests_deferred`; no KV-cache gauge in this build;
+its cache reuse as `llamacpp:prompt_tokens_cached_total` beside `llamacpp:prompt_tokens_total`,
+which excludes the cached tokens). See `GAUGES` and `COUNTERS`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from runner.core.tls import tls_context
+
+# What each figure is called by each server; the first name a server reports is used.
+GAUGES = {
+    "running": ("vllm:num_requests_running", "llamacpp:requests_processing"),
+    "waiting": ("vllm:num_requests_waiting", "llamacpp:requests_deferred"),
+    "kv_cache_usage": ("vllm:kv_cache_usage_perc",),
+}
+COUNTERS = {
+    "prefix_cache_queries": ("vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries"),
+    "prefix_cache_hits": (
+        "vllm:prefix_cache_hits_total",
+        "vllm:prefix_cache_hits",
+        "llamacpp:prompt_tokens_cached_total",
+    ),
+}
+# llama.cpp counts the prompt tokens it processed apart from those it took from its cache.
+LLAMA_PROCESSED = "llamacpp:prompt_tokens_total"
+LLAMA_CACHED = "llamacpp:prompt_tokens_cached_total"
+# A level counts as queueing at the server when it kept requests waiting in this share of samples.
+QUEUEING_SHARE = 0.25
+
+
+def parse(text: str) -> dict[str, float]:
+    """The figures of one scrape (summed over label sets), by our names."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    values: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            values[sample.name] = values.get(sample.name, 0.0) + float(sample.value)
+    out: dict[str, float] = {}
+    for ours, names in (*GAUGES.items(), *COUNTERS.items()):
+        found = next((n for n in names if n in values), None)
+        if found is not None:
+            out[ours] = values[found]
+    if LLAMA_CACHED in values and LLAMA_PROCESSED in values:
+        out["prefix_cache_queries"] = values[LLAMA_PROCESSED] + values[LLAMA_CACHED]
+    return out
+
+
+@dataclass
+class MetricsSampler:
+    """Scrapes `url` every `every_s` while in use; `samples` are (s from start, figures)."""
+
+    url: str
+    every_s: float = 0.5
+    samples: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+    problem: str | None = None
+
+    def __post_init__(self) -> None:
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop, name="metrics", daemon=True)
+
+    def __enter__(self) -> MetricsSampler:
+        self.started = time.perf_counter()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+
+    def loop(self) -> None:
+        with httpx.Client(timeout=httpx.Timeout(2.0), verify=tls_context()) as http:
+            while True:
+                try:
+                    response = http.get(self.url)
+                    response.raise_for_status()
+                    self.samples.append((round(time.perf_counter() - self.started, 3), parse(response.text)))
+                except Exception as error:  # a metrics hiccup never disturbs the level
+                    self.problem = self.problem or f"metrics at {self.url}: {type(error).__name__}: {error}"
+                if self.stop.wait(self.every_s):
+                    return
+
+    def summary(self) -> dict[str, Any]:
+        figures = [values for _, values in self.samples]
+        result: dict[str, Any] = {"samples": len(figures), "url": self.url}
+        for name in GAUGES:
+            seen = [f[name] for f in figures if name in f]
+            if seen:
+                result[f"{name}_max"] = max(seen)
+                result[f"{name}_mean"] = sum(seen) / len(seen)
+        waiting = [f["waiting"] for f in figures if "waiting" in f]
+        result["queueing"] = bool(waiting) and sum(1 for w in waiting if w > 0) / len(waiting) >= QUEUEING_SHARE
+        for name in COUNTERS:
+            seen = [f[name] for f in figures if name in f]
+            if len(seen) >= 2:
+                result[f"{name}_delta"] = seen[-1] - seen[0]
+        queries, hits = result.get("prefix_cache_queries_delta"), result.get("prefix_cache_hits_delta")
+        if queries:
+            result["prefix_cache_hit_rate"] = (hits or 0.0) / queries
+        if self.problem:
+            result["problem"] = self.problem
+        return result
+
+
+def probe(url: str) -> str | None:
+    """None when `url` answers Prometheus text with figures we know; else why not, in one line."""
+    try:
+        with httpx.Client(timeout=httpx.Timeout(3.0), verify=tls_context()) as http:
+            response = http.get(url)
+        response.raise_for_status()
+        figures = parse(response.text)
+    except Exception as error:
+        return f"no server metrics at {url} ({type(error).__name__})"
+    return None if figures else f"{url} answers, but with none of the figures known here"

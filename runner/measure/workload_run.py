@@ -1,0 +1,277 @@
+"""`runner.bench` on a workload: per backend, prompts of the workload's lengths built on the
+backend's own tokenizer, every input length crossed with every load level, each level graded on
+the objectives and watched through the server's own metrics; then, if asked, the most load it
+carries within the objectives.
+
+What a path cannot do is said once, as a line, and the run goes on: a path that cannot force the
+output length lets the model choose (its records say so, and per-token figures use the real
+count); a path without a tokenizer has its prompt lengths calibrated from its usage; a path
+without metrics is measured without them. One backend failing never stops the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.core.backends import Backend
+from runner.core.console import console
+from runner.core.errors import RunnerError, describe
+from runner.core.evidence import Evidence
+from runner.measure import ChatRequest, RequestRecord, timed_client_for
+from runner.measure.benchmark import skip_batch, warm_up_once
+from runner.measure.capacity import Budget, find_capacity
+from runner.measure.levels import level_summary
+from runner.measure.load import CLOSED, OPEN, LoadLevel, run_level, run_level_async
+from runner.measure.openai_async import AsyncOpenAIStreamClient, warm_up_async
+from runner.measure.records import Conversation
+from runner.measure.server_metrics import MetricsSampler, probe
+from runner.measure.tokens import PromptCounter, counter_for, server_root
+from runner.workloads import SURVEY_MAX_TOKENS, Workload, synthetic_turns
+from runner.workloads.slo import Slo, judge
+from runner.workloads.text import fit
+
+Advance = Callable[..., Any]
+
+
+@dataclass
+class BenchPlan:
+    workload: Workload
+    slo: Slo
+    # Load levels as given: closed-loop concurrencies, open-loop rates (empty: one at a time).
+    concurrency: list[int] = field(default_factory=list)
+    rates: list[float] = field(default_factory=list)
+    max_concurrency: int | None = None
+    requests: int | None = None
+    repeats: int = 5
+    seed: int = 0
+    timeout_s: float = 60.0
+    # The most load within the objectives: None, or "concurrency" / "rate".
+    find_capacity: str | None = None
+    slo_share: float = 0.9
+    budget: Budget = field(default_factory=Budget)
+    metrics: bool = True
+
+    def levels(self, input_tokens: int | None) -> list[LoadLevel]:
+        levels = [
+            LoadLevel(CLOSED, c, self.requests or max(4 * c, 4), input_tokens=input_tokens) for c in self.concurrency
+        ]
+        levels += [
+            LoadLevel(OPEN, r, self.requests or max(8, round(10 * r)), self.max_concurrency, input_tokens=input_tokens)
+            for r in self.rates
+        ]
+        if not levels and not self.find_capacity:
+            levels = [LoadLevel(CLOSED, 1, self.requests or self.repeats, input_tokens=input_tokens)]
+        return levels
+
+    def level_at(self, value: float, input_tokens: int | None) -> LoadLevel:
+        if self.find_capacity == "rate":
+            return LoadLevel(OPEN, value, self.requests or max(8, round(10 * value)), None, input_tokens=input_tokens)
+        count = int(value)
+        return LoadLevel(CLOSED, count, self.requests or max(4 * count, 8), input_tokens=input_tokens)
+
+    @property
+    def total_requests(self) -> int:
+        lengths = max(1, len(self.workload.input_tokens))
+        return lengths * sum(level.requests for level in self.levels(None))
+
+
+class BackendRun:
+    """One backend's workload: its client, its count of tokens, its metrics, its levels."""
+
+    def __init__(self, backend: Backend, plan: BenchPlan, evidence: Evidence, advance: Advance) -> None:
+        self.backend, self.plan, self.evidence, self.advance = backend, plan, evidence, advance
+        self.supports = backend.supports
+        self.force = self.supports.forced_output_length and plan.workload.output_tokens is not None
+        self.counter: PromptCounter | None = None
+        self.metrics_url: str | None = None
+        self.info: dict[str, Any] = {}
+        evidence.data.setdefault("workload_backends", {})[backend.name] = self.info
+
+    def note(self, line: str) -> None:
+        line = f"{self.backend.name}: {line}"
+        console.print(f"[yellow]note:[/yellow] {line}")
+        self.evidence.notice(line)
+
+    def run(self) -> None:
+        backend, plan = self.backend, self.plan
+        if not backend.timed_chat:
+            skip_batch(backend, self.evidence)
+            return
+        in_flight = max([*plan.concurrency, *([plan.max_concurrency] if plan.max_concurrency else []), 1])
+        try:
+            client = timed_client_for(backend, plan.timeout_s, connections=in_flight)
+        except Exception as error:
+            self.fail_all(backend.explain(error))
+            return
+        try:
+            self.prepare(client)
+            for length in plan.workload.input_tokens or [None]:
+                for level in plan.levels(length):
+                    self.measure_level(client, level)
+                if plan.find_capacity:
+                    self.search(client, length)
+        except RunnerError as error:
+            self.fail_all(str(error))
+        finally:
+            client.close()
+
+    def prepare(self, client) -> None:
+        """What this path can do for the workload, each missing capability one line; the count of
+        tokens the prompts are built on; the warm-up; where its metrics are."""
+        backend, workload = self.backend, self.plan.workload
+        if workload.output_tokens is not None and not self.force:
+            self.note(self.supports.reason("forced_output_length"))
+        self.info["forced_output_length"] = self.force
+        if workload.synthetic:
+            try:
+                self.counter = counter_for(backend, client)
+            except Exception as error:
+                raise RunnerError(f"prompt lengths cannot be set: {describe(error)}") from None
+            self.info["token_count"] = self.counter.method
+            if not self.supports.tokenizer:
+                self.note(self.supports.reason("tokenizer"))
+        warm = warm_up_once(client, backend)
+        self.evidence.data.setdefault("warm_up", []).append(warm.to_json())
+        if not self.plan.metrics:
+            return
+        if self.supports.server_metrics and backend.base_url:
+            url = f"{server_root(backend.base_url)}/metrics"
+            why = probe(url)
+            if why is None:
+                self.metrics_url = url
+            else:
+                self.note(why)
+        else:
+            self.note(self.supports.reason("server_metrics"))
+        self.info["metrics"] = self.metrics_url
+
+    def requests_for(self, level: LoadLevel) -> list[ChatRequest | Conversation]:
+        """As many distinct requests as the level sends (conversations count as one each)."""
+        workload, count = self.plan.workload, level.requests
+        output = workload.output_tokens or SURVEY_MAX_TOKENS
+        per_chunk = self.supports.usage_per_chunk
+        if not workload.synthetic:
+            fixed = [workload.fixed[i % len(workload.fixed)] for i in range(count)]
+            return [
+                ChatRequest(
+                    t.prompt,
+                    max_tokens=workload.output_tokens or t.max_tokens,
+                    history=t.history,
+                    usage_per_chunk=per_chunk,
+                    force_length=self.force,
+                )
+                for t in fixed
+            ]
+        assert self.counter is not None and level.input_tokens is not None
+        counter = self.counter
+        if workload.turns > 1:
+            conversations = []
+            for session in range(count):
+                prompts = tuple(
+                    fit(level.input_tokens, counter.text, seed=workload.seed * 7919 + session * workload.turns + t + 1)[
+                        0
+                    ]
+                    for t in range(workload.turns)
+                )
+                conversations.append(
+                    Conversation(prompts, output, self.force, level.input_tokens, usage_per_chunk=per_chunk)
+                )
+            return conversations
+        turns = synthetic_turns(workload, level.input_tokens, count, output, counter.text)
+        return [
+            ChatRequest(
+                t.prompt,
+                max_tokens=t.max_tokens,
+                usage_per_chunk=per_chunk,
+                force_length=self.force,
+                target_input_tokens=t.target_input_tokens,
+            )
+            for t in turns
+        ]
+
+    def measure_level(self, client, level: LoadLevel) -> dict[str, Any]:
+        """One level: its requests sent by the one load engine, the server watched meanwhile; its
+        records graded and kept when it ends. Returns its summary."""
+        requests = self.requests_for(level)
+        sampler = MetricsSampler(self.metrics_url) if self.metrics_url else None
+        try:
+            if sampler:
+                sampler.__enter__()
+            if self.backend.speaks_openai and self.backend.base_url:
+                records = asyncio.run(self.openai_level(level, requests))
+            else:
+                records = run_level(
+                    client.chat, self.backend.explain, self.backend.name, level, requests, self.plan.seed
+                )
+        finally:
+            if sampler:
+                sampler.__exit__(None, None, None)
+        rows = [r.to_json() for r in records]
+        if self.plan.slo:
+            for row in rows:
+                row["slo"] = judge(row, self.plan.slo)
+        self.evidence.data["records"].extend(rows)
+        meta = {"backend": self.backend.name, "label": level.label, "level": level.to_json()}
+        if sampler:
+            meta["server_metrics"] = sampler.summary()
+            meta["server_metrics"]["series"] = sampler.samples
+        self.evidence.data.setdefault("levels", []).append(meta)
+        self.evidence.save()
+        self.advance(level.requests)
+        failed = sum(1 for r in records if not r.ok)
+        if failed:
+            first = next(r.error for r in records if r.error)
+            console.print(
+                f"[red]{self.backend.name} {level.label}:[/red] {failed} of {len(records)} failed; first: {first}"
+            )
+        return level_summary(rows, self.plan.slo)
+
+    async def openai_level(self, level: LoadLevel, requests: list[ChatRequest | Conversation]) -> list[RequestRecord]:
+        backend = self.backend
+        async with AsyncOpenAIStreamClient(
+            backend.base_url or "", backend.model_id, timeout_s=self.plan.timeout_s, connections=level.in_flight
+        ) as client:
+            warm = await asyncio.gather(*(warm_up_async(client, backend.name) for _ in range(min(level.in_flight, 64))))
+            for record in warm:
+                record.level = level.to_json()
+            self.evidence.data.setdefault("warm_up", []).extend(r.to_json() for r in warm)
+            return await run_level_async(client.chat, backend.explain, backend.name, level, requests, self.plan.seed)
+
+    def search(self, client, input_tokens: int | None) -> None:
+        """The most load within the objectives, at this input length."""
+        plan = self.plan
+        search = find_capacity(
+            lambda value: self.measure_level(client, plan.level_at(value, input_tokens)),
+            mode=plan.find_capacity or "concurrency",
+            slo_share=plan.slo_share,
+            budget=plan.budget,
+            requests_at=lambda value: plan.level_at(value, input_tokens).requests,
+        )
+        found = search.to_json() | {"backend": self.backend.name, "input_tokens": input_tokens}
+        self.evidence.data.setdefault("capacity", []).append(found)
+        self.evidence.save()
+        if search.capacity is None:
+            self.note(f"capacity at {plan.slo.text}: none ({search.stopped})")
+        else:
+            unit = "at a time" if search.mode == "concurrency" else "requests/s"
+            console.print(
+                f"{self.backend.name}: capacity {search.capacity:g} {unit} at {plan.slo.text} ({search.stopped})"
+            )
+
+    def fail_all(self, line: str) -> None:
+        """Every request this backend would have sent, as a record with the one line why not."""
+        console.print(f"[red]{self.backend.name}:[/red] {line}")
+        self.evidence.notice(f"{self.backend.name}: {line}")
+        for length in self.plan.workload.input_tokens or [None]:
+            for level in self.plan.levels(length) or [self.plan.level_at(1, length)]:
+                for run in range(1, level.requests + 1):
+                    record = RequestRecord(backend=self.backend.name, run=run, error=line, level=level.to_json())
+                    self.evidence.data["records"].append(record.to_json())
+        self.evidence.save()
+
+
+def bench_workload(backend: Backend, plan: BenchPlan, evidence: Evidence, advance: Advance) -> None:
+    BackendRun(backend, plan, evidence, advance).run()

@@ -1,0 +1,123 @@
+"""The workloads `runner.bench` measures: what each request holds, how long it is and how long
+its answer must be, built for one backend on its own tokenizer.
+
+One interface (`Workload.requests`), one module per source of prompts: synthetic text of chosen
+lengths (`text.py`), a user's dataset file (`dataset.py`), the catalog's named presets
+(`catalog/workloads.py`), and the service-level objectives a request is graded on (`slo.py`).
+This package imports only the catalog and the runner's core: the token count it builds against
+is handed in by the caller (runner/measure/tokens.py).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from runner.core.errors import RunnerError
+from runner.workloads.text import TokenCounter, fit
+
+# The survey's own prompt and output limit: kept as the default, so its figures stay comparable.
+SURVEY_PROMPT = "Write a short paragraph about the ocean."
+SURVEY_MAX_TOKENS = 100
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One request of a workload: the conversation before it, its user message, its output length."""
+
+    prompt: str
+    max_tokens: int
+    history: tuple[tuple[str, str], ...] = ()
+    target_input_tokens: int | None = None
+    # Index of the conversation it belongs to, and its place in it (multi-turn workloads).
+    session: int | None = None
+    turn: int | None = None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What to send. `input_tokens` lengths are the prompt as the server counts it (the chat template
+    included); `output_tokens` is asked for exactly where the path can force it."""
+
+    name: str = "survey"
+    input_tokens: tuple[int, ...] = ()
+    input_deviation: int = 0
+    input_min: int | None = None
+    input_max: int | None = None
+    output_tokens: int | None = None
+    prefix_tokens: int = 0
+    prefixes: int = 1
+    turns: int = 1
+    # Fixed prompts (the survey's, `--prompts`, a dataset): used in turn instead of synthetic text.
+    fixed: tuple[Turn, ...] = ()
+    source: str = ""
+    seed: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def synthetic(self) -> bool:
+        return not self.fixed
+
+    @property
+    def sweeps_input(self) -> bool:
+        return len(self.input_tokens) > 1
+
+    def check(self) -> None:
+        """Bad combinations are one line each, before anything is sent."""
+        if self.synthetic and not self.input_tokens:
+            raise RunnerError("a synthetic workload needs --input-tokens")
+        for length in self.input_tokens:
+            if length < 1:
+                raise RunnerError(f"--input-tokens {length}: every length must be at least 1")
+        if self.output_tokens is not None and self.output_tokens < 1:
+            raise RunnerError(f"--output-tokens {self.output_tokens}: at least 1")
+        if self.input_deviation < 0:
+            raise RunnerError("--input-deviation cannot be negative")
+        low, high = self.input_min, self.input_max
+        if low is not None and high is not None and low > high:
+            raise RunnerError(f"--input-min {low} is above --input-max {high}")
+        if self.prefix_tokens:
+            if self.prefixes < 1:
+                raise RunnerError("--prefixes: at least 1")
+            shortest = min(self.input_tokens) if self.input_tokens else 0
+            if self.prefix_tokens >= shortest:
+                raise RunnerError(
+                    f"--prefix-tokens {self.prefix_tokens} leaves nothing of its own to a request of {shortest} tokens"
+                )
+        if self.turns < 1:
+            raise RunnerError("--turns: at least 1")
+
+    def lengths(self, mean: int, count: int, seed: int) -> list[int]:
+        """`count` prompt lengths around `mean`: normal with the deviation, within min and max."""
+        rng = random.Random(seed)
+        low = self.input_min or 1
+        high = self.input_max or 10**9
+        out = []
+        for _ in range(count):
+            value = round(rng.gauss(mean, self.input_deviation)) if self.input_deviation else mean
+            out.append(min(max(value, low), high))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["fixed"] = len(self.fixed)
+        return data
+
+
+def synthetic_turns(
+    workload: Workload, input_tokens: int, count: int, output_tokens: int, counter: TokenCounter
+) -> list[Turn]:
+    """`count` requests of `input_tokens` (or around it) on the backend's count: unique text after an
+    optional shared prefix (`prefix_tokens`, one of `prefixes`), as one turn or a conversation."""
+    seed = workload.seed * 1_000_003 + input_tokens
+    prefixes = [
+        fit(workload.prefix_tokens, counter, seed=10_000 + k)[0] + "\n\n" for k in range(workload.prefixes)
+    ] if workload.prefix_tokens else [""]  # fmt: skip
+    lengths = workload.lengths(input_tokens, count, seed)
+    turns: list[Turn] = []
+    for index, length in enumerate(lengths):
+        lead = prefixes[index % len(prefixes)]
+        text, _ = fit(length, counter, seed=seed + index + 1, lead=lead)
+        turns.append(Turn(text, output_tokens, target_input_tokens=length))
+    return turns

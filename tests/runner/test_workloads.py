@@ -1,0 +1,216 @@
+"""`runner.bench` on workloads, against the known-rate server, whose costs the test sets, so every
+figure is checked against a value computed here: prompts of the asked length on the server's own
+tokenizer, output forced to its length, TTFT growing with the prompt at the set prefill rate, the
+prefill rate read off a prompt-length sweep, goodput within objectives, the most load within them
+under a set per-stream slowdown, queueing seen in the server's metrics, a shared prefix's cache
+hits, conversations carrying their context, and what a server that ignores `ignore_eos` does."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import pytest
+
+from runner import bench
+from runner.measure.levels import level_groups, level_summary
+from tests.runner.known_server import TEMPLATE_TOKENS, known_server
+
+# The server's costs: a base time to first token, a prefill rate, a decode rate per stream.
+BASE_TTFT = 0.02
+PREFILL = 10_000.0
+RATE = 200.0
+
+
+def run(tmp_path: Path, server, *argv: str) -> tuple[int, dict[str, Any]]:
+    results = tmp_path / "results"
+    code = bench.run(
+        ["--endpoint", server.endpoint, "--no-aws", "--local", "never", *argv, "--results-dir", str(results)]
+    )
+    (path,) = sorted(results.glob("*/bench-*.json"))[-1:]
+    return code, json.loads(path.read_text())
+
+
+def levels(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    slo = evidence["config"].get("slo")
+    return {label: level_summary(records, slo) for (_, label), records in level_groups(evidence).items()}
+
+
+def test_prompts_reach_their_length_on_the_servers_tokenizer_and_ttft_follows_the_prefill_rate(tmp_path):
+    with known_server(ttft=BASE_TTFT, rate=RATE, tokens=500, prefill_rate=PREFILL) as server:
+        code, evidence = run(tmp_path, server, "--input-tokens", "200,1000", "--output-tokens", "40", "--repeats", "3")
+        truth = server.stats()
+    assert code == 0
+    records = evidence["records"]
+    assert [(r["target_input_tokens"], r["prompt_tokens"]) for r in records] == [(200, 200)] * 3 + [(1000, 1000)] * 3
+    # Output held at its length (the server honours ignore_eos), every record says it was forced.
+    assert all(r["output_tokens"] == 40 and r["forced_length"] and r["target_output_tokens"] == 40 for r in records)
+    by_level = levels(evidence)
+    short, long = by_level["200 in, 1 at a time"], by_level["1000 in, 1 at a time"]
+    expected = {label: BASE_TTFT + n / PREFILL for label, n in (("short", 200), ("long", 1000))}
+    # The client is invisible: at 1,000 prompt tokens TTFT is within 2 % of the server's own clock.
+    server_ttft_1000 = median(
+        t for t, n in zip(truth["first_token_s"], truth["prompt_tokens"], strict=True) if n == 1000
+    )
+    assert long["ttft_s"]["median"] == pytest.approx(server_ttft_1000, rel=0.02)
+    assert long["ttft_s"]["median"] == pytest.approx(expected["long"], rel=0.05)
+    assert short["ttft_s"]["median"] == pytest.approx(expected["short"], rel=0.15)
+    # The prefill rate as the issue defines it (input over TTFT at one stream), from the set costs.
+    assert long["prefill_tok_s"] == pytest.approx(1000 / expected["long"], rel=0.05)
+    assert long["tokens"]["input_miss"] is None and long["tokens"]["forced"] is True
+    assert evidence["workload_backends"]["known"]["token_count"].startswith("the server's tokenizer")
+
+
+def test_goodput_is_the_share_within_every_objective_and_good_requests_per_second(tmp_path):
+    with known_server(ttft=BASE_TTFT, rate=RATE, tokens=500, prefill_rate=PREFILL) as server:
+        # TTFT: 40 ms at 200 tokens, 120 ms at 1,000: an objective of 80 ms splits them.
+        _, evidence = run(
+            tmp_path, server, "--input-tokens", "200,1000", "--output-tokens", "20", "--repeats", "4",
+            "--goodput", "ttft:80", "tpot:50",
+        )  # fmt: skip
+    by_level = levels(evidence)
+    short, long = by_level["200 in, 1 at a time"], by_level["1000 in, 1 at a time"]
+    assert short["goodput"]["share_met"] == 1.0 and long["goodput"]["share_met"] == 0.0
+    assert long["goodput"]["missed_by"] == {"ttft": 4}
+    assert short["goodput"]["goodput_rps"] == pytest.approx(4 / short["duration_s"])
+    assert all(r["slo"]["met"] is (r["target_input_tokens"] == 200) for r in evidence["records"])
+
+
+def test_the_capacity_search_finds_the_most_concurrency_within_the_objective(tmp_path):
+    """Each other decoding stream stretches a token's gap by half: TPOT = 10 ms × (1 + 0.5 × (c − 1)),
+    so 10, 15, 20, 25 ms at 1..4 streams; within 22.5 ms the capacity is 3."""
+    slowdown, tpot_limit = 0.5, 22.5
+    expected = max(c for c in range(1, 20) if 10 * (1 + slowdown * (c - 1)) <= tpot_limit)
+    with known_server(ttft=BASE_TTFT, rate=100.0, tokens=500, prefill_rate=PREFILL, slowdown=slowdown) as server:
+        code, evidence = run(
+            tmp_path, server, "--input-tokens", "100", "--output-tokens", "30", "--goodput", f"tpot:{tpot_limit}",
+            "--find-capacity",
+        )  # fmt: skip
+    assert code == 0
+    (search,) = evidence["capacity"]
+    assert search["capacity"] == expected == 3
+    assert [(t["value"], t["met"]) for t in search["tried"]] == [(1, True), (2, True), (4, False), (3, True)]
+    for tried in search["tried"]:
+        level = levels(evidence)[f"100 in, {tried['value']:g} at a time"]
+        assert level["tpot_s"]["median"] * 1000 == pytest.approx(10 * (1 + slowdown * (tried["value"] - 1)), rel=0.05)
+
+
+def test_no_level_within_the_objectives_is_one_line_with_what_was_tried(tmp_path):
+    with known_server(ttft=BASE_TTFT, rate=RATE, tokens=500, prefill_rate=PREFILL) as server:
+        code, evidence = run(
+            tmp_path, server, "--input-tokens", "1000", "--output-tokens", "10", "--goodput", "ttft:50",
+            "--find-capacity", "--requests", "4",
+        )  # fmt: skip
+    (search,) = evidence["capacity"]
+    assert search["capacity"] is None and [t["value"] for t in search["tried"]] == [1]
+    assert "no level met the objectives for 90% of its requests" in search["stopped"]
+    assert any("capacity at ttft:50: none" in line for line in evidence["notices"])
+    assert code == 0  # it measured: the answer is that nothing fits
+
+
+def test_a_level_queued_at_the_server_is_told_by_its_own_metrics(tmp_path):
+    with known_server(ttft=BASE_TTFT, rate=100.0, tokens=500, max_running=2) as server:
+        _, evidence = run(
+            tmp_path, server, "--input-tokens", "50", "--output-tokens", "40", "--concurrency", "1,4"
+        )  # fmt: skip
+    meta = {m["label"]: m["server_metrics"] for m in evidence["levels"]}
+    assert meta["50 in, 1 at a time"]["queueing"] is False and meta["50 in, 1 at a time"]["waiting_max"] == 0
+    assert meta["50 in, 4 at a time"]["queueing"] is True and meta["50 in, 4 at a time"]["waiting_max"] >= 1
+    assert meta["50 in, 4 at a time"]["running_max"] == 2
+    from rich.console import Console
+
+    from runner.render.bench import workload_table
+
+    console = Console(record=True, width=400)
+    console.print(workload_table(evidence))
+    assert "queueing at the server" in console.export_text()
+
+
+def test_a_shared_prefix_is_cached_by_the_server_and_its_hits_are_read_from_its_metrics(tmp_path):
+    """Eight requests of 600 tokens share a 400-token prefix: after the first, each request's prefix
+    is served from the cache, so (7 × 400 + the words the first request shares with none) of the
+    prompt tokens hit."""
+    with known_server(ttft=BASE_TTFT, rate=RATE, tokens=500, prefill_rate=PREFILL, prefix_cache=True) as server:
+        _, evidence = run(
+            tmp_path, server, "--input-tokens", "600", "--output-tokens", "5", "--prefix-tokens", "400",
+            "--repeats", "8", "--no-server-metrics",
+        )  # fmt: skip
+        truth = server.stats()
+    timed = [(p, c) for p, c in zip(truth["prompt_tokens"], truth["cached_tokens"], strict=True) if p == 600]
+    assert len(timed) == 8 and timed[0][1] < 400 and all(c >= 390 for _, c in timed[1:])
+    ttfts = [r["ttft_s"] for r in evidence["records"]]
+    # The first computes its whole prompt; the others about 200 tokens less each time: faster.
+    assert median(ttfts[1:]) < ttfts[0] - 0.5 * 390 / PREFILL
+
+
+def test_conversations_carry_their_context_from_turn_to_turn(tmp_path):
+    with known_server(ttft=BASE_TTFT, rate=RATE, tokens=500, prefill_rate=PREFILL) as server:
+        _, evidence = run(
+            tmp_path, server, "--input-tokens", "100", "--output-tokens", "10", "--turns", "3", "--repeats", "2"
+        )  # fmt: skip
+    records = evidence["records"]
+    assert [(r["session"], r["turn"]) for r in records] == [(0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (1, 3)]
+    for session in (0, 1):
+        turns = [r for r in records if r["session"] == session]
+        # Each turn's prompt: the turn before's prompt, its answer (10 words, the template's share),
+        # and a new user message of 100 tokens (its own template share and the BOS counted once).
+        for before, after in itertools.pairwise(turns):
+            assert after["prompt_tokens"] == before["prompt_tokens"] + 10 + TEMPLATE_TOKENS + 100 - 1
+
+
+def test_a_server_that_ignores_ignore_eos_is_caught_and_the_real_count_used(tmp_path):
+    with known_server(ttft=BASE_TTFT, rate=RATE, tokens=500, natural=12, deaf=True) as server:
+        _, evidence = run(tmp_path, server, "--input-tokens", "50", "--output-tokens", "40", "--repeats", "3")
+    (level,) = levels(evidence).values()
+    assert level["tokens"]["force_ignored"] == 3 and level["tokens"]["output_counted"] == 12
+    assert level["tokens"]["output_miss"] == pytest.approx(12 / 40 - 1)
+    # Per-token figures use the tokens the server sent, not the ones asked for.
+    assert level["tpot_s"]["median"] * 1000 == pytest.approx(1000 / RATE, rel=0.1)
+
+
+def test_a_dataset_and_a_sharegpt_file_are_read_and_a_bad_line_is_one_line(tmp_path, capsys):
+    lines = tmp_path / "prompts.jsonl"
+    lines.write_text(
+        json.dumps({"prompt": "one two three", "max_tokens": 7}) + "\n"
+        + json.dumps({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "four five"}]}) + "\n"
+    )  # fmt: skip
+    with known_server(ttft=BASE_TTFT, rate=RATE, tokens=500) as server:
+        _, evidence = run(tmp_path, server, "--dataset", str(lines), "--output-tokens", "5", "--repeats", "2")
+    prompts = [r["prompt_tokens"] for r in evidence["records"]]
+    # 3 words + template + BOS; then a system and a user message: 2 + 2 words, two templates, BOS.
+    assert prompts == [3 + TEMPLATE_TOKENS + 1, 4 + 2 * TEMPLATE_TOKENS + 1]
+    assert evidence["config"]["workload"]["source"] == f"{lines} (jsonl, 2 prompts)"
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "fine"}\nnot json\n')
+    with pytest.raises(SystemExit) as exit_:
+        bench.main_guard(lambda: bench.run(["--dataset", str(bad), "--no-aws", "--local", "never"]))
+    assert exit_.value.code == 2
+    assert f"--dataset {bad} line 2: not JSON" in capsys.readouterr().err
+    share = tmp_path / "share.json"
+    share.write_text(json.dumps([{"id": "x", "turns": []}]))
+    with pytest.raises(SystemExit):
+        bench.main_guard(lambda: bench.run(["--dataset", str(share), "--no-aws", "--local", "never"]))
+    assert 'entry 0: no "conversations" list' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["--goodput", "ttfb:100"], "unknown objective 'ttfb'; known: ttft"),
+        (["--goodput", "ttft:fast"], "'fast' is not a number of milliseconds"),
+        (["--input-tokens", "100", "--find-capacity"], "--find-capacity searches for the most load within objectives"),
+        (["--workload", "chatty"], "--workload 'chatty': unknown; known: chat, rag, summarize, code, llmperf, agent"),
+        (["--input-tokens", "100", "--prefix-tokens", "100"], "--prefix-tokens 100 leaves nothing of its own"),
+        (["--input-tokens", "0"], "every value must be above 0"),
+    ],
+)
+def test_bad_workload_input_is_one_line_before_anything_is_sent(argv, line, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main_guard(lambda: bench.run([*argv, "--no-aws", "--local", "never"]))
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and line in err[0], err
