@@ -38,7 +38,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("sweep", "what is left, and billing, and until when, in every region; --delete removes it", "deploying"),
     Command("check", "wait until every backend is healthy, then one plain answer and one tool call each", "measuring"),
     Command("ask", "one question to one backend, its answer streamed, timed and kept", "measuring"),
-    Command("bench", "stream and time a prompt on every backend, one at a time or at load levels", "measuring"),
+    Command(
+        "bench", "a workload on every backend: lengths, sweeps, load levels, goodput at an SLO, capacity", "measuring"
+    ),
     Command("counting", "demo 1: the survey's counting demo, graded on the filter and the number", "measuring"),
     Command("orchestrator", "demo 2: one agent asks every backend, code keeps the score", "measuring"),
     Command("quality", "a generated task set with exact answers, graded on every backend", "measuring"),
