@@ -1,9 +1,12 @@
 """`python -m runner.advise --requests-per-day N`: the cheapest measured option for a workload.
 
-A workload (requests a day, their hourly shape, input and output tokens, a p95 latency bound) is
-priced for a month on every option the bench and batch evidence measured, each by its own
-billing model and from its own figures (`runner/measure/advice.py` says every assumption), and
-ranked: within the bound first, cheapest first, each with its arithmetic in one line, then why
+A workload (requests a day, their hourly shape, input and output tokens, a p95 latency bound, or
+a bench preset `--workload NAME` with its per-request objectives) is priced for a month on every
+option the bench and batch evidence measured, each by its own billing model and from its own
+figures (`runner/measure/advice.py` says every assumption). With objectives, an instance is sized
+by the capacity `runner.bench --workload NAME --find-capacity` measured within them (good
+requests an hour); an option without that measurement is labelled EXTRAPOLATED, with what it was
+scaled from. Options are ranked: within the bound first, cheapest first, each with its arithmetic in one line, then why
 the first beat the others. Evidence that did not come from AWS (the embedded model, an
 `--endpoint` server, emulated or scripted servers) is refused unless `--allow-unmeasured-sources`,
 which ranks it with a loud label. Prices as `runner.cost` finds them (Pricing API, else the dated
@@ -25,7 +28,7 @@ from runner.cloud.aws import boto_client, credentials_configured
 from runner.cloud.pricing import PriceList, price_all
 from runner.core.console import console
 from runner.core.errors import RunnerError
-from runner.core.evidence import Evidence
+from runner.core.evidence import Evidence, load
 from runner.measure.advice import (
     ASSUMPTIONS,
     SHAPES,
@@ -39,6 +42,8 @@ from runner.measure.advice import (
 )
 from runner.measure.costing import split_quality
 from runner.render.tables import print_report
+from runner.workloads.presets import get_preset
+from runner.workloads.slo import Slo, parse_goodput
 
 DEFAULT_INPUT_TOKENS = 20
 DEFAULT_OUTPUT_TOKENS = 100
@@ -56,6 +61,16 @@ def build_parser() -> argparse.ArgumentParser:
     work.add_argument("--output-tokens", metavar="N", help="output tokens per request (default: the measured mean)")
     work.add_argument("--latency-bound", metavar="SECONDS", help="p95 end-to-end time a request may take")
     work.add_argument("--ttft-bound", metavar="SECONDS", help="p95 time to first token a request may take")
+    work.add_argument(
+        "--workload",
+        metavar="NAME",
+        help="a bench preset (catalog/workloads.py): its lengths and objectives; options are sized by the capacity "
+        "runner.bench --workload NAME --find-capacity measured",
+    )
+    work.add_argument(
+        "--goodput", nargs="+", metavar="KEY:MS", help="per-request objectives, as runner.bench takes them"
+    )
+    work.add_argument("--slo-share", type=float, help="share of requests within the objectives (default: 0.9)")
     parser.add_argument(
         "--evidence",
         nargs="+",
@@ -87,18 +102,41 @@ def number(text: str | None, flag: str, *, integer: bool = False, default: float
     return value
 
 
-def newest_evidence(results_dir: Path) -> list[Path]:
-    """The newest bench, batch and quality evidence under the results folder."""
-    found = [
-        max(paths, key=lambda p: (p.parent.name, p.name))
-        for command in ("bench", "batch", "quality")
-        if (paths := list(results_dir.glob(f"*/{command}-*.json")))
-    ]
+def newest_evidence(results_dir: Path, workload: str = "") -> list[Path]:
+    """The newest bench, batch and quality evidence under the results folder; with a workload, the
+    newest bench evidence measured on it where there is one."""
+    found = []
+    for command in ("bench", "batch", "quality"):
+        paths = sorted(results_dir.glob(f"*/{command}-*.json"), key=lambda p: (p.parent.name, p.name))
+        if command == "bench" and workload:
+            paths = [p for p in paths if bench_workload_name(p) == workload] or paths
+        if paths:
+            found.append(paths[-1])
     if not [p for p in found if not p.name.startswith("quality-")]:
         raise RunnerError(
             f"no bench or batch evidence under {results_dir}: run python -m runner.bench first, or pass --evidence FILE"
         )
     return found
+
+
+def bench_workload_name(path: Path) -> str | None:
+    try:
+        return ((load(path).get("config") or {}).get("workload") or {}).get("name")
+    except RunnerError:
+        return None
+
+
+def objectives(args: argparse.Namespace) -> tuple[str, tuple[tuple[str, float], ...], float, int | None, int | None]:
+    """The preset's name, objectives, share and lengths, the flags over them."""
+    preset = get_preset(args.workload) if args.workload else None
+    if args.workload and preset is None:
+        raise RunnerError("--workload agent is agent traffic, not a workload to size: name a length preset")
+    slo = parse_goodput(args.goodput) if args.goodput else (preset.slo() if preset else Slo(()))
+    share = args.slo_share if args.slo_share is not None else (preset.slo_share if preset else 0.9)
+    if not 0 < share <= 1:
+        raise RunnerError(f"--slo-share {share}: a share above 0 and at most 1")
+    lengths = (preset.input_tokens[0], preset.output_tokens) if preset else (None, None)
+    return args.workload or "", slo.limits, share, *lengths
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -114,7 +152,9 @@ def run(argv: list[str] | None = None) -> int:
     ttft_bound = number(args.ttft_bound, "--ttft-bound")
     input_tokens = number(args.input_tokens, "--input-tokens", integer=True)
     output_tokens = number(args.output_tokens, "--output-tokens", integer=True)
-    paths = args.evidence or newest_evidence(args.results_dir)
+    name, slo, share, preset_in, preset_out = objectives(args)
+    input_tokens, output_tokens = input_tokens or preset_in, output_tokens or preset_out
+    paths = args.evidence or newest_evidence(args.results_dir, name)
     inputs, accuracy = split_quality(paths, "runner.advise")
     measured_in, measured_out = measured_tokens([data for _, data in inputs])
     workload = Workload(
@@ -125,10 +165,13 @@ def run(argv: list[str] | None = None) -> int:
         output_tokens=int(output_tokens or measured_out or DEFAULT_OUTPUT_TOKENS),
         latency_bound_s=bound,
         ttft_bound_s=ttft_bound,
+        name=name,
+        slo=slo,
+        slo_share=share,
     )
     options, refused, notices = [], [], []
     for path, data in inputs:
-        for option in measured_options(path, data, workload.output_tokens):
+        for option in measured_options(path, data, workload.output_tokens, workload):
             if option.billing is Billing.NONE:
                 notices.append(f"{option.name} ({path}): not billed by AWS, not an option to price")
             elif option.provenance and not args.allow_unmeasured_sources:
@@ -156,6 +199,14 @@ def run(argv: list[str] | None = None) -> int:
     if not use_api:
         why = "--offline" if args.offline else "--no-aws" if args.aws is False else "no AWS credentials configured"
         notices.append(f"prices from the offline table ({why})")
+    unmeasured = [
+        o.name for o in options if workload.slo and o.capacity is None and o.billing is not Billing.JOB_INSTANCE_HOURS
+    ]
+    if unmeasured:
+        notices.append(
+            f"no capacity measured within {workload.slo_text} for {', '.join(unmeasured)}: their rows are "
+            f"EXTRAPOLATED from other levels (runner.bench --workload {name or 'NAME'} --find-capacity measures it)"
+        )
     if args.allow_unmeasured_sources and any(o.provenance for o in options):
         notices.append("--allow-unmeasured-sources: options NOT measured on AWS are ranked, labelled NOT AWS")
     requests = {option.name: option.price_request() for option in options}

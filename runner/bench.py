@@ -44,7 +44,7 @@ from runner.measure.records import WARM_UP
 from runner.measure.workload_run import BenchPlan, bench_workload
 from runner.workloads import SURVEY_MAX_TOKENS, SURVEY_PROMPT, Turn, Workload
 from runner.workloads.dataset import read_dataset
-from runner.workloads.presets import PRESETS, get_preset
+from runner.workloads.presets import AGENT, PRESETS, get_preset
 from runner.workloads.slo import Slo, parse_goodput
 
 PROMPT = SURVEY_PROMPT
@@ -53,7 +53,11 @@ PROMPT = SURVEY_PROMPT
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runner.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed requests per backend (default: %(default)s)")
-    parser.add_argument("--max-tokens", type=int, default=100, help="output token limit (default: %(default)s)")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        help=f"output token limit (default: {SURVEY_MAX_TOKENS}; per model call with --workload agent: 256)",
+    )
     parser.add_argument("--prompt", default=PROMPT, help="the prompt (default: the survey's fixed prompt)")
     parser.add_argument("--compare", type=Path, help="an earlier bench evidence file: adds a change column")
     load = parser.add_argument_group("load levels (default: one request at a time, --repeats of them)")
@@ -135,6 +139,9 @@ def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.repeats < 1:
         raise SystemExit("error: --repeats must be at least 1")
+    if args.workload == AGENT:
+        return run_agent_traffic(args)
+    args.max_tokens = args.max_tokens or SURVEY_MAX_TOKENS
     if wants_workload(args):
         return run_workload(args)
     baseline = load(args.compare) if args.compare else None
@@ -280,6 +287,62 @@ def run_workload(args: argparse.Namespace) -> int:
                 bench_workload(backend, plan, evidence, functools.partial(progress.advance, task))
 
     return run_command("bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records))
+
+
+AGENT_REFUSES = ("rate", "input_tokens", "output_tokens", "dataset", "goodput", "find_capacity", "prompts", "in_region")
+
+
+def run_agent_traffic(args: argparse.Namespace) -> int:
+    """`--workload agent`: sessions of the shared agent at each --concurrency, --requests tasks a
+    level (runner/agent/traffic.py); a backend that takes no tools is skipped with one line."""
+    given = [f"--{flag.replace('_', '-')}" for flag in AGENT_REFUSES if getattr(args, flag)]
+    if given or args.turns > 1 or args.prefix_tokens:
+        given += ["--turns"] * (args.turns > 1) + ["--prefix-tokens"] * bool(args.prefix_tokens)
+        raise RunnerError(
+            f"--workload agent takes --concurrency (sessions at once) and --requests (tasks a level), not {', '.join(given)}"
+        )
+    from runner.agent.quality import tool_skip_reason
+    from runner.agent.traffic import AgentSettings, level_label, run_level
+
+    sessions = (
+        tuple(int(v) for v in parse_numbers(args.concurrency, "--concurrency", integer=True))
+        if args.concurrency
+        else (1,)
+    )
+    settings = AgentSettings(
+        sessions=sessions,
+        tasks=args.requests,
+        max_tokens=args.max_tokens or 256,
+        timeout_s=args.timeout,
+        seed=args.seed,
+    )
+    config = {"agent": settings.to_json(), "workload_source": "the counting demo and the quality set's tool-use family"}
+    tasks: list[dict[str, Any]] = []
+
+    def measure(discovery: Discovery, evidence: Evidence) -> None:
+        evidence.data["tasks"] = tasks
+        progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+        )
+        with progress:
+            for backend in discovery.backends:
+                why = tool_skip_reason(backend)
+                if why:
+                    line = f"{backend.name}: skipped, it runs no agent with tools ({why})"
+                    console.print(f"[yellow]note:[/yellow] {line}")
+                    evidence.notice(line)
+                    continue
+                task = progress.add_task(f"{backend.name:<10}", total=sum(settings.tasks_at(n) for n in sessions))
+                for count in sessions:
+                    level, warm = run_level(backend, count, settings, functools.partial(progress.advance, task))
+                    tasks.extend(level)
+                    evidence.data.setdefault("warm_up", []).extend(warm)
+                    evidence.save()
+                    if not any(t["ok"] for t in level):
+                        first = next((t["error"] for t in level if t.get("error")), "no task finished")
+                        console.print(f"[red]{backend.name} {level_label(count)}:[/red] no task finished: {first}")
+
+    return run_command("bench", args, config, measure, measured=lambda _: any(t["ok"] for t in tasks))
 
 
 def quality_accuracy(path: Path) -> dict[str, dict]:

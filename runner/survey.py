@@ -5,8 +5,9 @@ a preflight before anything bills (the account, the Session Manager plugin, per 
 region and failover regions, the instance type offered there, the account's quota summed per
 quota and region, the images it needs, its hourly price and one time-to-live's worst case; a
 backend that cannot run is left out with its reason), then `up` → `forward` → `check` → one
-`ask` per backend → demo 1 (filter, rows) → demo 2 → `bench` (single requests, then a concurrency
-sweep) → `quality` → `cost` → `report` (HTML and Markdown) → teardown of what this run created
+`ask` per backend → demo 1 (filter, rows) → demo 2 → `bench` (the survey's prompt one at a time,
+then a concurrency sweep, a prompt-length sweep, and a preset at its objectives with the most
+load within them) → `quality` → `cost` → `report` (HTML and Markdown) → teardown of what this run created
 and nothing else → a sweep that lists and never deletes. `--dry-run` stops after the preflight.
 
 The backends are the default ones and Bedrock unless named (opt-in ones join when named; `-c
@@ -55,6 +56,8 @@ NUMBERS = (
     ("steps", "--demo2-runs", "demo2_runs", int, "demo 2 runs"),
     ("steps", "--quality-items", "quality_items", int, "quality items, 0 to skip"),
     ("steps", "--check-wait", "check_wait_s", float, "check: seconds to wait for health"),
+    ("steps", "--capacity-levels", "capacity_levels", int, "bench-workload: most levels of the capacity search"),
+    ("steps", "--capacity-seconds", "capacity_seconds", float, "bench-workload: most seconds of the capacity search"),
     ("up", "--poll", "poll_s", float, "up: seconds between checks"),
     ("up", "--launch-timeout", "launch_timeout_s", float, "up: seconds without any instance before moving region"),
     (
@@ -91,6 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     groups["steps"].add_argument(
         "--concurrency", default=SurveyOptions.concurrency, help="bench sweep levels, or `none` (default: %(default)s)"
+    )
+    groups["steps"].add_argument(
+        "--lengths",
+        default=SurveyOptions.lengths,
+        help="bench-lengths: prompt lengths in tokens, one request at a time, or `none` (default: %(default)s)",
+    )
+    groups["steps"].add_argument(
+        "--workload",
+        default=SurveyOptions.workload,
+        help="bench-workload: a preset measured at its objectives with the most load within them, or `none` "
+        "(default: %(default)s)",
     )
     groups["steps"].add_argument(
         "--offline-prices", action="store_true", help="cost: the offline price table, not the Pricing API"

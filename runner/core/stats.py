@@ -13,6 +13,11 @@ def median(values: Iterable[float]) -> float | None:
     return statistics.median(data) if data else None
 
 
+def mean(values: Iterable[float]) -> float | None:
+    data = [v for v in values if v is not None]
+    return statistics.fmean(data) if data else None
+
+
 def value_range(values: Iterable[float]) -> tuple[float, float] | None:
     data = [v for v in values if v is not None]
     return (min(data), max(data)) if data else None

@@ -16,6 +16,15 @@ DEMO1_RUNS = 20
 DEMO2_RUNS = 5
 BENCH_REPEATS = 10
 SWEEP_LEVELS = "1,4,16"
+# The prompt-length sweep beside the survey's prompt: one request at a time, 64 tokens out (the
+# LLM-Perf leaderboard's output length, catalog/workloads.py), from a short prompt to a long one
+# every default backend's context holds (4,096 tokens; a shorter one says which it left out).
+SWEEP_LENGTHS = "128,512,2048"
+SWEEP_OUTPUT_TOKENS = 64
+# The preset measured at its objectives, with the most load each backend carries within them.
+SURVEY_WORKLOAD = "chat"
+CAPACITY_LEVELS = 6
+CAPACITY_SECONDS = 900.0
 
 
 @dataclass
@@ -30,6 +39,10 @@ class SurveyOptions:
     question: str = ""
     repeats: int = BENCH_REPEATS
     concurrency: str = SWEEP_LEVELS
+    lengths: str = SWEEP_LENGTHS
+    workload: str = SURVEY_WORKLOAD
+    capacity_levels: int = CAPACITY_LEVELS
+    capacity_seconds: float = CAPACITY_SECONDS
     demo1_runs: int = DEMO1_RUNS
     demo2_runs: int = DEMO2_RUNS
     quality_items: int = DEFAULT_ITEMS

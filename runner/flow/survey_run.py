@@ -1,7 +1,8 @@
 """The survey from nothing to a report to nothing, one step after another, in one folder.
 
 preflight (nothing bills) → up → [model_import] → forward → check → one ask per backend → demo 1
-(filter, then rows) → demo 2 → bench (single requests, then the concurrency sweep) → [batch] →
+(filter, then rows) → demo 2 → bench (single requests; the concurrency sweep; the prompt-length
+sweep; the chat preset at its objectives and the most load within them) → [batch] →
 quality → [the late round] → cost → report → teardown of what this run created (or kept,
 time-to-live armed) → a sweep that lists and never deletes.
 
@@ -55,10 +56,11 @@ from runner.core.console import console
 from runner.core.errors import describe
 from runner.core.evidence import Evidence, load
 from runner.flow.folder import SurveyFolder
-from runner.flow.options import BEDROCK, SurveyOptions
+from runner.flow.options import BEDROCK, SWEEP_OUTPUT_TOKENS, SurveyOptions
 from runner.flow.steps import FAILED, INTERRUPTED, KEPT, PASSED, SETTLED, StepRecord, run_step, skipped
 
-PAGE_STEPS = ("up", "check", "ask", "demo1-filter", "demo1-rows", "demo2", "bench", "bench-sweep", "quality", "cost")
+PAGE_STEPS = ("up", "check", "ask", "demo1-filter", "demo1-rows", "demo2", "bench", "bench-sweep", "bench-lengths",
+              "bench-workload", "quality", "cost")  # fmt: skip
 # Steps a resumed survey runs again even when they were done: the forwards were processes of the
 # machine that went away, and the closing sweep must see the account as it is now.
 REDONE_ON_RESUME = ("forward", "sweep")
@@ -336,6 +338,15 @@ class SurveyRun:
             ("bench-sweep", None,
              (lambda: bench.run(["--concurrency", options.concurrency, "--backends", names, *common]))
              if options.concurrency != "none" else None, why_not or "--concurrency none"),
+            ("bench-lengths", None,
+             (lambda: bench.run(["--input-tokens", options.lengths, "--output-tokens", str(SWEEP_OUTPUT_TOKENS),
+                                 "--repeats", str(min(options.repeats, 5)), "--backends", names, *common]))
+             if options.lengths != "none" else None, why_not or "--lengths none"),
+            ("bench-workload", None,
+             (lambda: bench.run(["--workload", options.workload, "--find-capacity",
+                                 "--capacity-levels", str(options.capacity_levels),
+                                 "--capacity-seconds", f"{options.capacity_seconds:g}", "--backends", names, *common]))
+             if options.workload != "none" else None, why_not or "--workload none"),
         ]  # fmt: skip
         if "sagemaker-batch" in backends:
             steps.append(("batch", None, lambda: batch.run([*self.results(), *self.aws()]), ""))
@@ -364,7 +375,10 @@ class SurveyRun:
         return spec.supports_tools and spec.kind not in (BackendKind.SAGEMAKER_ASYNC, BackendKind.SAGEMAKER_BATCH)
 
     def cost(self) -> int:
-        inputs = [str(self.folder.root / p) for p in self.evidence_of("bench", "bench-sweep", "batch", "quality")]
+        inputs = [
+            str(self.folder.root / p)
+            for p in self.evidence_of("bench", "bench-sweep", "bench-workload", "batch", "quality")
+        ]
         return cost.run(
             [*inputs, *(["--offline"] if self.options.offline_prices else []), *self.results(), *self.aws()]
         )

@@ -65,6 +65,7 @@ from runner.measure.costing import (
     max_instances,
     provenance,
 )
+from runner.measure.latency import time_per_output_token
 
 # Business hours: 09:00-17:00 carry every request; spiky: two one-hour spikes (09:00 and 14:00)
 # each as heavy as eleven ordinary hours over a flat base, so each spike is a quarter of the day.
@@ -98,6 +99,15 @@ class Workload:
     output_tokens: int
     latency_bound_s: float | None = None
     ttft_bound_s: float | None = None
+    # A named preset (runner.bench --workload) and per-request objectives in vllm bench serve's
+    # form (milliseconds), with the share of requests that must meet them all.
+    name: str = ""
+    slo: tuple[tuple[str, float], ...] = ()
+    slo_share: float = 0.9
+
+    @property
+    def slo_text(self) -> str:
+        return " ".join(f"{key}:{value:g}" for key, value in self.slo)
 
     def per_hour(self) -> list[float]:
         total = sum(self.weights)
@@ -157,7 +167,8 @@ def predicted_e2e(record: dict[str, Any], output_tokens: int) -> float | None:
 
 @dataclass
 class Point:
-    """One measured load level of one option, scaled to the workload's output tokens."""
+    """One measured load level of one option, scaled to the workload's output tokens; or the most
+    load it was measured to carry within the workload's objectives (`slo_met`)."""
 
     level: str
     tok_s: float
@@ -165,6 +176,9 @@ class Point:
     p95_s: float | None
     p95_ttft_s: float | None
     mean_s: float | None
+    p95_tpot_s: float | None = None
+    # The share of requests within the objectives at the measured capacity (None: not measured there).
+    slo_met: float | None = None
 
 
 @dataclass
@@ -190,6 +204,10 @@ class Measured:
     cold: Cold | None = None
     records: list[dict[str, Any]] = field(default_factory=list)
     jobs: list[dict[str, Any]] = field(default_factory=list)
+    # The most load within the workload's objectives, as measured (runner.bench --find-capacity),
+    # or why there is none.
+    capacity: Point | None = None
+    capacity_why: str = ""
 
     def price_request(self) -> PriceRequest | None:
         if self.billing is Billing.JOB_INSTANCE_HOURS:
@@ -210,6 +228,7 @@ def _points(records: list[dict[str, Any]], output_tokens: int) -> list[Point]:
         done = [r for r in group if r.get("ok") and not is_cold(r)]
         times = [t for t in (predicted_e2e(r, output_tokens) for r in done) if t is not None]
         ttfts = [r["ttft_s"] for r in done if r.get("ttft_s") is not None]
+        tpots = [t for t in map(time_per_output_token, done) if t is not None]
         points.append(
             Point(
                 level=label,
@@ -218,9 +237,62 @@ def _points(records: list[dict[str, Any]], output_tokens: int) -> list[Point]:
                 p95_s=percentile(times, 95),
                 p95_ttft_s=percentile(ttfts, 95),
                 mean_s=mean_of(times),
+                p95_tpot_s=percentile(tpots, 95),
             )
         )
     return points
+
+
+# A measured workload matches the one advised on when its lengths are within this share.
+LENGTH_MATCH = 0.05
+
+
+def workload_matches(config: dict[str, Any], workload: Workload) -> str | None:
+    """Why a bench file's workload is not the one advised on (None: it is): the same preset, or
+    the same lengths within 5 %, graded on the same objectives and a share at least as strict."""
+    measured = config.get("workload") or {}
+    if not measured:
+        return "measured on the survey's prompt, not on a workload"
+    if workload.name and measured.get("name") != workload.name:
+        return f"measured on workload {measured.get('name')!r}, not {workload.name!r}"
+    lengths = measured.get("input_tokens") or []
+    if not workload.name and (
+        len(lengths) != 1
+        or abs(lengths[0] / workload.input_tokens - 1) > LENGTH_MATCH
+        or abs((measured.get("output_tokens") or 0) / workload.output_tokens - 1) > LENGTH_MATCH
+    ):
+        return f"measured at {lengths} in, {measured.get('output_tokens')} out"
+    objectives = {k: float(v) for k, v in ((config.get("slo") or {}).get("limits_ms") or {}).items()}
+    if objectives != dict(workload.slo):
+        return f"its objectives were {(config.get('slo') or {}).get('text') or 'none'}"
+    if (config.get("slo_share") or 0) < workload.slo_share:
+        return f"its share was {config.get('slo_share'):.0%}, below {workload.slo_share:.0%}"
+    return None
+
+
+def measured_capacity(evidence: dict[str, Any], name: str, workload: Workload) -> tuple[Point | None, str]:
+    """The most load `name` carried within the workload's objectives in this evidence, as a point
+    whose capacity is the good requests an hour (goodput x 3600); else None and why not."""
+    why = workload_matches(evidence.get("config") or {}, workload)
+    if why:
+        return None, why
+    searches = [c for c in evidence.get("capacity") or [] if c.get("backend") == name]
+    found = [c for c in searches if c.get("capacity") is not None and (c.get("at_capacity") or {}).get("goodput_rps")]
+    if not found:
+        return None, searches[0]["stopped"] if searches else "no capacity search for it (bench --find-capacity)"
+    search = max(found, key=lambda c: c["at_capacity"]["goodput_rps"])
+    best = search["at_capacity"]
+    unit = "at a time" if search["mode"] == "concurrency" else "requests/s"
+    point = Point(
+        level=f"capacity {search['capacity']:g} {unit} within {workload.slo_text}",
+        tok_s=best.get("output_tok_s") or 0.0,
+        capacity_per_h=best["goodput_rps"] * 3600,
+        p95_s=None,
+        p95_ttft_s=None,
+        mean_s=None,
+        slo_met=best.get("share_met"),
+    )
+    return point, ""
 
 
 def cold_time(record: dict[str, Any], warm: list[dict[str, Any]], output_tokens: int) -> float | None:
@@ -250,8 +322,11 @@ def _cold(cold: list[dict[str, Any]], warm: list[dict[str, Any]], output_tokens:
     )
 
 
-def measured_options(path: str, evidence: dict[str, Any], output_tokens: int) -> list[Measured]:
-    """Every option one bench or batch evidence file measured (one per backend)."""
+def measured_options(
+    path: str, evidence: dict[str, Any], output_tokens: int, workload: Workload | None = None
+) -> list[Measured]:
+    """Every option one bench or batch evidence file measured (one per backend); with a workload
+    that has objectives, the capacity each was measured to carry within them."""
     if evidence.get("command") == "batch":
         by_backend: dict[str, Measured] = {}
         for job in evidence.get("jobs", []):
@@ -267,6 +342,9 @@ def measured_options(path: str, evidence: dict[str, Any], output_tokens: int) ->
     for backend in evidence.get("backends", []):
         records = [r for r in evidence.get("records", []) if r.get("backend") == backend["name"]]
         warm = [r for r in records if r.get("ok") and not is_cold(r)]
+        capacity, capacity_why = (
+            measured_capacity(evidence, backend["name"], workload) if workload and workload.slo else (None, "")
+        )
         options.append(
             Measured(
                 name=backend["name"],
@@ -278,6 +356,8 @@ def measured_options(path: str, evidence: dict[str, Any], output_tokens: int) ->
                 warm=warm,
                 cold=_cold(colds.get(backend["name"], []), warm, output_tokens),
                 records=records,
+                capacity=capacity,
+                capacity_why=capacity_why,
             )
         )
     return options
@@ -291,13 +371,22 @@ def measured_tokens(evidences: list[dict[str, Any]]) -> tuple[int | None, int | 
     return (round(mean_of(prompt)) if prompt else None), (round(mean_of(output)) if output else None)
 
 
-def within(workload: Workload, p95_s: float | None, p95_ttft_s: float | None) -> tuple[bool | None, str]:
-    """Whether a p95 meets the workload's bounds: None when a bound is set and the figure unknown."""
+def within(
+    workload: Workload, p95_s: float | None, p95_ttft_s: float | None, p95_tpot_s: float | None = None
+) -> tuple[bool | None, str]:
+    """Whether a p95 meets the workload's bounds: None when a bound is set and the figure unknown.
+    Objectives are judged here only for a level not graded on them (an extrapolation): their
+    limits taken as bounds on the level's p95."""
     checks = []
     if workload.latency_bound_s is not None:
         checks.append(("p95 end-to-end", p95_s, workload.latency_bound_s))
     if workload.ttft_bound_s is not None:
         checks.append(("p95 time to first token", p95_ttft_s, workload.ttft_bound_s))
+    figures = {"ttft": ("p95 time to first token", p95_ttft_s), "tpot": ("p95 time per output token", p95_tpot_s),
+               "e2el": ("p95 end-to-end", p95_s)}  # fmt: skip
+    for key, limit_ms in workload.slo:
+        what, value = figures[key]
+        checks.append((what, value, limit_ms / 1000))
     for what, value, bound in checks:
         if value is None:
             return None, f"{what} not measured"
@@ -307,10 +396,13 @@ def within(workload: Workload, p95_s: float | None, p95_ttft_s: float | None) ->
 
 
 def best_point(option: Measured, workload: Workload) -> tuple[Point | None, bool]:
-    """The busiest level within the bounds (True), else the fastest level (False)."""
+    """The capacity measured within the workload's objectives; else the busiest level within the
+    bounds (True), else the fastest level (False)."""
+    if option.capacity is not None:
+        return option.capacity, True
     if not option.points:
         return None, False
-    inside = [p for p in option.points if within(workload, p.p95_s, p.p95_ttft_s)[0]]
+    inside = [p for p in option.points if within(workload, p.p95_s, p.p95_ttft_s, p.p95_tpot_s)[0]]
     if inside:
         return max(inside, key=lambda p: p.capacity_per_h), True
     return min(option.points, key=lambda p: p.p95_s if p.p95_s is not None else math.inf), False
@@ -357,7 +449,7 @@ def advise_instance_hours(option: Measured, workload: Workload, price: Price) ->
             f"peak {workload.peak_per_hour:,.0f} req/h ÷ {point.capacity_per_h:,.0f} per instance at {point.level} → "
             f"{needed} instance{'s' if needed > 1 else ''} × {HOURS_PER_MONTH} h × ${hourly:g} = {_money(monthly)}"
         )
-    meets, why = within(workload, point.p95_s, point.p95_ttft_s)
+    meets, why = judged(workload, point, point.p95_s, point.p95_ttft_s)
     if not inside and meets is not False:
         meets, why = False, "no measured level within the bound"
     if needed > high:
@@ -400,9 +492,16 @@ def advise_async(option: Measured, workload: Workload, price: Price) -> dict[str
     return _finish(option, workload, base, point, inside, share, monthly, arithmetic, notes)
 
 
+def judged(workload: Workload, point: Point, p95: float | None, p95_ttft: float | None) -> tuple[bool | None, str]:
+    """A measured capacity met its objectives by construction; any other level is judged on its p95s."""
+    if point.slo_met is not None:
+        return True, ""
+    return within(workload, p95, p95_ttft, point.p95_tpot_s)
+
+
 def _finish(option, workload, base, point, inside, share, monthly, arithmetic, notes) -> dict[str, Any]:
     (p95, p95_ttft), cold_why = _cold_latency(option, workload, share, (point.p95_s, point.p95_ttft_s))
-    meets, why = within(workload, p95, p95_ttft)
+    meets, why = judged(workload, point, p95, p95_ttft) if not cold_why else within(workload, p95, p95_ttft)
     if not inside and meets is not False and share <= COLD_SHARE_FOR_P95:
         meets, why = False, "no measured level within the bound"
     if cold_why:
@@ -574,7 +673,22 @@ ADVISERS = {
 
 
 def advise(option: Measured, workload: Workload, price: Price | None) -> dict[str, Any]:
-    """One option's month for the workload, with its arithmetic in one line."""
+    """One option's month for the workload, with its arithmetic in one line; with objectives, an
+    option not measured at them is labelled an extrapolation, with why and from what."""
+    advice = _advise(option, workload, price)
+    if workload.slo:
+        advice["measured_capacity"] = option.capacity is not None
+        if option.capacity is None and option.billing is not Billing.JOB_INSTANCE_HOURS:
+            why = option.capacity_why or "no capacity search in its evidence"
+            advice["extrapolated"] = (
+                f"EXTRAPOLATED: no capacity measured within {workload.slo_text} ({why}); "
+                f"from {advice.get('level') or 'its requests'} scaled to {workload.output_tokens} output tokens, "
+                "its p95s taken for the objectives"
+            )
+    return advice
+
+
+def _advise(option: Measured, workload: Workload, price: Price | None) -> dict[str, Any]:
     if price is None:
         return {
             "option": option.name,

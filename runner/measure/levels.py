@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from runner.core.stats import median
+from runner.core.stats import mean, median, percentile
 from runner.measure.latency import distribution, time_per_output_token, token_gaps
 from runner.workloads.slo import goodput
 
@@ -50,10 +50,6 @@ def token_figures(done: list[dict[str, Any]]) -> dict[str, Any]:
     return figures
 
 
-def mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def miss(target: float | None, counted: float | None) -> float | None:
     """The share by which the count missed its target, when more than TARGET_MISS; else None."""
     if not target or counted is None:
@@ -65,6 +61,41 @@ def miss(target: float | None, counted: float | None) -> float | None:
 def prefill_rate(done: list[dict[str, Any]]) -> float | None:
     """Input tokens over time to first token (median over requests): the prefill rate at this level."""
     return median(r["prompt_tokens"] / r["ttft_s"] for r in done if r.get("prompt_tokens") and r.get("ttft_s"))
+
+
+def prefill_fit(evidence: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per backend measured one request at a time at two or more input lengths: the line through
+    (prompt tokens counted, median TTFT) by least squares. Its slope is the prefill rate the sweep
+    shows (tokens per second of TTFT added per token), its intercept the fixed part of the first
+    token (the path, the queue, the first decode step), separated as no single length can."""
+    points: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for (backend, _label), records in level_groups(evidence).items():
+        done = [r for r in records if r.get("ok") and not r.get("cold_start")]
+        level = (done[0].get("level") or {}) if done else {}
+        if level.get("mode", "concurrency") != "concurrency" or level.get("value", 1) != 1:
+            continue
+        tokens = median(r.get("prompt_tokens") for r in done)
+        ttft = median(r.get("ttft_s") for r in done)
+        if tokens and ttft:
+            points[backend].append((tokens, ttft))
+    fits = {}
+    for backend, pairs in points.items():
+        if len({x for x, _ in pairs}) < 2:
+            continue
+        mean_x = sum(x for x, _ in pairs) / len(pairs)
+        mean_y = sum(y for _, y in pairs) / len(pairs)
+        sxx = sum((x - mean_x) ** 2 for x, _ in pairs)
+        slope = sum((x - mean_x) * (y - mean_y) for x, y in pairs) / sxx
+        if slope <= 0:
+            continue  # TTFT did not grow with the prompt: no prefill rate to read
+        fits[backend] = {
+            "prefill_tok_s": 1 / slope,
+            "fixed_s": mean_y - slope * mean_x,
+            "lengths": len(pairs),
+            "from_tokens": min(x for x, _ in pairs),
+            "to_tokens": max(x for x, _ in pairs),
+        }
+    return fits
 
 
 def level_summary(records: list[dict[str, Any]], slo: Any = None) -> dict[str, Any]:
@@ -128,3 +159,36 @@ def roofline(evidence: dict[str, Any]) -> dict[str, dict[str, float | None]]:
                 "share": rate / ceilings[name] if rate else None,
             }
     return result
+
+
+def agent_levels(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Agent traffic's tasks (runner/agent/traffic.py) per backend and number of sessions: tasks, passed, task latency, calls per task, tool calls
+    right, and tasks per second over the level's wall time (first start to last end)."""
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault((record["backend"], (record.get("level") or {}).get("value", 1)), []).append(record)
+    rows = []
+    for (backend, sessions), group in groups.items():
+        done = [r for r in group if r.get("seconds") is not None and r.get("ok")]
+        ends = [r["sent_s"] + r["seconds"] for r in done if r.get("sent_s") is not None]
+        starts = [r["sent_s"] for r in group if r.get("sent_s") is not None]
+        wall = max(ends) - min(starts) if ends and starts else None
+        latencies = [r["seconds"] for r in done]
+        rows.append(
+            {
+                "backend": backend,
+                "sessions": sessions,
+                "tasks": len(group),
+                "finished": len(done),
+                "passed": sum(1 for r in group if r.get("passed")),
+                "task_s_median": median(latencies),
+                "task_s_p95": percentile(latencies, 95) if latencies else None,
+                "model_calls_per_task": mean([r["model_calls"] for r in done]),
+                "tool_calls_per_task": mean([r["tool_calls"] for r in done]),
+                "tool_calls_right": sum(1 for r in group if r.get("tool_calls_right")),
+                "tasks_per_s": len(done) / wall if wall else None,
+                "wall_s": wall,
+                "first_error": next((r["error"] for r in group if r.get("error")), None),
+            }
+        )
+    return rows

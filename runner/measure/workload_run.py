@@ -108,7 +108,13 @@ class BackendRun:
             return
         try:
             self.prepare(client)
+            output = plan.workload.output_tokens or SURVEY_MAX_TOKENS
             for length in plan.workload.input_tokens or [None]:
+                too_long = length and plan.workload.beyond_context(length, backend.max_total_tokens, output)
+                if too_long:
+                    self.note(too_long)
+                    self.info.setdefault("not_sent", []).append(too_long)
+                    continue
                 for level in plan.levels(length):
                     self.measure_level(client, level)
                 if plan.find_capacity:
@@ -250,7 +256,8 @@ class BackendRun:
             budget=plan.budget,
             requests_at=lambda value: plan.level_at(value, input_tokens).requests,
         )
-        found = search.to_json() | {"backend": self.backend.name, "input_tokens": input_tokens}
+        label = plan.level_at(search.capacity, input_tokens).label if search.capacity is not None else None
+        found = search.to_json() | {"backend": self.backend.name, "input_tokens": input_tokens, "label": label}
         self.evidence.data.setdefault("capacity", []).append(found)
         self.evidence.save()
         if search.capacity is None:

@@ -22,8 +22,12 @@ def workload_line(workload: dict[str, Any]) -> str:
         bounds.append(f"p95 end-to-end ≤ {workload['latency_bound_s']:g} s")
     if workload.get("ttft_bound_s") is not None:
         bounds.append(f"p95 time to first token ≤ {workload['ttft_bound_s']:g} s")
+    if workload.get("slo"):
+        objectives = " ".join(f"{key}:{value:g}" for key, value in workload["slo"])
+        bounds.append(f"{workload.get('slo_share', 0.9):.0%} of requests within {objectives} ms")
+    name = f"workload {workload['name']}: " if workload.get("name") else ""
     return (
-        f"{workload['requests_per_day']:,.0f} requests/day ({workload['shape']}, peak "
+        f"{name}{workload['requests_per_day']:,.0f} requests/day ({workload['shape']}, peak "
         f"{max(workload['per_hour']):,.0f}/h), {workload['input_tokens']} in / {workload['output_tokens']} out tokens, "
         + (", ".join(bounds) if bounds else "no latency bound")
     )
@@ -39,7 +43,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
     for rank, row in enumerate(evidence.get("records", []), start=1):
         provenance = row.get("provenance")
         notes = "; ".join(row.get("notes") or [])
-        why = "; ".join(part for part in (row.get("why"), notes) if part)
+        why = "; ".join(part for part in (row.get("extrapolated"), row.get("why"), notes) if part)
         table.add_row(
             str(rank),
             row["option"],
@@ -47,7 +51,9 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             f"[bold red]NOT AWS: {escape(provenance)}[/bold red]" if provenance else "AWS",
             fmt(row.get("monthly_usd"), 2),
             fmt(row.get("p95_s"), 2),
-            VERDICT[row.get("meets")],
+            VERDICT[row.get("meets")]
+            + (" (extrapolated)" if row.get("extrapolated") else "")
+            + (" (measured)" if row.get("measured_capacity") else ""),
             accuracy_text(row.get("accuracy")),
             escape(row.get("arithmetic") or ""),
             escape(why),

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
 from runner.measure.benchmark import COLD_ASSUMED
-from runner.measure.levels import level_groups, level_summary, roofline
+from runner.measure.levels import agent_levels, level_groups, level_summary, prefill_fit, roofline
 from runner.render.tables import accuracy_text, add_columns, models
 
 BATCH_KIND = "sagemaker-batch"
@@ -419,13 +419,45 @@ def workload_lines(evidence: dict[str, Any]) -> list[str]:
             parts.append(f"server metrics from {info['metrics']}")
         if parts:
             lines.append(f"{name}: " + "; ".join(parts))
+    for name, fit in prefill_fit(evidence).items():
+        lines.append(
+            f"{name}: prefill {fit['prefill_tok_s']:,.0f} tok/s from the sweep, one at a time "
+            f"(TTFT ≈ {fit['fixed_s'] * 1000:.0f} ms + prompt tokens / {fit['prefill_tok_s']:,.0f}; "
+            f"{fit['lengths']} lengths, {fit['from_tokens']:.0f} to {fit['to_tokens']:.0f} tokens)"
+        )
     source = (evidence["config"].get("workload") or {}).get("source")
     if source:
         lines.append(f"workload: {source}")
     return lines
 
 
+def agent_table(evidence: dict[str, Any]) -> Table:
+    """Agent traffic per backend and number of sessions (runner/agent/traffic.py)."""
+    table = Table(title="bench: agent traffic (the counting demo and the tool-use family, in turn)")
+    columns = ["backend", "model", "sessions", "passed/tasks", "task s p50/p95", "model calls/task",
+               "tool calls/task", "tool calls right", "tasks/s", "first error"]  # fmt: skip
+    add_columns(table, columns, left=("backend", "model", "first error"))
+    served = models(evidence)
+    for row in agent_levels(evidence.get("tasks") or []):
+        table.add_row(
+            row["backend"],
+            escape(served.get(row["backend"], "-")),
+            str(row["sessions"]),
+            f"{row['passed']}/{row['tasks']}",
+            f"{fmt(row['task_s_median'], 2)}/{fmt(row['task_s_p95'], 2)}",
+            fmt(row["model_calls_per_task"], 1),
+            fmt(row["tool_calls_per_task"], 1),
+            f"{row['tool_calls_right']}/{row['tasks']}",
+            fmt(row["tasks_per_s"], 2),
+            escape((row["first_error"] or "")[:80]),
+        )
+    return table
+
+
 def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
+    if evidence.get("config", {}).get("agent"):
+        out.print(agent_table(evidence))
+        return
     if is_workload(evidence):
         out.print(workload_table(evidence))
         capacity = capacity_table(evidence)

@@ -75,6 +75,9 @@ class Row:
     ttft_s: Cell = field(default_factory=Cell)
     accuracy: Cell = field(default_factory=Cell)
     usd_per_million: Cell = field(default_factory=Cell)
+    # The most load within a workload's objectives (bench --find-capacity), and its price.
+    good_rps: Cell = field(default_factory=Cell)
+    usd_at_slo: Cell = field(default_factory=Cell)
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,27 @@ COLUMNS = (
         False,
     ),
 )
+# Shown when any evidence holds a capacity search (bench --workload NAME --find-capacity).
+SLO_COLUMNS = (
+    Column(
+        "good_rps",
+        "good req/s at SLO",
+        "requests per second within every objective, at the most load at which the share asked for met them "
+        "(bench --find-capacity), per instance",
+        True,
+    ),
+    Column(
+        "usd_at_slo",
+        "$ per M at SLO",
+        "$ per million output tokens by the backend's own billing model, at that most load within the objectives",
+        False,
+    ),
+)
+
+
+def columns_for(rows: list[Row]) -> tuple[Column, ...]:
+    searched = any(r.good_rps.value is not None or r.good_rps.why for r in rows)
+    return COLUMNS + SLO_COLUMNS if searched else COLUMNS
 
 
 def warm(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -237,7 +261,7 @@ def priced_rows(sources: list[Source]) -> dict[tuple[str, str], tuple[list[dict[
             priced.setdefault(key, ([], how))[0].append(record)
     covered = {name for name, _ in priced}
     for path, data in sources:
-        if data.get("command") == "bench" and path.name not in covered:
+        if data.get("command") == "bench" and path.name not in covered and not (data.get("config") or {}).get("agent"):
             how = f"the offline price table for {path.name} (no cost evidence given for it)"
             for record in offline_cost_rows(path, data):
                 priced.setdefault((path.name, record["backend"]), ([], how))[0].append(record)
@@ -304,10 +328,53 @@ def accuracy_cell(summary: dict[str, Any]) -> Cell:
     )
 
 
-def headline_rows(sources: list[Source]) -> list[Row]:
-    rows: list[Row] = []
+def is_plain_bench(data: Evidence) -> bool:
+    """Bench evidence of the survey's prompt (not a workload, not agent traffic)."""
+    config = data.get("config") or {}
+    return data.get("command") == "bench" and not config.get("workload") and not config.get("agent")
+
+
+def capacity_cells(rows: list[Row], sources: list[Source], priced: dict[tuple[str, str], Any]) -> None:
+    """Each row's most load within a workload's objectives, from the newest search for its backend,
+    and the $ per million at that load (the cost row of that level of that evidence file)."""
+    searches: dict[str, tuple[Path, Evidence, dict[str, Any]]] = {}
     for path, data in sources:
         if data.get("command") == "bench":
+            for search in data.get("capacity") or []:
+                searches[search["backend"]] = (path, data, search)
+    if not searches:
+        return
+    for row in rows:
+        if row.backend not in searches:
+            row.good_rps = Cell(why="no capacity search for it (bench --workload NAME --find-capacity)")
+            row.usd_at_slo = Cell(why=row.good_rps.why)
+            continue
+        path, data, search = searches[row.backend]
+        config = data.get("config") or {}
+        objectives = f"{(config.get('workload') or {}).get('name')} {(config.get('slo') or {}).get('text')}"
+        best = search.get("at_capacity") or {}
+        if search.get("capacity") is None or not best.get("goodput_rps"):
+            row.good_rps = Cell(why=f"no load within {objectives}: {search.get('stopped')}")
+            row.usd_at_slo = Cell(why=row.good_rps.why)
+            continue
+        unit = "at a time" if search["mode"] == "concurrency" else "req/s offered"
+        at = f"{search['capacity']:g} {unit}, {objectives}"
+        row.good_rps = Cell(best["goodput_rps"], at=at)
+        cost_rows, how = priced.get((path.name, row.backend), (None, None))
+        level = [r for r in cost_rows or [] if r.get("level") == search.get("label")]
+        row.usd_at_slo = cost_cell(level, how) if level else Cell(why="no price at that level")
+        if row.usd_at_slo.value is not None:
+            row.usd_at_slo.at = at
+
+
+def headline_rows(sources: list[Source]) -> list[Row]:
+    rows: list[Row] = []
+    # A workload's or the agent's figures are not the survey prompt's: their own tables show them,
+    # and they make rows here only when no plain bench evidence is given.
+    plain = any(is_plain_bench(d) for _, d in sources)
+    for path, data in sources:
+        agent = (data.get("config") or {}).get("agent")
+        if data.get("command") == "bench" and (is_plain_bench(data) or not plain) and not agent:
             rows += bench_rows(path, data)
     known = {(r.source, r.backend) for r in rows}
     for path, data in sources:
@@ -325,6 +392,7 @@ def headline_rows(sources: list[Source]) -> list[Row]:
     for row in rows:
         cost_rows, how = priced.get((row.source, row.backend), (None, None))
         row.usd_per_million = cost_cell(cost_rows, how)
+    capacity_cells(rows, sources, priced)
     summaries = quality_summaries(sources)
     for row in rows:
         row.accuracy = Cell(why=NO_QUALITY if not summaries else "not in the quality evidence")
@@ -354,10 +422,11 @@ def headline_rows(sources: list[Source]) -> list[Row]:
 
 
 def mark_best(rows: list[Row]) -> None:
-    """The best figure of each column, where at least two rows have one (ties all marked)."""
-    for column in COLUMNS:
-        cells = [getattr(r, column.attr) for r in rows if getattr(r, column.attr).value is not None]
-        if len(cells) < 2:
+    """The best figure of each column, where at least two backends have one (ties all marked)."""
+    for column in columns_for(rows):
+        having = [r for r in rows if getattr(r, column.attr).value is not None]
+        cells = [getattr(r, column.attr) for r in having]
+        if len({r.backend for r in having}) < 2:
             continue
         best = (max if column.higher_is_better else min)(c.value for c in cells)
         for cell in cells:
@@ -375,6 +444,8 @@ def number_text(attr: str, value: float) -> tuple[str, str]:
         return (f"{value * 1000:.0f}", "ms") if value < 1 else (f"{value:.2f}", "s")
     if attr == "accuracy":
         return f"{value * 100:.1f}", "%"
+    if attr == "good_rps":
+        return f"{value:,.2f}", "req/s"
     return (f"${value:,.2f}" if value >= 0.1 else f"${value:.3g}"), "/M"
 
 
@@ -400,7 +471,7 @@ def reasons(rows: list[Row]) -> list[tuple[str, list[str]]]:
     """Each distinct reason a figure is missing, and where it holds ("accuracy: g6, local")."""
     found: dict[str, dict[str, list[str]]] = {}
     for row in rows:
-        for column in COLUMNS:
+        for column in columns_for(rows):
             cell = getattr(row, column.attr)
             if cell.value is None and cell.why:
                 found.setdefault(cell.why, {}).setdefault(column.header, []).append(row_name(row))
@@ -410,7 +481,7 @@ def reasons(rows: list[Row]) -> list[tuple[str, list[str]]]:
 def flags(rows: list[Row]) -> list[tuple[str, list[str]]]:
     found: dict[str, list[str]] = {}
     for row in rows:
-        for column in COLUMNS:
+        for column in columns_for(rows):
             cell = getattr(row, column.attr)
             if cell.value is not None and cell.flag:
                 found.setdefault(cell.flag, []).append(row_name(row))
@@ -431,7 +502,7 @@ def price_sources(rows: list[Row]) -> list[str]:
 
 
 def any_best(rows: list[Row]) -> bool:
-    return any(getattr(r, c.attr).best for r in rows for c in COLUMNS)
+    return any(getattr(r, c.attr).best for r in rows for c in columns_for(rows))
 
 
 def headline_html(rows: list[Row]) -> str:
@@ -439,8 +510,9 @@ def headline_html(rows: list[Row]) -> str:
         return '<p class="lede">No backend in this evidence.</p>'
     why_index = {why: index for index, (why, _) in enumerate(reasons(rows), 1)}
     flag_marks = {flag: "†" * index for index, (flag, _) in enumerate(flags(rows), 1)}
+    columns = columns_for(rows)
     head = "".join(
-        f'<th class="num" scope="col" title="{html.escape(c.definition)}">{html.escape(c.header)}</th>' for c in COLUMNS
+        f'<th class="num" scope="col" title="{html.escape(c.definition)}">{html.escape(c.header)}</th>' for c in columns
     )
     body = []
     for row in rows:
@@ -449,7 +521,7 @@ def headline_html(rows: list[Row]) -> str:
             f'<th scope="row" class="text">{html.escape(row.backend)}{run}</th>',
             f'<td class="text model">{html.escape(row.model)}</td>',
         ]
-        for column in COLUMNS:
+        for column in columns:
             cells.append(figure_html(column, getattr(row, column.attr), why_index, flag_marks))
         body.append("<tr>" + "".join(cells) + "</tr>")
     notes = [
@@ -463,7 +535,7 @@ def headline_html(rows: list[Row]) -> str:
     ]
     if price_sources(rows):
         notes.append(f"<li>$ per M output from {html.escape('; '.join(price_sources(rows)))}</li>")
-    definitions = "".join(f"<dt>{html.escape(c.header)}</dt><dd>{html.escape(c.definition)}</dd>" for c in COLUMNS)
+    definitions = "".join(f"<dt>{html.escape(c.header)}</dt><dd>{html.escape(c.definition)}</dd>" for c in columns)
     return (
         f'<p class="lede">Sorted by {html.escape(SORTED_BY)}.'
         + (' <span class="best-key">★ best in its column</span>;' if any_best(rows) else "")
@@ -502,17 +574,18 @@ def headline_markdown(rows: list[Row]) -> str:
     if not rows:
         return "No backend in this evidence."
     why_index = {why: index for index, (why, _) in enumerate(reasons(rows), 1)}
+    columns = columns_for(rows)
     lines = [
         f"Sorted by {SORTED_BY}."
         + (" ★ best in its column;" if any_best(rows) else "")
         + " — a figure the evidence does not hold (reasons below).",
         "",
-        "| backend | model | " + " | ".join(c.header for c in COLUMNS) + " |",
-        "| --- | --- | " + " | ".join("---:" for _ in COLUMNS) + " |",
+        "| backend | model | " + " | ".join(c.header for c in columns) + " |",
+        "| --- | --- | " + " | ".join("---:" for _ in columns) + " |",
     ]
     for row in rows:
         cells = [row.backend + (f" (run {row.run})" if row.run else ""), row.model]
-        for column in COLUMNS:
+        for column in columns:
             cell = getattr(row, column.attr)
             if cell.value is None:
                 cells.append(f"—[{why_index.get(cell.why or '', '?')}]")

@@ -24,9 +24,17 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from runner.core.stats import median
-from runner.measure.levels import level_groups
+from runner.measure.levels import level_groups, prefill_fit
 from runner.measure.load import CLOSED
-from runner.render.headline import NOT_LEVELS, SINGLE, headline_rows, level_rows, priced_rows, run_label
+from runner.render.headline import (
+    NOT_LEVELS,
+    SINGLE,
+    headline_rows,
+    is_plain_bench,
+    level_rows,
+    priced_rows,
+    run_label,
+)
 
 Evidence = dict[str, Any]
 Source = tuple[Path, Evidence]
@@ -60,7 +68,12 @@ def style() -> Iterator[None]:
 
 
 def bench_files(sources: list[Source]) -> list[Source]:
-    return [(p, d) for p, d in sources if d.get("command") == "bench"]
+    """Bench evidence of the survey's prompt (a workload's and the agent's have plots of their own)."""
+    return [(p, d) for p, d in sources if is_plain_bench(d)]
+
+
+def workload_files(sources: list[Source]) -> list[Source]:
+    return [(p, d) for p, d in sources if d.get("command") == "bench" and (d.get("config") or {}).get("workload")]
 
 
 NO_BENCH = "no bench evidence given (python -m runner.bench)"
@@ -367,6 +380,123 @@ def roofline_share(sources: list[Source]) -> Figure | str:
     return figure
 
 
+NO_WORKLOAD = "no bench evidence of a workload given (python -m runner.bench --workload NAME or --input-tokens N)"
+
+
+def workload_series(backend: str, evidence: Evidence, sources: list[Source], input_tokens: Any = None) -> str:
+    name = backend if len(workload_files(sources)) < 2 else f"{backend} ({run_label(evidence)})"
+    return f"{name}, {input_tokens} in" if input_tokens else name
+
+
+def workload_colours(names: list[str]) -> dict[str, Any]:
+    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {name: cycle[i % len(cycle)] for i, name in enumerate(sorted(set(names)))}
+
+
+def ttft_against_input(sources: list[Source]) -> Figure | str:
+    """Median time to first token against the prompt's tokens, one stream, per backend: the
+    prefill cost a longer prompt pays, with the rate the sweep's line gives."""
+    if not workload_files(sources):
+        return NO_WORKLOAD
+    curves: dict[str, list[tuple[float, float]]] = {}
+    rates: dict[str, float] = {}
+    for _, evidence in workload_files(sources):
+        fits = prefill_fit(evidence)
+        for backend, level, summary in level_rows(evidence):
+            if level.get("mode") != CLOSED or level.get("value") != 1 or not level.get("input_tokens"):
+                continue
+            counted = summary["tokens"].get("input_counted") or level["input_tokens"]
+            if summary["ttft_s"]["median"] is not None:
+                name = workload_series(backend, evidence, sources)
+                curves.setdefault(name, []).append((counted, summary["ttft_s"]["median"] * 1000))
+                if backend in fits:
+                    rates[name] = fits[backend]["prefill_tok_s"]
+    if not any(len(points) > 1 for points in curves.values()):
+        return "no prompt-length sweep in the bench evidence (bench --input-tokens 128,512,2048 draws it)"
+    figure = new_figure()
+    axes = figure.subplots()
+    colour = workload_colours(list(curves))
+    for name, points in sorted(curves.items()):
+        points.sort()
+        label = f"{name}: prefill {rates[name]:,.0f} tok/s" if name in rates else name
+        axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label, color=colour[name])
+    axes.set_xlabel("prompt tokens (as the server counted them), one request at a time")
+    axes.set_ylabel("median time to first token (ms)")
+    axes.set_xlim(left=0)
+    axes.set_ylim(bottom=0)
+    legend_below(figure)
+    return figure
+
+
+def throughput_against_latency(sources: list[Source]) -> Figure | str:
+    """Output tokens/s of all streams against the median time per output token each stream saw,
+    one point per load level: how much throughput each millisecond of a user's wait buys."""
+    files = [*bench_files(sources), *workload_files(sources)]
+    if not files:
+        return NO_BENCH
+    curves: dict[str, list[tuple[float, float]]] = {}
+    for _, evidence in files:
+        for backend, level, summary in level_rows(evidence):
+            tpot = summary["tpot_s"]["median"]
+            if level.get("mode") == CLOSED and tpot and summary["output_tok_s"]:
+                name = (
+                    workload_series(backend, evidence, sources, level.get("input_tokens"))
+                    if (evidence.get("config") or {}).get("workload")
+                    else series_name(backend, evidence, sources)
+                )
+                curves.setdefault(name, []).append((tpot * 1000, summary["output_tok_s"]))
+    if not any(len(points) > 1 for points in curves.values()):
+        return "no closed-loop sweep in the bench evidence (bench --concurrency 1,4,16 draws it)"
+    figure = new_figure()
+    axes = figure.subplots()
+    colour = workload_colours(list(curves))
+    for name, points in sorted(curves.items()):
+        points.sort()
+        axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name, color=colour[name])
+    axes.set_xlabel("median time per output token, each stream (ms)")
+    axes.set_ylabel("output tokens/s, all streams")
+    axes.set_xlim(left=0)
+    axes.set_ylim(bottom=0)
+    legend_below(figure)
+    return figure
+
+
+def goodput_against_load(sources: list[Source]) -> Figure | str:
+    """The share of requests within the objectives at each load level, the share asked for as a
+    line: the capacity is the most load whose point stays on or above it."""
+    graded = [(p, d) for p, d in workload_files(sources) if (d.get("config") or {}).get("slo")]
+    if not graded:
+        return "no bench evidence graded on objectives (bench --goodput or a --workload with them)"
+    curves: dict[str, list[tuple[float, float]]] = {}
+    shares = set()
+    for _, evidence in graded:
+        shares.add(float(evidence["config"].get("slo_share") or 0.9))
+        for backend, level, summary in level_rows(evidence):
+            share = (summary.get("goodput") or {}).get("share_met")
+            if share is not None and level.get("mode") == CLOSED:
+                name = workload_series(backend, evidence, sources, level.get("input_tokens"))
+                curves.setdefault(name, []).append((float(level["value"]), share * 100))
+    if not curves:
+        return "no level was graded on the objectives"
+    figure = new_figure()
+    axes = figure.subplots()
+    colour = workload_colours(list(curves))
+    values = sorted({x for points in curves.values() for x, _ in points})
+    for name, points in sorted(curves.items()):
+        points.sort()
+        axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name, color=colour[name])
+    for share in sorted(shares):
+        axes.axhline(share * 100, color="0.35", linestyle="--", linewidth=1)
+    axes.set_xscale("log", base=2)
+    axes.set_xticks(values, [f"{v:g}" for v in values])
+    axes.minorticks_off()
+    axes.set_xlabel("requests in flight (closed loop)")
+    axes.set_ylabel("% of requests within the objectives")
+    axes.set_ylim(0, 105)
+    legend_below(figure)
+    return figure
+
+
 Plot = Callable[[list[Source]], "Figure | str"]
 PLOTS: dict[str, tuple[str, str, Plot]] = {
     "throughput": (
@@ -380,6 +510,24 @@ PLOTS: dict[str, tuple[str, str, Plot]] = {
         "Time to first token and inter-token latency at each load level (median, p90, p99): what each "
         "extra stream costs a user in waiting.",
         latency_percentiles,
+    ),
+    "prefill": (
+        "Time to first token against prompt length",
+        "Median time to first token at one stream as the prompt grows, per backend, with the prefill rate "
+        "the sweep's line gives: what a long prompt costs before the first word.",
+        ttft_against_input,
+    ),
+    "throughput-latency": (
+        "Throughput against latency",
+        "Output tokens per second of all streams against the time per token each stream saw, one point per "
+        "load level: how much throughput each millisecond of waiting buys.",
+        throughput_against_latency,
+    ),
+    "goodput": (
+        "Goodput against load",
+        "The share of requests within every objective at each load level; the dashed line is the share asked "
+        "for, and the capacity is the most load at or above it.",
+        goodput_against_load,
     ),
     "cost": (
         "Cost against load",

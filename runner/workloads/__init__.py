@@ -88,6 +88,26 @@ class Workload:
         if self.turns < 1:
             raise RunnerError("--turns: at least 1")
 
+    def longest(self, mean: int) -> int:
+        """The most tokens a request at this length may hold, its conversation included: three
+        deviations above the mean (or the maximum), times the turns it carries."""
+        top = mean + 3 * self.input_deviation if self.input_deviation else mean
+        if self.input_max is not None:
+            top = min(top, self.input_max)
+        return top * self.turns
+
+    def beyond_context(self, mean: int, context: int | None, output_tokens: int) -> str | None:
+        """Why requests at this length cannot be sent to a model of `context` tokens (None: they can)."""
+        if not context:
+            return None
+        longest = self.longest(mean)
+        if longest + output_tokens <= context:
+            return None
+        return (
+            f"{mean} input tokens: up to {longest} in + {output_tokens} out is more than its context of "
+            f"{context} tokens; not sent"
+        )
+
     def lengths(self, mean: int, count: int, seed: int) -> list[int]:
         """`count` prompt lengths around `mean`: normal with the deviation, within min and max."""
         rng = random.Random(seed)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tests.runner.fake_openai import FakeOpenAI, Step, text, tool_call
+from tests.runner.fake_openai import FakeOpenAI, Step, counted_prompt, text, tool_call
 
 PARAGRAPH = "The ocean is wide and deep."
 PARAGRAPH_TOKENS = 9
@@ -43,7 +43,9 @@ class StandInModel(FakeOpenAI):
     def respond(self, handler: Any, step: Step, body: dict[str, Any]) -> None:
         if self.on_request is not None:
             self.on_request(body)
-        super().respond(handler, answer(body), body)
+        step = answer(body)
+        step.prompt_tokens = counted_prompt(body)
+        super().respond(handler, step, body)
 
 
 def answer(body: dict[str, Any]) -> Step:

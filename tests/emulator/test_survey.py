@@ -41,7 +41,8 @@ TRN = ("L-2C3B7624", "Running On-Demand Trn instances")
 # Quick settings for every step (the survey's defaults are its own runs: 20 demo runs, 100 items).
 QUICK = [
     "--poll", "0.3", "--launch-timeout", "20", "--build-grace", "1", "--method", "direct", "--check-wait", "30",
-    "--repeats", "2", "--concurrency", "1,2", "--demo1-runs", "2", "--demo2-runs", "1", "--quality-items", "4",
+    "--repeats", "2", "--concurrency", "1,2", "--lengths", "64,256", "--capacity-levels", "2", "--capacity-seconds", "30",
+    "--demo1-runs", "2", "--demo2-runs", "1", "--quality-items", "4",
     "--offline-prices", "--delete-wait", "60",
 ]  # fmt: skip
 
@@ -179,6 +180,8 @@ def test_the_whole_survey_from_an_empty_account_to_a_report_and_back_to_nothing(
         ("demo2", None, "passed"),
         ("bench", None, "passed"),
         ("bench-sweep", None, "passed"),
+        ("bench-lengths", None, "passed"),
+        ("bench-workload", None, "passed"),
         ("quality", None, "passed"),
         ("park", "g5g", "passed"),
         ("up", "g5g", "failed"),

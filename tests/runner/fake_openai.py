@@ -54,6 +54,8 @@ class Step:
     gap_s: float = 0.0
     # The answer held until the test sets this (an order of events fixed without a timer).
     hold_until: threading.Event | None = None
+    # The prompt's tokens in the usage record (None: 12, whatever the prompt).
+    prompt_tokens: int | None = None
 
 
 # Characters of a tool call's arguments per streamed chunk.
@@ -67,6 +69,17 @@ def text(value: str, **kw: Any) -> Step:
 def tool_call(name: str, arguments: dict[str, Any] | str) -> Step:
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return Step(kind="tool", tool_calls=[(name, raw)])
+
+
+def counted_prompt(body: dict[str, Any]) -> int:
+    """A prompt's tokens as a server with a word-level tokenizer and a 4-token chat template per
+    message counts them, so a client calibrating from usage sees the count grow with the prompt."""
+    total = 0
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        words = " ".join(p.get("text", "") for p in content) if isinstance(content, list) else str(content or "")
+        total += 4 + len(words.split())
+    return total
 
 
 def vllm_validation_error(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -260,7 +273,8 @@ class FakeOpenAI(LoopbackServer):
             tokens = step.usage_tokens if step.usage_tokens is not None else max(len(words), 1)
             if max_tokens is not None:
                 tokens = min(tokens, max_tokens)
-            usage = {"prompt_tokens": 12, "completion_tokens": tokens, "total_tokens": 12 + tokens}
+            prompt = step.prompt_tokens or 12
+            usage = {"prompt_tokens": prompt, "completion_tokens": tokens, "total_tokens": prompt + tokens}
             final: dict[str, Any] = {"id": "chatcmpl-fake", "choices": [], "usage": usage}
             if step.timings:
                 final["timings"] = step.timings

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from runner import bench
-from runner.measure.levels import level_groups, level_summary
-from tests.runner.known_server import TEMPLATE_TOKENS, known_server
+from runner import advise, bench
+from runner.measure.levels import level_groups, level_summary, prefill_fit
+from tests.runner.known_server import TEMPLATE_TOKENS, known, known_server
 
 # The server's costs: a base time to first token, a prefill rate, a decode rate per stream.
 BASE_TTFT = 0.02
@@ -62,6 +62,10 @@ def test_prompts_reach_their_length_on_the_servers_tokenizer_and_ttft_follows_th
     assert long["prefill_tok_s"] == pytest.approx(1000 / expected["long"], rel=0.05)
     assert long["tokens"]["input_miss"] is None and long["tokens"]["forced"] is True
     assert evidence["workload_backends"]["known"]["token_count"].startswith("the server's tokenizer")
+    # The sweep's line separates the two: its slope is the set prefill rate, its intercept the base.
+    fit = prefill_fit(evidence)["known"]
+    assert fit["prefill_tok_s"] == pytest.approx(PREFILL, rel=0.1)
+    assert fit["fixed_s"] == pytest.approx(BASE_TTFT, abs=0.004)
 
 
 def test_goodput_is_the_share_within_every_objective_and_good_requests_per_second(tmp_path):
@@ -214,3 +218,43 @@ def test_bad_workload_input_is_one_line_before_anything_is_sent(argv, line, caps
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and line in err[0], err
+
+
+def test_advise_sizes_instances_by_the_capacity_measured_within_the_objectives(tmp_path):
+    """g6 measured on the workload with a capacity search; g5g only on the survey's prompt. advise
+    sizes g6 by its good requests an hour at that capacity, and labels g5g an extrapolation."""
+    tpot_limit = 22.5
+    with known_server(ttft=BASE_TTFT, rate=100.0, tokens=500, prefill_rate=PREFILL, slowdown=0.5) as server:
+        endpoint = f"g6={server.url}/v1,model={known.MODEL}"
+        bench.run(["--endpoint", endpoint, "--no-aws", "--local", "never", "--input-tokens", "100",
+                   "--output-tokens", "30", "--goodput", f"tpot:{tpot_limit}", "--find-capacity",
+                   "--results-dir", str(tmp_path / "workload")])  # fmt: skip
+        bench.run(["--endpoint", f"g5g={server.url}/v1,model={known.MODEL}", "--no-aws", "--local", "never",
+                   "--repeats", "3", "--results-dir", str(tmp_path / "prompt")])  # fmt: skip
+    measured = json.loads(next((tmp_path / "workload").glob("*/bench-*.json")).read_text())
+    prompt_only = next((tmp_path / "prompt").glob("*/bench-*.json"))
+    (search,) = measured["capacity"]
+    per_instance = search["at_capacity"]["goodput_rps"] * 3600  # good requests an hour at capacity 3
+
+    def advised(per_day: float) -> dict[str, Any]:
+        out = tmp_path / f"advice-{per_day:.0f}"
+        advise.run(["--evidence", str(next((tmp_path / "workload").glob("*/bench-*.json"))), str(prompt_only),
+                    "--offline", "--allow-unmeasured-sources", "--requests-per-day", f"{per_day:.0f}",
+                    "--input-tokens", "100", "--output-tokens", "30", "--goodput", f"tpot:{tpot_limit}",
+                    "--results-dir", str(out)])  # fmt: skip
+        return json.loads(next(out.glob("*/advise-*.json")).read_text())
+
+    # One g6 carries a peak hour of 90 % of its measured capacity, and not one of 110 %.
+    advice = advised(0.9 * per_instance * 24)
+    rows = {r["option"]: r for r in advice["records"]}
+    assert rows["g6"]["measured_capacity"] is True and "extrapolated" not in rows["g6"]
+    assert rows["g6"]["meets"] is True and rows["g6"]["level"] == f"capacity 3 at a time within tpot:{tpot_limit:g}"
+    assert f"÷ {per_instance:,.0f} per instance at capacity 3" in rows["g6"]["arithmetic"]
+    assert rows["g6"]["monthly_usd"] == pytest.approx(730 * 0.8048, rel=1e-6)
+    over = {r["option"]: r for r in advised(1.1 * per_instance * 24)["records"]}["g6"]
+    assert over["meets"] is False and over["why"] == "needs 2 instances at peak; it deploys at most 1"
+    # g5g: no capacity within the objectives, so it is labelled, with why and from what.
+    assert rows["g5g"]["measured_capacity"] is False
+    assert rows["g5g"]["extrapolated"].startswith(f"EXTRAPOLATED: no capacity measured within tpot:{tpot_limit:g}")
+    assert "measured on the survey's prompt, not on a workload" in rows["g5g"]["extrapolated"]
+    assert any("their rows are EXTRAPOLATED" in line for line in advice["notices"])

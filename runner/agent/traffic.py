@@ -1,0 +1,150 @@
+"""Agent traffic (`runner.bench --workload agent`): N sessions of the shared Strands agent at once,
+each a closed loop of tasks with tool calls, so a backend is measured on what an agent sends it:
+bursts of short model calls that each wait for a tool, with the context growing call by call.
+
+The tasks are the survey's counting demo (`count_ids`, graded on the filter and the number) and
+the quality set's tool-use family (`add_numbers`, `lookup`: graded on the call and the answer),
+dealt in turn. Per task the record keeps its latency (first model call to final answer), model
+calls, tool calls asked for and whether one ran with the right arguments, and the grade; per
+backend and number of sessions the summary gives tasks per second over the level's wall time.
+No other benchmark of this kind measures it, so the figures stand on their own: a backend whose
+tokens are fast but whose tool calls are wrong or slow to parse shows it here.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from runner.agent.counting import QUESTION, SYSTEM, make_count_tool
+from runner.agent.counting import grade as grade_counting
+from runner.agent.limits import AgentLimits
+from runner.agent.models import strands_model
+from runner.agent.quality import grade_tool_run, tools_for
+from runner.agent.run import run_agent
+from runner.agent.tasks import TOOL_SYSTEM, generate
+from runner.core.backends import Backend
+
+COUNTING = "counting-demo"
+TOOL_USE = "tool-use"
+KINDS = (COUNTING, TOOL_USE)
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    sessions: tuple[int, ...] = (1,)
+    # Tasks per level (default: four per session, at least four).
+    tasks: int | None = None
+    max_tokens: int = 256
+    timeout_s: float = 60.0
+    max_model_calls: int = 6
+    max_tool_calls: int = 6
+    seed: int = 0
+
+    def tasks_at(self, sessions: int) -> int:
+        return self.tasks or max(4 * sessions, 4)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sessions": list(self.sessions),
+            "tasks": self.tasks,
+            "max_tokens": self.max_tokens,
+            "max_model_calls": self.max_model_calls,
+            "max_tool_calls": self.max_tool_calls,
+            "seed": self.seed,
+            "kinds": list(KINDS),
+        }
+
+
+def level_label(sessions: int) -> str:
+    return f"{sessions} session{'s' if sessions != 1 else ''}"
+
+
+def run_task(backend: Backend, model: Any, number: int, settings: AgentSettings) -> dict[str, Any]:
+    """One task on a fresh agent over its session's model object (sessions share nothing but the
+    server). Even numbers are the counting demo, odd ones the tool-use family's items in order."""
+    kind = KINDS[number % 2]
+    base: dict[str, Any] = {"backend": backend.name, "task": number, "kind": kind}
+    limits = AgentLimits(max_model_calls=settings.max_model_calls, max_tool_calls=settings.max_tool_calls)
+    if kind == COUNTING:
+        sent: list[dict[str, Any]] = []
+        run = run_agent(model, QUESTION, tools=[make_count_tool(sent)], system_prompt=SYSTEM, limits=limits)
+        graded = grade_counting(run, sent, "filter")
+        right, passed, item = graded["right_filter"], graded["passed"], "counting demo"
+    else:
+        (task,) = generate(1 + number // 2, seed=settings.seed, families=["tool_use"])[-1:]
+        executed: list[dict[str, Any]] = []
+        run = run_agent(model, task.prompt, tools=tools_for(task, executed), system_prompt=TOOL_SYSTEM, limits=limits)
+        graded = grade_tool_run(task, run, executed)
+        right, passed, item = graded["right_call"], graded["correct"], task.item
+    return base | {
+        "item": item,
+        "ok": run.reached and not run.error,
+        "passed": bool(passed),
+        "seconds": run.seconds,
+        "model_calls": run.model_calls,
+        "tool_calls": len(run.tool_calls),
+        "tool_calls_right": bool(right),
+        "input_tokens": run.input_tokens,
+        "output_tokens": run.output_tokens,
+        "answer": run.answer[:200],
+        "error": run.error,
+    }
+
+
+def run_level(
+    backend: Backend, sessions: int, settings: AgentSettings, on_task: Callable[[], None] = lambda: None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """`sessions` workers, each taking the next task as soon as its last one ends (a closed loop),
+    until the level's tasks are done. Each session first runs one untimed task (its client, its
+    connection and the process's first call are warm before the clock starts, as the bench warms
+    every backend), then all start together. Returns the timed records, each with its start
+    relative to the level, and the warm-up records."""
+    count = settings.tasks_at(sessions)
+    numbers = iter(range(count))
+    lock = threading.Lock()
+    records: list[dict[str, Any]] = []
+    warm: list[dict[str, Any]] = []
+    clock = {"started": 0.0}
+    level = {"mode": "sessions", "value": sessions, "label": level_label(sessions)}
+
+    def start_clock() -> None:
+        clock["started"] = time.perf_counter()
+
+    barrier = threading.Barrier(sessions, action=start_clock)
+
+    def session(index: int) -> None:
+        model, why = None, None
+        try:
+            model = strands_model(backend, max_tokens=settings.max_tokens, timeout_s=settings.timeout_s)
+        except Exception as error:
+            why = backend.explain(error)
+        if model is not None:
+            warm_up = run_task(backend, model, index, settings)
+            with lock:
+                warm.append(warm_up | {"session": index, "warm_up": True, "level": level})
+        barrier.wait()
+        while True:
+            with lock:
+                number = next(numbers, None)
+            if number is None:
+                return
+            sent_s = time.perf_counter() - clock["started"]
+            if why is not None:
+                record = {"backend": backend.name, "task": number, "kind": KINDS[number % 2], "ok": False,
+                          "passed": False, "error": why}  # fmt: skip
+            else:
+                record = run_task(backend, model, number, settings)
+            record.update(session=index, sent_s=sent_s, level=level)
+            with lock:
+                records.append(record)
+            on_task()
+
+    with ThreadPoolExecutor(max_workers=sessions, thread_name_prefix=f"agent-{backend.name}") as pool:
+        for future in [pool.submit(session, i) for i in range(sessions)]:
+            future.result()
+    return sorted(records, key=lambda r: r["task"]), warm
