@@ -222,6 +222,9 @@ def test_the_whole_survey_from_an_empty_account_to_a_report_and_back_to_nothing(
                    "$ per million output tokens", "no NVIDIA GPU"):  # fmt: skip
         assert needle in markdown, needle
     assert "survey: every step" in markdown and "left out before anything billed: inf2" in markdown
+    # The prompt-length sweep drawn, and the chat preset's capacity in the headline (or why none).
+    assert 'id="plot-prefill"' in page and 'id="plot-goodput"' in page
+    assert "good req/s at SLO" in markdown and "$ per M at SLO" in markdown
     # Each of the survey's tables has this run's own figure beside the survey's, row by row.
     beside = markdown[markdown.index("## Beside the survey") :]
     launched = {r["backend"]: r for r in evidence(folder, data, "up")["records"]}["g6"]["launch_to_ready_min"]

@@ -119,3 +119,29 @@ def test_model_is_assembled_once_and_a_corrupt_copy_is_rebuilt(tmp_path: Path):
     assert ensure_model(tmp_path).stat().st_size == size
     with path.open("rb") as handle:
         assert handle.read(4) == b"GGUF"
+
+
+def test_a_prompt_length_sweep_on_the_embedded_model_counts_forces_and_watches_it(tmp_path, local_server):
+    """On the real llama.cpp server: prompts sized with its own tokenizer (plus its chat template,
+    measured from its usage), output held at its length (ignore_eos), TTFT growing with the prompt
+    (its prefill is real work on a CPU), and its /metrics sampled during each level."""
+    code = bench.run(
+        ["--no-aws", "--local", "never", "--endpoint", f"local={local_server.base_url},model={MODEL_ALIAS}",
+         "--input-tokens", "32,512", "--output-tokens", "8", "--repeats", "2", "--results-dir", str(tmp_path)]
+    )  # fmt: skip
+    assert code == 0
+    (path,) = tmp_path.glob("*/bench-*.json")
+    evidence = load(path)
+    records = evidence["records"]
+    assert [r["ok"] for r in records] == [True] * 4
+    info = evidence["workload_backends"]["local"]
+    assert info["token_count"].startswith("the server's tokenizer (POST /tokenize), plus")
+    assert info["forced_output_length"] is True and info["metrics"] == f"{local_server.base_url[:-3]}/metrics"
+    for record in records:
+        # Within 5 % of the asked length on the server's own count, and exactly 8 tokens out.
+        assert abs(record["prompt_tokens"] / record["target_input_tokens"] - 1) <= 0.05, record
+        assert (record["output_tokens"], record["finish_reason"]) == (8, "length"), record
+    ttft = {n: sorted(r["ttft_s"] for r in records if r["target_input_tokens"] == n) for n in (32, 512)}
+    assert min(ttft[512]) > max(ttft[32]), ttft
+    sampled = [level["server_metrics"] for level in evidence["levels"]]
+    assert len(sampled) == 2 and all(m["samples"] >= 1 for m in sampled), sampled

@@ -252,3 +252,30 @@ def test_every_vllm_servers_flags_parse_with_vllms_own_parser(vllm_environment):
     # The parser is strict enough to catch what a deploy would otherwise find first.
     assert results["misspelled"]["ok"] is False and "--max-model-lenn" in results["misspelled"]["error"]
     assert results["unknown parser"]["ok"] is False and "gemma5" in results["unknown parser"]["error"]
+
+
+def test_a_workload_on_vllm_uses_its_tokenizer_its_ignore_eos_and_its_metrics(tmp_path, vllm_server):
+    """The workload path against the real server the g6 stack runs: prompts sized on vLLM's own
+    /tokenize (with the chat messages), output forced by ignore_eos and min_tokens, a shared prefix
+    that vLLM's prefix cache serves (its own counters say so), TTFT growing with the prompt. The
+    prefix spans several of vLLM's KV blocks: only whole blocks are cached."""
+    code = bench.run(
+        common(tmp_path, vllm_server, "--input-tokens", "448,1024", "--output-tokens", "8", "--repeats", "3",
+               "--prefix-tokens", "384")
+    )  # fmt: skip
+    evidence = evidence_of(tmp_path, "bench")
+    records = evidence["records"]
+    assert code == 0 and all(r["ok"] for r in records), records
+    info = evidence["workload_backends"]["vllm"]
+    assert info["token_count"] == "the server's tokenizer (POST /tokenize with the chat messages)"
+    for record in records:
+        # vLLM counted what its tokenizer said: the asked length, or the closest below it that
+        # whole words reach (a word is one or two tokens).
+        assert record["target_input_tokens"] - 2 <= record["prompt_tokens"] <= record["target_input_tokens"], record
+        assert (record["output_tokens"], record["forced_length"]) == (8, True), record
+    ttft = {n: sorted(r["ttft_s"] for r in records if r["target_input_tokens"] == n) for n in (448, 1024)}
+    assert min(ttft[1024]) > max(ttft[448]), ttft
+    # Every request after the first shares the 384-token prefix: vLLM's own counters show the hits.
+    metrics = [level["server_metrics"] for level in evidence["levels"]]
+    assert all(m["samples"] >= 1 for m in metrics), metrics
+    assert sum(m.get("prefix_cache_hits_delta") or 0 for m in metrics) >= 256, metrics
