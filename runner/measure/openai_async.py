@@ -1,5 +1,5 @@
-"""The load levels' client for OpenAI-compatible servers: asyncio and aiohttp, one event loop for
-every stream in flight.
+"""The client for OpenAI-compatible servers: asyncio and aiohttp, one event loop for every stream
+in flight (callers that block use it through runner/measure/openai_sync.py).
 
 Threads each running httpx held the interpreter lock in turn and parsed HTTP in Python: at 64
 streams of 100 tokens/s on two cores the client itself became the limit. aiohttp parses HTTP in
@@ -11,11 +11,13 @@ whether its connection was new, and faults become the same typed faults.
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 
 import aiohttp
 
 from runner.core.errors import StreamFault, TimedOut, Unreachable, describe, status_fault
+from runner.core.tls import tls_context
 from runner.measure.connections import ATTEMPTS, ConnectionLog
 from runner.measure.records import WARM_UP, ChatRequest, RequestRecord, Stopwatch
 from runner.measure.sse import ChatStreamAccumulator, LineSplitter
@@ -41,6 +43,13 @@ def connection_trace() -> aiohttp.TraceConfig:
     return trace
 
 
+def os_error_text(error: OSError | None) -> str:
+    """`[Errno 111] Connection refused`: the system's words, not asyncio's "Connect call failed"."""
+    if error is None or not error.errno:
+        return str(error or "")
+    return f"[Errno {error.errno}] {os.strerror(error.errno)}"
+
+
 class AsyncOpenAIStreamClient:
     def __init__(self, base_url: str, model_id: str, *, timeout_s: float = 60.0, connections: int = 1) -> None:
         self.base_url = base_url.rstrip("/")
@@ -52,7 +61,9 @@ class AsyncOpenAIStreamClient:
 
     async def __aenter__(self) -> AsyncOpenAIStreamClient:
         self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=max(self.connections, 1), enable_cleanup_closed=True),
+            connector=aiohttp.TCPConnector(
+                limit=max(self.connections, 1), enable_cleanup_closed=True, ssl=tls_context()
+            ),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=5.0, sock_read=self.timeout_s),
             headers={"Authorization": "Bearer unused"},
             trace_configs=[connection_trace()],
@@ -67,9 +78,11 @@ class AsyncOpenAIStreamClient:
         try:
             return await self._chat(request, record)
         except aiohttp.ClientConnectorError as error:
-            raise Unreachable(f"unreachable: {error.os_error or error}") from error
+            raise Unreachable(f"unreachable: {os_error_text(error.os_error) or error}") from error
+        except aiohttp.ConnectionTimeoutError as error:
+            raise TimedOut("timed out (ConnectTimeout)") from error
         except (TimeoutError, aiohttp.ServerTimeoutError) as error:
-            raise TimedOut(f"timed out ({type(error).__name__})") from error
+            raise TimedOut("timed out (ReadTimeout)") from error
         except aiohttp.ClientPayloadError as error:
             raise StreamFault(f"connection dropped mid-response: {error}") from error
         except aiohttp.ClientError as error:
@@ -96,14 +109,20 @@ class AsyncOpenAIStreamClient:
             if response.status >= 400:
                 raise status_fault(response.status, await response.text(errors="replace"), response.reason or "")
             lines = LineSplitter()
-            async for part in response.content.iter_any():
-                at = watch.now()
-                for line in lines.feed(part):
-                    stream.feed_line(line.decode(), at)
-                if at > self.timeout_s:
-                    raise TimedOut(f"timed out: stream still open after {self.timeout_s:.0f} s")
-            for line in lines.rest():
-                stream.feed_line(line.decode(), watch.now())
+            try:
+                # A chunk of the chunked body at a time, each timed as it is read (as the in-region
+                # kit reads them): chunks that came in one read are not merged into one moment.
+                async for part, _ in response.content.iter_chunks():
+                    at = watch.now()
+                    for line in lines.feed(part):
+                        stream.feed_line(line.decode(), at)
+                    if at > self.timeout_s:
+                        raise TimedOut(f"timed out: stream still open after {self.timeout_s:.0f} s")
+                for line in lines.rest():
+                    stream.feed_line(line.decode(), watch.now())
+            except BaseException:
+                response.close()  # a response given up on closes its connection: never reused
+                raise
         return stream.finish(watch.now())
 
 
