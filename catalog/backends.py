@@ -69,6 +69,22 @@ class ModelArgument(StrEnum):
     ENVIRONMENT = "environment"  # MODEL and the engine's settings in the container's environment
 
 
+class WeightsLoad(StrEnum):
+    """How a server gets its weights when the app's store in its region holds a complete copy
+    (catalog/boot.py); without one, every server downloads them from the hub, and says so."""
+
+    # Copied onto the instance's disk before the engine starts, then served from there.
+    SYNC = "sync"
+    # Read by the engine straight from S3 (vLLM's Run:ai Model Streamer, `--load-format
+    # runai_streamer`: vLLM docs, "Loading models with Run:ai Model Streamer"; the vllm-openai
+    # image installs runai-model-streamer[s3] in its vllm-openai-base stage, vllm-project/vllm
+    # docker/Dockerfile). A stream that fails before the server first served makes the next
+    # start copy them first.
+    STREAM = "stream"
+    # The image carries its model (the survey's Neuron image): nothing to fetch.
+    NONE = "none"
+
+
 # Instance families the app may place a backend on: family -> (CPU architecture, accelerator).
 INSTANCE_FAMILIES: dict[str, tuple[Architecture, Accelerator]] = {
     "g4dn": (Architecture.X86_64, Accelerator.NVIDIA),
@@ -190,6 +206,11 @@ class BackendSpec:
     health_path: str = "/health"
     # Docker named volume the container keeps its data in (`name:/path`), kept across restarts.
     data_volume: str | None = None
+    # Where the engine keeps what it compiles (a folder in the container): the host keeps it on its
+    # data disk and in the app's store, keyed by image, model, instance type and settings, so the
+    # next server anywhere in the account restores it instead of compiling (catalog/boot.py).
+    compile_cache: str | None = None
+    weights_load: WeightsLoad = WeightsLoad.SYNC
     # Engine settings the container reads from its environment (ModelArgument.ENVIRONMENT adds MODEL).
     container_env: tuple[tuple[str, str], ...] = ()
     # Local port of the SSM port forward the runner expects for an EC2 backend.
@@ -270,12 +291,18 @@ INF2 = BackendSpec(
     ),
     port=8080,
     container_port=8080,
-    # Compiled graphs, per model and shape (serve.sh), on the host so the boot script can keep them
-    # in the stack's graph repository for a replaced instance.
-    data_volume="/opt/inference/neuron-cache:/var/cache/neuron",
+    # Compiled graphs, per model and shape (images/neuron/serve.sh's COMPILED_ARTIFACTS): kept in the
+    # app's store and restored before the engine starts (NxD Inference's vLLM guide: with
+    # NEURON_COMPILED_ARTIFACTS pointing at compiled graphs, the engine loads them without compiling).
+    compile_cache="/var/cache/neuron",
     forward_port=8003,
     regions=SURVEY_REGIONS,
     root_volume_gib=100,
+    # No instance store on inf2.xlarge (catalog/boot.py INSTANCE_DISKS): the image is written to the
+    # root volume, which gp3 gives 125 MB/s; the instance's EBS bandwidth bursts to 1250 MB/s (156
+    # MB/s baseline), so 500 MB/s writes the extracted image four times as fast while the burst
+    # lasts, for about $0.02 an hour (catalog/prices.py GP3_USD_PER_MBS_MONTH: 375 MB/s x $0.040 / 730 h).
+    root_volume_throughput_mbs=500,
     # inf2.xlarge has 16 GiB of RAM: room for the compiler's peaks (the survey ran it with 16 GiB of swap).
     swap_gib=16,
     supports_tools=True,
@@ -312,7 +339,12 @@ G6 = BackendSpec(
     ),
     forward_port=8001,
     regions=SURVEY_REGIONS,
+    # g6.xlarge has a 250 GB NVMe instance store (catalog/boot.py INSTANCE_DISKS): Docker's data, the
+    # weights and the compile cache go there, not to the root volume's 125 MB/s.
     root_volume_gib=100,
+    # vLLM's compile cache (VLLM_CACHE_ROOT, ~/.cache/vllm by default: vllm/envs.py), kept and restored.
+    compile_cache="/root/.cache/vllm",
+    weights_load=WeightsLoad.STREAM,
     memory_bandwidth_gbs=300,
     decode_read_gb=E2B_INT4_GB,
     precision="int4 (W4A16)",
@@ -454,6 +486,8 @@ BACKENDS: tuple[BackendSpec, ...] = (
         image="build:vllm-sm75",
         serve_flags=("--dtype", "float16", *G6.serve_flags),
         forward_port=8002,
+        # The sm_75 build carries no Run:ai streamer: the weights are copied to the disk first.
+        weights_load=WeightsLoad.SYNC,
         # The survey ran g5g in us-east-1 only; us-east-2 does not offer g5g.
         regions=("us-east-1", "us-west-2"),
         root_volume_gib=80,
@@ -485,6 +519,8 @@ BACKENDS: tuple[BackendSpec, ...] = (
         # trn1.2xlarge is not offered in us-east-1 (survey, 2026-10-04).
         regions=("us-east-2", "us-west-2"),
         root_volume_gib=200,
+        # A 474 GB NVMe instance store (catalog/boot.py INSTANCE_DISKS) takes the image and weights.
+        root_volume_throughput_mbs=125,
         # 32 GiB of RAM: no swap needed.
         swap_gib=0,
         memory_bandwidth_gbs=613,
@@ -551,6 +587,8 @@ IMAGE_PROFILES: dict[str, dict[str, object]] = {
         "model_argument": ModelArgument.NONE,
         "container_env": (),
         "data_volume": "gemma4-data:/data",
+        "compile_cache": None,
+        "weights_load": WeightsLoad.NONE,
         "supports_tools": False,
         "max_total_tokens": 512,
         "decode_read_gb": E2B_BF16_GB,

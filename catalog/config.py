@@ -54,7 +54,9 @@ EC2_KEYS = ("regions", "zones", "instanceType", "model", "image", "flags", "ami"
 SAGEMAKER_KEYS = ("regions", "instanceType", "model", "image", "flags", "startupTimeoutSeconds")
 SCALING_KEYS = ("minInstances", "maxInstances")
 KIND_KEYS: dict[BackendKind, tuple[str, ...]] = {
-    BackendKind.SAGEMAKER: (*SAGEMAKER_KEYS, *SCALING_KEYS, "targetConcurrency"),
+    # stagedWeights: the app's store's complete copy of the model in the stack's region
+    # (s3://BUCKET/weights/<model>/), which runner.up passes when the store holds one.
+    BackendKind.SAGEMAKER: (*SAGEMAKER_KEYS, *SCALING_KEYS, "targetConcurrency", "stagedWeights"),
     BackendKind.SAGEMAKER_ASYNC: (*SAGEMAKER_KEYS, *SCALING_KEYS),
     BackendKind.SAGEMAKER_BATCH: ("regions", "instanceType", "model", "image", "flags"),
     # The image carries its model file: no model key.
@@ -120,6 +122,8 @@ class BackendConfig:
     ami_id: str | None = None
     # The model lane the app was synthesized in (catalog/lanes.py): every output says it.
     lane: str = DEFAULT_LANE
+    # The store's copy of the model an endpoint reads instead of the hub (None: the hub).
+    staged_weights: str | None = None
 
     @property
     def name(self) -> str:
@@ -255,6 +259,10 @@ class Overrides:
 
     startup_timeout_seconds: int = 1800
     ami_id: str | None = None
+    staged_weights: str | None = None
+
+
+STAGED_WEIGHTS = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/weights/\S+/$")
 
 
 def apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any]) -> tuple[BackendSpec, Overrides]:
@@ -262,6 +270,7 @@ def apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any]) -> tuple[BackendS
     changes: dict[str, Any] = {}
     startup_timeout = 1800
     ami_id = None
+    staged_weights = None
     prefix = f"{spec.name}."
     for key in backend_keys(spec):
         full = prefix + key
@@ -300,6 +309,13 @@ def apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any]) -> tuple[BackendS
             changes["max_instances"] = _as_int(full, value, 1, MAX_INSTANCES)
         elif key == "targetConcurrency":
             changes["target_concurrency"] = _as_int(full, value, 1, 1000)
+        elif key == "stagedWeights":
+            staged_weights = _as_str(full, value)
+            if not STAGED_WEIGHTS.fullmatch(staged_weights):
+                raise CatalogError(
+                    f"context {full}: expected the store's copy of a model, s3://BUCKET/weights/OWNER/NAME/, "
+                    f"got {staged_weights!r}"
+                )
         elif key == "ami":
             ami_id = _as_str(full, value)
             if not AMI_ID.fullmatch(ami_id):
@@ -317,7 +333,7 @@ def apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any]) -> tuple[BackendS
     for region in spec.regions:
         if spec.instance_type:
             check_offered(key, spec.instance_type, region)
-    return spec, Overrides(startup_timeout_seconds=startup_timeout, ami_id=ami_id)
+    return spec, Overrides(startup_timeout_seconds=startup_timeout, ami_id=ami_id, staged_weights=staged_weights)
 
 
 def _memory_mb(key: str, value: Any) -> int:
@@ -548,6 +564,7 @@ def load_config(
                 ready_minutes=spec.ready_minutes,
                 ami_id=extra.ami_id or pinned.get(spec.name),
                 lane=lane.name,
+                staged_weights=extra.staged_weights,
             )
             for spec, extra in enabled
         )
@@ -660,9 +677,19 @@ def flag_pairs(flags: tuple[str, ...] | list[str], what: str = "flags") -> list[
     return pairs
 
 
-def sagemaker_environment(flags: tuple[str, ...], model_id: str) -> dict[str, str]:
-    """vLLM command-line flags -> the DLC's SM_VLLM_* variables (`--foo-bar v` -> SM_VLLM_FOO_BAR=v)."""
-    env = {"SM_VLLM_MODEL": model_id}
+# Where SageMaker puts a model's files from S3 in the container (SageMaker developer guide,
+# "Deploy uncompressed models": ModelDataSource's S3 prefix lands under /opt/ml/model).
+SAGEMAKER_MODEL_DIR = "/opt/ml/model"
+
+
+def sagemaker_environment(flags: tuple[str, ...], model_id: str, *, staged: bool = False) -> dict[str, str]:
+    """vLLM command-line flags -> the DLC's SM_VLLM_* variables (`--foo-bar v` -> SM_VLLM_FOO_BAR=v).
+    With the weights staged from S3, the engine serves SageMaker's copy under the model's name."""
+    env = (
+        {"SM_VLLM_MODEL": SAGEMAKER_MODEL_DIR, "SM_VLLM_SERVED_MODEL_NAME": model_id}
+        if staged
+        else {"SM_VLLM_MODEL": model_id}
+    )
     for flag, value in flag_pairs(flags, "sagemaker flags"):
         name = "SM_VLLM_" + flag[2:].replace("-", "_").upper()
         if name == "SM_VLLM_MODEL":

@@ -99,6 +99,13 @@ class BackendOutput:
     evidence_bucket: str | None = None
     evidence_prefix: str | None = None
     bench_kit: str | None = None
+    # The app's store in the server's region (optional, added within version 2; catalog/boot.py):
+    # its bucket (the weights copy makes it on first use), the public image's mirror in the region,
+    # and, for an endpoint, the store's copy it reads its weights from (absent: the hub). `weights_job`
+    # names the project that copies the weights there.
+    store_bucket: str | None = None
+    image_mirror: str | None = None
+    staged_weights: str | None = None
     contract: int = CONTRACT_VERSION
 
     def to_json(self) -> dict[str, Any]:

@@ -12,9 +12,14 @@
 # The repository outlives the stack (cdk destroy leaves it, so the next deploy builds nothing):
 # made here on first use, tagged as the app's, keeping the newest KEEP_IMAGES images.
 #
+# The same script mirrors a public image (MIRROR_SOURCE set; region_store.py): unless its tag is
+# already in the repository, `docker pull` the source, tag it as IMAGE_URI and push it. No server
+# waits for a mirror (each pulls the source meanwhile), so none is brought back or told.
+#
 # Environment: IMAGE_URI (repository:tag), IMAGE_FOLDER (the `inference:image` tag of the groups
 # that run it), FORCE_BUILD, EXPIRES_AT (the stack's time-to-live, UTC, empty for none),
-# KEEP_IMAGES, APP_TAG (KEY=VALUE), and CodeBuild's own AWS_REGION and CODEBUILD_BUILD_ID.
+# KEEP_IMAGES, APP_TAG (KEY=VALUE), MIRROR_SOURCE, and CodeBuild's own AWS_REGION and
+# CODEBUILD_BUILD_ID.
 set -uo pipefail
 export AWS_EXECUTION_ENV="inference-build"
 export AWS_DEFAULT_REGION="${AWS_REGION:?}"
@@ -79,6 +84,7 @@ report_failure() {
   local what="$1" lines group desired backend _ids value
   lines=$(grep -v '^\s*$' "$LOG" | tail -n 6 | tr '\n' ' ' | tr -s ' ' | cut -c1-400)
   echo "inference-build: $what failed: $lines" >&2
+  [[ -z "${MIRROR_SOURCE:-}" ]] || exit 1  # no server waits for a mirror
   while read -r group desired backend _ids; do
     [[ -n "$group" && "$desired" == 0 ]] || continue  # a server that runs the old image keeps its state
     [[ "$(readiness_state "$backend")" == waiting-for-image ]] || continue  # held at zero for another reason
@@ -127,6 +133,19 @@ ensure_repository() {
 ensure_repository >>"$LOG" 2>&1 || report_failure "repository $repository"
 aws ecr get-login-password | docker login --username AWS --password-stdin "${IMAGE_URI%%/*}" >>"$LOG" 2>&1 \
   || report_failure "registry login"
+if [[ -n "${MIRROR_SOURCE:-}" ]]; then
+  if aws ecr describe-images --repository-name "$repository" --image-ids "imageTag=$tag" >/dev/null 2>&1; then
+    echo "inference-build: $MIRROR_SOURCE is already mirrored as $IMAGE_URI"
+    exit 0
+  fi
+  for step in "pull $MIRROR_SOURCE" "tag $MIRROR_SOURCE $IMAGE_URI" "push $IMAGE_URI"; do
+    # shellcheck disable=SC2086  # the step's words
+    docker $step 2>&1 | tee -a "$LOG"
+    (( PIPESTATUS[0] == 0 )) || report_failure "docker ${step%% *}"
+  done
+  echo "inference-build: mirrored $MIRROR_SOURCE as $IMAGE_URI"
+  exit 0
+fi
 rebuilt=0
 if [[ "${FORCE_BUILD:-0}" != 1 ]] \
   && aws ecr describe-images --repository-name "$repository" --image-ids "imageTag=$tag" >/dev/null 2>&1; then

@@ -102,20 +102,3 @@ class ServerInstanceRole(Construct):
                 resources=[project_arn],
             )
         )
-
-    def allow_graphs(self, repository_arn: str) -> None:
-        """Keep and fetch compiled Neuron graphs in the stack's graph repository."""
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="KeepCompiledGraphs",
-                actions=[
-                    "ecr:BatchCheckLayerAvailability",
-                    "ecr:CompleteLayerUpload",
-                    "ecr:DescribeImages",
-                    "ecr:InitiateLayerUpload",
-                    "ecr:PutImage",
-                    "ecr:UploadLayerPart",
-                ],
-                resources=[repository_arn],
-            )
-        )

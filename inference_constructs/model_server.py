@@ -30,10 +30,12 @@ from aws_cdk import (
 )
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from catalog.backends import WeightsLoad
+from catalog.boot import disk_needed_gb
+from catalog.builds import mirrored
 from catalog.config import BackendConfig
 from catalog.contract import BACKEND_TAG_KEY, IMAGE_TAG_KEY
 from inference_constructs.backend_output import backend_output, publish_output
@@ -42,7 +44,14 @@ from inference_constructs.in_region import InRegionBench, evidence_prefix
 from inference_constructs.instance_role import LOG_GROUP_PREFIX, ServerInstanceRole, readiness_parameter_name
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge
-from inference_constructs.user_data import DEFAULT_READY_MINUTES, ServerBoot, missing_image_hint, render_boot_script
+from inference_constructs.region_store import RegionStore
+from inference_constructs.user_data import (
+    DEFAULT_READY_MINUTES,
+    ServerBoot,
+    missing_image_hint,
+    render_boot_script,
+    weights_mode,
+)
 
 
 def machine_image(scope: Construct, backend: BackendConfig) -> ec2.IMachineImage:
@@ -72,7 +81,7 @@ class ModelServer(Construct):
         hf_token_secret_name: str,
         image_uri: str,
         image_build: ImageBuild | None = None,
-        graph_repository: ecr.IRepository | None = None,
+        store: RegionStore | None = None,
         expires_at: str | None = None,
         in_region: InRegionBench | None = None,
     ) -> None:
@@ -103,14 +112,19 @@ class ModelServer(Construct):
         )
         if image_build:
             self.instance_role.allow_build(image_build.project.project_arn)
-        if graph_repository:
-            self.instance_role.allow_graphs(graph_repository.repository_arn)
+        # A public image runs from its mirror in the region's ECR, the image itself when the mirror
+        # cannot be pulled.
+        mirror = store.mirror(image_uri, spec.architecture) if store and mirrored(image_uri) else ""
+        if store:
+            store.allow_server(
+                self.instance_role.role, regions=spec.regions, mirror=store.mirrors.get(image_uri) if mirror else None
+            )
         if in_region:
             # runner.bench --in-region: the kit, and its evidence under this backend's prefix only.
             in_region.allow(self.instance_role.role, spec.name)
         boot = ServerBoot(
             backend=spec.name,
-            image=image_uri,
+            image=mirror or image_uri,
             model_id=spec.model_id,
             serve_args=spec.serve_flags,
             accelerator=spec.accelerator,
@@ -128,8 +142,17 @@ class ModelServer(Construct):
             container_env=spec.container_env,
             image_build_project=image_build.project.project_name if image_build else "",
             ready_minutes=ready_minutes,
-            graph_repository=graph_repository.repository_uri if graph_repository else "",
+            fallback_image=image_uri if mirror else "",
+            mirror_project=store.mirrors[image_uri].project_name if mirror and store else "",
+            store_bucket=store.bucket_name if store else "",
+            account_id=Stack.of(self).account if store else "",
+            store_regions=spec.regions if store else (),
+            copy_project=store.copy.project_name if store else "",
+            weights_load=spec.weights_load,
+            compile_cache=spec.compile_cache or "",
+            needs_disk_gb=disk_needed_gb(spec.image, spec.model_id),
         )
+        self.boot = boot
         self.launch_template = ec2.LaunchTemplate(
             self,
             "LaunchTemplate",
@@ -138,6 +161,10 @@ class ModelServer(Construct):
             security_group=security_group,
             role=self.instance_role.role,
             require_imdsv2=True,
+            # An engine that streams its weights from S3 reads the instance's credentials from inside
+            # its container, one network hop further: IMDSv2's default hop limit of 1 refuses it (EC2
+            # user guide, "Configure the instance metadata options": 2 for containers).
+            http_put_response_hop_limit=2 if store and weights_mode(boot) is WeightsLoad.STREAM else None,
             user_data=ec2.UserData.custom(render_boot_script(boot)),
             block_devices=[
                 ec2.BlockDevice(
@@ -226,5 +253,8 @@ class ModelServer(Construct):
             evidence_bucket=in_region.bucket.bucket_name if in_region else None,
             evidence_prefix=evidence_prefix(spec.name) if in_region else None,
             bench_kit=in_region.kit_url if in_region else None,
+            store_bucket=store.bucket_name if store else None,
+            weights_job=store.copy.project_name if store else None,
+            image_mirror=mirror or None,
         )
         publish_output(Stack.of(self), backend, self.output)

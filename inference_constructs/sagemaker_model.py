@@ -49,11 +49,15 @@ def sagemaker_model(
     output_prefix: str = "",
     topics: tuple[sns.ITopic, ...] = (),
     create_log_group: bool = False,
+    weights_uri: str | None = None,
 ) -> SageMakerModel:
     """The model (one container) and the role SageMaker runs it with, made in `scope` as
     `ExecutionRole` and `Model`: pull its image, write its logs and metrics, and, for the
     options that use the stack's bucket, read inputs under one prefix and write outputs under
-    another; publish to the async result topics."""
+    another; publish to the async result topics. With `weights_uri` (the app's store's copy of the
+    model), SageMaker copies the weights from there into the container before it starts
+    (ModelDataSource, an uncompressed S3 prefix: SageMaker developer guide, "Deploy uncompressed
+    models"), instead of the engine downloading them from the hub."""
     stack = Stack.of(scope)
     role = iam.Role(
         scope,
@@ -124,12 +128,40 @@ def sagemaker_model(
             )
     for topic in topics:
         topic.grant_publish(role)
+    source = None
+    if weights_uri:
+        bucket_name, _, prefix = weights_uri.removeprefix("s3://").partition("/")
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadTheStagedWeights",
+                actions=["s3:GetObject"],
+                resources=[f"arn:{stack.partition}:s3:::{bucket_name}/{prefix}*"],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ListTheStagedWeights",
+                actions=["s3:ListBucket"],
+                resources=[f"arn:{stack.partition}:s3:::{bucket_name}"],
+                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+            )
+        )
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{bucket_name}/{prefix}*]",
+            "The one model's files in the app's store in this region.",
+        )
+        source = sagemaker.CfnModel.ModelDataSourceProperty(
+            s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
+                s3_uri=weights_uri, s3_data_type="S3Prefix", compression_type="None"
+            )
+        )
     model = sagemaker.CfnModel(
         scope,
         "Model",
         execution_role_arn=role.role_arn,
         primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-            image=image_uri, mode="SingleModel", environment=environment
+            image=image_uri, mode="SingleModel", environment=environment, model_data_source=source
         ),
     )
     # The image pull needs the policy in place before SageMaker validates the model.

@@ -16,7 +16,10 @@ launch template's user data to.
 The server's life, as readiness states: `launching` (the stack) → `booting` (first thing the
 instance does, so a replaced instance never shows its predecessor's state) → `starting` (each
 unit start) → `ready`, or `failed` with a reason and the server taken to zero instances, or
-`waiting-for-image` while the app's build makes its image (also at zero).
+`waiting-for-image` while the app's build makes its image (also at zero). Every record carries
+the phases this boot reached (catalog/boot.py PHASES, each with its time) and which way each
+step went: the instance store or the root volume, the region's mirror or the image's registry,
+the store's copy of the weights or the hub, the stored graphs or a compile.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from catalog import Accelerator
-from catalog.backends import ModelArgument
+from catalog.backends import ModelArgument, WeightsLoad
 
 SCRIPTS = Path(__file__).with_name("server_scripts")
 SERVER_UNIT = "inference-server.service"
@@ -50,9 +53,13 @@ START_LIMIT_INTERVAL_S = 1200
 DEFAULT_READY_MINUTES = 60
 # EC2's limit on user data, in bytes before base64 (EC2 User Guide, user data input).
 USER_DATA_LIMIT = 16 * 1024
+# The scripts the others source (installed without the executable bit).
+LIBRARIES = ("common.sh", "store.sh")
 # Where each script lands on the instance.
 INSTALLED = {
     "common.sh": "/usr/local/lib/inference-common.sh",
+    "store.sh": "/usr/local/lib/inference-store.sh",
+    "storage.sh": "/usr/local/bin/inference-storage",
     "serve.sh": "/usr/local/bin/inference-serve",
     "ready.sh": "/usr/local/bin/inference-ready",
     "failed.sh": "/usr/local/bin/inference-failed",
@@ -87,8 +94,21 @@ class ServerBoot:
     image_build_project: str = ""
     # Minutes from boot after which a server that is not ready takes itself to zero.
     ready_minutes: int = DEFAULT_READY_MINUTES
-    # ECR repository where compiled Neuron graphs are kept for a replaced instance ("" for none).
-    graph_repository: str = ""
+    # The public image when `image` is its mirror in the region's ECR (pulled when the mirror cannot
+    # be), and the CodeBuild project that makes the mirror.
+    fallback_image: str = ""
+    mirror_project: str = ""
+    # The app's store in this region (catalog/boot.py), the account that must own it, the other
+    # regions whose stores may hold compiled graphs, and the project that copies the weights there.
+    store_bucket: str = ""
+    account_id: str = ""
+    store_regions: tuple[str, ...] = ()
+    copy_project: str = ""
+    weights_load: WeightsLoad = WeightsLoad.SYNC
+    # The engine's compile cache in the container ("" for none), kept in the store.
+    compile_cache: str = ""
+    # GB the instance store must have free to take Docker's data and the weights (0: any).
+    needs_disk_gb: int = 0
 
 
 def container_args(boot: ServerBoot) -> list[str]:
@@ -148,9 +168,23 @@ def server_env(boot: ServerBoot) -> str:
         "IMAGE_BUILD_PROJECT": boot.image_build_project,
         "MISSING_IMAGE_HINT": boot.missing_image_hint,
         "READY_MINUTES": str(boot.ready_minutes),
-        "GRAPH_REPOSITORY": boot.graph_repository,
+        "MODEL_ARGUMENT": boot.model_argument.value,
+        "FALLBACK_IMAGE": boot.fallback_image,
+        "MIRROR_PROJECT": boot.mirror_project,
+        "STORE_BUCKET": boot.store_bucket,
+        "ACCOUNT_ID": boot.account_id,
+        "STORE_REGIONS": " ".join(boot.store_regions),
+        "COPY_PROJECT": boot.copy_project,
+        "WEIGHTS_MODE": weights_mode(boot).value,
+        "COMPILE_CACHE": boot.compile_cache,
+        "NEEDS_DISK_GB": str(boot.needs_disk_gb),
     }
     return "\n".join(f"{k}={shlex.quote(v)}" for k, v in values.items())
+
+
+def weights_mode(boot: ServerBoot) -> WeightsLoad:
+    """An image that carries its model fetches nothing; a store-less server takes the hub anyway."""
+    return WeightsLoad.NONE if boot.model_argument is ModelArgument.NONE else boot.weights_load
 
 
 def script(name: str) -> str:
@@ -254,7 +288,7 @@ def installed_files(boot: ServerBoot) -> dict[str, tuple[str, int]]:
         DEADLINE_TIMER: timer,
         DEADLINE_UNIT: deadline_service,
     }
-    files = {INSTALLED[name]: (script(name), 0o644 if name == "common.sh" else 0o755) for name in INSTALLED}
+    files = {INSTALLED[name]: (script(name), 0o644 if name in LIBRARIES else 0o755) for name in INSTALLED}
     return files | {f"/etc/systemd/system/{unit}": (text, 0o644) for unit, text in units.items()}
 
 
@@ -296,6 +330,8 @@ def render_boot_script(boot: ServerBoot) -> str:
         f"# Inference backend {boot.backend}: model server as a systemd unit; readiness in SSM.",
         "set -euxo pipefail",
         '# Empty on an instance; the emulator runs this script in a scratch root.\nROOT="${INFERENCE_ROOT:-}"',
+        "# The first phase of this boot: the instance runs its boot script.",
+        'install -d -m 700 "$ROOT/run/inference" && echo "running $(date +%s.%3N)" > "$ROOT/run/inference/phases"',
         'install -d -m 755 "$ROOT/var/log" "$ROOT/etc/inference" "$ROOT/opt/inference/hf-cache" '
         '"$ROOT/usr/local/lib" "$ROOT/usr/local/bin" "$ROOT/etc/systemd/system"',
         'exec > >(tee -a "$ROOT/var/log/inference-boot.log") 2>&1',
@@ -312,6 +348,8 @@ def render_boot_script(boot: ServerBoot) -> str:
         f"systemctl enable --now {DEADLINE_TIMER}",
         swap_commands(boot.swap_gib).rstrip(),
         "command -v docker >/dev/null || (apt-get update -y && apt-get install -y docker.io)",
+        "# Docker's data and the server's weights and caches: the instance store where there is one.",
+        '"$ROOT/usr/local/bin/inference-storage"',
         f"systemctl enable --now {SERVER_UNIT}",
     ]
     return "\n".join(p for p in parts if p) + "\n"

@@ -30,6 +30,8 @@ class VllmSageMakerEndpoint(Construct):
         backend: BackendConfig,
         endpoint_name: str,
         expires_at: str | None = None,
+        weights_job: str | None = None,
+        store_bucket: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         spec = backend.spec
@@ -43,8 +45,9 @@ class VllmSageMakerEndpoint(Construct):
             self,
             purpose=f"SageMaker endpoint {endpoint_name}",
             image_uri=image,
-            environment=sagemaker_environment(spec.serve_flags, spec.model_id),
+            environment=sagemaker_environment(spec.serve_flags, spec.model_id, staged=bool(backend.staged_weights)),
             log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
+            weights_uri=backend.staged_weights,
         )
         self.role, self.model = made.role, made.model
         self.endpoint_config = sagemaker.CfnEndpointConfig(
@@ -83,5 +86,8 @@ class VllmSageMakerEndpoint(Construct):
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
             min_instances=spec.min_instances,
             max_instances=spec.max_instances,
+            weights_job=weights_job,
+            store_bucket=store_bucket,
+            staged_weights=backend.staged_weights,
         )
         publish_output(stack, backend, self.output)

@@ -12,9 +12,10 @@ instances, and the app's S3 buckets (the async and import stacks own one each; b
 hold objects). Where Custom Model Import is offered (catalog IMPORT_REGIONS), every imported model
 (it is not in CloudFormation, so no stack removes it: billing, since it is charged per Custom Model
 Unit-minute while active and for storage every month while it exists) and every import job still
-running; and the repositories of the images the app builds, which no stack owns and `cdk destroy`
-leaves so the next deploy builds nothing (their storage cost a month; kept on purpose, so not a
-failure; `--delete --purge-images` removes them). A table per region; the exit status is 1 while
+running; and the repositories of the images the app builds or mirrors and the app's store of
+weights and compiled graphs in each region, which no stack owns and `cdk destroy` leaves so the
+next deploy builds, copies and compiles nothing (their storage cost a month; kept on purpose, so
+not a failure; `--delete --purge-images` removes them). A table per region; the exit status is 1 while
 anything billing is left that is not kept on purpose. Each of our
 groups and endpoints shows its time-to-live: when its scheduled action (or its stack's expiry)
 takes it to zero. `--delete` prints what it will remove, then removes ours only: our running
@@ -53,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--purge-images",
         action="store_true",
-        help="with --delete: also remove the images the app built (kept so the next deploy builds nothing)",
+        help="with --delete: also remove the images the app built or mirrored and its store of weights and graphs "
+        "(kept so the next deploy builds, copies and compiles nothing)",
     )
     parser.add_argument("--wait", type=float, default=900.0, help="seconds to wait for each stack deletion")
     add_aws_switch(parser, no_aws_help=None)

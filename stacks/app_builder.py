@@ -34,7 +34,13 @@ def build_app(app: cdk.App, config: AppConfig, *, nag: bool = True, account: str
         description = f"{DESCRIPTIONS[kind]} ({', '.join(b.name for b in stack_config.backends) or 'no backends'})"
         if kind == "InferenceSageMakerStack":
             stacks[name] = InferenceSageMakerStack(
-                app, name, env=env, config=stack_config, description=description, expires_at=expires_at
+                app,
+                name,
+                env=env,
+                config=stack_config,
+                description=description,
+                expires_at=expires_at,
+                hf_token_secret_name=config.hf_token_secret_name,
             )
         elif kind == "InferenceBedrockImportStack":
             stacks[name] = InferenceBedrockImportStack(

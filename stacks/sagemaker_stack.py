@@ -14,6 +14,7 @@ from constructs import Construct
 from catalog import BackendKind
 from catalog.config import StackConfig
 from inference_constructs.image_build import ImageBuild, image_build_for
+from inference_constructs.region_store import RegionStore
 from inference_constructs.sagemaker_options import AsyncEndpoint, BatchModel, ServerlessEndpoint, options_bucket
 from inference_constructs.stack_marker import StackMarker
 from inference_constructs.vllm_endpoint import VllmSageMakerEndpoint
@@ -24,20 +25,46 @@ ENDPOINT_PREFIX = "inference-"
 
 class InferenceSageMakerStack(Stack):
     def __init__(
-        self, scope: Construct, construct_id: str, *, config: StackConfig, expires_at: str | None = None, **kwargs
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StackConfig,
+        expires_at: str | None = None,
+        hf_token_secret_name: str = "inference/hf-token",
+        **kwargs,
     ):
         super().__init__(scope, construct_id, **kwargs)
         self.marker = StackMarker(self, "Marker", config=config)
         self.bucket: s3.Bucket | None = None
         self.image_builds: dict[str, ImageBuild] = {}
         self.endpoints: dict[str, object] = {}
+        # The real-time endpoint's weights, copied once into the app's store in this region: runner.up
+        # finds the copy there before a deploy that makes the endpoint, which then reads it from S3.
+        realtime = [b for b in config.backends if b.spec.kind is BackendKind.SAGEMAKER]
+        self.store = (
+            RegionStore(
+                self,
+                "Store",
+                models=list(dict.fromkeys(b.spec.model_id for b in realtime)),
+                hf_token_secret_name=hf_token_secret_name,
+            )
+            if realtime
+            else None
+        )
         for b in config.backends:
             name = f"{ENDPOINT_PREFIX}{b.name}"
             kind = b.spec.kind
             if kind is BackendKind.SAGEMAKER:
                 # "Inference": the construct id the real-time endpoint has had since the first version.
                 self.endpoints[b.name] = VllmSageMakerEndpoint(
-                    self, "Inference", backend=b, endpoint_name=name, expires_at=expires_at
+                    self,
+                    "Inference",
+                    backend=b,
+                    endpoint_name=name,
+                    expires_at=expires_at,
+                    weights_job=self.store.copy.project_name if self.store else None,
+                    store_bucket=self.store.bucket_name if self.store else None,
                 )
             elif kind is BackendKind.SAGEMAKER_SERVERLESS:
                 build = image_build_for(self, b.spec, self.image_builds)

@@ -6,14 +6,11 @@ of `backends` or of a stack's region deploys cleanly, and each stack can live in
 
 from __future__ import annotations
 
-from aws_cdk import Aws, RemovalPolicy, Stack
-from aws_cdk import aws_ecr as ecr
+from aws_cdk import Aws, Stack
 from aws_cdk import aws_ecr_assets as ecr_assets
 from constructs import Construct
 
-from catalog import Accelerator, Architecture
-from catalog.backends import ModelArgument
-from catalog.builds import REPOSITORY_PREFIX
+from catalog import Architecture
 from catalog.config import BackendConfig, StackConfig
 from inference_constructs.image_build import (
     IMAGES_DIR,
@@ -23,6 +20,7 @@ from inference_constructs.image_build import (
 )
 from inference_constructs.in_region import InRegionBench
 from inference_constructs.model_server import ModelServer
+from inference_constructs.region_store import RegionStore
 from inference_constructs.ssm_only_network import SsmOnlyNetwork
 from inference_constructs.stack_marker import StackMarker
 
@@ -51,7 +49,7 @@ class ModelServerStack(Stack):
         self.marker = StackMarker(self, "Marker", config=config)
         self.servers: dict[str, ModelServer] = {}
         self.image_builds: dict[str, ImageBuild] = {}
-        self.graph_repository: ecr.Repository | None = None
+        self.store: RegionStore | None = None
         self.in_region: InRegionBench | None = None
         if not config.backends:
             return
@@ -62,6 +60,13 @@ class ModelServerStack(Stack):
         network = SsmOnlyNetwork(self, "Network", zones=zones)
         # runner.bench --in-region: the kit the servers run and the bucket their records go to.
         self.in_region = InRegionBench(self, "InRegionBench")
+        # The app's store in this region (weights, compiled graphs) and the mirrors of public images.
+        self.store = RegionStore(
+            self,
+            "Store",
+            models=list(dict.fromkeys(b.spec.model_id for b in config.backends)),
+            hf_token_secret_name=hf_token_secret_name,
+        )
         for backend in config.backends:
             self.servers[backend.name] = ModelServer(
                 self,
@@ -72,29 +77,10 @@ class ModelServerStack(Stack):
                 hf_token_secret_name=hf_token_secret_name,
                 image_uri=self._image_uri(backend),
                 image_build=self._image_build(backend),
-                graph_repository=self._graph_repository(backend),
+                store=self.store,
                 expires_at=expires_at,
                 in_region=self.in_region,
             )
-
-    def _graph_repository(self, backend: BackendConfig) -> ecr.Repository | None:
-        """The vendor Neuron engine's compiled graphs, kept per model and shape so a replaced
-        instance (zone or capacity move, rolling update) does not pay the compile again. Emptied
-        and removed by `cdk destroy` (EmptyOnDelete: no Lambda)."""
-        spec = backend.spec
-        if spec.accelerator is not Accelerator.NEURON or spec.model_argument is not ModelArgument.ENVIRONMENT:
-            return None
-        if self.graph_repository is None:
-            self.graph_repository = ecr.Repository(
-                self,
-                "NeuronGraphs",
-                repository_name=f"{REPOSITORY_PREFIX}neuron-graphs{self.name_suffix}",
-                image_scan_on_push=False,
-                lifecycle_rules=[ecr.LifecycleRule(max_image_count=10, description="keep the newest compiled graphs")],
-                removal_policy=RemovalPolicy.DESTROY,
-                empty_on_delete=True,
-            )
-        return self.graph_repository
 
     def _image_build(self, backend: BackendConfig) -> ImageBuild | None:
         return image_build_for(self, backend.spec, self.image_builds, self.expires_at, self.name_suffix)

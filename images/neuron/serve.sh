@@ -14,6 +14,8 @@
 #   COMPILED_ARTIFACTS    where compiled graphs are kept, per model and shape, so a restart does
 #                         not recompile (default /var/cache/neuron; mount a volume there)
 #   NEURON_DEVICES        device files to look for (default /dev/neuron*)
+#   CHECKPOINT            a local folder holding MODEL's files (the host's copy from the app's store):
+#                         served from there under MODEL's name, with no download
 #
 # The checkpoint is downloaded first (into the Hugging Face cache the host mounts) and served from
 # that local folder under its hub id: vLLM-Neuron's shard-on-load fails on models with tied word
@@ -61,7 +63,10 @@ shape="$(tr '/:' '__' <<<"$MODEL")-tp${TENSOR_PARALLEL_SIZE}-len${MAX_MODEL_LEN}
 export NEURON_COMPILED_ARTIFACTS="$COMPILED_ARTIFACTS/$shape"
 mkdir -p "$NEURON_COMPILED_ARTIFACTS" || die "COMPILED_ARTIFACTS $COMPILED_ARTIFACTS is not writable"
 
-if [[ -d "$MODEL" ]]; then
+if [[ -n "${CHECKPOINT:-}" ]]; then
+  [[ -f "$CHECKPOINT/config.json" ]] || die "CHECKPOINT $CHECKPOINT holds no config.json: not a checkpoint of $MODEL"
+  checkpoint="$CHECKPOINT"
+elif [[ -d "$MODEL" ]]; then
   checkpoint="$MODEL"
 elif ! checkpoint=$("${PYTHON:-python3}" -c 'import sys; from huggingface_hub import snapshot_download; print(snapshot_download(sys.argv[1]))' "$MODEL"); then
   echo "serve: could not download $MODEL from the Hugging Face hub" >&2

@@ -12,6 +12,9 @@ STATE_FILE="$STATE_DIR/state"
 # Present once this boot's server has been ready: the launch deadline is for a server that never
 # served, not for one restarted later (an image rebuilt, Run Command) that is starting again.
 SERVED_FILE="$STATE_DIR/served"
+# This boot's phases (`NAME EPOCH` lines) and the way each step went (one file per step).
+PHASES_FILE="$STATE_DIR/phases"
+PATHS_DIR="$STATE_DIR/paths"
 # The user agent of every AWS call names the server as its caller (botocore's exec-env).
 export AWS_EXECUTION_ENV="inference-server"
 export AWS_DEFAULT_REGION="$AWS_REGION"
@@ -23,20 +26,42 @@ imds() {
   curl -sS -H "X-aws-ec2-metadata-token: $token" "http://169.254.169.254/latest/meta-data/$1"
 }
 
+# phase NAME [EPOCH]: this boot reached NAME now (or at EPOCH); the last mark of a name counts.
+phase() { printf '%s %s\n' "$1" "${2:-$(date +%s.%3N)}" >> "$PHASES_FILE"; }
+has_phase() { grep -q "^$1 " "$PHASES_FILE" 2>/dev/null; }
+# A unit start keeps only the boot's own mark: what this start reaches is marked again.
+restart_phases() { grep '^running ' "$PHASES_FILE" > "$PHASES_FILE.new" 2>/dev/null; mv -f "$PHASES_FILE.new" "$PHASES_FILE"; }
+# note STEP TEXT: which way a step went (its fast path, or the fallback and why), for the record.
+note() {
+  install -d -m 700 "$PATHS_DIR"
+  printf '%s\n' "${2:0:400}" > "$PATHS_DIR/$1"
+  echo "inference: $1: $2" >&2
+}
+
 # report STATE [REASON] [KEY=VALUE ...]: {"state", "instance_id", "zone", "model", "at"[, "reason"]
-# [, KEY: VALUE ...]} into the readiness parameter, and STATE into the local state file.
+# [, "phases": [[NAME, EPOCH], ...] in the order reached][, "paths": {STEP: TEXT}][, KEY: VALUE ...]}
+# into the readiness parameter, and STATE into the local state file.
 report() {
   local state="$1" reason="${2:-}" value
   shift $(( $# < 2 ? $# : 2 ))
   printf '%s\n' "$state" > "$STATE_FILE"
   [[ "$state" == ready ]] && : > "$SERVED_FILE"
   value=$(STATE="$state" REASON="$reason" ID="$(imds instance-id)" ZONE="$(imds placement/availability-zone)" \
-    MODEL="$MODEL_ID" python3 - "$@" <<'PY'
-import datetime, json, os, sys
+    MODEL="$MODEL_ID" PHASES="$PHASES_FILE" PATHS="$PATHS_DIR" python3 - "$@" <<'PY'
+import datetime, json, os, pathlib, sys
 d = {"state": os.environ["STATE"], "instance_id": os.environ["ID"], "zone": os.environ["ZONE"],
      "model": os.environ["MODEL"], "at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 if os.environ["REASON"]:
     d["reason"] = os.environ["REASON"][:600]
+marks = {}
+for line in pathlib.Path(os.environ["PHASES"]).read_text().splitlines() if os.path.exists(os.environ["PHASES"]) else []:
+    name, _, at = line.partition(" ")
+    marks[name] = round(float(at), 3)
+if marks:
+    d["phases"] = sorted(([n, t] for n, t in marks.items()), key=lambda m: m[1])
+paths = pathlib.Path(os.environ["PATHS"])
+if paths.is_dir():
+    d["paths"] = {p.name: p.read_text().strip() for p in sorted(paths.iterdir())}
 for item in sys.argv[1:]:
     key, _, text = item.partition("=")
     try:
@@ -78,9 +103,31 @@ stop_and_report() {
   echo "inference: failed: $1 ($outcome)" >&2
 }
 
-# The compiled graphs a replaced instance can reuse are keyed by the image and the engine's settings.
-graph_tag() {
-  printf '%s:graphs-%s' "$GRAPH_REPOSITORY" \
-    "$({ echo "$IMAGE"; cat "$ROOT/etc/inference/container.env"; } | sha256sum | cut -c1-16)"
+# running_build PROJECT: the id of a build of PROJECT in progress (status 1 when none).
+running_build() {
+  local ids
+  ids=$(aws codebuild list-builds-for-project --project-name "$1" --sort-order DESCENDING \
+    --query 'ids[:5]' --output text) || return 1
+  [[ -n "$ids" && "$ids" != None ]] || return 1
+  # shellcheck disable=SC2086,SC2016  # several ids, one word each; the backticks are JMESPath
+  aws codebuild batch-get-builds --ids $ids --query 'builds[?buildStatus==`IN_PROGRESS`].id | [0]' \
+    --output text | grep -v '^None$'
 }
-graph_cache() { printf '%s%s' "$ROOT" "${DATA_VOLUME%%:*}"; }
+
+# start_helper PROJECT WHAT: start the build that puts WHAT in the region (the mirror, the weights
+# copy) unless one runs; never waits for it. Prints what it did, for a note.
+start_helper() {
+  local build
+  [[ -n "$1" ]] || { printf 'no build makes %s here' "$2"; return 0; }
+  if build=$(running_build "$1"); then
+    printf 'build %s is making %s' "$build" "$2"
+  elif build=$(aws codebuild start-build --project-name "$1" --query build.id --output text 2>&1); then
+    printf 'started build %s to make %s' "$build" "$2"
+  else
+    printf '%s could not be started: %s' "$2" "$(tail -n 1 <<<"$build" | cut -c1-160)"
+  fi
+}
+
+# Where the weights, the Hugging Face cache and the compile cache live: the instance store when
+# the boot chose it (inference-storage), else the root volume.
+data_root() { cat "$STATE_DIR/data-root" 2>/dev/null || printf '%s/opt/inference' "$ROOT"; }

@@ -10,6 +10,7 @@ from typing import Any
 
 from catalog import CatalogError
 from catalog.backends import IMPORT_REGIONS, stack_names
+from catalog.boot import S3_USD_PER_GB_MONTH, is_store_bucket
 from catalog.builds import kept_repository
 from catalog.config import load_config, read_placements
 from catalog.contract import APP_TAG, BACKEND_TAG_KEY, OUTPUT_PREFIX
@@ -227,12 +228,21 @@ class RegionScan:
 
     def buckets(self) -> None:
         """Our buckets in this region (the async and import stacks own one each): a bucket with
-        objects in it bills storage, and CloudFormation deletes a bucket only once it is empty."""
+        objects in it bills storage, and CloudFormation deletes a bucket only once it is empty. The
+        app's store (weights and compiled graphs; catalog/boot.py) is no stack's and is kept."""
         s3 = self.client("s3")
         for page in s3.get_paginator("list_buckets").paginate(BucketRegion=self.region):
             for bucket in page.get("Buckets", []):
                 tags = bucket_tags(s3, bucket["Name"])
                 if not tags_are_ours(tags):
+                    continue
+                if is_store_bucket(bucket["Name"]):
+                    gb = stored_bytes(s3, bucket["Name"]) / 1e9
+                    detail = (
+                        f"the app's store: {gb:.2f} GB: ${gb * S3_USD_PER_GB_MONTH:.2f} a month of storage; kept so the "
+                        "next server in the region finds its weights and graphs (--delete --purge-images removes it)"
+                    )
+                    self.add("bucket", bucket["Name"], "-", ours=True, billing=gb > 0, detail=detail, kept=True)
                     continue
                 versions = count_versions(s3, bucket["Name"])
                 stack = tag_value(tags, "aws:cloudformation:stack-name")
@@ -322,6 +332,12 @@ def bucket_tags(s3: Any, name: str) -> list[dict[str, str]]:
         if aws_error_code(error) in ("NoSuchTagSet", "NoSuchBucket"):
             return []
         raise
+
+
+def stored_bytes(s3: Any, name: str) -> int:
+    """What the bucket's current objects hold, in bytes."""
+    return sum(o.get("Size", 0) for page in s3.get_paginator("list_objects_v2").paginate(Bucket=name)
+               for o in page.get("Contents", []))  # fmt: skip
 
 
 def count_versions(s3: Any, name: str) -> int:

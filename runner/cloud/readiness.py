@@ -7,12 +7,16 @@ build when it fails. A record names the instance that wrote it: one from an inst
 longer runs is stale (a rolling update or a replacement), and says nothing of the new one. The
 group tells how many instances the app wants (zero: held there on purpose), whether one
 launched, and, when none did, the refusals it met (capacity, a zone that does not offer the type).
+A server's record carries the phases its boot reached (catalog/boot.py PHASES), each with its
+time, and which way each step went (the instance store or the root volume, the region's mirror or
+the image's registry, the store's weights or the hub, stored graphs or a compile).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from runner.core.errors import aws_error_code
@@ -47,6 +51,14 @@ class Readiness:
     stopped: bool | None = None
     # The image build the record speaks of (waiting for it, or failed in it).
     build_id: str | None = None
+    # The phases this boot reached, in order: (name, epoch seconds).
+    phases: list[tuple[str, float]] = field(default_factory=list)
+    # Which way each step went, and why when it was the slow way.
+    paths: dict[str, str] = field(default_factory=dict)
+    # The first answer to the readiness question, whether it was right, or why none came.
+    answer: str | None = None
+    answer_correct: bool | None = None
+    answer_error: str | None = None
 
     @property
     def line(self) -> str:
@@ -75,7 +87,45 @@ class Readiness:
             weights_load_s=data.get("weights_load_s") if isinstance(data.get("weights_load_s"), int | float) else None,
             stopped=data.get("stopped") if isinstance(data.get("stopped"), bool) else None,
             build_id=data.get("build_id") if isinstance(data.get("build_id"), str) else None,
+            phases=parse_phases(data.get("phases")),
+            paths={k: v for k, v in (data.get("paths") or {}).items() if isinstance(v, str)}
+            if isinstance(data.get("paths"), dict)
+            else {},
+            answer=str(data["answer"]) if data.get("answer") is not None else None,
+            answer_correct=data.get("answer_correct") if isinstance(data.get("answer_correct"), bool) else None,
+            answer_error=data.get("answer_error") if isinstance(data.get("answer_error"), str) else None,
         )
+
+
+def parse_phases(value: Any) -> list[tuple[str, float]]:
+    """`[[NAME, EPOCH], ...]` as the boot writes it; anything else is no phases."""
+    if not isinstance(value, list):
+        return []
+    found = []
+    for item in value:
+        if (
+            isinstance(item, list | tuple)
+            and len(item) == 2
+            and isinstance(item[0], str)
+            and isinstance(item[1], int | float)
+        ):
+            found.append((item[0], float(item[1])))
+    return found
+
+
+def phase_seconds(phases: list[tuple[str, float]], launched: datetime | None) -> dict[str, Any]:
+    """The phases as the evidence keeps them: `phases_s`, each phase's moment in seconds from the
+    instance's launch, and `phase_s`, the seconds each phase took (from the one before it; the
+    first from the launch). Without a launch time, from the first phase."""
+    if not phases:
+        return {}
+    start = launched.timestamp() if launched else phases[0][1]
+    marks = {name: round(at - start, 1) for name, at in phases}
+    taken, previous = {}, 0.0
+    for name, mark in marks.items():
+        taken[name] = round(mark - previous, 1)
+        previous = mark
+    return {"phases_s": marks, "phase_s": taken}
 
 
 def read_readiness(ssm: Any, parameter: str) -> Readiness:

@@ -28,7 +28,7 @@ from runner.cloud.image_builds import (
     rebuild_hint,
     start_build,
 )
-from runner.cloud.readiness import Readiness, read_group, read_readiness
+from runner.cloud.readiness import Readiness, phase_seconds, read_group, read_readiness
 from runner.cloud.watch import (
     FAILED,
     NO_CAPACITY,
@@ -222,6 +222,7 @@ class ServerWatch(Watch):
             self.record.update(instance_id=instance, zone=group.zone, launched_at=iso(launch_time))
             self.launched = time.monotonic()
         if readiness.instance_id == instance:
+            self.keep_phases(readiness)
             if readiness.state == "ready":
                 self.record.update(
                     ready_at=readiness.at or iso(datetime.now(UTC)),
@@ -243,6 +244,16 @@ class ServerWatch(Watch):
             self.take_to_zero("not ready in time")
             return self.end(TIMEOUT, f"not ready {self.ready_timeout / 60:.0f} min after launch")
         return None
+
+    def keep_phases(self, readiness: Readiness) -> None:
+        """What the boot reached and which way each step went, in the evidence with every look."""
+        if readiness.phases:
+            self.record.update(phase_seconds(readiness.phases, parse_time(self.record.get("launched_at"))))
+        if readiness.paths:
+            self.record["paths"] = readiness.paths
+        for key in ("answer", "answer_correct", "answer_error"):
+            if getattr(readiness, key) is not None:
+                self.record[key] = getattr(readiness, key)
 
     def billing(self) -> list[dict[str, Any]]:
         group = read_group(self.client("autoscaling"), self.output.auto_scaling_group or "")

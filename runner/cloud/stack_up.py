@@ -34,6 +34,7 @@ from runner.cloud.image_builds import BuildRefused, follow, last_log_lines, star
 from runner.cloud.outputs import parse_outputs, read_stack_outputs
 from runner.cloud.readiness import is_capacity_refusal
 from runner.cloud.server_watch import ServerWatch
+from runner.cloud.store import StagedCopy, account_id, staged_copy, start_copy
 from runner.cloud.watch import FAILED, NO_CAPACITY, READY, WatchOptions
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
@@ -61,7 +62,8 @@ def building(watch: Any) -> bool:
 # A backend's record fields that belong to one attempt (one region).
 ATTEMPT_FIELDS = (
     "reason", "readiness", "refusals", "instance_id", "zone", "launched_at", "ready_at", "launch_to_ready_min",
-    "weights_load_s", "image_state", "build_id", "build_status", "held_at_zero", "brought_back_at",
+    "weights_load_s", "image_state", "build_id", "build_status", "held_at_zero", "brought_back_at", "phases_s",
+    "phase_s", "paths", "answer", "answer_correct", "answer_error",
 )  # fmt: skip
 
 
@@ -244,6 +246,7 @@ class StackUp:
         recorded = self.placement.get("amis", {}) if self.placement.get("region") == region else {}
         facts, amis = deploy_context(self.config, region, recorded)
         context = self.options.context | facts | ({"expiresAt": self.expires_at} if self.expires_at else {})
+        context |= self.stage_weights(region)
         attempt["amis"] = amis
         attempt["zones"] = facts[f"{region}.zones"].split(",")
         write_placement(self.config.name, region, amis=amis, context=self.options.context, **self.placement_details)
@@ -267,6 +270,7 @@ class StackUp:
             self.save()
             return "deploy-failed"
         outputs = self.read_outputs(outputs_file)
+        self.start_copies(region, outputs)
         if any(o.waiting_for_image for o in outputs.values()):
             outputs = self.build_images_then_redeploy(region, outputs, context)
         outcome = self.watch(region, outputs, since)
@@ -275,6 +279,59 @@ class StackUp:
             attempt["refusals"] = {name: self.records[name].get("refusals") or [] for name in outputs}
         self.save()
         return outcome
+
+    def stage_weights(self, region: str) -> dict[str, str]:
+        """Context for each real-time endpoint about to be made: the store's complete copy of its
+        model in `region` (`<backend>.stagedWeights`), read by SageMaker instead of the hub. An
+        endpoint that stands keeps the source it has: another would replace its instance."""
+        endpoints = [b for b in self.config.backends if b.spec.kind is BackendKind.SAGEMAKER and b.name in self.records]
+        self.copies_wanted: list[str] = []
+        if not endpoints:
+            return {}
+        try:
+            standing = {o.name: o for o in read_stack_outputs(region).backends}
+        except RunnerError:
+            standing = {}
+        client = self.clients(region)
+        context: dict[str, str] = {}
+        for backend in endpoints:
+            record = self.records[backend.name]
+            if backend.name in standing:
+                uri = standing[backend.name].staged_weights
+                record["paths"] = {
+                    "weights": f"copied by SageMaker from {uri}"
+                    if uri
+                    else "from the hub: the endpoint stands, and another source would replace its instance"
+                }
+                if uri:
+                    context[f"{backend.name}.stagedWeights"] = uri
+                continue
+            try:
+                copy = staged_copy(client("s3"), account_id(client("sts")), region, backend.spec.model_id)
+            except Exception as error:  # the store is a fast path: never a reason not to deploy
+                copy = StagedCopy(None, f"the region's store could not be read: {describe(error)}")
+            if copy.uri:
+                context[f"{backend.name}.stagedWeights"] = copy.uri
+                record["paths"] = {"weights": f"copied by SageMaker from {copy.uri}"}
+            else:
+                record["paths"] = {"weights": f"from the hub: {copy.why}"}
+                if copy.copy_helps:
+                    self.copies_wanted.append(backend.name)
+            self.log(f"{backend.name}: weights {record['paths']['weights']}")
+        return context
+
+    def start_copies(self, region: str, outputs: dict[str, BackendOutput]) -> None:
+        """The copy each endpoint made without one needs, started for the next deploy (not waited for)."""
+        for name in getattr(self, "copies_wanted", []):
+            job = outputs[name].weights_job if name in outputs else None
+            if not job:
+                continue
+            try:
+                note = start_copy(self.clients(region)("codebuild"), job)
+            except Exception as error:
+                note = f"the copy could not be started: {describe(error)}"
+            self.records[name].setdefault("paths", {})["weights"] += f"; {note}"
+            self.log(f"{name}: {note}")
 
     def watch_deployed(self) -> None:
         """Watch the stack where it stands, deploying and moving nothing."""

@@ -14,6 +14,7 @@ from rich.table import Table
 from runner.core.stats import fmt, median
 from runner.render.bench import bench_summary, is_sweep
 from runner.render.tables import add_columns
+from runner.render.up import phase_line, slow_ways
 
 Source = tuple[Path, dict[str, Any]]
 SURVEY_RUNS = "the survey: runs of 2026-10-04/05 (repository xbill9/aws-inference-strands)"
@@ -37,14 +38,25 @@ def launch_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> T
     records = [r for d in of(sources, "up") for r in d.get("records", []) if "backend" in r]
     if not records:
         return None
-    table = Table(title="launch to ready, minutes: yours beside the survey's")
-    add_columns(table, ("backend", "outcome", "yours", "survey"), ("backend", "outcome"))
+    table = Table(title="launch to ready, minutes: yours beside the survey's, and where your boot spent them")
+    add_columns(
+        table,
+        ("backend", "outcome", "yours", "survey", "your phases s", "slow ways"),
+        ("backend", "outcome", "your phases s", "slow ways"),
+    )
     for record in records:
         survey = record.get("survey_launch_to_ready_min") or catalog.get(record["backend"], {}).get(
             "survey_launch_to_ready_min"
         )
         outcome = record["outcome"] + (f": {record['reason']}" if record.get("reason") else "")
-        table.add_row(record["backend"], outcome, fmt(record.get("launch_to_ready_min"), 1), fmt(survey, 1))
+        table.add_row(
+            record["backend"],
+            outcome,
+            fmt(record.get("launch_to_ready_min"), 1),
+            fmt(survey, 1),
+            phase_line(record),
+            slow_ways(record),
+        )
     return table
 
 

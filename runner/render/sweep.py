@@ -38,7 +38,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         names = ", ".join(f"{r['region']} {r['id']}" for r in kept)
         out.print(
             f"[yellow]kept on purpose: {names}[/yellow] "
-            "(the next deploy reuses these images; sweep --delete --purge-images removes them)"
+            "(the next deploy reuses these images, weights and graphs; sweep --delete --purge-images removes them)"
         )
     left = [r for r in records if r["billing"] and not r.get("kept")]
     if left:

@@ -1,4 +1,5 @@
-"""The up tables: per backend launch to ready beside the survey's, and what bills now."""
+"""The up tables: per backend launch to ready beside the survey's, each boot phase's seconds and
+which step took the slow way (and why), and what bills now."""
 
 from __future__ import annotations
 
@@ -7,7 +8,28 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from catalog.boot import PHASES
 from runner.cloud import billing
+
+# How a step that took its fast way says so (server_scripts): anything else is a fallback.
+FAST = ("instance store", "the region's mirror", "copied from s3://", "streamed by the engine", "restored from",
+        "carried by the image")  # fmt: skip
+
+
+def phase_line(record: dict[str, Any]) -> str:
+    """`running 45 · image 120 · weights 10 · engine 60 · answer 1`: the seconds each phase took."""
+    taken = record.get("phase_s") or {}
+    return " · ".join(f"{name} {taken[name]:g}" for name in PHASES if name in taken) or "-"
+
+
+def slow_ways(record: dict[str, Any]) -> str:
+    """The steps that fell back, each with its reason (`-` when every step took its fast way)."""
+    paths = record.get("paths") or {}
+    slow = [f"{step}: {why}" for step, why in paths.items() if not why.startswith(FAST) and step != "image"]
+    image = paths.get("image", "")
+    if image.startswith("from "):  # a mirrored image pulled from its registry
+        slow.insert(0, f"image: {image}")
+    return "; ".join(slow) or "-"
 
 
 def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
@@ -21,8 +43,8 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         return
     table = Table(title="up: launch to ready (survey: run 2 of 2026-10-05)")
     columns = (
-        "backend", "outcome", "region", "zone", "attempts", "launched", "ready", "min", "survey min", "weights s",
-        "survey weights s",
+        "backend", "outcome", "region", "zone", "attempts", "launched", "ready", "min", "survey min",
+        "phases s", "weights s", "survey weights s", "slow ways",
     )  # fmt: skip
     for column in columns:
         table.add_column(column)
@@ -31,6 +53,8 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         outcome = record["outcome"] + (f": {record['reason']}" if record.get("reason") else "")
         if record.get("held_at_zero"):
             outcome += f" (was held at zero: {record['held_at_zero']})"
+        if record.get("answer_correct") is False:
+            outcome += f" (first answer {record.get('answer')!r} is not the expected one)"
         table.add_row(
             record["backend"],
             outcome,
@@ -41,8 +65,10 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             record.get("ready_at") or "-",
             str(record.get("launch_to_ready_min") or "-"),
             str(record.get("survey_launch_to_ready_min") or "-"),
+            phase_line(record),
             str(record.get("weights_load_s") or "-"),
             str(record.get("survey_weights_load_s") or "-"),
+            slow_ways(record),
         )
     out.print(table)
     billing.render(evidence.get("billing") or [], out, evidence.get("config", {}).get("expires_at"))

@@ -27,6 +27,9 @@ moto stores but never acts, does what AWS would do), named as a gap in the modul
   schedules, which moto never fires (Scheduler resources it does not even create): fired by hand,
   from the deployed template.
 
+`s3_policies`: a bucket policy's TLS-only Deny applies to plain-HTTP requests only, as S3 applies it
+(moto ignores conditions and denies every request).
+
 And `codebuild` deletes an ECR repository with its images, as EmptyOnDelete does (moto refuses a
 repository that holds images). `lean` cuts two of moto's own costs that hold nothing served here
 (a folder listing on every request, 1,200 ECS images built in each region at every reset).

@@ -5,7 +5,9 @@ here. Terminating an instance shuts its host down a moment later, as a real inst
 while to stop (its scripts finish the call they are in). SSM Run Command (`AWS-RunShellScript`),
 which moto records without running, runs its commands on the target's host.
 
-What an instance has and does comes from `Emulator.host_options[backend]` (a HostOptions).
+What an instance has and does comes from `Emulator.host_options[backend]` (a HostOptions); its
+type, and the instance store that type has (catalog/boot.py INSTANCE_DISKS, as EC2's
+DescribeInstanceTypes gives it), are the launched instance's.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from catalog.boot import instance_store_gb
 from tests.host.machine import Host, HostOptions
 
 BOOT_MARKER = "inference-server.service"
@@ -26,7 +30,10 @@ SHUTDOWN_DELAY_S = 2.0
 def boot(emulator: Any, instance: Any, script: str) -> None:
     backend = re.search(r"^BACKEND=(\S+)$", script, re.M)
     name = backend.group(1).strip("'") if backend else "?"
-    options = emulator.host_options.get(name, HostOptions())
+    options = emulator.host_options.get(name) or HostOptions(
+        instance_store_gb=instance_store_gb(instance.instance_type)
+    )
+    options = replace(options, instance_type=instance.instance_type)
     host = Host(
         root=emulator.scratch / "hosts" / instance.id,
         instance_id=instance.id,

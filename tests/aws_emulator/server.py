@@ -17,6 +17,7 @@ from tests.aws_emulator import (
     instances,
     lean,
     parameters,
+    s3_policies,
     sagemaker,
     sagemaker_runtime,
     schedules,
@@ -26,9 +27,18 @@ from tests.aws_emulator.account import ACCOUNT, REGIONS
 from tests.host.aws_cli import CliServer
 from tests.host.hub import HubRepo, LoopbackHub
 
-# The Hugging Face Hub the emulated builds download from (the real `hf` CLI, HF_ENDPOINT): the open
-# model's serving files in miniature, and what else its repository holds, which no copy takes.
+# The Hugging Face Hub the emulated builds download from (the real `hf` CLI, HF_ENDPOINT): each
+# catalog model's serving files in miniature, and what else a repository holds, which no copy takes.
+GEMMA_FILES = {
+    "config.json": b'{"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4"}',
+    "model.safetensors": b"\0" * 64,
+    "tokenizer.json": b'{"version": "1.0"}',
+    "tokenizer_config.json": b"{}",
+    "README.md": b"# Gemma 4",
+}
 HUB_REPOS = {
+    "google/gemma-4-E2B-it": GEMMA_FILES,
+    "xbill9/gemma-4-E2B-it-qat-q4_0-w4a16-ct-text-emb4": GEMMA_FILES,
     "Qwen/Qwen2.5-1.5B-Instruct": {
         "config.json": b'{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"}',
         "model.safetensors": b"\0" * 64,
@@ -38,7 +48,7 @@ HUB_REPOS = {
         "vocab.json": b"{}",
         "README.md": b"# Qwen2.5-1.5B-Instruct",
         "LICENSE": b"Apache License 2.0",
-    }
+    },
 }
 
 
@@ -83,7 +93,7 @@ class Emulator:
         self.url = f"http://localhost:{self.port}"
         for module in (
             lean, parameters, capacity, sessions, codebuild, instances, autoscaling, schedules, sagemaker, sagemaker_runtime,
-            cloudformation,
+            cloudformation, s3_policies,
         ):  # fmt: skip
             self._undo.append(module.install(self))
         self.reset()

@@ -1,11 +1,14 @@
 """The servers' boot scripts, run for real: the user data exactly as rendered, under bash, on a
-stand-in host (tests/host: systemd's unit rules, docker, the metadata service, the accelerator),
-with the AWS CLI replaced by a recorder that answers as the services would. The emulator tests
-run the same scripts against moto with the real AWS CLI; these cover every path one by one."""
+stand-in host (tests/host: systemd's unit rules, docker, the metadata service, the accelerator,
+the block devices), with the AWS CLI replaced by a recorder that answers as the services would,
+but for S3, which the real AWS CLI serves from moto on loopback (the app's store: the weights'
+copy and the compiled graphs). The emulator tests run the same scripts against moto with the real
+AWS CLI for every call; these cover every path one by one."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import time
@@ -15,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from catalog import Accelerator
-from catalog.backends import ModelArgument
+from catalog.backends import ModelArgument, WeightsLoad
+from catalog.boot import PHASES, store_bucket, weights_marker, weights_prefix
 from inference_constructs.user_data import (
     NO_RESTART_EXIT,
     WAITING_EXIT,
@@ -26,13 +30,18 @@ from inference_constructs.user_data import (
     server_unit,
 )
 from tests.host.aws_cli import CliServer
-from tests.host.machine import Host, HostOptions
+from tests.host.machine import BIN, Host, HostOptions
 
 GROUP = "InferenceGpuStack-G5gGroup-ABC123"
-# The AWS CLI as the scripts call it: each call recorded; answers chosen by environment variables.
+ACCOUNT = "123456789012"
+# The AWS CLI as the scripts call it: each call recorded; answers chosen by environment variables;
+# S3 by the real CLI against moto.
 AWS_RECORDER = r"""#!/bin/bash
 echo "aws $*" >> "$HOST_STATE/aws.log"
 value() { while [[ $# -gt 0 ]]; do [[ "$1" == "$want" ]] && { printf '%s\n' "$2"; return; }; shift; done; }
+if [[ "$1" == s3 || "$1" == s3api ]]; then
+  AWS_ENDPOINT_URL="$S3_ENDPOINT_URL" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing exec "$REAL_AWS" "$@"
+fi
 case "$1 $2" in
   "ssm put-parameter") want=--value value "$@" >> "$HOST_STATE/reports.log" ;;
   "secretsmanager get-secret-value") echo hf_test ;;
@@ -43,7 +52,7 @@ case "$1 $2" in
   "autoscaling set-desired-capacity") [[ -z "${AWS_SCALE_REFUSED:-}" ]] || { echo "AccessDenied" >&2; exit 254; } ;;
   "codebuild list-builds-for-project") echo "${AWS_BUILD_IDS:-None}" ;;
   "codebuild batch-get-builds") echo "${AWS_RUNNING_BUILD:-None}" ;;
-  "codebuild start-build") echo "inference-build-vllm-sm75:0001" ;;
+  "codebuild start-build") want=--project-name; echo "$(value "$@"):0001" ;;
 esac
 exit 0
 """
@@ -78,8 +87,46 @@ def stand_in_server(tmp_path_factory) -> Iterator[CliServer]:
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def moto_url() -> Iterator[str]:
+    """S3 on loopback for the app's store (moto in server mode), emptied before each test."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request would bury a failure
+
+    from tests.aws_emulator import s3_policies
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    undo = s3_policies.install()
+    try:
+        yield f"http://127.0.0.1:{server.get_host_and_port()[1]}"
+    finally:
+        undo()
+        server.stop()
+
+
 @pytest.fixture
-def host(tmp_path, stand_in_server):
+def s3(moto_url):
+    """A boto3 S3 client on the test's empty moto."""
+    import urllib.request
+
+    import boto3
+
+    urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=30).read()
+    return boto3.client(
+        "s3",
+        region_name="us-east-1",
+        endpoint_url=moto_url,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+
+@pytest.fixture
+def host(tmp_path, stand_in_server, s3, moto_url):
     """Boots a rendered boot script on a stand-in host; yields a starter, shuts every host down."""
     recorder = tmp_path / "aws-bin"
     recorder.mkdir()
@@ -88,13 +135,23 @@ def host(tmp_path, stand_in_server):
     registry = tmp_path / "registry"
     registry.mkdir()
     started: list[Host] = []
+    # The recorder hands S3 to the real CLI against moto.
+    store_env = {
+        "AWS_GROUP": GROUP,
+        "REGISTRY_DIR": str(registry),
+        "S3_ENDPOINT_URL": moto_url,
+        "REAL_AWS": str(BIN / "aws"),
+    }
 
     def start(boot: ServerBoot, options: HostOptions | None = None, name: str = "host", **aws: str) -> Host:
         machine = Host(
             root=tmp_path / name,
             instance_id=f"i-0{len(started)}abc",
             zone="us-east-1c",
-            env={"AWS_GROUP": GROUP, "REGISTRY_DIR": str(registry)} | stand_in_server.env() | aws,
+            env=store_env
+            | stand_in_server.env()
+            | aws
+            | {"AWS_REGION": boot.region, "AWS_DEFAULT_REGION": boot.region},
             options=options or HostOptions(),
         )
         machine.env["PATH"] = f"{recorder}:{machine.environment()['PATH']}"
@@ -345,42 +402,354 @@ def test_a_failing_boot_step_stops_the_server_and_says_where(host):
     assert failed["reason"].startswith("boot script failed at line ")
 
 
-def test_compiled_graphs_are_kept_and_a_replaced_instance_restores_them(host):
-    repository = "123456789012.dkr.ecr.us-east-2.amazonaws.com/inference-survey/neuron-graphs"
-    boot = boot_config(
-        Accelerator.NEURON,
-        model_argument=ModelArgument.ENVIRONMENT,
-        serve_args=(),
-        container_env=(("TENSOR_PARALLEL_SIZE", "2"),),
-        data_volume="/opt/inference/neuron-cache:/var/cache/neuron",
-        graph_repository=repository,
-        host_port=8080,
-        container_port=8080,
-    )
-    first = host(boot, name="first")
-    wait_for(first, last_state("ready"))
-    assert "compiled the model" in (first.state / "containers/inference-server/log").read_text()
-    (push,) = eventually(
-        lambda: [c for c in first.calls() if c.startswith(f"docker push {repository}:graphs-")], 10, first.calls
-    )
-    assert [c for c in first.calls() if c.startswith("docker push")] == [push]
-    tag = push.split()[-1].rsplit(":", 1)[1]
-    # The push is logged as it starts: its layers are in the registry once docker says it is done.
-    registry = Path(first.env["REGISTRY_DIR"])
-    pushed = registry / repository.split("/", 1)[1] / f"{tag}.pushed"
-    eventually(pushed.exists, 20, lambda: first.boot_log()[-2000:])
-    # The recorder's ECR now knows the tag, as DescribeImages would.
-    (registry / f"pushed-{tag}").write_text("")
+# --- the app's store, the mirror and the instance store ------------------------------------------
 
+STORE = store_bucket(ACCOUNT, "us-east-1")
+MODEL_FILES = {"config.json": b'{"model_type": "gemma4"}', "model.safetensors": b"\0" * 2048, "tokenizer.json": b"{}"}
+MIRROR = "123456789012.dkr.ecr.us-east-1.amazonaws.com/inference-survey/mirror/vllm/vllm-openai:v0.30.0"
+SOURCE = "vllm/vllm-openai:v0.30.0"
+
+
+def store_config(accelerator: Accelerator = Accelerator.NVIDIA, **changes) -> ServerBoot:
+    """A server with the app's store in its region (and, unless told, no compile cache)."""
+    values = {
+        "store_bucket": STORE,
+        "account_id": ACCOUNT,
+        "copy_project": "inference-weights-copy",
+        "store_regions": ("us-east-1", "us-east-2"),
+    }
+    return boot_config(accelerator, **(values | changes))
+
+
+def make_store(s3, region: str = "us-east-1") -> str:
+    bucket = store_bucket(ACCOUNT, region)
+    extra = {} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+    s3.create_bucket(Bucket=bucket, **extra)
+    return bucket
+
+
+def stage_weights(s3, model: str, files: dict[str, bytes] = MODEL_FILES, *, marker: bool = True, bucket=STORE) -> None:
+    """The store's copy of a model as the weights copy leaves it (tests/cdk/test_weights_copy.py
+    holds the copy to this shape): the files, then the manifest beside them, last."""
+    for name, data in files.items():
+        s3.put_object(Bucket=bucket, Key=f"{weights_prefix(model)}{name}", Body=data)
+    if marker:
+        manifest = {"model": model, "files": {name: len(data) for name, data in sorted(files.items())}}
+        s3.put_object(Bucket=bucket, Key=weights_marker(model), Body=json.dumps(manifest).encode())
+
+
+def ready_record(machine: Host) -> dict:
+    return wait_for(machine, last_state("ready"))[-1]
+
+
+def container_log(machine: Host) -> str:
+    return (machine.state / "containers/inference-server/log").read_text()
+
+
+def run_args(machine: Host) -> list[str]:
+    return json.loads((machine.state / "containers/inference-server/args.json").read_text())["args"]
+
+
+def pulls(machine: Host) -> list[str]:
+    return (machine.state / "pulls").read_text().splitlines()
+
+
+def test_the_phases_come_out_in_the_order_reached_each_with_its_time(host):
+    machine = host(boot_config())
+    ready = ready_record(machine)
+    names = [name for name, _ in ready["phases"]]
+    times = [at for _, at in ready["phases"]]
+    assert names == list(PHASES)
+    assert times == sorted(times) and times[-1] - times[0] < 120
+    # The first answer was the question's right answer, and what came back is kept.
+    assert (ready["answer"], ready["answer_correct"]) == ("Paris", True)
+    # Each step says which way it went: here the slow way of each, and why.
+    assert ready["paths"] == {
+        "storage": "root volume: this instance type has no instance store",
+        "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/inference-survey/vllm-sm75:v1",
+        "weights": "from the hub: this server has no store",
+    }
+    # Every report of the boot carries the phases reached so far: "starting" knew only its first.
+    starting = next(r for r in reports(machine) if r["state"] == "starting")
+    assert [name for name, _ in starting["phases"]] == ["running"]
+
+
+def pushed(tmp_path: Path, image: str) -> None:
+    """The image is in the recorder's ECR (the host fixture's registry), as a finished mirror leaves it."""
+    repository, tag = image.split("/", 1)[1].rsplit(":", 1)
+    (tmp_path / "registry" / repository).mkdir(parents=True, exist_ok=True)
+    (tmp_path / "registry" / repository / f"{tag}.pushed").write_text("")
+
+
+def test_docker_data_goes_to_the_instance_store_and_the_image_comes_from_the_regions_mirror(host, tmp_path):
+    pushed(tmp_path, MIRROR)
+    boot = store_config(image=MIRROR, fallback_image=SOURCE, mirror_project="inference-mirror", needs_disk_gb=43)
+    machine = host(boot, HostOptions(instance_type="g6.xlarge", instance_store_gb=250))
+    ready = ready_record(machine)
+    assert pulls(machine) == [f"{MIRROR} instance-store"]
+    assert ready["paths"]["image"] == f"the region's mirror {MIRROR}"
+    assert (
+        ready["paths"]["storage"].startswith("instance store /dev/nvme1n1 at ")
+        and "(250 GB free)" in ready["paths"]["storage"]
+    )
+    # Formatted and mounted by the boot; both of the engine's stores bound from it while stopped.
+    calls = machine.calls()
+    assert "mkfs.ext4 -q -F -E nodiscard /dev/nvme1n1" in calls
+    stop, start = (
+        calls.index("systemctl stop docker.service containerd.service"),
+        calls.index("systemctl start containerd.service docker.service"),
+    )
+    binds = [i for i, c in enumerate(calls) if c.startswith("mount --bind")]
+    assert len(binds) == 2 and stop < min(binds) and max(binds) < start
+    assert not [c for c in aws_calls(machine) if "start-build --project-name inference-mirror" in c]
+
+
+def test_a_missing_mirror_pulls_the_public_image_and_starts_the_mirror(host):
+    boot = store_config(image=MIRROR, fallback_image=SOURCE, mirror_project="inference-mirror")
+    machine = host(boot, HostOptions(missing_images=(MIRROR,)))
+    ready = ready_record(machine)
+    assert [p.split()[0] for p in pulls(machine)] == [SOURCE]
+    refusal = (
+        f"Error response from daemon: manifest for {MIRROR} not found: manifest unknown: Requested image not found"
+    )
+    assert ready["paths"]["image"] == (
+        f"from {SOURCE}: its mirror could not be pulled ({refusal[:120]}); started build inference-mirror:0001 to make "
+        "the mirror"
+    )
+    assert "aws codebuild start-build --project-name inference-mirror --query build.id --output text" in aws_calls(
+        machine
+    )
+    (run,) = docker_runs(machine)
+    assert run.split()[-len(boot.serve_args) - 2] == SOURCE
+
+
+def test_a_store_the_dlami_mounted_is_used_as_it_is_and_one_too_small_leaves_docker_on_the_root_volume(host):
+    mounted = host(
+        store_config(needs_disk_gb=40), HostOptions(instance_store_gb=250, instance_store_mounted=True), name="a"
+    )
+    assert ready_record(mounted)["paths"]["storage"].startswith(
+        f"instance store /dev/nvme1n1 at {mounted.root}/opt/dlami/nvme"
+    )
+    assert not [c for c in mounted.calls() if c.startswith("mkfs")]
+    small = host(store_config(needs_disk_gb=43), HostOptions(instance_store_gb=30), name="b")
+    ready = ready_record(small)
+    assert ready["paths"]["storage"] == (
+        "root volume: the instance store /dev/nvme1n1 has 30 GB free; the image and the weights need 43 GB"
+    )
+    assert [p.split()[1] for p in pulls(small)] == ["root-volume"]
+    assert not [c for c in small.calls() if c.startswith("mount --bind")]
+
+
+def test_a_failed_mount_leaves_everything_on_the_root_volume_and_the_server_comes_up(host):
+    machine = host(store_config(), HostOptions(instance_store_gb=250), MOUNT_FAILS="1")
+    ready = ready_record(machine)
+    assert (
+        ready["paths"]["storage"] == "root volume: the instance store /dev/nvme1n1 could not be formatted and mounted"
+    )
+    assert [p.split()[1] for p in pulls(machine)] == ["root-volume"]
+
+
+def test_the_stores_copy_is_copied_to_the_disk_and_served_under_the_models_name(host, s3):
+    make_store(s3)
+    stage_weights(s3, "google/gemma-4-E2B-it")
+    machine = host(store_config())
+    ready = ready_record(machine)
+    assert ready["paths"]["weights"] == f"copied from s3://{STORE}/weights/google/gemma-4-E2B-it/ to the disk"
+    args = run_args(machine)
+    assert args[0] == "/weights" and args[-2:] == ["--served-model-name", "google/gemma-4-E2B-it"]
+    copied = machine.root / "opt/inference/weights/google/gemma-4-E2B-it"
+    assert {p.name: p.read_bytes() for p in copied.iterdir()} == MODEL_FILES
+    assert f"{copied}:/weights:ro" in json.loads(
+        (machine.state / "containers/inference-server/volumes.json").read_text()
+    )
+    # The weights were present before the engine started: a mark of the host's own.
+    names = [name for name, _ in ready["phases"]]
+    assert names.index("weights") < names.index("engine")
+    assert not [c for c in aws_calls(machine) if "start-build" in c]
+
+
+def test_a_neuron_server_gets_the_copy_as_its_checkpoint(host, s3):
+    make_store(s3)
+    stage_weights(s3, "Qwen/Qwen2.5-1.5B-Instruct")
+    boot = store_config(Accelerator.NEURON, model_argument=ModelArgument.ENVIRONMENT, serve_args=(),
+                        model_id="Qwen/Qwen2.5-1.5B-Instruct", host_port=8080, container_port=8080)  # fmt: skip
+    machine = host(boot)
+    ready_record(machine)
+    (run,) = docker_runs(machine)
+    assert "--env CHECKPOINT=/weights" in run and run_args(machine) == []
+
+
+def test_a_streaming_engine_reads_the_copy_from_s3_and_a_failed_stream_copies_it_at_the_next_start(host, s3):
+    make_store(s3)
+    stage_weights(s3, "google/gemma-4-E2B-it")
+    boot = store_config(weights_load=WeightsLoad.STREAM, ready_minutes=FAR_DEADLINE_MIN)
+    streaming = host(boot, name="streams")
+    ready = ready_record(streaming)
+    assert ready["paths"]["weights"] == f"streamed by the engine from s3://{STORE}/weights/google/gemma-4-E2B-it/"
+    args = run_args(streaming)
+    assert args[0] == f"s3://{STORE}/weights/google/gemma-4-E2B-it/"
+    assert args[-4:] == ["--load-format", "runai_streamer", "--served-model-name", "google/gemma-4-E2B-it"]
+    (run,) = docker_runs(streaming)
+    assert "--env AWS_REGION=us-east-1" in run
+    # The engine fetched them: the weights were present when its log said they were loaded.
+    names = [name for name, _ in ready["phases"]]
+    assert names == list(PHASES)
+
+    failing = host(boot, HostOptions(container="stream-fails"), name="fails")
+    ready = ready_record(failing)
+    first, second = docker_runs(failing)
+    assert "runai_streamer" in first and "runai_streamer" not in second and "-v " in second
+    assert ready["paths"]["weights"] == (
+        f"copied from s3://{STORE}/weights/google/gemma-4-E2B-it/ to the disk (streaming from "
+        f"s3://{STORE}/weights/google/gemma-4-E2B-it/ failed at the last start (exit 1))"
+    )
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ("no store", f"the region's store {STORE} does not exist yet; started build inference-weights-copy:0001 to make the copy"),
+        ("no copy", f"no complete copy of google/gemma-4-E2B-it in {STORE} yet; started build inference-weights-copy:0001 to make the copy"),
+        ("half done", f"no complete copy of google/gemma-4-E2B-it in {STORE} yet; started build inference-weights-copy:0001 to make the copy"),
+        ("changed", f"the copy in {STORE} does not match its manifest (changed or half done): 1 of its 3 files missing or of another size (model.safetensors)"),
+        ("another region", f"the store {STORE} is in us-west-2, not us-east-1: reading weights across regions is slow and billed"),
+        ("another model", f"the copy's manifest in {STORE} is not one for google/gemma-4-E2B-it"),
+    ],
+)  # fmt: skip
+def test_a_missing_half_done_changed_or_far_copy_is_not_loaded_and_the_hub_serves(host, s3, fault, reason):
+    model = "google/gemma-4-E2B-it"
+    if fault == "another region":
+        s3.create_bucket(Bucket=STORE, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+        stage_weights(s3, model)
+    elif fault != "no store":
+        make_store(s3)
+    if fault == "half done":
+        stage_weights(s3, model, marker=False)
+    elif fault == "changed":
+        stage_weights(s3, model)
+        s3.put_object(Bucket=STORE, Key=f"{weights_prefix(model)}model.safetensors", Body=b"\0" * 100)
+    elif fault == "another model":
+        stage_weights(s3, model)
+        s3.put_object(
+            Bucket=STORE,
+            Key=weights_marker(model),
+            Body=json.dumps({"model": "other/model", "files": {"x": 1}}).encode(),
+        )
+    machine = host(store_config())
+    ready = ready_record(machine)
+    assert ready["paths"]["weights"] == f"from the hub: {reason}"
+    # Nothing of the store reaches the engine: the hub's name, as the image downloads it.
+    assert run_args(machine)[0] == model and "--served-model-name" not in run_args(machine)
+    assert not (machine.root / "opt/inference/weights" / model).exists()
+
+
+def graph_objects(s3, bucket: str = STORE) -> dict[str, bytes]:
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix="graphs/").get("Contents", [])
+    return {o["Key"]: s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read() for o in listed}
+
+
+def neuron_boot(**changes) -> ServerBoot:
+    values = {
+        "model_argument": ModelArgument.ENVIRONMENT,
+        "serve_args": (),
+        "model_id": "Qwen/Qwen2.5-1.5B-Instruct",
+        "container_env": (("TENSOR_PARALLEL_SIZE", "2"),),
+        "compile_cache": "/var/cache/neuron",
+        "host_port": 8080,
+        "container_port": 8080,
+    }
+    return store_config(Accelerator.NEURON, **(values | changes))
+
+
+def test_compiled_graphs_are_kept_in_the_store_and_the_next_server_restores_them_before_the_engine_starts(host, s3):
+    make_store(s3)
+    first = host(neuron_boot(), HostOptions(instance_type="trn1.2xlarge"), name="first")
+    ready = ready_record(first)
+    assert (
+        ready["paths"]["graphs"] == "compiling: no graphs stored for these inputs in the stores of us-east-1 us-east-2"
+    )
+    assert "compiled the model into /var/cache/neuron" in container_log(first)
+    stored = eventually(lambda: graph_objects(s3) if len(graph_objects(s3)) == 2 else None, 20, first.boot_log)
+    (archive,) = [k for k in stored if k.endswith(".tar.gz")]
+    manifest = json.loads(stored[archive.removesuffix(".tar.gz") + ".json"])
+    assert archive.startswith("graphs/neuron/")
+    # Keyed by everything the graphs were compiled for.
+    assert manifest["inputs"] == {
+        "kind": "neuron",
+        "image_id": "sha256:" + hashlib.sha256(boot_config().image.encode()).hexdigest(),
+        "model": "Qwen/Qwen2.5-1.5B-Instruct",
+        "instance_type": "trn1.2xlarge",
+        "serve_args": [],
+        "container_env": ["MODEL=Qwen/Qwen2.5-1.5B-Instruct", "TENSOR_PARALLEL_SIZE=2"],
+    }
+    assert manifest["sha256"] == hashlib.sha256(stored[archive]).hexdigest()
+
+    second = host(neuron_boot(), HostOptions(instance_type="trn1.2xlarge"), name="second")
+    ready = ready_record(second)
+    assert ready["paths"]["graphs"].startswith(f"restored from s3://{STORE}/{archive} (")
+    assert "loaded the compiled model" in container_log(second)
+    # Restored before the engine started; nothing new to keep.
+    calls = aws_calls(second)
+    assert any(archive in c for c in calls) and not [c for c in calls if "put-object" in c]
+
+    # Another instance type is another key: compiled, not loaded.
+    other = host(neuron_boot(), HostOptions(instance_type="inf2.xlarge"), name="other")
+    assert ready_record(other)["paths"]["graphs"].startswith("compiling: no graphs stored")
+    assert "compiled the model into" in container_log(other)
+
+
+def test_graphs_kept_in_another_regions_store_are_restored_here(host, s3):
+    make_store(s3)
+    west = host(neuron_boot(region="us-east-2", store_bucket=store_bucket(ACCOUNT, "us-east-2")), name="west")
+    # The store here does not exist yet: the server compiles, and keeps nothing (no store in its region).
+    assert ready_record(west)["paths"]["graphs"].startswith("compiling")
+    first = host(neuron_boot(), name="first")
+    ready_record(first)
+    eventually(lambda: len(graph_objects(s3)) == 2, 20, first.boot_log)
+    there = make_store(s3, "us-east-2")
+    second = host(neuron_boot(region="us-east-2", store_bucket=there), name="second")
+    ready = ready_record(second)
+    assert ready["paths"]["graphs"].startswith(f"restored from s3://{STORE}/graphs/neuron/")
+    assert "loaded the compiled model" in container_log(second)
+
+
+@pytest.mark.parametrize("fault", ["other inputs", "damaged archive"])
+def test_graphs_stored_for_other_inputs_or_damaged_are_never_loaded_and_are_compiled_and_stored_again(host, s3, fault):
+    make_store(s3)
+    first = host(neuron_boot(), name="first")
+    ready_record(first)
+    stored = eventually(lambda: graph_objects(s3) if len(graph_objects(s3)) == 2 else None, 20, first.boot_log)
+    (key,) = [k.removesuffix(".json") for k in stored if k.endswith(".json")]
+    if fault == "other inputs":
+        manifest = json.loads(stored[f"{key}.json"])
+        manifest["inputs"]["image_id"] = "sha256:" + "1" * 64  # a cache written by another image
+        s3.put_object(Bucket=STORE, Key=f"{key}.json", Body=json.dumps(manifest).encode())
+        why = "were compiled for other inputs (another image, model, type or settings); not loaded"
+    else:
+        s3.put_object(Bucket=STORE, Key=f"{key}.tar.gz", Body=b"half an archive")
+        why = "are missing or not what their manifest says (half written?); not loaded"
+    second = host(neuron_boot(), name="second")
+    ready = ready_record(second)
+    assert (
+        ready["paths"]["graphs"]
+        == f"compiling: the graphs {'stored ' if fault == 'other inputs' else ''}at s3://{STORE}/{key} {why}"
+    )
+    assert "compiled the model into" in container_log(second)
+    # What the second server compiled replaced what could not be used.
+    eventually(lambda: json.loads(graph_objects(s3)[f"{key}.json"])["by"] == second.instance_id, 20, second.boot_log)
+
+
+def test_vllms_compile_cache_is_kept_and_restored_like_the_neuron_graphs(host, s3):
+    make_store(s3)
+    boot = store_config(compile_cache="/root/.cache/vllm")
+    first = host(boot, name="first")
+    ready_record(first)
+    assert "compiled the model into /root/.cache/vllm" in container_log(first)
+    eventually(lambda: len(graph_objects(s3)) == 2, 20, first.boot_log)
+    assert all(k.startswith("graphs/nvidia/") for k in graph_objects(s3))
     second = host(boot, name="second")
-    wait_for(second, last_state("ready"))
-    restored = Path(second.root) / "opt/inference/neuron-cache/compiled/model.neff"
-    assert restored.read_text() == "compiled graph"
-    assert "loaded the compiled model" in (second.state / "containers/inference-server/log").read_text()
-    # The restore came before the engine started, and the second instance pushed nothing.
-    calls = second.calls()
-    assert calls.index(next(c for c in calls if c.startswith("docker cp"))) < calls.index(docker_runs(second)[0])
-    assert not [c for c in calls if c.startswith("docker push")]
+    assert ready_record(second)["paths"]["graphs"].startswith(f"restored from s3://{STORE}/graphs/nvidia/")
+    assert "loaded the compiled model from /root/.cache/vllm" in container_log(second)
 
 
 def test_a_recorded_pid_that_now_names_another_process_is_left_alone(host):

@@ -16,13 +16,12 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 
-from catalog import Accelerator
-from catalog.backends import get_backend
-from catalog.builds import built_image, repository_name
+from catalog.backends import WeightsLoad, get_backend
+from catalog.boot import disk_needed_gb
+from catalog.builds import built_image, mirror_repository, mirror_tag, repository_name
 from catalog.config import BackendConfig, StackConfig
 from catalog.contract import BACKEND_TAG_KEY, IMAGE_TAG_KEY, BackendOutput, output_key
 from inference_constructs.image_build import ImageBuild, image_build_for
@@ -30,6 +29,7 @@ from inference_constructs.in_region import InRegionBench
 from inference_constructs.instance_role import ServerInstanceRole
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.model_server import ModelServer
+from inference_constructs.region_store import RegionStore
 from inference_constructs.ssm_only_network import SsmOnlyNetwork
 from inference_constructs.stack_marker import StackMarker
 from inference_constructs.user_data import DEFAULT_READY_MINUTES, USER_DATA_LIMIT
@@ -69,6 +69,11 @@ def statements(template: Template, role_logical_id: str) -> list[dict[str, Any]]
     """Every statement of every inline policy attached to one role."""
     policies = template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role_logical_id}]}})
     return [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
+
+
+def resources_of(statement: dict[str, Any]) -> list[Any]:
+    value = statement["Resource"]
+    return value if isinstance(value, list) else [value]
 
 
 def by_sid(found: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -138,7 +143,6 @@ def instance_role(tmp_path_factory) -> tuple[ServerInstanceRole, Template]:
     stack = bare_stack(tmp_path_factory.mktemp("role"))
     role = ServerInstanceRole(stack, "Role", backend="g6", hf_token_secret_name=SECRET)
     role.allow_build("arn:aws:codebuild:us-east-1:123456789012:project/build-it")
-    role.allow_graphs("arn:aws:ecr:us-east-1:123456789012:repository/inference-survey/neuron-graphs")
     return role, Template.from_stack(stack)
 
 
@@ -180,7 +184,7 @@ def test_the_instance_role_may_set_the_capacity_of_its_own_group_only(instance_r
     assert sorted(scaling) == ["FindOwnGroup", "TakeOwnGroupToZero"]
 
 
-def test_the_build_and_graph_grants_name_one_project_and_one_repository(instance_role):
+def test_the_build_grant_names_one_project(instance_role):
     role, template = instance_role
     sids = by_sid(statements(template, logical_id(role.role)))
     assert sids["StartItsImageBuild"]["Resource"] == "arn:aws:codebuild:us-east-1:123456789012:project/build-it"
@@ -189,10 +193,7 @@ def test_the_build_and_graph_grants_name_one_project_and_one_repository(instance
         "codebuild:ListBuildsForProject",
         "codebuild:StartBuild",
     ]
-    graphs = sids["KeepCompiledGraphs"]
-    assert graphs["Resource"] == "arn:aws:ecr:us-east-1:123456789012:repository/inference-survey/neuron-graphs"
-    assert "ecr:PutImage" in actions(graphs) and "ecr:DeleteRepository" not in actions(graphs)
-    assert set(sids) == BASE_SIDS | {"StartItsImageBuild", "KeepCompiledGraphs"}
+    assert set(sids) == BASE_SIDS | {"StartItsImageBuild"}
 
 
 # --- InRegionBench ----------------------------------------------------------------------------
@@ -269,7 +270,7 @@ class Server:
     server: ModelServer
     network: SsmOnlyNetwork
     build: ImageBuild | None
-    graphs: ecr.Repository | None
+    store: RegionStore | None
     bench: InRegionBench | None
     template: Template
 
@@ -294,16 +295,12 @@ def build_server(
     **context: Any,
 ) -> Server:
     """One server in a bare stack with the network it needs; `full` also hands it what the stack
-    would (its image build, the Neuron graph repository, the in-region bench)."""
+    would (its image build, the app's store in the region, the in-region bench)."""
     spec = get_backend(name)
     stack = bare_stack(outdir, account=account, **context)
     network = SsmOnlyNetwork(stack, "Network", zones=list(ZONES))
     build = image_build_for(stack, spec, {}, expires_at) if full else None
-    graphs = (
-        ecr.Repository(stack, "Graphs", repository_name="inference-survey/neuron-graphs")
-        if full and spec.accelerator is Accelerator.NEURON
-        else None
-    )
+    store = RegionStore(stack, "Store", models=[spec.model_id], hf_token_secret_name=SECRET) if full else None
     bench = InRegionBench(stack, "InRegion") if full else None
     backend = BackendConfig(
         spec=spec,
@@ -321,11 +318,11 @@ def build_server(
         hf_token_secret_name=SECRET,
         image_uri=build.image_uri if build else spec.image or "",
         image_build=build,
-        graph_repository=graphs,
+        store=store,
         expires_at=expires_at,
         in_region=bench,
     )
-    return Server(backend, server, network, build, graphs, bench, Template.from_stack(stack))
+    return Server(backend, server, network, build, store, bench, Template.from_stack(stack))
 
 
 @pytest.fixture(scope="module", params=EC2_BACKENDS)
@@ -336,7 +333,7 @@ def server(request, tmp_path_factory) -> Server:
 
 @pytest.fixture(scope="module")
 def minimal_g6(tmp_path_factory) -> Server:
-    """g6 with only what ModelServer requires: no build, graphs, bench or expiry."""
+    """g6 with only what ModelServer requires: no build, store, bench or expiry."""
     return build_server(tmp_path_factory.mktemp("server-minimal"), "g6", full=False, expires_at=None)
 
 
@@ -367,7 +364,9 @@ def test_a_server_is_a_group_of_at_most_one_and_none_while_its_image_is_built(se
 def test_the_launch_template_requires_imdsv2_and_boots_the_catalogs_type_ami_and_volume(server):
     spec = server.backend.spec
     data = launch_data(server)
-    assert data["MetadataOptions"] == {"HttpTokens": "required"}
+    # An engine that streams its weights from the store reads credentials from its container: one hop more.
+    streams = server.store is not None and spec.weights_load is WeightsLoad.STREAM
+    assert data["MetadataOptions"] == {"HttpTokens": "required"} | ({"HttpPutResponseHopLimit": 2} if streams else {})
     assert data["InstanceType"] == spec.instance_type
     parameter = server.template.to_json()["Parameters"][data["ImageId"]["Ref"]]
     assert parameter == {"Type": "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>", "Default": spec.ami_parameter}
@@ -406,9 +405,36 @@ def test_the_role_holds_exactly_what_this_server_was_given(server, minimal_g6):
         assert by_sid(found)["StartItsImageBuild"]["Resource"] == {
             "Fn::GetAtt": [logical_id(server.build.project), "Arn"]
         }
-    if server.graphs:
-        expected.add("KeepCompiledGraphs")
-        assert by_sid(found)["KeepCompiledGraphs"]["Resource"] == {"Fn::GetAtt": [logical_id(server.graphs), "Arn"]}
+    if server.store:
+        expected |= {
+            "FindTheStore",
+            "ReadTheWeightsAndGraphs",
+            "KeepCompiledGraphs",
+            "ReadGraphsCompiledElsewhere",
+            "StartTheCopyOrTheMirror",
+        }
+        sids = by_sid(found)
+        bucket = f"arn:<AWS::Partition>:s3:::inference-survey-<AWS::AccountId>-{REGION}"
+        assert render_join(sids["KeepCompiledGraphs"]["Resource"]) == f"{bucket}/graphs/*"
+        assert actions(sids["KeepCompiledGraphs"]) == ["s3:PutObject"]
+        assert sorted(render_join(r) for r in resources_of(sids["ReadTheWeightsAndGraphs"])) == [
+            f"{bucket}/graphs/*",
+            f"{bucket}/weights/*",
+        ]
+        # Graphs compiled in the backend's other regions are read, never written.
+        elsewhere = sorted(render_join(r) for r in resources_of(sids["ReadGraphsCompiledElsewhere"]))
+        others = [r for r in server.backend.spec.regions if r != REGION]
+        assert elsewhere == sorted(
+            f"arn:<AWS::Partition>:s3:::inference-survey-<AWS::AccountId>-{r}/graphs/*" for r in others
+        )
+        assert actions(sids["ReadGraphsCompiledElsewhere"]) == ["s3:GetObject"]
+        projects = [
+            server.store.copy,
+            *([server.store.mirrors[server.backend.spec.image]] if server.server.boot.fallback_image else []),
+        ]
+        assert resources_of(sids["StartTheCopyOrTheMirror"]) == [
+            {"Fn::GetAtt": [logical_id(p), "Arn"]} for p in projects
+        ]
     assert set(by_sid(found)) == expected
     # The one statement without a Sid is the read of the token secret.
     assert [sorted(actions(s)) for s in found if "Sid" not in s] == [
@@ -480,16 +506,26 @@ def test_the_boot_script_is_wired_to_the_servers_own_resources(server, minimal_g
         assert env["IMAGE"].endswith(f"/{repository_name(server.build.folder)}:{server.build.tag}")
         assert env["MISSING_IMAGE_HINT"] == ""
     else:
-        assert (env["IMAGE"], env["IMAGE_BUILD_PROJECT"]) == (spec.image, "")
+        # A public image runs from its mirror in the region's ECR, the image itself when that fails.
+        assert env["IMAGE_BUILD_PROJECT"] == ""
+        assert env["IMAGE"].endswith(f"/{mirror_repository(spec.image or '')}:{mirror_tag(spec.image or '')}")
+        assert env["FALLBACK_IMAGE"] == spec.image
+        assert env["MIRROR_PROJECT"] == f"<{logical_id(server.store.mirrors[spec.image or ''])}>"
         assert env["MISSING_IMAGE_HINT"].endswith(f"-c {server.name}.image=URI")
-    # Neuron servers keep their compiled graphs in the repository they were given; the others have none.
-    if server.graphs:
-        graphs = logical_id(server.graphs)
-        assert env["GRAPH_REPOSITORY"].startswith(f"<<{graphs}.Arn> split : [4]>.dkr.ecr.")
-        assert env["GRAPH_REPOSITORY"].endswith(f"/<{graphs}>")
-    else:
-        assert env["GRAPH_REPOSITORY"] == ""
-    assert server_env(minimal_g6)["IMAGE_BUILD_PROJECT"] == server_env(minimal_g6)["GRAPH_REPOSITORY"] == ""
+    # The app's store in the region, the copy that fills it, the engine's compile cache, the weights' way.
+    if server.store:
+        assert env["STORE_BUCKET"] == f"inference-survey-<AWS::AccountId>-{REGION}"
+        assert env["ACCOUNT_ID"] == "<AWS::AccountId>"
+        assert env["COPY_PROJECT"] == f"<{logical_id(server.store.copy)}>"
+        assert env["STORE_REGIONS"] == " ".join(spec.regions)
+    assert env["COMPILE_CACHE"] == (spec.compile_cache or "")
+    assert env["WEIGHTS_MODE"] == spec.weights_load.value
+    assert int(env["NEEDS_DISK_GB"]) == disk_needed_gb(spec.image, spec.model_id)
+    minimal = server_env(minimal_g6)
+    assert minimal["IMAGE_BUILD_PROJECT"] == minimal["STORE_BUCKET"] == minimal["COPY_PROJECT"] == ""
+    assert (
+        minimal["FALLBACK_IMAGE"] == minimal["MIRROR_PROJECT"] == "" and minimal["IMAGE"] == "vllm/vllm-openai:v0.30.0"
+    )
 
 
 def test_the_user_data_fits_ec2s_16_kb_with_room(server):
@@ -529,7 +565,11 @@ def test_the_output_is_the_contract_the_runner_reads(server):
     if server.build:
         assert parsed.image_build_project == f"<{logical_id(server.build.project)}>"
     else:
+        # The image it serves, and where its mirror is.
         assert parsed.image == spec.image and parsed.image_build_project is None
+        assert (parsed.image_mirror or "").endswith(f"/{mirror_repository(spec.image or '')}:v0.30.0")
+    assert parsed.store_bucket == f"inference-survey-<AWS::AccountId>-{REGION}"
+    assert parsed.weights_job == f"<{logical_id(server.store.copy)}>"
 
 
 def test_a_servers_own_zones_narrow_its_group_to_their_subnets(tmp_path):

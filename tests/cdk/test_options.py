@@ -259,7 +259,8 @@ def test_the_weights_copy_stages_then_moves_so_an_import_never_sees_half_a_copy(
     result, calls = run_copy(tmp_path, with_config=True)
     assert result.returncode == 0, result.stdout + result.stderr
     s3 = [c.split()[1:] for c in calls if c.startswith("aws s3")]
-    final, staged = "s3://weights-bucket/weights/m/", "s3://weights-bucket/weights/m.partial/"
+    # Each copy stages under a prefix of its own (its build's id; "local" outside CodeBuild).
+    final, staged = "s3://weights-bucket/weights/m/", "s3://weights-bucket/weights/m.partial-local/"
     marker = "s3://weights-bucket/weights/m.complete"
     assert [c[:2] for c in s3] == [["s3", "rm"], ["s3", "sync"], ["s3", "rm"], ["s3", "mv"], ["s3", "cp"]]
     assert s3[0][2] == marker and s3[1][3] == staged and s3[2][2] == final

@@ -351,9 +351,9 @@ def test_neuron_rows_run_the_vendor_engine_from_the_environment(templates, backe
         "TOOL_CALL_PARSER=hermes",
     ]
     assert '--env-file "$ROOT/etc/inference/container.env"' in script
-    # Compiled graphs persist on the host, and in the stack's graph repository for a replaced instance.
-    assert "DATA_VOLUME=/opt/inference/neuron-cache:/var/cache/neuron" in script
-    assert "GRAPH_REPOSITORY='<<NeuronGraphs" in script
+    # Compiled graphs are kept in the app's store in the region and restored before the engine starts.
+    assert "COMPILE_CACHE=/var/cache/neuron" in script and "DATA_VOLUME=''" in script
+    assert "STORE_BUCKET='inference-survey-<AWS::AccountId>-us-east-2'" in script
     assert re.search(r"/inference-survey/neuron:[0-9a-f]{16}'$", image_line(script))
     assert ('fallocate -l 16G "$ROOT/swapfile"' in script) is swap
 
@@ -368,9 +368,18 @@ def test_g5g_root_volume_reads_and_writes_its_weights_faster(templates):
     assert root_volume(templates, "g6")["Throughput"] == 125  # gp3's included baseline
 
 
+def image_builds(template: dict) -> dict[str, dict]:
+    """The stack's image build projects (a source folder to build; the copy and the mirrors have none)."""
+    return {
+        k: v
+        for k, v in resources(template, "AWS::CodeBuild::Project").items()
+        if v["Properties"]["Source"]["Type"] == "S3"
+    }
+
+
 def test_inf2_and_trn1_share_one_build(templates):
     assert image_line(user_data(templates, "inf2")) == image_line(user_data(templates, "trn1"))
-    assert len(resources(templates["InferenceNeuronStack"], "AWS::CodeBuild::Project")) == 1
+    assert len(image_builds(templates["InferenceNeuronStack"])) == 1
 
 
 @pytest.mark.parametrize(
@@ -386,10 +395,9 @@ def test_images_are_built_by_the_apps_own_codebuild_into_its_own_repository(
     template = templates[stack]
     region = {"InferenceGpuStack": "us-east-1", "InferenceNeuronStack": "us-east-2"}[stack]
     # The image's repository is not the stack's: the build makes it and cdk destroy leaves it, so the
-    # next deploy finds the image built (the only repositories a stack owns hold compiled graphs).
-    owned = [r["Properties"]["RepositoryName"] for r in resources(template, "AWS::ECR::Repository").values()]
-    assert f"inference-survey/{folder}" not in owned
-    (project,) = resources(template, "AWS::CodeBuild::Project").values()
+    # next deploy finds the image built (a stack owns no repository: compiled graphs live in the store).
+    assert resources(template, "AWS::ECR::Repository") == {}
+    (project,) = image_builds(template).values()
     env = project["Properties"]["Environment"]
     # arm64 compute for the g5g image: built natively, never under emulation; ARM XLarge for vLLM's kernels.
     assert env["Type"] == environment and env["PrivilegedMode"] is True
@@ -448,7 +456,7 @@ def test_every_deploy_of_the_stack_starts_its_image_build(templates, stack):
             "status-details": {"status": ["CREATE_COMPLETE", "UPDATE_COMPLETE"]},
         },
     }
-    ((project_id, _),) = resources(template, "AWS::CodeBuild::Project").items()
+    ((project_id, _),) = image_builds(template).items()
     (target,) = rule["Properties"]["Targets"]
     assert target["Arn"] == {"Fn::GetAtt": [project_id, "Arn"]}
     assert not resources(template, "AWS::Lambda::Function")
@@ -515,7 +523,7 @@ def test_secret_read_is_scoped_to_one_secret(templates):
         for s in policy["Properties"]["PolicyDocument"]["Statement"]
         if "secretsmanager:GetSecretValue" in s["Action"]
     ]
-    assert len(secret_statements) == 2  # one per server
+    assert len(secret_statements) == 3  # one per server, and the weights copy's
     for statement in secret_statements:
         resource = statement["Resource"]
         assert not isinstance(resource, list)
@@ -674,7 +682,7 @@ def test_every_launch_templates_user_data_fits_ec2s_16_kb_with_room(templates, b
 
 
 def test_the_compressed_scripts_unpack_to_exactly_the_files_the_boot_installs(templates):
-    from inference_constructs.user_data import INSTALLED, script
+    from inference_constructs.user_data import INSTALLED, LIBRARIES, script
 
     files = unpack_archive(
         raw_user_data(templates, "inf2")
@@ -683,7 +691,7 @@ def test_the_compressed_scripts_unpack_to_exactly_the_files_the_boot_installs(te
         .split("INFERENCE_ARCHIVE")[0]
     )
     for name, path in INSTALLED.items():
-        assert files[path] == (script(name), 0o644 if name == "common.sh" else 0o755)
+        assert files[path] == (script(name), 0o644 if name in LIBRARIES else 0o755)
     assert {p for p in files if p.startswith("/etc/systemd/system/")} == {
         f"/etc/systemd/system/inference-{unit}"
         for unit in ("server.service", "ready.service", "failed.service", "deadline.service", "deadline.timer")

@@ -4,6 +4,7 @@ server mode. Only the serving files reach S3: the weights, config.json, the toke
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -38,11 +39,15 @@ URI = f"s3://{BUCKET}/imports/qwen/"
 def moto_url() -> Iterator[str]:
     from moto.server import ThreadedMotoServer
 
+    from tests.aws_emulator import s3_policies
+
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
+    undo = s3_policies.install()
     try:
         yield f"http://127.0.0.1:{server.get_host_and_port()[1]}"
     finally:
+        undo()
         server.stop()
 
 
@@ -126,3 +131,88 @@ def test_a_repository_without_safetensors_weights_is_refused_before_anything_is_
     assert result.returncode == 1
     assert f"error: {MODEL} has no safetensors weights" in result.stdout
     assert objects(moto_url) == {}
+
+
+# --- the app's store in the region: once per region, a manifest last, the bucket made on first use ---
+
+ACCOUNT = "123456789012"
+
+
+def store_env(models: str, region: str = "us-east-1") -> dict[str, str]:
+    from catalog.boot import store_bucket
+
+    return {
+        "MODEL_IDS": models,
+        "STORE_BUCKET": store_bucket(ACCOUNT, region),
+        "ACCOUNT_ID": ACCOUNT,
+        "APP_TAG": "app=inference-survey",
+        "AWS_REGION": region,
+        "MODEL_ID": "",
+        "WEIGHTS_URI": "",
+        "CODEBUILD_BUILD_ID": "inference-weights-copy:0d6c",
+    }
+
+
+def client(moto_url: str, service: str, region: str = "us-east-1"):
+    return boto3.client(service, region_name=region, endpoint_url=moto_url, aws_access_key_id="testing",
+                        aws_secret_access_key="testing")  # fmt: skip
+
+
+@pytest.fixture
+def empty_moto(moto_url):
+    import urllib.request
+
+    urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=30).read()
+    return moto_url
+
+
+def test_the_store_is_made_private_and_each_model_copied_once_with_its_manifest_last(empty_moto, tmp_path):
+    from catalog.boot import store_bucket, weights_marker, weights_prefix
+    from tests.cdk.test_boot_scripts import stage_weights
+
+    other = "google/gemma-4-E2B-it"
+    bucket = store_bucket(ACCOUNT, "us-east-2")
+    with LoopbackHub({MODEL: HubRepo(SERVING | OTHERS), other: HubRepo(SERVING)}) as hub:
+        first = run_copy(empty_moto, hub, tmp_path / "a", **store_env(f"{MODEL} {other}", "us-east-2"))
+        assert first.returncode == 0, first.stdout + first.stderr
+        downloads = len([r for r in hub.requests if "/resolve/" in r[1] and r[0] == "GET"])
+        again = run_copy(empty_moto, hub, tmp_path / "b", **store_env(f"{MODEL} {other}", "us-east-2"))
+        assert again.returncode == 0, again.stdout + again.stderr
+        # Once per region: the second run downloads nothing.
+        assert len([r for r in hub.requests if "/resolve/" in r[1] and r[0] == "GET"]) == downloads
+    assert f"{MODEL} is already in s3://{bucket}/weights/{MODEL}/: not copied again" in again.stdout
+    s3 = client(empty_moto, "s3", "us-east-2")
+    assert s3.get_bucket_location(Bucket=bucket)["LocationConstraint"] == "us-east-2"
+    assert s3.get_bucket_tagging(Bucket=bucket)["TagSet"] == [{"Key": "app", "Value": "inference-survey"}]
+    assert all(s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"].values())
+    policy = json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"])
+    assert policy["Statement"][0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    rule = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"][0]
+    assert rule["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
+    listed = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+    assert listed == {f"{weights_prefix(m)}{name}" for m in (MODEL, other) for name in SERVING} | {
+        weights_marker(MODEL),
+        weights_marker(other),
+    }
+    # The manifest is the shape the servers check against (tests/cdk/test_boot_scripts.py stages it so).
+    manifest = json.loads(s3.get_object(Bucket=bucket, Key=weights_marker(MODEL))["Body"].read())
+    staged = client(empty_moto, "s3")
+    staged.create_bucket(Bucket="shape")
+    stage_weights(staged, MODEL, SERVING, bucket="shape")
+    assert manifest == json.loads(staged.get_object(Bucket="shape", Key=weights_marker(MODEL))["Body"].read())
+
+
+def test_a_store_name_held_in_another_region_is_refused_and_nothing_is_copied(empty_moto, tmp_path):
+    from catalog.boot import store_bucket
+
+    bucket = store_bucket(ACCOUNT, "us-east-1")
+    client(empty_moto, "s3", "us-west-2").create_bucket(
+        Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
+    )
+    with LoopbackHub({MODEL: HubRepo(SERVING)}) as hub:
+        result = run_copy(empty_moto, hub, tmp_path, **store_env(MODEL))
+    assert result.returncode == 1
+    assert (
+        f"error: the store {bucket} is in us-west-2, not us-east-1: the servers here would not read it" in result.stdout
+    )
+    assert not [r for r in hub.requests if "/resolve/" in r[1]]

@@ -148,20 +148,35 @@ def test_the_readme_flow_from_an_empty_account_to_a_table_and_back_to_nothing(
         assert forward.run(["--stop"]) == 0
 
     destroy(emulator.scratch, {"backends": "g6,g5g,inf2,trn1,sagemaker"})
+    emulator.builds.wait()  # the mirror and the weights copies the servers and runner.up started
     assert sweep.run(["--results-dir", str(tmp_path / "sweep")]) in (0, 1)
     found = newest(tmp_path / "sweep", "sweep")["records"]
     # Emulator gap (see test_around_the_run): moto keeps the volumes of terminated instances.
-    # Only the built images are left, on purpose (the next deploy builds nothing), with their cost.
+    # Only the built and mirrored images and the store of each region are left, on purpose (the next
+    # deploy builds, copies and compiles nothing), with their cost.
     left = [f for f in found if f["ours"] and f["kind"] != "volume"]
     assert {(f["region"], f["kind"], f["id"], f["kept"]) for f in left} == {
         ("us-east-1", "image-repository", "inference-survey/vllm-sm75", True),
         ("us-east-2", "image-repository", "inference-survey/neuron", True),
+        ("us-east-1", "image-repository", "inference-survey/mirror/vllm/vllm-openai", True),
+        ("us-east-1", "bucket", "inference-survey-123456789012-us-east-1", True),
+        ("us-east-2", "bucket", "inference-survey-123456789012-us-east-2", True),
     }
     assert all(
-        re.search(r"^1 image\(s\), \d+\.\d\d GB: \$\d+\.\d\d a month of storage; kept", f["detail"]) for f in left
+        re.search(r"^1 image\(s\), \d+\.\d\d GB: \$\d+\.\d\d a month of storage; kept", f["detail"])
+        for f in left
+        if f["kind"] == "image-repository"
+    )
+    assert all(
+        re.search(r"^the app's store: \d+\.\d\d GB: \$\d+\.\d\d a month of storage; kept", f["detail"])
+        for f in left
+        if f["kind"] == "bucket"
     )
     assert leftovers() == {}
-    assert kept_images() == {"us-east-1": ["inference-survey/vllm-sm75"], "us-east-2": ["inference-survey/neuron"]}
+    assert kept_images() == {
+        "us-east-1": ["inference-survey/mirror/vllm/vllm-openai", "inference-survey/vllm-sm75"],
+        "us-east-2": ["inference-survey/neuron"],
+    }
 
     # A second deploy finds its image built: the server comes up on it, and the build the deploy's
     # event starts pushes nothing.
@@ -204,7 +219,7 @@ def test_a_plain_cdk_deploy_builds_first_and_the_time_to_live_takes_everything_t
     # The Neuron image's build ends after the stack's expiry (StartBuild's environment override puts
     # its EXPIRES_AT in the past): the image is pushed, and no server comes back to bill.
     codebuild = boto3.client("codebuild", region_name="us-east-2")
-    (project,) = codebuild.list_projects()["projects"]
+    (project,) = [p for p in codebuild.list_projects()["projects"] if "BuildNeuron" in p]
     late = [{"name": "EXPIRES_AT", "value": "2026-01-01T00:00:00Z", "type": "PLAINTEXT"}]
     codebuild.start_build(projectName=project, environmentVariablesOverride=late)
     emulator.builds.wait()

@@ -1,6 +1,8 @@
 """What a server container runs on a stand-in host: the scripted OpenAI-compatible server (it
 streams like vLLM) on a free loopback port, which it writes to --port-file; its log says how long
-its "weights" took, in vLLM's words, so the readiness script has a line to read."""
+its "weights" took, in vLLM's words, so the readiness script has a line to read. The readiness
+script's question (catalog/boot.py READINESS_QUESTION) gets its right answer; every other request
+the scripted reply."""
 
 from __future__ import annotations
 
@@ -9,11 +11,19 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
-from tests.runner.fake_openai import FakeOpenAI, text
+from catalog.boot import READINESS_ANSWER, READINESS_QUESTION
+from tests.runner.fake_openai import FakeOpenAI, Step, text
 
 REPLY = "The ocean is wide and deep."
 REPLY_TOKENS = 9
+
+
+class StandInEngine(FakeOpenAI):
+    def respond(self, handler: Any, step: Step, body: dict[str, Any]) -> None:
+        asked = " ".join(str(m.get("content")) for m in body.get("messages") or [])
+        super().respond(handler, text(READINESS_ANSWER) if READINESS_QUESTION in asked else step, body)
 
 
 def main() -> int:
@@ -23,7 +33,7 @@ def main() -> int:
     args = parser.parse_args()
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
-    with FakeOpenAI([text(REPLY, usage_tokens=REPLY_TOKENS)]) as server:
+    with StandInEngine([text(REPLY, usage_tokens=REPLY_TOKENS)]) as server:
         server.health = lambda: args.health
         print("(EngineCore pid=2128) INFO [default_loader.py:430] Loading weights took 3.21 seconds", flush=True)
         partial = args.port_file.with_suffix(".partial")

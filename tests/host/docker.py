@@ -3,13 +3,22 @@
 - `pull IMAGE`: an image in this account's ECR exists when the emulated ECR lists its tag
   (DescribeImages against AWS_ENDPOINT_URL); a missing one fails with the daemon's own words
   ("manifest unknown"). Public images pull, unless MISSING_IMAGES names them; PULL_ERROR forces
-  a failure with its text (a network fault, say).
+  a failure with its text (a network fault, say). Each pull is recorded in $HOST_STATE/pulls with
+  the disk it landed on: the instance store when Docker's data was moved onto it (a bind mount of
+  /var/lib/docker from the instance store's mount, in $HOST_STATE/mounts), else the root volume.
+- `image inspect --format {{.Id}} IMAGE`: the image's id, the same for an image and its mirror
+  (`tag` keeps it, `push` stores it with the image, `pull` brings it back), as Docker's config
+  digest is.
 - `run … IMAGE ARGS`: in the foreground, like `docker run` without `-d`. CONTAINER_BEHAVIOUR
   decides what the container does: `serve` (a scripted OpenAI-compatible server, `tests.host.
   container`, on a free loopback port, mapped from the published host port in $HOST_STATE/ports),
   `never-healthy` (serves, /health answers 503), `exit:N`, `oom` (exit 137, the kernel's line in
-  its log).
-- `logs`, `stop`, `rm -f`: by container name. `login`: reads the password, succeeds.
+  its log), `stream-fails` (exits 1 when told to stream its weights, as an image without the
+  streamer would). Weights mounted at /weights are checked as an engine would (a config.json);
+  a compile cache mounted at the Neuron or the vLLM folder is compiled into unless it holds the
+  graphs, and the log says which.
+- `logs [--timestamps]`, `stop`, `rm -f`: by container name; each log line kept with its time.
+  `login`: reads the password, succeeds.
 - `build … --tag URI .`: BUILD_BEHAVIOUR `ok`, `fail:TEXT`, or `hold:PATH` (builds once PATH exists); `push URI`: the image's tag into the
   emulated ECR (PutImage with a manifest), its files (for `import`ed images) into REGISTRY_DIR.
 - `import - TAG`, `create TAG CMD`, `cp ID:/. DEST`: the compiled-graph images the Neuron
@@ -29,13 +38,17 @@ import signal
 import subprocess
 import sys
 import tarfile
+import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.host import processes
 
 STATE = Path(os.environ.get("HOST_STATE", "/tmp/host"))
 REGISTRY = Path(os.environ.get("REGISTRY_DIR", STATE / "registry"))
+ROOT = Path(os.environ.get("INFERENCE_ROOT", "/"))
+IDS = STATE / "image-ids.json"
 
 
 def log_call(argv: list[str]) -> None:
@@ -97,7 +110,56 @@ def pull(image: str) -> int:
             file=sys.stderr,
         )
         return 1
+    stored = blob(image).with_suffix(".id") if is_ecr(image) else None
+    remember_id(image, stored.read_text() if stored and stored.exists() else name_id(image))
+    with (STATE / "pulls").open("a") as pulls:
+        pulls.write(f"{image} {data_disk()}\n")
     print(f"Status: Downloaded newer image for {image}")
+    return 0
+
+
+def data_disk() -> str:
+    """Where Docker's data is: the instance store once /var/lib/docker is bound from its mount."""
+    mounts = (
+        [line.split() for line in (STATE / "mounts").read_text().splitlines()] if (STATE / "mounts").exists() else []
+    )
+    store = next((target for device, target in mounts if device == "/dev/nvme1n1"), None)
+    docker_root = str(ROOT / "var/lib/docker")
+    bound = [source for source, target in mounts if target == docker_root]
+    return "instance-store" if store and bound and bound[-1].startswith(store) else "root-volume"
+
+
+def name_id(image: str) -> str:
+    """An image's id from its name, for an image never tagged from another (Docker Hub's names)."""
+    return "sha256:" + hashlib.sha256(image.removeprefix("docker.io/").encode()).hexdigest()
+
+
+def ids() -> dict[str, str]:
+    return json.loads(IDS.read_text()) if IDS.exists() else {}
+
+
+def remember_id(image: str, image_id: str) -> None:
+    known = ids() | {image: image_id}
+    IDS.parent.mkdir(parents=True, exist_ok=True)
+    IDS.write_text(json.dumps(known))
+
+
+def inspect(argv: list[str]) -> int:
+    image = argv[-1]
+    known = ids()
+    if image not in known:
+        print(f"Error: No such image: {image}", file=sys.stderr)
+        return 1
+    print(known[image])
+    return 0
+
+
+def tag(source: str, target: str) -> int:
+    known = ids()
+    if source not in known:
+        print(f"Error response from daemon: No such image: {source}", file=sys.stderr)
+        return 1
+    remember_id(target, known[source])
     return 0
 
 
@@ -109,7 +171,7 @@ def run(argv: list[str]) -> int:
     name, published, index, volumes = "", "", 0, []
     while index < len(argv):
         word = argv[index]
-        if word in ("--name", "-p", "-v", "--env-file", "--log-driver", "--log-opt", "--gpus"):
+        if word in ("--name", "-p", "-v", "--env", "-e", "--env-file", "--log-driver", "--log-opt", "--gpus"):
             if word == "--name":
                 name = argv[index + 1]
             elif word == "-p":
@@ -126,28 +188,37 @@ def run(argv: list[str]) -> int:
     folder = container_dir(name or "anonymous")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "args.json").write_text(json.dumps({"image": image, "args": args}))
+    (folder / "volumes.json").write_text(json.dumps(volumes))
     behaviour = os.environ.get("CONTAINER_BEHAVIOUR", "serve")
-    log = (folder / "log").open("a")
+    log = Log(folder / "log")
     if behaviour.startswith("exit:"):
-        log.write(f"container exits with status {behaviour[5:]}\n")
+        log.write(f"container exits with status {behaviour[5:]}")
         return int(behaviour[5:])
     if behaviour == "oom":
         with (STATE / "kernel.log").open("a") as kernel:
             kernel.write("Out of memory: Killed process 4242 (python3) total-vm:16777216kB\n")
         return 137
+    streamed = "runai_streamer" in args
+    if streamed and behaviour == "stream-fails":
+        log.write("ERROR [runai_streamer_loader.py] No module named 'runai_model_streamer'")
+        return 1
     for volume in volumes:
         source, _, target = volume.partition(":")
-        if source.startswith("/") and target == NEURON_CACHE:
-            compile_graphs(Path(source), log)
-    log.flush()
+        if target.removesuffix(":ro") == WEIGHTS and not (Path(source) / "config.json").exists():
+            log.write(f"ERROR: {WEIGHTS} holds no config.json: not a model")
+            return 1
+        if source.startswith("/") and target in COMPILE_CACHES:
+            compile_graphs(Path(source), target, log)
     port_file = folder / "port"
     port_file.unlink(missing_ok=True)
     health = "503" if behaviour == "never-healthy" else "200"
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.host.container", "--port-file", str(port_file), "--health", health],
-        stdout=log,
+        stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        text=True,
     )
+    threading.Thread(target=log.follow, args=(process.stdout,), daemon=True).start()
     (folder / "pid").write_text(processes.record(process.pid))
     deadline = time.monotonic() + 30
     while not port_file.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -167,17 +238,37 @@ def run(argv: list[str]) -> int:
 
 
 NEURON_CACHE = "/var/cache/neuron"
+VLLM_CACHE = "/root/.cache/vllm"
+COMPILE_CACHES = (NEURON_CACHE, VLLM_CACHE)
+WEIGHTS = "/weights"
 
 
-def compile_graphs(cache: Path, log) -> None:
-    """The Neuron engine compiles its graphs into the cache folder unless they are there."""
-    graph = cache / "compiled" / "model.neff"
-    if graph.exists():
-        log.write(f"INFO: loaded the compiled model from {NEURON_CACHE}\n")
+class Log:
+    """A container's log: each line with the time it was written (what `docker logs -t` shows)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+
+    def write(self, line: str) -> None:
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        with self.lock, self.path.open("a") as log:
+            log.write(f"{stamp} {line.rstrip()}\n")
+
+    def follow(self, stream) -> None:
+        for line in stream:
+            self.write(line)
+
+
+def compile_graphs(cache: Path, target: str, log: Log) -> None:
+    """The engine compiles its graphs into the cache folder unless they are there."""
+    graph = cache / ("compiled/model.neff" if target == NEURON_CACHE else "torch_compile_cache/0d1f/rank_0_0/model")
+    if graph.exists() and graph.read_text() == "compiled graph":
+        log.write(f"INFO: loaded the compiled model from {target}")
         return
     graph.parent.mkdir(parents=True, exist_ok=True)
     graph.write_text("compiled graph")
-    log.write(f"INFO: compiled the model into {NEURON_CACHE}\n")
+    log.write(f"INFO: compiled the model into {target}")
 
 
 def stop(name: str) -> int:
@@ -190,10 +281,11 @@ def stop(name: str) -> int:
     return 0
 
 
-def logs(name: str) -> int:
-    log = container_dir(name) / "log"
-    if log.exists():
-        sys.stdout.write(log.read_text())
+def logs(argv: list[str]) -> int:
+    log = container_dir(argv[-1]) / "log"
+    stamped = "--timestamps" in argv or "-t" in argv
+    for line in log.read_text().splitlines() if log.exists() else []:
+        sys.stdout.write((line if stamped else line.split(" ", 1)[-1]) + "\n")
     return 0
 
 
@@ -216,6 +308,7 @@ def build(argv: list[str]) -> int:
     local = STATE / "images"
     local.mkdir(parents=True, exist_ok=True)
     (local / hashlib.sha256(tag.encode()).hexdigest()).write_text(tag)
+    remember_id(tag, name_id(tag))
     print(f"#20 naming to {tag} done")
     return 0
 
@@ -237,6 +330,7 @@ def push(image: str) -> int:
     target.parent.mkdir(parents=True, exist_ok=True)
     if imported.exists():
         shutil.copy(imported, target)
+    target.with_suffix(".id").write_text(ids().get(image) or name_id(image))
     if "AWS_ENDPOINT_URL" in os.environ:
         from botocore.exceptions import ClientError
 
@@ -294,7 +388,11 @@ def main() -> int:
             stop(name)
         return 0
     if verb == "logs":
-        return logs(rest[-1])
+        return logs(rest)
+    if (verb == "image" and rest[:1] == ["inspect"]) or verb == "inspect":
+        return inspect(rest)
+    if verb == "tag":
+        return tag(rest[0], rest[1])
     if verb == "login":
         sys.stdin.read()
         print("Login Succeeded")

@@ -36,6 +36,12 @@ class HostOptions:
     time_scale: float = 0.02
     # The ready script's poll interval, in real seconds.
     poll_s: float = 0.1
+    # The instance's type (the metadata service's answer; compiled graphs are keyed by it), and the
+    # instance store it has (GB, 0 for none; catalog/boot.py INSTANCE_DISKS), already mounted as a
+    # DLAMI may do, or not.
+    instance_type: str = "g5g.2xlarge"
+    instance_store_gb: int = 0
+    instance_store_mounted: bool = False
 
 
 @dataclass
@@ -68,6 +74,9 @@ class Host:
             "REAL_CURL": real_curl,
             "INSTANCE_ID": self.instance_id,
             "INSTANCE_ZONE": self.zone,
+            "INSTANCE_TYPE": self.options.instance_type,
+            "HOST_INSTANCE_STORE_GB": str(self.options.instance_store_gb),
+            "HOST_INSTANCE_STORE_MOUNTED": "1" if self.options.instance_store_mounted else "",
             "INFERENCE_TIME_SCALE": str(self.options.time_scale),
             "INFERENCE_POLL_S": str(self.options.poll_s),
             "CONTAINER_BEHAVIOUR": self.options.container,

@@ -263,6 +263,11 @@ class Supervisor:
                 return 0
 
 
+# The host's own daemons, which the boot stops and starts around moving their data (no unit file
+# of the app's: they are the image's). Their state is recorded, nothing runs.
+HOST_DAEMONS = ("docker.service", "containerd.service")
+
+
 def systemctl(argv: list[str]) -> int:
     words = [a for a in argv if not a.startswith("--")]
     flags = {a for a in argv if a.startswith("--")}
@@ -271,6 +276,13 @@ def systemctl(argv: list[str]) -> int:
     if not words:
         return 0
     verb, names = words[0], words[1:]
+    daemons = [n for n in names if n in HOST_DAEMONS]
+    if daemons and verb in ("start", "stop", "restart"):
+        for name in daemons:
+            write_state(name, state="inactive" if verb == "stop" else "active")
+        names = [n for n in names if n not in HOST_DAEMONS]
+        if not names:
+            return 0
     if verb == "daemon-reload":
         return 0
     if verb == "enable":
