@@ -15,7 +15,7 @@ import pytest
 from catalog.boot import PHASES, store_bucket, weights_marker
 from runner.up import UpOptions, up
 from tests.aws_emulator import ACCOUNT
-from tests.emulator.cdk_cycle import CONTEXT, bootstrap
+from tests.emulator.cdk_cycle import CONTEXT, bootstrap, destroy
 from tests.emulator.observe import group, readiness, running_instances, wait_until
 
 pytestmark = pytest.mark.emulator
@@ -106,3 +106,50 @@ def test_a_first_boot_takes_the_slow_ways_and_starts_what_makes_the_next_boot_ta
     assert second["paths"]["graphs"].startswith(f"restored from s3://{store}/graphs/nvidia/")
     # What the evidence holds is what the instance wrote.
     assert readiness(REGION, "g6")["paths"] == second["paths"]
+
+
+def test_an_endpoint_made_once_the_copy_is_in_its_region_reads_the_weights_from_the_store(emulator, tmp_path):
+    """runner.up looks for the store's complete copy before it deploys an endpoint: none the first
+    time (the hub, and the copy started for the next deploy); a standing endpoint keeps its source
+    (another would replace its instance); an endpoint made after the copy reads it from S3."""
+    emulator.reset()
+    bootstrap(emulator.scratch)
+    region, model = "us-east-2", G6_MODEL
+    store = store_bucket(ACCOUNT, region)
+
+    def endpoint(name: str) -> dict:
+        evidence = up(options(tmp_path / name, stacks=["InferenceSageMakerStack"], context=dict(CONTEXT)))
+        (record,) = evidence.data["records"]
+        assert (record["outcome"], record["region"]) == ("ready", region), json.dumps(evidence.data["notices"])
+        return record
+
+    def container() -> dict:
+        sagemaker = boto3.client("sagemaker", region_name=region)
+        (summary,) = sagemaker.list_models()["Models"]
+        return sagemaker.describe_model(ModelName=summary["ModelName"])["PrimaryContainer"]
+
+    first = endpoint("first")
+    assert first["paths"]["weights"].startswith(
+        f"from the hub: the region's store {store} does not exist yet; started "
+    )
+    assert first["paths"]["weights"].endswith(" to make the copy")
+    assert container()["Environment"]["SM_VLLM_MODEL"] == model and "ModelDataSource" not in container()
+    emulator.builds.wait()
+    assert endpoint("standing")["paths"]["weights"] == (
+        "from the hub: the endpoint stands, and another source would replace its instance"
+    )
+    destroy(emulator.scratch, {"backends": "sagemaker"})
+    made = endpoint("made")
+    uri = f"s3://{store}/weights/{model}/"
+    assert made["paths"]["weights"] == f"copied by SageMaker from {uri}"
+    staged = container()
+    assert staged["ModelDataSource"]["S3DataSource"] == {
+        "S3Uri": uri,
+        "S3DataType": "S3Prefix",
+        "CompressionType": "None",
+    }
+    assert (staged["Environment"]["SM_VLLM_MODEL"], staged["Environment"]["SM_VLLM_SERVED_MODEL_NAME"]) == (
+        "/opt/ml/model",
+        model,
+    )
+    destroy(emulator.scratch, {"backends": "sagemaker"})

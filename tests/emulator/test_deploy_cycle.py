@@ -119,14 +119,13 @@ def test_a_refusal_for_one_server_moves_that_server_alone_and_its_ready_sibling_
     assert [a["region"] for a in records["inf2"]["attempts"]] == ["us-east-2", "us-east-1", "us-west-2"]
     assert [a["outcome"] for a in records["inf2"]["attempts"]][:2] == ["no-capacity", "no-capacity"]
     assert read_placements() == {"InferenceNeuronStack": "us-east-2", "InferenceNeuronStack-inf2": "us-west-2"}
-    # trn1's server is the one that came up first (not replaced), its image and graph repository stay,
-    # and nothing of inf2 is left in the two regions that refused it.
+    # trn1's server is the one that came up first (not replaced), its image and the region's store (its
+    # weights and compiled graphs, no stack's) stay, and nothing of inf2 is left in the two regions that refused it.
     assert records["trn1"]["instance_id"] in {i["InstanceId"] for i in running_instances("us-east-2")}
     ecr = aws("ecr", "us-east-2")
-    assert {r["repositoryName"] for r in ecr.describe_repositories()["repositories"]} >= {
-        "inference-survey/neuron",
-        "inference-survey/neuron-graphs",
-    }
+    assert {r["repositoryName"] for r in ecr.describe_repositories()["repositories"]} >= {"inference-survey/neuron"}
+    emulator.builds.wait()
+    assert aws("s3", "us-east-2").head_bucket(Bucket="inference-survey-123456789012-us-east-2")
     for region in ("us-east-2", "us-east-1"):
         assert not [i for i in leftovers().get(region, []) if "inf2" in i.lower()], leftovers()
     assert {row["backend"]: row["region"] for row in evidence.data["billing"]} == {
