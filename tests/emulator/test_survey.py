@@ -232,7 +232,9 @@ def test_the_whole_survey_from_an_empty_account_to_a_report_and_back_to_nothing(
     demo2 = orchestrated["table"][0]["seconds"]
     rows_of = [line.split("│")[1:-1] for line in beside.splitlines() if line.startswith("│ g6 ")]
     cells = [[c.strip() for c in row] for row in rows_of]
-    assert ["g6", "ready", f"{launched:.1f}", "13.9"] in cells
+    assert ["g6", "ready", f"{launched:.1f}", "13.9"] in [row[:4] for row in cells]
+    # ... and where this boot spent them, phase by phase (runner/render/up.py).
+    assert any(row[:4] == ["g6", "ready", f"{launched:.1f}", "13.9"] and row[4].startswith("running ") for row in cells)
     assert ["g6", "filter", "2/2", "2/2", "20/20"] in cells and ["g6", "rows", "2/2", "-", "20/20"] in cells
     assert ["g6", "Paris", f"{demo2:.3f}", "0.153"] in cells
     assert ["g6", "2/2", f"{tok_s:.1f}", "131.5 / 132.5"] in cells
@@ -391,4 +393,9 @@ def test_the_survey_measures_what_is_ready_while_an_image_still_builds_and_the_l
     assert "| g6 " in markdown or "g6" in markdown.split("## Headline", 1)[1].split("##", 1)[0]
     assert "g5g" in markdown.split("## Headline", 1)[1].split("##", 1)[0]
     assert left_beyond_the_volume_gap(data) == [] and leftovers() == {}
-    assert [(k["region"], k["id"]) for k in data["kept"]] == [("us-east-1", "inference-survey/vllm-sm75")]
+    # ... and the mirror and the store of the region the servers filled (kept, like the image).
+    assert sorted((k["region"], k["id"]) for k in data["kept"]) == [
+        ("us-east-1", "inference-survey-123456789012-us-east-1"),
+        ("us-east-1", "inference-survey/mirror/vllm/vllm-openai"),
+        ("us-east-1", "inference-survey/vllm-sm75"),
+    ]
