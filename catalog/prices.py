@@ -61,6 +61,21 @@ ECR_STORAGE_SOURCE = (
     "GB-month, as a public pricing summary of March 2026 quotes it. UNVERIFIED (not read from the page here)"
 )
 
+# gp3 throughput above its included 125 MB/s, us-east-1: what a root volume the app gives more
+# throughput (g5g, inf2: catalog/backends.py root_volume_throughput_mbs) costs beside its instance.
+GP3_BASELINE_MBS = 125
+GP3_USD_PER_MBS_MONTH = 0.040
+GP3_THROUGHPUT_SOURCE = (
+    "Amazon EBS pricing page (aws.amazon.com/ebs/pricing), gp3, us-east-1: 125 MB/s included, $0.040 per "
+    "provisioned MB/s-month above it, as public pricing summaries quote it. UNVERIFIED (not read from the page here)"
+)
+
+
+def raised_throughput_usd_per_hour(throughput_mbs: int) -> float:
+    """What a gp3 volume's throughput above the included 125 MB/s adds to its server's hour."""
+    return round(max(0, throughput_mbs - GP3_BASELINE_MBS) * GP3_USD_PER_MBS_MONTH / HOURS_PER_MONTH, 4)
+
+
 # SageMaker Serverless Inference bills compute per second at the configured memory size.
 SERVERLESS_USD_PER_GB_SECOND = 0.0000200
 SERVERLESS_USD_PER_GB_PROCESSED = 0.016

@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from catalog.prices import EC2, SAGEMAKER, offline_price
+from catalog.prices import EC2, GP3_BASELINE_MBS, SAGEMAKER, offline_price, raised_throughput_usd_per_hour
 
 
 @dataclass
@@ -43,8 +43,16 @@ def hourly(service: str, item: str, region: str) -> tuple[float | None, str]:
     return price.usd_per_hour, price.note or f"list price, {price.as_of[:10]}"
 
 
-def instance_billing(backend: str, region: str, instance_type: str, instance_id: str) -> Billing:
+def instance_billing(
+    backend: str, region: str, instance_type: str, instance_id: str, throughput_mbs: int = GP3_BASELINE_MBS
+) -> Billing:
+    """The instance, and its root volume's gp3 throughput where the app raised it (its storage is
+    not priced here, as the survey did not price it)."""
     price, note = hourly(EC2, instance_type, region)
+    extra = raised_throughput_usd_per_hour(throughput_mbs)
+    if extra and price is not None:
+        price = round(price + extra, 4)
+        note = f"{note}; + ${extra}/h for the root volume's {throughput_mbs} MB/s of gp3 throughput"
     return Billing(backend, region, f"{instance_type} instance {instance_id}", price, note)
 
 

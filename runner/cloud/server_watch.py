@@ -18,6 +18,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from catalog import BACKENDS
 from runner.cloud.billing import instance_billing
 from runner.cloud.image_builds import (
     RUNNING,
@@ -259,8 +260,9 @@ class ServerWatch(Watch):
         group = read_group(self.client("autoscaling"), self.output.auto_scaling_group or "")
         if not group.instance_id:
             return []
+        throughput = next((b.root_volume_throughput_mbs for b in BACKENDS if b.name == self.output.name), 125)
         return [
             instance_billing(
-                self.output.name, self.output.region, self.output.instance_type or "?", group.instance_id
+                self.output.name, self.output.region, self.output.instance_type or "?", group.instance_id, throughput
             ).to_json()
         ]

@@ -18,6 +18,7 @@ from typing import Any
 
 from catalog import BackendKind, CatalogError
 from catalog.backends import ENDPOINT_KINDS
+from catalog.boot import boot_models
 from catalog.config import (
     StackConfig,
     load_config,
@@ -93,6 +94,11 @@ class UpOptions:
         )
 
 
+def modelled_minutes(backend: str) -> float | None:
+    model = boot_models().get(backend)
+    return round(model.after_s / 60, 1) if model else None
+
+
 def parse_context(items: list[str]) -> dict[str, str]:
     context = {}
     for item in items:
@@ -159,6 +165,8 @@ class StackUp:
                 "attempts": [],
                 "survey_launch_to_ready_min": b.spec.survey_launch_to_ready_min,
                 "survey_weights_load_s": b.spec.survey_weights_load_s,
+                # What catalog/boot.py's model expects with the region's mirror, store and graphs.
+                "modelled_launch_to_ready_min": modelled_minutes(b.name),
             }
             for b in config.backends
             if options.backends is None or b.name in options.backends

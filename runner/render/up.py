@@ -43,7 +43,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         return
     table = Table(title="up: launch to ready (survey: run 2 of 2026-10-05)")
     columns = (
-        "backend", "outcome", "region", "zone", "attempts", "launched", "ready", "min", "survey min",
+        "backend", "outcome", "region", "zone", "attempts", "launched", "ready", "min", "survey min", "model min",
         "phases s", "weights s", "survey weights s", "slow ways",
     )  # fmt: skip
     for column in columns:
@@ -65,6 +65,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             record.get("ready_at") or "-",
             str(record.get("launch_to_ready_min") or "-"),
             str(record.get("survey_launch_to_ready_min") or "-"),
+            str(record.get("modelled_launch_to_ready_min") or "-"),
             phase_line(record),
             str(record.get("weights_load_s") or "-"),
             str(record.get("survey_weights_load_s") or "-"),

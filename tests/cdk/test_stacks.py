@@ -696,3 +696,16 @@ def test_the_compressed_scripts_unpack_to_exactly_the_files_the_boot_installs(te
         f"/etc/systemd/system/inference-{unit}"
         for unit in ("server.service", "ready.service", "failed.service", "deadline.service", "deadline.timer")
     }
+
+
+def test_no_two_stacks_in_one_region_name_the_same_log_group(assembly):
+    """A named log group is the region's, not the stack's: two stacks naming one fail the second
+    deploy (the Neuron and the SageMaker stacks share us-east-2 and each copies weights)."""
+    seen: dict[tuple[str, str], str] = {}
+    for stack in assembly.stacks:
+        for resource in stack.template.get("Resources", {}).values():
+            if resource["Type"] != "AWS::Logs::LogGroup" or "LogGroupName" not in resource["Properties"]:
+                continue
+            key = (stack.environment.region, render_join(resource["Properties"]["LogGroupName"]))
+            assert key not in seen, f"{key} in {seen.get(key)} and {stack.stack_name}"
+            seen[key] = stack.stack_name

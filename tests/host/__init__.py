@@ -8,7 +8,10 @@ behaviour of the real thing that the scripts depend on:
   loopback port, logs, stop, build, import, push, create, cp);
 - `bin/curl`: the instance metadata service (every other request goes to the real curl);
 - `bin/nvidia-smi` and `/dev/neuron0`: the accelerator; `bin/journalctl`: the kernel log;
-  `bin/fallocate`, `mkswap`, `swapon`: the swap file (a real one would take 16 GiB here).
+  `bin/fallocate`, `mkswap`, `swapon`: the swap file (a real one would take 16 GiB here);
+- `bin/lsblk`, `mkfs.ext4`, `mount`, `df`: the instance store the type has (or none), already
+  mounted as a DLAMI may leave it or not, its free room, and the bind mounts that move Docker's
+  data onto it (the docker stand-in records which disk each pull landed on).
 
 `machine.py` puts them together: one `Host` per emulated instance, booted with its user data.
 Time runs faster on these hosts (`INFERENCE_TIME_SCALE`): systemd's delays and timers shrink.

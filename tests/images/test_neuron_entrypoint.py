@@ -102,3 +102,18 @@ def test_bad_values_fail_fast_with_status_78(host, env, message):
     assert result.stdout == ""  # the engine never started
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("serve: ") and message in lines[0]
+
+
+def test_the_hosts_copy_from_the_store_is_served_under_the_models_name_without_a_download(host):
+    checkpoint = host / "weights"
+    checkpoint.mkdir()
+    (checkpoint / "config.json").write_text("{}")
+    (host / "bin" / "fake-python").write_text("#!/bin/bash\necho downloaded >&2; exit 1\n")  # no download allowed
+    result = serve(host, CHECKPOINT=str(checkpoint))
+    assert result.returncode == 0, result.stderr
+    argv = json.loads(result.stdout)["argv"]
+    assert argv[:4] == ["serve", str(checkpoint), "--served-model-name", "Qwen/Qwen2.5-1.5B-Instruct"]
+    # A folder that is not a checkpoint is a configuration fault, not a download.
+    (checkpoint / "config.json").unlink()
+    refused = serve(host, CHECKPOINT=str(checkpoint))
+    assert refused.returncode == 78 and "holds no config.json" in refused.stderr
