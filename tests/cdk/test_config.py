@@ -160,6 +160,13 @@ def test_cdk_json_holds_no_project_defaults_only_framework_flags():
         ({"sagemaker.startupTimeoutSeconds": "soon"}, "expected a whole number, got 'soon'"),
         ({"sagemaker.startupTimeoutSeconds": 99999}, "outside the allowed range 60..3600"),
         ({"hfTokenSecretName": "bad name!"}, "is not a valid Secrets Manager name"),
+        # The store's copy an endpoint reads its weights from: a weights prefix of a bucket, and only
+        # the real-time endpoint's (runner.up passes it).
+        (
+            {"sagemaker.stagedWeights": "s3://bucket/model.safetensors"},
+            "context sagemaker.stagedWeights: expected the store's copy of a model, s3://BUCKET/weights/OWNER/NAME/",
+        ),
+        ({"g6.stagedWeights": "s3://b/weights/m/"}, "unknown context key 'g6.stagedWeights'"),
     ],
 )
 def test_bad_context_is_one_clear_line(overrides, expected):
