@@ -18,7 +18,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from catalog import BackendKind
 from runner.cli.options import add_common_arguments
 from runner.cli.session import main_guard, run_session
 from runner.core.backends import Backend
@@ -28,13 +27,6 @@ from runner.measure import ChatRequest, RequestRecord, timed_client_for
 from runner.measure.sse import streaming_text_to
 from runner.render.ask import timing_line
 from runner.render.tables import models
-
-# The paths whose client hands the text over only when the whole answer is there, and why.
-WHOLE_ANSWER = {
-    BackendKind.SAGEMAKER_SERVERLESS: "a serverless endpoint answers InvokeEndpoint with one JSON body, no stream",
-    BackendKind.SAGEMAKER_ASYNC: "an asynchronous endpoint writes the whole answer to S3, then it is read",
-    BackendKind.BEDROCK: "its timed client reads ConverseStream to the end before handing the text over",
-}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,7 +94,7 @@ def run(argv: list[str] | None = None, on_text: Callable[[str], None] | None = N
     with run_session("ask", args, config) as (discovery, evidence):
         backend = next(b for b in discovery.backends if b.name == args.backend)
         model = models(evidence.data).get(backend.name, backend.model_id)
-        whole = WHOLE_ANSWER.get(backend.kind)
+        whole = backend.supports.answer  # the paths whose client hands the text over only when it is all there
         if whole:
             console.print(f"[dim]{backend.name} ({model}) answers whole: {whole}; printed when it arrives …[/dim]")
         else:

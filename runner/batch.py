@@ -16,7 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
-from catalog import BackendKind
+from catalog.serving import serving
 from runner.cli.options import add_aws_switch, add_outputs_and_region, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import check_region, credentials_configured
@@ -68,9 +68,7 @@ def run(argv: list[str] | None = None) -> int:
     outputs = read_outputs_file(args.outputs_file) if args.outputs_file else read_stack_outputs(
         check_region(args.region) if args.region else None
     )  # fmt: skip
-    backend = batch_backend(
-        [from_output(o, {}) for o in outputs.backends if o.kind == BackendKind.SAGEMAKER_BATCH], args.backend
-    )
+    backend = batch_backend([from_output(o, {}) for o in outputs.backends if not serving(o.kind).chat], args.backend)
     config = {
         "prompts": len(prompts),
         "prompts_file": str(args.prompts) if args.prompts else None,

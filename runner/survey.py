@@ -24,8 +24,8 @@ import argparse
 from dataclasses import fields
 from pathlib import Path
 
-from catalog.backends import EC2_KINDS
 from catalog.config import AppConfig
+from catalog.serving import serving
 from runner.cli.options import add_aws_switch, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import boto_client, credentials_configured
@@ -173,7 +173,7 @@ def preflight(options: SurveyOptions) -> tuple[Preflight, AppConfig]:
         if account is None:
             home = config.backends[0].region if config.backends else "us-east-1"
             account = account_check(boto_client("sts", home, TIMEOUT_S))
-        needs_plugin = any(b.spec.kind in EC2_KINDS for b in config.backends)
+        needs_plugin = any(serving(b.spec.kind).ec2_server for b in config.backends)
         checked = run_preflight(config, chosen, account, quotas, plugin_check(options.plugin, needs_plugin), refused)
         runs = [r.backend for r in checked.rows if r.runs]
         if len(runs) == len(chosen) or not runs:

@@ -10,7 +10,6 @@ from typing import Any
 
 from strands import tool
 
-from catalog import BackendKind
 from runner.agent.limits import AgentLimits
 from runner.agent.models import strands_model
 from runner.agent.run import run_agent
@@ -28,15 +27,6 @@ TOOL_PROMPT = "Use the add_numbers tool to add 17 and 25, then say the result."
 
 
 TOOL_ARGS = {"a": 17, "b": 25}
-
-# The paths no agent runs on, and what the check does instead.
-NO_AGENT = {
-    BackendKind.SAGEMAKER_ASYNC: "an asynchronous endpoint answers through S3, not in a conversation: "
-    "one plain answer, no agent",
-    BackendKind.BEDROCK_IMPORT: "Converse (Strands' Bedrock model) does not serve Qwen2.5 imports: "
-    "one plain answer through InvokeModel, no agent",
-    BackendKind.SAGEMAKER_BATCH: "a transform job, not an endpoint: python -m runner.batch measures it",
-}
 
 
 def make_add_tool(seen: list[dict[str, Any]]):
@@ -86,7 +76,7 @@ def check_backend(backend: Backend, health: Health, args: argparse.Namespace) ->
     if not health.healthy:
         record.update(reached=False, plain_ok=False, tool_ok=False, error=f"not healthy: {health.detail}")
         return record
-    if backend.kind in NO_AGENT:
+    if not backend.supports.agent:
         return plain_answer(backend, args, record)
     try:
         model = strands_model(backend, max_tokens=args.max_tokens, timeout_s=args.timeout)
@@ -116,8 +106,8 @@ def check_backend(backend: Backend, health: Health, args: argparse.Namespace) ->
 
 def plain_answer(backend: Backend, args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
     """One plain question through the path's own timed client; the tool check does not apply."""
-    record.update(tool_ok=None, tool_note=NO_AGENT[backend.kind])
-    if backend.kind is BackendKind.SAGEMAKER_BATCH:
+    record.update(tool_ok=None, tool_note=backend.supports.reason("agent"))
+    if not backend.timed_chat:
         record.update(reached=None, plain_ok=None)
         return record
     answer = RequestRecord(backend=backend.name, run=1)

@@ -206,20 +206,35 @@ def strands_model(
             params={"max_tokens": max_tokens, "temperature": temperature},
             force_first_tool=force_first_tool,
         )
-    if backend.kind is BackendKind.BEDROCK:
-        from botocore.config import Config
-        from strands.models import BedrockModel
+    build = MODELS.get(backend.kind) if backend.supports.agent else None
+    if build is None:
+        raise RunnerError(f"backend {backend.name}: no Strands model for kind {backend.kind.value}")
+    return build(backend, max_tokens, temperature, timeout_s)
 
-        return BedrockModel(
-            model_id=backend.model_id,
-            region_name=backend.region,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            boto_client_config=Config(read_timeout=timeout_s, connect_timeout=5, retries={"total_max_attempts": 1}),
-        )
-    if backend.kind in (BackendKind.SAGEMAKER, BackendKind.SAGEMAKER_SERVERLESS):
-        # Serverless answers InvokeEndpoint with one JSON body, as the model asks (stream False).
-        if not backend.endpoint_name or not backend.region:
-            raise RunnerError(f"backend {backend.name}: no SageMaker endpoint name or region")
-        return sagemaker_model(backend.endpoint_name, backend.region, max_tokens=max_tokens, temperature=temperature)
-    raise RunnerError(f"backend {backend.name}: no Strands model for kind {backend.kind.value}")
+
+def bedrock_agent_model(backend: Backend, max_tokens: int, temperature: float, timeout_s: float):
+    from botocore.config import Config
+    from strands.models import BedrockModel
+
+    return BedrockModel(
+        model_id=backend.model_id,
+        region_name=backend.region,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        boto_client_config=Config(read_timeout=timeout_s, connect_timeout=5, retries={"total_max_attempts": 1}),
+    )
+
+
+def sagemaker_agent_model(backend: Backend, max_tokens: int, temperature: float, timeout_s: float):
+    # Serverless answers InvokeEndpoint with one JSON body, as the model asks (stream False).
+    if not backend.endpoint_name or not backend.region:
+        raise RunnerError(f"backend {backend.name}: no SageMaker endpoint name or region")
+    return sagemaker_model(backend.endpoint_name, backend.region, max_tokens=max_tokens, temperature=temperature)
+
+
+# The AWS paths the agent runs on, by kind (every OpenAI-compatible server: StrictOpenAIModel).
+MODELS = {
+    BackendKind.BEDROCK: bedrock_agent_model,
+    BackendKind.SAGEMAKER: sagemaker_agent_model,
+    BackendKind.SAGEMAKER_SERVERLESS: sagemaker_agent_model,
+}

@@ -31,7 +31,6 @@ from typing import Any
 
 from strands import tool
 
-from runner.agent.checks import NO_AGENT
 from runner.agent.grading import normalise_text, read_count, read_text, strip_echo
 from runner.agent.limits import AgentLimits
 from runner.agent.models import strands_model
@@ -188,8 +187,8 @@ def grade_tool_run(task: Task, run: AgentRun, executed: list[dict[str, Any]]) ->
 
 def tool_skip_reason(backend: Backend) -> str | None:
     """Why this backend runs no tool item (None: it runs them)."""
-    if backend.kind in NO_AGENT:
-        return NO_AGENT[backend.kind].split(":")[0]
+    if not backend.supports.agent:
+        return backend.supports.reason("agent").split(":")[0]
     if not backend.supports_tools:
         return "its server ignores tool definitions"
     return None

@@ -8,8 +8,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from catalog import BackendKind
+from catalog.backends import Billing as BillingModel
 from catalog.contract import APP_TAG
+from catalog.serving import serving
 from runner.cloud.billing import Billing, endpoint_billing
 from runner.cloud.watch import FAILED, READY, TIMEOUT, Watch, iso, minutes_between
 
@@ -64,7 +65,7 @@ class EndpointWatch(Watch):
             return []
         output, status = self.output, description["EndpointStatus"]
         name = output.endpoint_name or "?"
-        if output.kind == BackendKind.SAGEMAKER_SERVERLESS:
+        if serving(output.kind).billing is BillingModel.SERVERLESS_SECONDS:
             what = f"serverless endpoint {name} ({output.memory_mb} MB, {status})"
             return [Billing(output.name, output.region, what, 0.0, "per second of compute while it answers").to_json()]
         variants = description.get("ProductionVariants") or [{}]

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from catalog import BackendKind
-from catalog.backends import EC2_KINDS, SAGEMAKER_KINDS
+from catalog.serving import serving
 from runner.cloud.aws import boto_client
 from runner.cloud.readiness import read_readiness
 from runner.core.backends import Backend
@@ -61,23 +61,11 @@ def no_instance_reason(backend: Backend) -> str | None:
     """None for a server of this app the kit can run on; else the one line that says why not."""
     name = backend.name
     where = backend.region or "its region"
-    if "--endpoint" in backend.source or backend.kind is BackendKind.OPENAI:
-        return f"{name}: not run in the region: an --endpoint server is not an instance of this app's"
-    if backend.kind is BackendKind.LOCAL:
-        return f"{name}: not run in the region: the embedded model runs on this machine, so its one row is already on the server's host"
-    if backend.kind in SAGEMAKER_KINDS:
-        return (
-            f"{name}: not run in the region: a SageMaker endpoint has no shell to run a client on; in {where} "
-            "that would be a client on another instance or a Lambda, which this app does not deploy "
-            "(its row is measured from here through the SageMaker runtime API)"
-        )
-    if backend.kind in (BackendKind.BEDROCK, BackendKind.BEDROCK_IMPORT):
-        return (
-            f"{name}: not run in the region: Bedrock is a regional API with no host of ours; in {where} that "
-            "would be a client on an instance or a Lambda there, which this app does not deploy "
-            "(its row is measured from here)"
-        )
-    if backend.kind not in EC2_KINDS or backend.output is None:
+    if "--endpoint" in backend.source:
+        return f"{name}: not run in the region: {serving(BackendKind.OPENAI).not_in_region}"
+    if backend.supports.not_in_region:
+        return f"{name}: not run in the region: {backend.supports.not_in_region.format(where=where)}"
+    if not backend.supports.in_region or backend.output is None:
         return f"{name}: not run in the region: no instance of this app's serves it"
     output = backend.output
     if not (output.evidence_bucket and output.evidence_prefix and output.bench_kit):

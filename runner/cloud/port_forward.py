@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from catalog.backends import EC2_KINDS
 from catalog.contract import BackendOutput
+from catalog.serving import serving
 from runner.cloud.aws import boto_client
 from runner.cloud.forwards import (
     SESSION_RESPONSE_VARIABLE,
@@ -106,7 +106,7 @@ def ec2_servers(options: ForwardOptions) -> list[BackendOutput]:
         console.print(f"[yellow]note:[/yellow] {problem}")
     if not reading.backends:
         raise RunnerError(f"{where} holds no backend of this app (no Backend* outputs): deploy first (runner.up)")
-    servers = [b for b in reading.backends if b.kind in EC2_KINDS]
+    servers = [b for b in reading.backends if serving(b.kind).ec2_server]
     if options.backends:
         known = {b.name for b in reading.backends}
         unknown = [name for name in options.backends if name not in known]

@@ -20,8 +20,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from catalog.backends import (
-    EC2_KINDS,
-    BackendKind,
     backend_names,
     get_backend,
     instance_family,
@@ -30,8 +28,9 @@ from catalog.builds import build_quota_name, built_image, image_build
 from catalog.config import AppConfig, BackendConfig, load_config
 from catalog.errors import NotOffered
 from catalog.offerings import CHECKED_ON, regions_offering
-from catalog.prices import EC2, SAGEMAKER, async_item, batch_item
+from catalog.serving import HOURLY_NOTES, serving
 from runner.cloud.billing import hourly
+from runner.cloud.pricing import price_request
 from runner.core.errors import RunnerError, aws_error_code
 
 # EC2's on-demand vCPU quotas, per instance-family letters. The quotas are vCPU-based, one per
@@ -241,25 +240,22 @@ def _letters(family: str) -> str:
 def sagemaker_quota_name(backend: BackendConfig) -> tuple[str, int] | None:
     """(quota name, instances needed) for a SageMaker backend on an instance; None for serverless."""
     spec = backend.spec
-    if not spec.instance_type:
+    path = serving(spec.kind)
+    if not spec.instance_type or not path.quota_usage:
         return None
-    if spec.kind is BackendKind.SAGEMAKER_BATCH:
-        return f"{spec.instance_type} for transform job usage", 1
-    return f"{spec.instance_type} for endpoint usage", max(1, spec.max_instances)
+    return f"{spec.instance_type} for {path.quota_usage}", max(1, spec.max_instances) if path.scales_out else 1
 
 
 def price_of(backend: BackendConfig) -> tuple[float | None, str]:
+    """The offline hourly price of what the backend bills by the hour (pricing's one request per
+    kind), and what the price means under its billing model."""
     spec = backend.spec
-    if spec.kind in EC2_KINDS and spec.instance_type:
-        return hourly(EC2, spec.instance_type, backend.region)
-    if spec.kind is BackendKind.SAGEMAKER and spec.instance_type:
-        return hourly(SAGEMAKER, spec.instance_type, backend.region)
-    if spec.kind is BackendKind.SAGEMAKER_ASYNC and spec.instance_type:
-        price, note = hourly(SAGEMAKER, async_item(spec.instance_type), backend.region)
-        return price, f"{note}; bills only while scaled above zero"
-    if spec.kind is BackendKind.SAGEMAKER_BATCH and spec.instance_type:
-        price, note = hourly(SAGEMAKER, batch_item(spec.instance_type), backend.region)
-        return price, f"{note}; bills only while a job runs"
+    request = price_request({"kind": spec.kind.value, "region": backend.region,
+                             "catalog": {"instance_type": spec.instance_type}})  # fmt: skip
+    billing = serving(spec.kind).billing
+    if spec.instance_type and request is not None and billing in HOURLY_NOTES:
+        price, note = hourly(request.service, request.item, backend.region)
+        return price, f"{note}; {HOURLY_NOTES[billing]}" if HOURLY_NOTES[billing] else note
     return None, f"not billed by the hour ({spec.billing.value})"
 
 
@@ -303,7 +299,7 @@ def run_preflight(
         )
         _offered(row, backend, stack.candidate_regions)
         _quota(row, backend, quotas, drawn)
-        if spec.kind in EC2_KINDS and plugin.ok is False:
+        if serving(spec.kind).ec2_server and plugin.ok is False:
             row.checks.append(Check("forward", None, "no Session Manager plugin: the server runs, unreachable", "PATH"))
         folder = built_image(spec)
         if folder:
@@ -328,7 +324,7 @@ def run_preflight(
         if config.expires_at is not None:
             row.ttl_hours = config.ttl_hours
             if row.usd_per_hour is not None:
-                instances = max(1, spec.max_instances) if spec.kind in (BackendKind.SAGEMAKER,) else 1
+                instances = max(1, spec.max_instances) if serving(spec.kind).scales_out else 1
                 row.ttl_worst_usd = round(config.ttl_hours * row.usd_per_hour * instances, 4)
         rows.append(row)
     rows.sort(key=lambda r: chosen.index(r.backend) if r.backend in chosen else len(chosen))
@@ -363,7 +359,7 @@ def _quota(
     row: Row, backend: BackendConfig, quotas: Quotas, drawn: dict[tuple[str, str], tuple[float, list[str]]]
 ) -> None:
     spec, region = backend.spec, backend.region
-    if spec.kind in EC2_KINDS and spec.instance_type:
+    if serving(spec.kind).ec2_server and spec.instance_type:
         pinned = ec2_quota_for(spec.instance_type)
         need = VCPUS.get(spec.instance_type)
         if pinned is None or need is None:
@@ -373,7 +369,7 @@ def _quota(
         value, detail = quotas.ec2(code, region)
         _against(row, f"{name} ({code})", region, value, detail, need, "vCPUs", EC2_QUOTA_SOURCE, drawn)
         return
-    if spec.kind in (BackendKind.SAGEMAKER, BackendKind.SAGEMAKER_ASYNC, BackendKind.SAGEMAKER_BATCH):
+    if serving(spec.kind).quota_usage:
         named = sagemaker_quota_name(backend)
         if named is None:
             return

@@ -15,11 +15,12 @@ line, and the run goes on with the offline table, saying so.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from catalog import BACKENDS, BackendKind
-from catalog.backends import EC2_KINDS, SERVERLESS_MEMORY_SIZES_MB
+from catalog.backends import SERVERLESS_MEMORY_SIZES_MB, Billing
 from catalog.prices import (
     BEDROCK,
     BEDROCK_PRICE_NAMES,
@@ -33,6 +34,7 @@ from catalog.prices import (
     offline_price,
     serverless_item,
 )
+from catalog.serving import serving
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import now_iso
 
@@ -304,7 +306,7 @@ def bedrock_price_name(model_id: str) -> str:
     return BEDROCK_PRICE_NAMES.get(model_id, model_id)
 
 
-REFERENCE_BEDROCK = next(spec for spec in BACKENDS if spec.kind is BackendKind.BEDROCK)
+REFERENCE_BEDROCK = next(spec for spec in BACKENDS if serving(spec.kind).billing is Billing.PER_TOKEN)
 
 
 def usd_per_million_output(usd_per_hour: float, output_tok_s: float) -> float:
@@ -323,23 +325,12 @@ def breakeven_tok_s(usd_per_hour: float, bedrock_usd_per_million_output: float) 
     return usd_per_hour / 3600 / (bedrock_usd_per_million_output / 1_000_000)
 
 
-# The kinds a known backend given with `--endpoint` is priced as (its catalog entry's kind).
-PRICED_AS_CATALOG = (
-    *EC2_KINDS,
-    BackendKind.SAGEMAKER.value,
-    BackendKind.SAGEMAKER_SERVERLESS.value,
-    BackendKind.SAGEMAKER_ASYNC.value,
-    BackendKind.SAGEMAKER_BATCH.value,
-    BackendKind.BEDROCK_IMPORT.value,
-)
-
-
 def priced_kind(backend: dict[str, Any]) -> str | None:
     """The kind a backend is billed as: its own, or for a known backend's name given with
     `--endpoint NAME=URL` (the survey's own manual forward), its catalog entry's."""
     kind = backend.get("kind")
     catalog = backend.get("catalog") or {}
-    if kind == BackendKind.OPENAI.value and catalog.get("kind") in PRICED_AS_CATALOG:
+    if serving(kind).openai and catalog.get("kind") in PRICED_AS_CATALOG:
         return catalog["kind"]
     return kind
 
@@ -363,22 +354,43 @@ def price_request(backend: dict[str, Any]) -> PriceRequest | None:
     catalog = backend.get("catalog") or {}
     region = backend.get("region") or output.get("region") or next(iter(catalog.get("regions") or []), None)
     instance_type = output.get("instance_type") or catalog.get("instance_type")
-    if kind in EC2_KINDS and instance_type and region:
-        return PriceRequest(EC2, instance_type, region)
-    if kind == BackendKind.SAGEMAKER.value and instance_type and region:
-        return PriceRequest(SAGEMAKER, instance_type, region)
-    if kind == BackendKind.SAGEMAKER_ASYNC.value and instance_type and region:
-        return PriceRequest(SAGEMAKER, async_item(instance_type), region)
-    if kind == BackendKind.SAGEMAKER_BATCH.value and instance_type and region:
-        return PriceRequest(SAGEMAKER, batch_item(instance_type), region)
-    if kind == BackendKind.SAGEMAKER_SERVERLESS.value and region:
-        memory = serverless_memory_mb(backend)
-        return PriceRequest(SAGEMAKER, serverless_item(memory), region) if memory else None
-    if kind == BackendKind.BEDROCK_IMPORT.value:
-        return PriceRequest(BEDROCK, MODEL_IMPORT_ITEM, region or PRICING_API_REGION)
-    if kind == BackendKind.BEDROCK.value:
-        return PriceRequest(BEDROCK, bedrock_price_name(backend.get("model_id", "")), region or PRICING_API_REGION)
-    return None
+    request = PRICE_REQUESTS.get(kind or "")
+    return request(backend, instance_type, region) if request else None
+
+
+Request = Callable[[dict[str, Any], str | None, str | None], "PriceRequest | None"]
+
+
+def by_instance(service: str, item: Callable[[str], str] = lambda instance_type: instance_type) -> Request:
+    """Billed by its instance type (under the usage type `item` names) in its region."""
+    return lambda backend, instance_type, region: (
+        PriceRequest(service, item(instance_type), region) if instance_type and region else None
+    )
+
+
+def serverless_request(backend: dict[str, Any], instance_type: str | None, region: str | None) -> PriceRequest | None:
+    memory = serverless_memory_mb(backend)
+    return PriceRequest(SAGEMAKER, serverless_item(memory), region) if memory and region else None
+
+
+# What each way of serving is billed by, by its kind (the one place pricing knows the kinds).
+PRICE_REQUESTS: dict[str, Request] = {
+    BackendKind.EC2_VLLM.value: by_instance(EC2),
+    BackendKind.EC2_NEURON.value: by_instance(EC2),
+    BackendKind.SAGEMAKER.value: by_instance(SAGEMAKER),
+    BackendKind.SAGEMAKER_ASYNC.value: by_instance(SAGEMAKER, async_item),
+    BackendKind.SAGEMAKER_BATCH.value: by_instance(SAGEMAKER, batch_item),
+    BackendKind.SAGEMAKER_SERVERLESS.value: serverless_request,
+    BackendKind.BEDROCK_IMPORT.value: lambda backend, _, region: PriceRequest(
+        BEDROCK, MODEL_IMPORT_ITEM, region or PRICING_API_REGION
+    ),
+    BackendKind.BEDROCK.value: lambda backend, _, region: PriceRequest(
+        BEDROCK, bedrock_price_name(backend.get("model_id", "")), region or PRICING_API_REGION
+    ),
+}
+# The kinds a known backend given with `--endpoint` is priced as (its catalog entry's kind): every
+# kind priced by an instance or a model unit (a managed model's API has no URL to give).
+PRICED_AS_CATALOG = tuple(kind for kind in PRICE_REQUESTS if serving(kind).billing is not Billing.PER_TOKEN)
 
 
 def batch_price_request(job: dict[str, Any], region: str | None) -> PriceRequest | None:

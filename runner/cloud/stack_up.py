@@ -16,8 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from catalog import BackendKind, CatalogError
-from catalog.backends import ENDPOINT_KINDS
+from catalog import CatalogError
 from catalog.boot import boot_models
 from catalog.config import (
     StackConfig,
@@ -27,6 +26,7 @@ from catalog.config import (
     write_placement,
 )
 from catalog.contract import BackendOutput
+from catalog.serving import serving
 from runner.cloud.account_facts import deploy_context
 from runner.cloud.aws import boto_client
 from runner.cloud.cdk_cli import cdk, cli_dir
@@ -42,11 +42,6 @@ from runner.core.errors import RunnerError, describe
 from runner.core.evidence import DEFAULT_RESULTS, Evidence, now_iso
 
 DESTROY_ATTEMPTS = 3
-# The backends whose stack holds what they need but runs nothing by itself.
-NOTHING_RUNS = {
-    BackendKind.SAGEMAKER_BATCH: "nothing runs until a transform job: python -m runner.batch",
-    BackendKind.BEDROCK_IMPORT: "weights bucket and role ready: python -m runner.model_import import",
-}
 
 
 # The outcome of a backend left to its image build (UpOptions.leave_building).
@@ -292,7 +287,9 @@ class StackUp:
         """Context for each real-time endpoint about to be made: the store's complete copy of its
         model in `region` (`<backend>.stagedWeights`), read by SageMaker instead of the hub. An
         endpoint that stands keeps the source it has: another would replace its instance."""
-        endpoints = [b for b in self.config.backends if b.spec.kind is BackendKind.SAGEMAKER and b.name in self.records]
+        endpoints = [
+            b for b in self.config.backends if serving(b.spec.kind).reads_staged_weights and b.name in self.records
+        ]
         self.copies_wanted: list[str] = []
         if not endpoints:
             return {}
@@ -426,12 +423,13 @@ class StackUp:
         watch_options = self.options.watch_options()
         pending = {}
         for name, output in outputs.items():
-            if output.kind in (BackendKind.SAGEMAKER_BATCH, BackendKind.BEDROCK_IMPORT):
+            waits_for = serving(output.kind).runs_when_asked
+            if waits_for:
                 # Nothing runs until asked: a transform job (runner.batch) or an import (runner.model_import).
-                self.records[name].update(outcome=READY, reason=NOTHING_RUNS[output.kind])
-                self.log(f"{name}: deployed; {NOTHING_RUNS[output.kind]}")
+                self.records[name].update(outcome=READY, reason=waits_for)
+                self.log(f"{name}: deployed; {waits_for}")
                 continue
-            kind = EndpointWatch if output.kind in ENDPOINT_KINDS else ServerWatch
+            kind = EndpointWatch if serving(output.kind).sagemaker_endpoint else ServerWatch
             pending[name] = kind(output, self.records[name], client, watch_options, self.log, since)
         self.watches = list(pending.values())
         self.refused = []

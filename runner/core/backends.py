@@ -9,7 +9,7 @@ from typing import Any
 from catalog import BACKENDS, BackendKind, BackendSpec, CatalogError, backend_names, get_backend
 from catalog.contract import BackendOutput
 from catalog.lanes import model_label as label_for
-from catalog.serving import Supports, supports
+from catalog.serving import ServingPath, serving
 from runner.core.errors import RunnerError, Unreachable, as_fault, describe
 
 # Not a timed chat: one transform job over a prompt set (`python -m runner.batch`).
@@ -50,9 +50,10 @@ class Backend:
     model_label: str | None = None
 
     @property
-    def supports(self) -> Supports:
-        """What this way of serving supports (catalog/serving.py)."""
-        return supports(self.kind)
+    def supports(self) -> ServingPath:
+        """What this way of serving supports, how it is billed, whether the agent runs on it
+        (catalog/serving.py)."""
+        return serving(self.kind)
 
     @property
     def speaks_openai(self) -> bool:
@@ -130,7 +131,7 @@ def from_output(output: BackendOutput, forwards: dict[str, int]) -> Backend:
         # The output's own lane and precision (a deploy of another lane serves other weights).
         model_label=label_for(output.model_id, output.lane, output.precision),
     )
-    if kind in (BackendKind.EC2_VLLM, BackendKind.EC2_NEURON):
+    if serving(kind).ec2_server:
         port = forwards.get(output.name) or (spec.forward_port if spec else None)
         if port is None:
             raise RunnerError(
@@ -142,7 +143,7 @@ def from_output(output: BackendOutput, forwards: dict[str, int]) -> Backend:
         backend.local_port = port
         backend.forward_command = forward_command(output, port)
         backend.notes.append(backend.forward_command)
-    if kind is BackendKind.SAGEMAKER_BATCH:
+    if not serving(kind).chat:
         backend.notes.append(f"a transform job's model: measured by {BATCH_COMMAND}")
     return backend
 

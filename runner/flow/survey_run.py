@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from catalog import CatalogError
-from catalog.backends import EC2_KINDS, BackendKind, get_backend
+from catalog.backends import get_backend
 from catalog.config import AppConfig, read_placement_records
+from catalog.serving import serving
 from runner import (
     ask,
     batch,
@@ -312,7 +313,7 @@ class SurveyRun:
         names = ",".join(measured)
         common = ["--local", "never", *self.results(), *self.aws()]
         why_not = "no backend is ready" if not measured else ""
-        ec2 = [b for b in measured if b != BEDROCK and get_backend(b).kind in EC2_KINDS]
+        ec2 = [b for b in measured if b != BEDROCK and serving(get_backend(b).kind).ec2_server]
         tools = [b for b in measured if self.supports_tools(b)]
         agent = BEDROCK if BEDROCK in measured else (tools[0] if tools else None)
         options = self.options
@@ -372,7 +373,7 @@ class SurveyRun:
 
     def supports_tools(self, name: str) -> bool:
         spec = get_backend(name)
-        return spec.supports_tools and spec.kind not in (BackendKind.SAGEMAKER_ASYNC, BackendKind.SAGEMAKER_BATCH)
+        return spec.supports_tools and serving(spec.kind).agent
 
     def cost(self) -> int:
         inputs = [

@@ -41,9 +41,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from catalog import BackendKind
 from catalog.backends import Billing
 from catalog.prices import DAYS_PER_MONTH, HOURS_PER_MONTH, MODEL_IMPORT_WINDOW_MINUTES, Price
+from catalog.serving import serving
 from runner.cloud.pricing import (
     PriceRequest,
     batch_price_request,
@@ -430,7 +430,7 @@ def advise_instance_hours(option: Measured, workload: Workload, price: Price) ->
     low = max(1, int((option.backend.get("catalog") or {}).get("min_instances") or 1))
     high = max_instances(option.backend)
     per_hour = workload.per_hour()
-    autoscaled = priced_kind(option.backend) == BackendKind.SAGEMAKER.value and high >= 2
+    autoscaled = serving(priced_kind(option.backend)).scales_out and high >= 2
     notes = []
     if autoscaled:
         counts = [max(low, math.ceil(rate / point.capacity_per_h)) for rate in per_hour]

@@ -39,6 +39,7 @@ from catalog.prices import (
     PRICING_API_REGION,
     Price,
 )
+from catalog.serving import UNKNOWN, serving
 from runner.cloud.pricing import (
     REFERENCE_BEDROCK,
     PriceRequest,
@@ -66,26 +67,13 @@ ASYNC_IDLE_TAIL_S = 15 * 60
 PLATEAU_SHARE = 0.05
 NOT_EMULATED = "needs a real account: scaling under load is not emulated"
 
-BILLING_BY_KIND = {
-    BackendKind.EC2_VLLM.value: Billing.INSTANCE_HOURS,
-    BackendKind.EC2_NEURON.value: Billing.INSTANCE_HOURS,
-    BackendKind.SAGEMAKER.value: Billing.INSTANCE_HOURS,
-    BackendKind.SAGEMAKER_ASYNC.value: Billing.INSTANCE_HOURS_WHILE_RUNNING,
-    BackendKind.SAGEMAKER_BATCH.value: Billing.JOB_INSTANCE_HOURS,
-    BackendKind.SAGEMAKER_SERVERLESS.value: Billing.SERVERLESS_SECONDS,
-    BackendKind.BEDROCK_IMPORT.value: Billing.MODEL_UNIT_MINUTES,
-    BackendKind.BEDROCK.value: Billing.PER_TOKEN,
-}
-
 
 def billing_of(backend: dict[str, Any]) -> Billing:
     """How AWS bills a backend as an evidence file lists it: by the kind it is priced as (a known
     backend given with --endpoint is priced as its catalog entry), else by its catalog entry."""
-    kind = priced_kind(backend)
-    if kind in BILLING_BY_KIND:
-        return BILLING_BY_KIND[kind]
-    if kind in (BackendKind.LOCAL.value, BackendKind.OPENAI.value):
-        return Billing.NONE
+    path = serving(priced_kind(backend))
+    if path is not UNKNOWN:
+        return path.billing
     try:
         return Billing((backend.get("catalog") or {}).get("billing"))
     except ValueError:
@@ -112,14 +100,11 @@ def provenance(evidence: dict[str, Any], backend: dict[str, Any]) -> str | None:
             if label:
                 return label
     source = str(backend.get("source") or "")
-    kind = backend.get("kind")
-    if kind == BackendKind.LOCAL.value or source == "embedded":
-        return "embedded model on this machine"
+    if source == "embedded":
+        return serving(BackendKind.LOCAL).provenance
     if "--endpoint" in source:
         return "--endpoint server, not known to be AWS"
-    if kind == BackendKind.OPENAI.value:
-        return "OpenAI-compatible server, not AWS"
-    return None
+    return serving(backend.get("kind")).provenance
 
 
 def custom_model_units(backend: dict[str, Any], records: list[dict[str, Any]]) -> tuple[int, str | None]:
@@ -235,7 +220,7 @@ def catalog_backends() -> list[dict[str, Any]]:
             "catalog": _spec_json(spec),
         }
         for spec in BACKENDS
-        if spec.kind not in (BackendKind.LOCAL, BackendKind.OPENAI)
+        if serving(spec.kind).provenance is None
     ]
 
 
@@ -539,7 +524,7 @@ def second_instance(
     a second instance only when it came from AWS and a level after the plateau reports 2
     instances (`phases.instances`) or, with max_instances 2 or more, grows past the plateau again;
     otherwise it says what only a real account can show."""
-    if priced_kind(backend) != BackendKind.SAGEMAKER.value or price is None or not price.usd_per_hour:
+    if not serving(priced_kind(backend)).scales_out or price is None or not price.usd_per_hour:
         return None
     hourly = price.usd_per_hour
     levels = sorted(

@@ -14,10 +14,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from catalog import BackendKind
-from catalog.backends import ENDPOINT_KINDS
 from runner.cloud.readiness import read_readiness
-from runner.core.backends import BATCH_COMMAND, Backend
+from runner.core.backends import Backend
 from runner.core.errors import describe
 from runner.core.tls import tls_context
 
@@ -46,13 +44,9 @@ def wait_healthy(
     deadline = started + max(wait_s, 0.0)
     if backend.blocked:
         return Health(False, 0.0, backend.blocked)
-    if backend.kind is BackendKind.BEDROCK:
-        return Health(True, 0.0, "managed API: no health check")
-    if backend.kind is BackendKind.BEDROCK_IMPORT:
-        return Health(True, 0.0, "managed API (Custom Model Import): no health check; a copy starts on first use")
-    if backend.kind is BackendKind.SAGEMAKER_BATCH:
-        return Health(True, 0.0, f"no endpoint: a transform job starts its own instance ({BATCH_COMMAND})")
-    if backend.kind in ENDPOINT_KINDS:
+    if backend.supports.no_health_check:
+        return Health(True, 0.0, backend.supports.no_health_check)
+    if backend.supports.sagemaker_endpoint:
         return _wait_sagemaker(backend, wait_s, max(poll_s, 15.0) if wait_s > 60 else poll_s, sagemaker_client)
     parameter = backend.output.readiness_parameter if backend.output else None
     with httpx.Client(timeout=httpx.Timeout(5.0), verify=tls_context()) as http:
@@ -105,7 +99,7 @@ def _wait_sagemaker(backend: Backend, wait_s: float, poll_s: float, client) -> H
     except Exception as error:
         return Health(False, time.monotonic() - started, describe(error))
     waited = time.monotonic() - started
-    if backend.kind is BackendKind.SAGEMAKER_ASYNC:
+    if backend.supports.zero_instances:
         try:
             variants = client.describe_endpoint(EndpointName=backend.endpoint_name).get("ProductionVariants") or []
         except Exception as error:

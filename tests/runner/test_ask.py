@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from catalog import BackendKind
+from catalog.serving import SERVING
 from runner import ask
 from runner.core.backends import Backend
 from runner.core.evidence import load
@@ -94,8 +95,13 @@ def test_a_whole_answer_path_prints_the_answer_when_it_arrives(monkeypatch):
     printed: list[str] = []
     record = ask.ask(backend, ChatRequest(prompt=QUESTION), 5.0, printed.append)
     assert printed == ["Paris"] and record["streamed"] is False and record["ttft_s"] is None
-    assert "serverless" in ask.WHOLE_ANSWER[BackendKind.SAGEMAKER_SERVERLESS]
-    assert BackendKind.SAGEMAKER_ASYNC in ask.WHOLE_ANSWER
+    # Which paths answer whole, and why, is the serving table's (catalog/serving.py).
+    assert "serverless" in backend.supports.answer
+    assert {k for k, path in SERVING.items() if path.answer} == {
+        BackendKind.SAGEMAKER_SERVERLESS,
+        BackendKind.SAGEMAKER_ASYNC,
+        BackendKind.BEDROCK,
+    }
 
 
 def test_an_unreachable_backend_is_one_line_and_exit_1(tmp_path, dead_url, capsys):
