@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from catalog import BACKENDS, BackendKind
@@ -25,6 +25,8 @@ from catalog.prices import (
     BEDROCK,
     BEDROCK_PRICE_NAMES,
     EC2,
+    GP3_BASELINE_MBS,
+    GP3_THROUGHPUT_SOURCE,
     MODEL_IMPORT_ITEM,
     PRICING_API_REGION,
     SAGEMAKER,
@@ -32,6 +34,7 @@ from catalog.prices import (
     async_item,
     batch_item,
     offline_price,
+    raised_throughput_usd_per_hour,
     serverless_item,
 )
 from catalog.serving import serving
@@ -224,11 +227,14 @@ class PriceList:
 
 @dataclass(frozen=True)
 class PriceRequest:
-    """What one backend is billed by: an instance type by the hour, or a Bedrock model by the token."""
+    """What one backend is billed by: an instance type by the hour, or a Bedrock model by the token.
+    An EC2 server whose root volume's gp3 throughput the app raised (catalog/backends.py) names it:
+    its hour costs that much more (catalog/prices.py raised_throughput_usd_per_hour)."""
 
     service: str
     item: str
     region: str
+    volume_throughput_mbs: int = 0
 
 
 def one_price(
@@ -299,7 +305,22 @@ def price_all(
             prices[request] = fallback
         else:
             notices.append(f"no price for {request.item} in {request.region}: not in the offline table")
-    return prices, notices
+    return {request: with_volume(request, price) for request, price in prices.items()}, notices
+
+
+def with_volume(request: PriceRequest, price: Price) -> Price:
+    """The instance's hour with its root volume's raised gp3 throughput added, said in the note."""
+    extra = raised_throughput_usd_per_hour(request.volume_throughput_mbs)
+    if not extra or price.usd_per_hour is None:
+        return price
+    note = f"+ ${extra}/h for the root volume's {request.volume_throughput_mbs} MB/s of gp3 throughput"
+    return replace(
+        price,
+        usd_per_hour=round(price.usd_per_hour + extra, 4),
+        note=f"{price.note}; {note}" if price.note else note,
+        source=f"{price.source}; {GP3_THROUGHPUT_SOURCE}",
+        verified=False,
+    )
 
 
 def bedrock_price_name(model_id: str) -> str:
@@ -368,6 +389,19 @@ def by_instance(service: str, item: Callable[[str], str] = lambda instance_type:
     )
 
 
+def by_server() -> Request:
+    """An EC2 server: its instance type, and its root volume's gp3 throughput where the app raised it."""
+    return lambda backend, instance_type, region: (
+        PriceRequest(EC2, instance_type, region, volume_throughput(backend)) if instance_type and region else None
+    )
+
+
+def volume_throughput(backend: dict[str, Any]) -> int:
+    """The root volume's gp3 throughput above the included one (its catalog entry's), else 0."""
+    throughput = (backend.get("catalog") or {}).get("root_volume_throughput_mbs")
+    return throughput if isinstance(throughput, int) and throughput > GP3_BASELINE_MBS else 0
+
+
 def serverless_request(backend: dict[str, Any], instance_type: str | None, region: str | None) -> PriceRequest | None:
     memory = serverless_memory_mb(backend)
     return PriceRequest(SAGEMAKER, serverless_item(memory), region) if memory and region else None
@@ -375,8 +409,8 @@ def serverless_request(backend: dict[str, Any], instance_type: str | None, regio
 
 # What each way of serving is billed by, by its kind (the one place pricing knows the kinds).
 PRICE_REQUESTS: dict[str, Request] = {
-    BackendKind.EC2_VLLM.value: by_instance(EC2),
-    BackendKind.EC2_NEURON.value: by_instance(EC2),
+    BackendKind.EC2_VLLM.value: by_server(),
+    BackendKind.EC2_NEURON.value: by_server(),
     BackendKind.SAGEMAKER.value: by_instance(SAGEMAKER),
     BackendKind.SAGEMAKER_ASYNC.value: by_instance(SAGEMAKER, async_item),
     BackendKind.SAGEMAKER_BATCH.value: by_instance(SAGEMAKER, batch_item),

@@ -170,3 +170,23 @@ def test_no_store_no_copy_a_copy_of_another_model_a_store_elsewhere_and_a_comple
     europe.create_bucket(Bucket=west, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
     far = staged_copy(s3, ACCOUNT, "us-west-2", MODEL)
     assert (far.uri, far.why, far.copy_helps) == (None, f"the store {west} is in eu-west-1, not us-west-2", False)
+
+
+def test_a_server_whose_root_volume_throughput_was_raised_costs_that_much_more_an_hour():
+    """runner.cost prices g5g's and inf2's 500 MB/s root volumes beside their instances (gp3's 125
+    MB/s are included; $0.040 per MB/s-month above: catalog/prices.py)."""
+    from dataclasses import asdict
+
+    from catalog import get_backend
+    from runner.cloud.pricing import price_all, price_request
+
+    def request(name: str):
+        spec = get_backend(name)
+        return price_request({"name": name, "kind": spec.kind.value, "region": "us-east-1", "catalog": asdict(spec)})
+
+    g5g, g6 = request("g5g"), request("g6")
+    assert (g5g.item, g5g.volume_throughput_mbs, g6.volume_throughput_mbs) == ("g5g.2xlarge", 500, 0)
+    prices, _ = price_all([g5g, g6], None)
+    assert prices[g5g].usd_per_hour == pytest.approx(0.556 + 375 * 0.040 / 730, abs=1e-4)
+    assert "root volume's 500 MB/s of gp3 throughput" in prices[g5g].note and not prices[g5g].verified
+    assert prices[g6].usd_per_hour == 0.8048  # 125 MB/s: nothing more
