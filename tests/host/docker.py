@@ -19,10 +19,9 @@
   graphs, and the log says which.
 - `logs [--timestamps]`, `stop`, `rm -f`: by container name; each log line kept with its time.
   `login`: reads the password, succeeds.
-- `build … --tag URI .`: BUILD_BEHAVIOUR `ok`, `fail:TEXT`, or `hold:PATH` (builds once PATH exists); `push URI`: the image's tag into the
-  emulated ECR (PutImage with a manifest), its files (for `import`ed images) into REGISTRY_DIR.
-- `import - TAG`, `create TAG CMD`, `cp ID:/. DEST`: the compiled-graph images the Neuron
-  servers keep, stored as tar files in REGISTRY_DIR (shared by every host of the emulator).
+- `build … --tag URI .`: BUILD_BEHAVIOUR `ok`, `fail:TEXT`, or `hold:PATH` (builds once PATH exists); `tag`;
+  `push URI`: the image's tag into the emulated ECR (PutImage with a manifest), its id into
+  REGISTRY_DIR (shared by every host and build of the emulator).
 
 Every call is appended to $HOST_STATE/calls.log.
 """
@@ -30,14 +29,11 @@ Every call is appended to $HOST_STATE/calls.log.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tarfile
 import threading
 import time
 from datetime import UTC, datetime
@@ -88,9 +84,10 @@ def in_ecr(image: str) -> bool:
     return True
 
 
-def blob(image: str) -> Path:
+def id_file(image: str) -> Path:
+    """Where a pushed image's id is kept beside its tag in the registry."""
     _, repository, tag = split(image)
-    return REGISTRY / repository / f"{tag}.tar"
+    return REGISTRY / repository / f"{tag}.id"
 
 
 def pull(image: str) -> int:
@@ -98,19 +95,14 @@ def pull(image: str) -> int:
         print(os.environ["PULL_ERROR"], file=sys.stderr)
         return 1
     missing = [m for m in os.environ.get("MISSING_IMAGES", "").split(",") if m]
-    if ":graphs-" in image:
-        exists = in_ecr(image) and blob(image).exists()
-    elif is_ecr(image) and "AWS_ENDPOINT_URL" in os.environ:
-        exists = in_ecr(image)
-    else:
-        exists = image not in missing
+    exists = in_ecr(image) if is_ecr(image) and "AWS_ENDPOINT_URL" in os.environ else image not in missing
     if not exists:
         print(
             f"Error response from daemon: manifest for {image} not found: manifest unknown: Requested image not found",
             file=sys.stderr,
         )
         return 1
-    stored = blob(image).with_suffix(".id") if is_ecr(image) else None
+    stored = id_file(image) if is_ecr(image) else None
     remember_id(image, stored.read_text() if stored and stored.exists() else name_id(image))
     with (STATE / "pulls").open("a") as pulls:
         pulls.write(f"{image} {data_disk()}\n")
@@ -325,12 +317,9 @@ def push(image: str) -> int:
         },
         "layers": [],
     }
-    imported = STATE / "imports" / f"{hashlib.sha256(image.encode()).hexdigest()}.tar"
-    target = blob(image)
+    target = id_file(image)
     target.parent.mkdir(parents=True, exist_ok=True)
-    if imported.exists():
-        shutil.copy(imported, target)
-    target.with_suffix(".id").write_text(ids().get(image) or name_id(image))
+    target.write_text(ids().get(image) or name_id(image))
     if "AWS_ENDPOINT_URL" in os.environ:
         from botocore.exceptions import ClientError
 
@@ -343,31 +332,6 @@ def push(image: str) -> int:
             print(f"{tag}: Layer already exists")
     (target.parent / f"{tag}.pushed").write_text("")
     print(f"{tag}: digest: sha256:{hashlib.sha256(image.encode()).hexdigest()} size: 529")
-    return 0
-
-
-def import_image(tag: str) -> int:
-    imports = STATE / "imports"
-    imports.mkdir(parents=True, exist_ok=True)
-    (imports / f"{hashlib.sha256(tag.encode()).hexdigest()}.tar").write_bytes(sys.stdin.buffer.read())
-    print("sha256:" + hashlib.sha256(tag.encode()).hexdigest())
-    return 0
-
-
-def create(image: str) -> int:
-    created = STATE / "created"
-    created.mkdir(parents=True, exist_ok=True)
-    container_id = hashlib.sha256(f"{image}{time.time()}".encode()).hexdigest()[:12]
-    (created / container_id).write_text(image)
-    print(container_id)
-    return 0
-
-
-def copy_out(source: str, destination: str) -> int:
-    container_id = source.split(":", 1)[0]
-    image = (STATE / "created" / container_id).read_text()
-    with tarfile.open(fileobj=io.BytesIO(blob(image).read_bytes())) as archive:
-        archive.extractall(destination, filter="data")
     return 0
 
 
@@ -401,12 +365,6 @@ def main() -> int:
         return build(rest)
     if verb == "push":
         return push(rest[0])
-    if verb == "import":
-        return import_image(rest[1])
-    if verb == "create":
-        return create(rest[0])
-    if verb == "cp":
-        return copy_out(rest[0], rest[1])
     print(f"docker stand-in: {verb} is not emulated", file=sys.stderr)
     return 1
 
