@@ -1,6 +1,7 @@
 """`runner.bench` beside `vllm bench serve` on the same server and the same workload: the vLLM
 tier's real vLLM (CPU build, the embedded model), 1,000 prompt tokens, 100 output tokens forced,
-one request at a time. Each tool's median time to first token, time per output token, end-to-end
+one request at a time, every run on prompts of its own (a seed each, so no run is served from
+another's prefix cache). Each tool's median time to first token, time per output token, end-to-end
 latency and output tokens/s, and the prompt tokens the server counted, in one table.
 
     .venv/bin/python benchmarks/side_by_side.py [--requests 5] [--input 1000] [--output 100]
@@ -36,6 +37,7 @@ def runner_figures(base_url: Any, args: argparse.Namespace, scratch: Path) -> di
         sys.executable, "-m", "runner.bench", "--no-aws", "--local", "never", "--no-server-metrics",
         "--endpoint", f"vllm={base_url},model={SERVED_NAME}", "--input-tokens", str(args.input),
         "--output-tokens", str(args.output), "--repeats", str(args.requests), "--timeout", "600",
+        "--seed", str(args.seed),
         "--results-dir", str(scratch / "runner"),
     ]  # fmt: skip
     subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
@@ -70,7 +72,7 @@ def vllm_figures(port: Any, args: argparse.Namespace, scratch: Path) -> dict[str
         "--tokenizer", str(checkpoint_dir()), "--dataset-name", "random", "--random-input-len", str(args.input),
         "--random-output-len", str(args.output), "--ignore-eos", "--num-prompts", str(args.requests),
         "--max-concurrency", "1", "--percentile-metrics", "ttft,tpot,itl,e2el", "--save-result",
-        "--save-detailed", "--result-dir", str(scratch), "--result-filename", "vllm.json", "--seed", "0",
+        "--save-detailed", "--result-dir", str(scratch), "--result-filename", "vllm.json", "--seed", str(args.seed),
     ]  # fmt: skip
     subprocess.run(command, cwd=scratch, check=True, stdout=subprocess.DEVNULL)
     result = json.loads((scratch / "vllm.json").read_text())
@@ -106,6 +108,8 @@ def main() -> None:
         for round_number in range(1, args.rounds + 1):
             tools = [("vllm bench serve", vllm_figures), ("runner.bench", runner_figures)]
             for name, measure in tools if round_number % 2 else tools[::-1]:
+                # New prompts for every run (the seed): none finds another's prefix in vLLM's cache.
+                args.seed = len(rows) + 1
                 with tempfile.TemporaryDirectory() as folder:
                     target = server.port if measure is vllm_figures else server.base_url
                     rows.append((f"{name} ({round_number})", measure(target, args, Path(folder))))
