@@ -56,6 +56,7 @@ from runner.cloud.teardown import ClientFor, Created, default_clients, existing_
 from runner.core.console import console
 from runner.core.errors import describe
 from runner.core.evidence import Evidence, load
+from runner.core.read_back import BatchEvidence, ImportEvidence, UpEvidence
 from runner.flow.folder import SurveyFolder
 from runner.flow.options import BEDROCK, SWEEP_OUTPUT_TOKENS, SurveyOptions
 from runner.flow.steps import FAILED, INTERRUPTED, KEPT, PASSED, SETTLED, StepRecord, run_step, skipped
@@ -209,24 +210,24 @@ class SurveyRun:
         if not late:
             data["ready"], data["failed"], data["building"] = [], {}, []
         for path in record.evidence:
-            up_data = load(self.folder.root / path)
-            if up_data.get("command") != "up":
+            if load(self.folder.root / path)["command"] != "up":
                 continue
+            up_evidence = UpEvidence.read(self.folder.root / path)
             if not late:
-                data["billing"] = up_data.get("billing") or []
-                data["expires_at"] = (up_data.get("config") or {}).get("expires_at")
-            for entry in up_data.get("records", []):
-                backend = entry["backend"]
-                data["placed"][backend] = [entry.get("stack"), entry.get("region")]
+                data["billing"] = [row.to_json() for row in up_evidence.billing]
+                data["expires_at"] = up_evidence.expires_at
+            for entry in up_evidence.outcomes:
+                backend = entry.backend
+                data["placed"][backend] = [entry.stack, entry.region]
                 if backend in data["building"]:
                     data["building"].remove(backend)
-                if entry.get("outcome") == "ready":
+                if entry.outcome == "ready":
                     data["ready"].append(backend)
-                elif entry.get("outcome") == "building":
+                elif entry.outcome == "building":
                     data["building"].append(backend)
                 else:
-                    data["failed"][backend] = entry["outcome"] + (f": {entry['reason']}" if entry.get("reason") else "")  # fmt: skip
-            errors = up_data.get("errors") or {}
+                    data["failed"][backend] = entry.line
+            errors = up_evidence.errors
             # A stack that stopped before its servers were watched leaves no record for them.
             for backend in data["plan"]["runs"] if not late else []:
                 stack = get_backend(backend).stack
@@ -394,17 +395,14 @@ class SurveyRun:
     def note_import(self, record: StepRecord) -> None:
         """Only an import job this run started makes the model this run's to delete."""
         for path in record.evidence:
-            started = [r for r in load(self.folder.root / path).get("records", []) if r.get("outcome") == "started"]
-            self.created.imported_model = self.created.imported_model or bool(started)
+            started = ImportEvidence.read(self.folder.root / path).started
+            self.created.imported_model = self.created.imported_model or started
         self.save()
 
     def note_transform_jobs(self, record: StepRecord) -> None:
         for path in record.evidence:
-            data = load(self.folder.root / path)
-            region = next((b.get("region") for b in data.get("backends", [])), None)
-            for job in data.get("jobs", []):
-                if job.get("job_name") and region:
-                    self.created.transform_jobs.append((region, job["job_name"]))
+            for job in BatchEvidence.read(self.folder.root / path).jobs:
+                self.created.transform_jobs.append((job.region, job.name))
         self.save()
 
     # --- the end: teardown or keep, then the sweep ---------------------------------------

@@ -1,0 +1,133 @@
+"""Evidence a step of the survey wrote, read back typed: what `runner.survey` goes on from (which
+backends `up` brought up and where, what bills and until when, whether this run started an import,
+which transform jobs it ran) comes through these dataclasses, never as loose dictionaries.
+
+Each reader checks the file's schema and command (runner/core/evidence.py `load`: a file of
+another schema is refused with one line) and the fields it needs; a missing one is one line naming
+the file and the field, not a KeyError later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.core.errors import RunnerError
+from runner.core.evidence import load
+
+
+def read_command(path: Path, command: str) -> dict[str, Any]:
+    data = load(path)
+    if data["command"] != command:
+        raise RunnerError(f"{path}: {data['command']} evidence where {command} evidence was expected")
+    return data
+
+
+def required(path: Path, entry: dict[str, Any], key: str, where: str) -> Any:
+    if key not in entry:
+        raise RunnerError(f"{path}: {where} has no {key!r}")
+    return entry[key]
+
+
+@dataclass(frozen=True)
+class BillingRow:
+    """One thing billing by the hour when `up` ended (runner/cloud/billing.py writes them)."""
+
+    backend: str
+    region: str
+    what: str
+    usd_per_hour: float | None
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "region": self.region,
+            "what": self.what,
+            "usd_per_hour": self.usd_per_hour,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class UpOutcome:
+    """One backend's end in `up`: ready, building (its image), or why not, and where it was placed."""
+
+    backend: str
+    outcome: str
+    stack: str | None = None
+    region: str | None = None
+    reason: str | None = None
+
+    @property
+    def line(self) -> str:
+        return self.outcome + (f": {self.reason}" if self.reason else "")
+
+
+@dataclass(frozen=True)
+class UpEvidence:
+    outcomes: tuple[UpOutcome, ...]
+    billing: tuple[BillingRow, ...] = ()
+    expires_at: str | None = None
+    # A stack's error when it stopped before its servers were watched.
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, path: Path) -> UpEvidence:
+        data = read_command(path, "up")
+        outcomes = tuple(
+            UpOutcome(
+                backend=required(path, entry, "backend", "a record"),
+                outcome=required(path, entry, "outcome", f"the record of {entry.get('backend')}"),
+                stack=entry.get("stack"),
+                region=entry.get("region"),
+                reason=entry.get("reason"),
+            )
+            for entry in data.get("records", [])
+        )
+        billing = tuple(
+            BillingRow(
+                backend=required(path, row, "backend", "a billing row"),
+                region=required(path, row, "region", "a billing row"),
+                what=required(path, row, "what", "a billing row"),
+                usd_per_hour=row.get("usd_per_hour"),
+                note=row.get("note") or "",
+            )
+            for row in data.get("billing") or []
+        )
+        config = data.get("config") or {}
+        return cls(outcomes, billing, config.get("expires_at"), dict(data.get("errors") or {}))
+
+
+@dataclass(frozen=True)
+class ImportEvidence:
+    """`runner.model_import`: whether this run started an import job (only then is the model its
+    to delete)."""
+
+    started: bool
+
+    @classmethod
+    def read(cls, path: Path) -> ImportEvidence:
+        data = read_command(path, "model_import")
+        return cls(any(r.get("outcome") == "started" for r in data.get("records", [])))
+
+
+@dataclass(frozen=True)
+class TransformJob:
+    region: str
+    name: str
+
+
+@dataclass(frozen=True)
+class BatchEvidence:
+    """`runner.batch`: the transform jobs it ran, so a teardown can stop one still running."""
+
+    jobs: tuple[TransformJob, ...]
+
+    @classmethod
+    def read(cls, path: Path) -> BatchEvidence:
+        data = read_command(path, "batch")
+        region = next((b.get("region") for b in data.get("backends", []) if b.get("region")), None)
+        names = [job.get("job_name") for job in data.get("jobs", [])]
+        return cls(tuple(TransformJob(region, name) for name in names if name and region))
