@@ -74,6 +74,9 @@ class Settings:
     deaf: bool = False
     prefix_cache: bool = False
     max_model_len: int = 32768
+    # A server with no tokenize endpoint (as SageMaker's /invocations or Bedrock): lengths must be
+    # calibrated from the usage it reports.
+    tokenize: bool = True
 
 
 class KnownRate:
@@ -106,7 +109,7 @@ class KnownRate:
                 body = await reader.readexactly(int(headers.get("content-length", 0)))
                 if method == "POST" and path.endswith("/chat/completions"):
                     await self.completion(writer, json.loads(body or b"{}"), arrived)
-                elif method == "POST" and path == "/tokenize":
+                elif method == "POST" and path == "/tokenize" and self.settings.tokenize:
                     self.json(writer, self.tokenize(json.loads(body or b"{}")))
                 elif path == "/metrics":
                     self.text(writer, self.metrics())
@@ -117,6 +120,8 @@ class KnownRate:
                         self.first_token_s, self.total_s, self.prompt_tokens, self.cached_tokens = [], [], [], []
                 elif path.endswith("/models"):
                     self.json(writer, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+                elif method == "POST":  # as FastAPI answers a path it has no route for (vLLM's server)
+                    self.json(writer, {"detail": "Not Found"}, b"404 Not Found")
                 else:
                     self.json(writer, {"status": "ok"})
                 await writer.drain()
@@ -125,10 +130,10 @@ class KnownRate:
         finally:
             writer.close()
 
-    def json(self, writer: asyncio.StreamWriter, payload: dict) -> None:
+    def json(self, writer: asyncio.StreamWriter, payload: dict, status: bytes = b"200 OK") -> None:
         data = json.dumps(payload).encode()
         writer.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(data), data)
+            b"HTTP/1.1 %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (status, len(data), data)
         )
 
     def text(self, writer: asyncio.StreamWriter, body: str) -> None:

@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N[,N...]",
         help="synthetic prompts of N tokens; several lengths make a prompt-length sweep",
     )
-    work.add_argument("--input-deviation", type=int, default=0, metavar="SD", help="standard deviation of the lengths")
+    work.add_argument("--input-deviation", type=int, metavar="SD", help="standard deviation of the lengths")
     work.add_argument("--input-min", type=int, help="no prompt shorter than this")
     work.add_argument("--input-max", type=int, help="no prompt longer than this")
     work.add_argument(
@@ -203,20 +203,30 @@ def workload_plan(args: argparse.Namespace) -> BenchPlan:
     fixed: tuple[Turn, ...] = ()
     source = preset.source if preset else ""
     if args.dataset:
-        turns, kind = read_dataset(args.dataset, args.output_tokens or SURVEY_MAX_TOKENS)
+        # A ShareGPT reply's length sets its request's output, as vLLM's loader does, estimated at
+        # 4/3 tokens a word (the backend's tokenizer is not known yet); --output-tokens overrides it.
+        turns, kind = read_dataset(
+            args.dataset,
+            args.output_tokens or args.max_tokens or SURVEY_MAX_TOKENS,
+            None if args.output_tokens else words_to_tokens,
+        )
         fixed, source = tuple(turns), f"{args.dataset} ({kind}, {len(turns)} prompts)"
+        if kind == "sharegpt" and not args.output_tokens:
+            source += "; output lengths from each reply, estimated at 4/3 tokens a word"
     input_tokens = (
         tuple(int(v) for v in parse_numbers(args.input_tokens, "--input-tokens", integer=True))
         if args.input_tokens
         else ()
     )
+    overridden = bool(preset) and (input_tokens or args.output_tokens is not None or args.input_deviation is not None)
     workload = Workload(
-        name=args.workload or ("dataset" if args.dataset else "custom"),
+        # A preset whose lengths were changed is not that preset any more (advise would trust it).
+        name=f"{args.workload}-custom" if overridden else args.workload or ("dataset" if args.dataset else "custom"),
         input_tokens=input_tokens or (preset.input_tokens if preset else ()),
-        input_deviation=args.input_deviation or (preset.input_deviation if preset else 0),
-        input_min=args.input_min if args.input_min is not None else (preset.input_min if preset else None),
-        input_max=args.input_max if args.input_max is not None else (preset.input_max if preset else None),
-        output_tokens=args.output_tokens or (preset.output_tokens if preset else None),
+        input_deviation=first_given(args.input_deviation, preset.input_deviation if preset else 0),
+        input_min=first_given(args.input_min, preset.input_min if preset else None),
+        input_max=first_given(args.input_max, preset.input_max if preset else None),
+        output_tokens=first_given(args.output_tokens, preset.output_tokens if preset else None),
         prefix_tokens=args.prefix_tokens,
         prefixes=args.prefixes,
         turns=args.turns,
@@ -225,13 +235,19 @@ def workload_plan(args: argparse.Namespace) -> BenchPlan:
         seed=args.seed,
     )
     if not workload.input_tokens and not workload.fixed:
-        workload = replace(workload, fixed=(Turn(args.prompt, args.max_tokens),), source="the survey's prompt")
+        workload = replace(
+            workload, fixed=(Turn(args.prompt, args.max_tokens or SURVEY_MAX_TOKENS),), source="the survey's prompt"
+        )
     workload.check()
     slo = parse_goodput(args.goodput) if args.goodput else (preset.slo() if preset and preset.slo_limits else Slo(()))
     if args.find_capacity and not slo:
         raise RunnerError(
             "--find-capacity searches for the most load within objectives: give --goodput (or a --workload with them)"
         )
+    if args.slo_share is not None and not slo:
+        raise RunnerError("--slo-share is the share within the objectives: give --goodput (or a --workload with them)")
+    if args.capacity_levels < 1 or args.capacity_seconds <= 0:
+        raise RunnerError("--capacity-levels and --capacity-seconds: above 0")
     share = (
         args.slo_share if args.slo_share is not None else (preset.slo_share if preset and preset.slo_limits else 0.9)
     )
@@ -251,17 +267,28 @@ def workload_plan(args: argparse.Namespace) -> BenchPlan:
         seed=args.seed,
         timeout_s=args.timeout,
         find_capacity=("rate" if args.rate else "concurrency") if args.find_capacity else None,
+        max_tokens=args.max_tokens or SURVEY_MAX_TOKENS,
         slo_share=share,
         budget=Budget(levels=args.capacity_levels, seconds=args.capacity_seconds),
         metrics=not args.no_server_metrics,
     )
 
 
+def first_given(*values):
+    """The first value that was given (0 and "" count as given)."""
+    return next((v for v in values if v is not None), None)
+
+
+def words_to_tokens(text: str) -> int:
+    return max(1, round(len(text.split()) * 4 / 3))
+
+
 def run_workload(args: argparse.Namespace) -> int:
     """The benchmark on a workload (runner/measure/workload_run.py)."""
     plan = workload_plan(args)
     if plan.find_capacity:
-        # The search's own levels: only the budget bounds them (the levels given are its start).
+        # The search starts at the smallest level given (else 1), and only the budget bounds it.
+        plan.search_start = min([*plan.concurrency, *plan.rates] or [1])
         plan.concurrency, plan.rates = [], []
     config = {
         "workload": plan.workload.to_json(),

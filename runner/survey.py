@@ -46,7 +46,9 @@ from runner.core.evidence import Evidence
 from runner.flow.folder import SurveyFolder
 from runner.flow.options import BEDROCK, SurveyOptions
 from runner.flow.survey_run import SurveyRun
+from runner.measure.load import parse_numbers
 from runner.render.tables import print_report
+from runner.workloads.presets import get_preset
 
 TIMEOUT_S = 20.0
 # The numeric settings: (group, flag, SurveyOptions field, type, help).
@@ -126,7 +128,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_steps(args: argparse.Namespace) -> None:
+    """The benchmark steps' workload and lengths, checked before anything is deployed."""
+    if args.workload != "none":
+        preset = get_preset(args.workload)  # an unknown name is one line naming the known ones
+        if preset is None or not preset.slo_limits:
+            raise RunnerError(
+                f"--workload {args.workload}: the survey measures a preset with objectives (chat, rag, code), or none"
+            )
+    if args.lengths != "none":
+        parse_numbers(args.lengths, "--lengths", integer=True)
+
+
 def survey_options(args: argparse.Namespace) -> SurveyOptions:
+    check_steps(args)
     named = list(dict.fromkeys(args.backends))
     unknown = [n for n in named if n != BEDROCK and n not in known_backends()]
     if unknown:

@@ -237,16 +237,6 @@ def status_line(status: int, body: bytes, reason: str) -> Fault:
     return Fault(line)
 
 
-def drain(response: http.client.HTTPResponse, timeout_s: float) -> None:
-    """Read what is left of a response (quietly: its fault is already said)."""
-    deadline = time.perf_counter() + timeout_s
-    try:
-        while response.read1(65536) and time.perf_counter() < deadline:
-            pass
-    except (OSError, http.client.HTTPException):
-        pass
-
-
 class Client:
     """One keep-alive connection, reused by the warm-up and every timed request."""
 
@@ -327,13 +317,6 @@ class Client:
             if rest:
                 stream.feed_line(rest.decode("utf-8", "replace"), time.perf_counter() - start)
             return stream.finish(time.perf_counter() - start)
-        except Fault as fault:
-            # The stream's content was wrong but its framing may be whole: read it to its end, so
-            # the connection stays usable as the runner's client keeps it (a stream still open at
-            # the timeout is not waited for again: closed below).
-            if not isinstance(fault, TimedOut):
-                drain(response, self.timeout_s)
-            raise
         except TimeoutError:
             self.connection.close()
             raise TimedOut("timed out (ReadTimeout)") from None
@@ -342,7 +325,9 @@ class Client:
             raise Fault(f"connection dropped mid-response: {first_line(error) or type(error).__name__}") from None
         finally:
             if not response.isclosed():
-                self.connection.close()  # a response left unread would spoil the next request
+                # A response given up on (a fault mid-body) closes its connection, as the runner's
+                # client closes it: never reused, and the server stops generating for it.
+                self.connection.close()
 
     def close(self) -> None:
         if self.connection is not None:

@@ -256,10 +256,8 @@ def workload_matches(config: dict[str, Any], workload: Workload) -> str | None:
     if workload.name and measured.get("name") != workload.name:
         return f"measured on workload {measured.get('name')!r}, not {workload.name!r}"
     lengths = measured.get("input_tokens") or []
-    if not workload.name and (
-        len(lengths) != 1
-        or abs(lengths[0] / workload.input_tokens - 1) > LENGTH_MATCH
-        or abs((measured.get("output_tokens") or 0) / workload.output_tokens - 1) > LENGTH_MATCH
+    if not any(abs(length / workload.input_tokens - 1) <= LENGTH_MATCH for length in lengths) or (
+        abs((measured.get("output_tokens") or 0) / workload.output_tokens - 1) > LENGTH_MATCH
     ):
         return f"measured at {lengths} in, {measured.get('output_tokens')} out"
     objectives = {k: float(v) for k, v in ((config.get("slo") or {}).get("limits_ms") or {}).items()}
@@ -276,7 +274,13 @@ def measured_capacity(evidence: dict[str, Any], name: str, workload: Workload) -
     why = workload_matches(evidence.get("config") or {}, workload)
     if why:
         return None, why
-    searches = [c for c in evidence.get("capacity") or [] if c.get("backend") == name]
+    # The search at the workload's own input length (a sweep searched each of its lengths).
+    searches = [
+        c
+        for c in evidence.get("capacity") or []
+        if c.get("backend") == name
+        and (c.get("input_tokens") is None or abs(c["input_tokens"] / workload.input_tokens - 1) <= LENGTH_MATCH)
+    ]
     found = [c for c in searches if c.get("capacity") is not None and (c.get("at_capacity") or {}).get("goodput_rps")]
     if not found:
         return None, searches[0]["stopped"] if searches else "no capacity search for it (bench --find-capacity)"

@@ -111,6 +111,17 @@ def find_capacity(
             search.stopped = f"past saturation: {value:g} gained {gained:.1%} throughput over {previous[-1]['value']:g}"
             break
         value = value * 2
+    # A rate search whose first rate missed goes down (halving) to find one that meets, to a
+    # sixteenth of the start; concurrency cannot go below its start of 1 request in flight.
+    floor = start / 16
+    while not integer and good is None and bad is not None and not search.stopped and bad / 2 >= floor:
+        met = attempt(bad / 2)
+        if met is None:
+            break
+        if met:
+            good = bad / 2
+        else:
+            bad = bad / 2
     while good is not None and bad is not None and not search.stopped:  # halving the gap
         if integer and bad - good <= 1:
             break
@@ -127,7 +138,8 @@ def find_capacity(
     search.capacity = good
     if good is None and not search.stopped:
         search.stopped = (
-            f"no level met the objectives for {slo_share:.0%} of its requests (the first, {start:g}, did not)"
+            f"no level met the objectives for {slo_share:.0%} of its requests (the first, {start:g}, did not"
+            + (f"; nor any rate down to {min(t['value'] for t in search.tried):g}/s)" if not integer else ")")
         )
     elif not search.stopped:
         search.stopped = f"between {good:g} (met) and {bad:g} (missed)" if bad is not None else "done"

@@ -80,24 +80,32 @@ class MetricsSampler:
 
     def __enter__(self) -> MetricsSampler:
         self.started = time.perf_counter()
+        self.http = httpx.Client(timeout=httpx.Timeout(2.0), verify=tls_context())
+        # The first reading before the level's first request goes out (not racing it in the
+        # thread): a counter's change is measured from a baseline that none of the level is in.
+        self.scrape(self.http)
         self.thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
         self.thread.join(timeout=5)
+        self.http.close()
 
     def loop(self) -> None:
-        with httpx.Client(timeout=httpx.Timeout(2.0), verify=tls_context()) as http:
-            while True:
-                try:
-                    response = http.get(self.url)
-                    response.raise_for_status()
-                    self.samples.append((round(time.perf_counter() - self.started, 3), parse(response.text)))
-                except Exception as error:  # a metrics hiccup never disturbs the level
-                    self.problem = self.problem or f"metrics at {self.url}: {type(error).__name__}: {error}"
-                if self.stop.wait(self.every_s):
-                    return
+        while not self.stop.wait(self.every_s):
+            self.scrape(self.http)
+        # One last reading as the level ends: a counter's change in its last moments (or the
+        # whole of a level shorter than a period) still counts.
+        self.scrape(self.http)
+
+    def scrape(self, http: httpx.Client) -> None:
+        try:
+            response = http.get(self.url)
+            response.raise_for_status()
+            self.samples.append((round(time.perf_counter() - self.started, 3), parse(response.text)))
+        except Exception as error:  # a metrics hiccup never disturbs the level
+            self.problem = self.problem or f"metrics at {self.url}: {type(error).__name__}: {error}"
 
     def summary(self) -> dict[str, Any]:
         figures = [values for _, values in self.samples]

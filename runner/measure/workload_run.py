@@ -53,6 +53,9 @@ class BenchPlan:
     slo_share: float = 0.9
     budget: Budget = field(default_factory=Budget)
     metrics: bool = True
+    # The output cap when no length is forced (--max-tokens), and where the capacity search starts.
+    max_tokens: int = SURVEY_MAX_TOKENS
+    search_start: float = 1.0
 
     def levels(self, input_tokens: int | None) -> list[LoadLevel]:
         levels = [
@@ -68,7 +71,8 @@ class BenchPlan:
 
     def level_at(self, value: float, input_tokens: int | None) -> LoadLevel:
         if self.find_capacity == "rate":
-            return LoadLevel(OPEN, value, self.requests or max(8, round(10 * value)), None, input_tokens=input_tokens)
+            requests = self.requests or max(8, round(10 * value))
+            return LoadLevel(OPEN, value, requests, self.max_concurrency, input_tokens=input_tokens)
         count = int(value)
         return LoadLevel(CLOSED, count, self.requests or max(4 * count, 8), input_tokens=input_tokens)
 
@@ -87,6 +91,10 @@ class BackendRun:
         self.force = self.supports.forced_output_length and plan.workload.output_tokens is not None
         self.counter: PromptCounter | None = None
         self.metrics_url: str | None = None
+        # Requests built so far: the next request's text is seeded past them (no two alike).
+        self.built = 0
+        # The levels measured so far (their labels): a fault fails only the ones not yet measured.
+        self.measured: set[str] = set()
         self.info: dict[str, Any] = {}
         evidence.data.setdefault("workload_backends", {})[backend.name] = self.info
 
@@ -108,7 +116,7 @@ class BackendRun:
             return
         try:
             self.prepare(client)
-            output = plan.workload.output_tokens or SURVEY_MAX_TOKENS
+            output = plan.workload.output_tokens or plan.max_tokens
             for length in plan.workload.input_tokens or [None]:
                 too_long = length and plan.workload.beyond_context(length, backend.max_total_tokens, output)
                 if too_long:
@@ -119,8 +127,8 @@ class BackendRun:
                     self.measure_level(client, level)
                 if plan.find_capacity:
                     self.search(client, length)
-        except RunnerError as error:
-            self.fail_all(str(error))
+        except Exception as error:  # one line for this backend; the others go on
+            self.fail_all(str(error) if isinstance(error, RunnerError) else backend.explain(error))
         finally:
             client.close()
 
@@ -157,7 +165,7 @@ class BackendRun:
     def requests_for(self, level: LoadLevel) -> list[ChatRequest | Conversation]:
         """As many distinct requests as the level sends (conversations count as one each)."""
         workload, count = self.plan.workload, level.requests
-        output = workload.output_tokens or SURVEY_MAX_TOKENS
+        output = workload.output_tokens or self.plan.max_tokens
         per_chunk = self.supports.usage_per_chunk
         if not workload.synthetic:
             fixed = [workload.fixed[i % len(workload.fixed)] for i in range(count)]
@@ -173,20 +181,17 @@ class BackendRun:
             ]
         assert self.counter is not None and level.input_tokens is not None
         counter = self.counter
+        first, self.built = self.built, self.built + count
         if workload.turns > 1:
             conversations = []
-            for session in range(count):
-                prompts = tuple(
-                    fit(level.input_tokens, counter.text, seed=workload.seed * 7919 + session * workload.turns + t + 1)[
-                        0
-                    ]
-                    for t in range(workload.turns)
-                )
+            for session in range(first, first + count):
+                seeds = [workload.seed * 7919 + session * workload.turns + t + 1 for t in range(workload.turns)]
+                prompts = tuple(fit(level.input_tokens, counter.text, seed=seed)[0] for seed in seeds)
                 conversations.append(
                     Conversation(prompts, output, self.force, level.input_tokens, usage_per_chunk=per_chunk)
                 )
             return conversations
-        turns = synthetic_turns(workload, level.input_tokens, count, output, counter.text)
+        turns = synthetic_turns(workload, level.input_tokens, count, output, counter.text, first)
         return [
             ChatRequest(
                 t.prompt,
@@ -225,6 +230,7 @@ class BackendRun:
             meta["server_metrics"] = sampler.summary()
             meta["server_metrics"]["series"] = sampler.samples
         self.evidence.data.setdefault("levels", []).append(meta)
+        self.measured.add(level.label)
         self.evidence.save()
         self.advance(level.requests)
         failed = sum(1 for r in records if not r.ok)
@@ -247,12 +253,27 @@ class BackendRun:
             return await run_level_async(client.chat, backend.explain, backend.name, level, requests, self.plan.seed)
 
     def search(self, client, input_tokens: int | None) -> None:
-        """The most load within the objectives, at this input length."""
+        """The most load within the objectives, at this input length. A path that cannot judge an
+        objective (no stream: no time to first token) is not searched: one line says why."""
         plan = self.plan
+        unjudged = [key for key, _ in plan.slo.limits if key in ("ttft", "tpot")]
+        if unjudged and not self.supports.streaming:
+            self.note(
+                f"capacity at {plan.slo.text}: not searched: {', '.join(unjudged)} cannot be judged here "
+                f"({self.supports.reason('streaming')})"
+            )
+            return
+        requests = plan.level_at(plan.search_start, input_tokens).requests
+        if requests * (1 - plan.slo_share) < 1:
+            self.note(
+                f"a level of {requests} requests meets {plan.slo_share:.0%} only with none missed: one slow request "
+                "fails it (--requests sets more)"
+            )
         search = find_capacity(
             lambda value: self.measure_level(client, plan.level_at(value, input_tokens)),
             mode=plan.find_capacity or "concurrency",
             slo_share=plan.slo_share,
+            start=plan.search_start,
             budget=plan.budget,
             requests_at=lambda value: plan.level_at(value, input_tokens).requests,
         )
@@ -269,11 +290,14 @@ class BackendRun:
             )
 
     def fail_all(self, line: str) -> None:
-        """Every request this backend would have sent, as a record with the one line why not."""
+        """Every request this backend would still have sent (levels already measured keep their
+        records), as a record with the one line why not."""
         console.print(f"[red]{self.backend.name}:[/red] {line}")
         self.evidence.notice(f"{self.backend.name}: {line}")
         for length in self.plan.workload.input_tokens or [None]:
             for level in self.plan.levels(length) or [self.plan.level_at(1, length)]:
+                if level.label in self.measured:
+                    continue
                 for run in range(1, level.requests + 1):
                     record = RequestRecord(backend=self.backend.name, run=run, error=line, level=level.to_json())
                     self.evidence.data["records"].append(record.to_json())

@@ -305,12 +305,12 @@ def server_cell(metrics: dict[str, Any] | None) -> str:
     return ", ".join(parts)
 
 
-def workload_notes(row: dict[str, Any], metrics: dict[str, Any] | None) -> list[str]:
+def workload_notes(row: dict[str, Any], metrics: dict[str, Any] | None, asked_output: bool) -> list[str]:
     notes = []
     figures = row["tokens"]
     if figures.get("input_miss") is not None:
         notes.append(f"prompts counted {figures['input_miss']:+.0%} off their target (more than 5 %)")
-    if figures.get("output_target") is not None and not figures.get("forced"):
+    if asked_output and not figures.get("forced"):
         notes.append("the model chose the output length (this path cannot force it)")
     if figures.get("force_ignored"):
         notes.append(
@@ -348,25 +348,32 @@ def workload_table(evidence: dict[str, Any]) -> Table:
     served = models(evidence)
     meta = level_meta(evidence)
     slo_config = config.get("slo")
+    asked_output = workload.get("output_tokens") is not None
+    # Prefill is input over TTFT only for one prompt at a time computed whole (no shared prefix
+    # or earlier turns in the cache, no queue).
+    plain = not workload.get("prefix_tokens") and (workload.get("turns") or 1) == 1
     for (backend, label), records in level_groups(evidence).items():
         row = level_summary([r for r in records if not r.get("cold_start")], slo_config)
         metrics = (meta.get((backend, label)) or {}).get("server_metrics")
+        level = (records[0].get("level") or {}) if records else {}
+        one_at_a_time = level.get("mode", "concurrency") == "concurrency" and level.get("value", 1) == 1
         table.add_row(
             backend,
             escape(served.get(backend, "-")),
             label,
             f"{row['completed']}/{row['failed']}",
             tokens_cell(row["tokens"], "input"),
-            tokens_cell(row["tokens"], "output") + ("" if row["tokens"].get("forced") else " (chosen)"),
+            tokens_cell(row["tokens"], "output")
+            + (" (chosen)" if asked_output and not row["tokens"].get("forced") else ""),
             ms_triple(row["ttft_s"]),
             fmt(_ms(row["tpot_s"]["median"]), 1),
             f"{fmt(row['e2e_s']['median'], 2)}/{fmt(row['e2e_s']['p99'], 2)}",
             fmt(row["request_throughput"], 2),
             fmt(row["output_tok_s"], 1),
-            fmt(row["prefill_tok_s"], 0),
+            fmt(row["prefill_tok_s"] if plain and one_at_a_time else None, 0),
             goodput_cell(row["goodput"]),
             server_cell(metrics),
-            "; ".join(workload_notes(row, metrics)),
+            "; ".join(workload_notes(row, metrics, asked_output)),
         )
     return table
 

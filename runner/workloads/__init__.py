@@ -77,6 +77,10 @@ class Workload:
         low, high = self.input_min, self.input_max
         if low is not None and high is not None and low > high:
             raise RunnerError(f"--input-min {low} is above --input-max {high}")
+        if self.prefix_tokens < 0:
+            raise RunnerError(f"--prefix-tokens {self.prefix_tokens}: cannot be negative")
+        if self.prefix_tokens and self.fixed:
+            raise RunnerError("--prefix-tokens shares a prefix among synthetic prompts: not with --dataset's own")
         if self.prefix_tokens:
             if self.prefixes < 1:
                 raise RunnerError("--prefixes: at least 1")
@@ -87,20 +91,25 @@ class Workload:
                 )
         if self.turns < 1:
             raise RunnerError("--turns: at least 1")
+        if self.turns > 1 and (self.prefix_tokens or self.input_deviation or self.fixed):
+            raise RunnerError(
+                "--turns builds conversations of fixed-length turns: give it no --prefix-tokens, --input-deviation "
+                "or --dataset (a dataset's conversations are its own)"
+            )
 
-    def longest(self, mean: int) -> int:
-        """The most tokens a request at this length may hold, its conversation included: three
-        deviations above the mean (or the maximum), times the turns it carries."""
+    def longest(self, mean: int, output_tokens: int) -> int:
+        """The most tokens a request at this length may send: three deviations above the mean (or
+        the maximum); a conversation's last turn carries every earlier turn and its answer."""
         top = mean + 3 * self.input_deviation if self.input_deviation else mean
         if self.input_max is not None:
             top = min(top, self.input_max)
-        return top * self.turns
+        return top * self.turns + output_tokens * (self.turns - 1)
 
     def beyond_context(self, mean: int, context: int | None, output_tokens: int) -> str | None:
         """Why requests at this length cannot be sent to a model of `context` tokens (None: they can)."""
         if not context:
             return None
-        longest = self.longest(mean)
+        longest = self.longest(mean, output_tokens)
         if longest + output_tokens <= context:
             return None
         return (
@@ -111,7 +120,8 @@ class Workload:
     def lengths(self, mean: int, count: int, seed: int) -> list[int]:
         """`count` prompt lengths around `mean`: normal with the deviation, within min and max."""
         rng = random.Random(seed)
-        low = self.input_min or 1
+        # Never shorter than the shared prefix plus a token of its own.
+        low = max(self.input_min or 1, self.prefix_tokens + 1)
         high = self.input_max or 10**9
         out = []
         for _ in range(count):
@@ -126,11 +136,13 @@ class Workload:
 
 
 def synthetic_turns(
-    workload: Workload, input_tokens: int, count: int, output_tokens: int, counter: TokenCounter
+    workload: Workload, input_tokens: int, count: int, output_tokens: int, counter: TokenCounter, first: int = 0
 ) -> list[Turn]:
     """`count` requests of `input_tokens` (or around it) on the backend's count: unique text after an
-    optional shared prefix (`prefix_tokens`, one of `prefixes`), as one turn or a conversation."""
-    seed = workload.seed * 1_000_003 + input_tokens
+    optional shared prefix (`prefix_tokens`, one of `prefixes`). `first` is the number of requests
+    already built for this backend: every request of a run has text of its own, so no level is
+    served from an earlier level's prompts in the server's prefix cache."""
+    seed = workload.seed * 1_000_003 + first
     prefixes = [
         fit(workload.prefix_tokens, counter, seed=10_000 + k)[0] + "\n\n" for k in range(workload.prefixes)
     ] if workload.prefix_tokens else [""]  # fmt: skip

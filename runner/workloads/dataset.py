@@ -64,7 +64,7 @@ def json_line(path: Path, number: int, item: Any, default_max_tokens: int) -> Tu
         raise RunnerError(f'{where}: neither a "prompt" string nor a "messages" list')
     history: list[tuple[str, str]] = []
     for message in messages:
-        role, content = (message or {}).get("role"), (message or {}).get("content")
+        role, content = (message.get("role"), message.get("content")) if isinstance(message, dict) else (None, None)
         if role not in ROLES or not isinstance(content, str):
             raise RunnerError(f"{where}: each message needs a role ({', '.join(ROLES)}) and a content string")
         history.append((role, content))

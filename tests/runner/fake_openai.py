@@ -242,7 +242,10 @@ class FakeOpenAI(LoopbackServer):
         if step.kind == "empty":
             return []
         if step.kind == "malformed":
-            return [self._chunk({"role": "assistant", "content": "Pa"}), "data: {not json\n\n"]
+            # A garbled chunk mid-stream, the stream going on after it (after `gap_s`, so a client
+            # that gives up on it has closed its connection before the body could end).
+            garbled = "data: {not json\n\n"
+            return [self._chunk({"role": "assistant", "content": "Pa"}), garbled, self._chunk({"content": "ris"})]
         lines = [self._chunk({"role": "assistant", "content": ""})]
         words = step.text.split(" ") if step.text else []
         cut = max_tokens is not None and len(words) > max_tokens

@@ -26,14 +26,15 @@ TEMPLATE_TOKENS = known.TEMPLATE_TOKENS
 
 
 class Running:
-    def __init__(self, url: str, server: Any) -> None:
+    def __init__(self, url: str, server: Any, name: str = "known") -> None:
         self.url = url
         self.server = server
+        self.name = name
 
     @property
     def endpoint(self) -> str:
-        """The runner's --endpoint flag for it."""
-        return f"known={self.url}/v1,model={known.MODEL}"
+        """The runner's --endpoint flag for it (a catalog name brings that backend's entry: its context)."""
+        return f"{self.name}={self.url}/v1,model={known.MODEL}"
 
     def stats(self) -> dict[str, list[float]]:
         with urllib.request.urlopen(f"{self.url}/stats", timeout=5) as response:

@@ -154,7 +154,7 @@ FAULTS = {
     "tool call": [Step(kind="tool", tool_calls=[("add_numbers", '{"a": 1, "b": 2}')])],
     "abnormal finish": [text(OCEAN, finish="content_filter")],
     "stream cut": [Step(kind="cut", text=OCEAN)],
-    "malformed": [Step(kind="malformed")],
+    "malformed": [Step(kind="malformed", gap_s=0.3)],
     "empty body": [Step(kind="empty")],
     "http 500": [Step(kind="http_error", status=500)],
     "context overflow": [

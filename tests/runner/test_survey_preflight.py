@@ -270,3 +270,16 @@ def test_help(capsys):
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert "--dry-run" in out and "BACKEND" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["--workload", "summarize"], "--workload summarize: the survey measures a preset with objectives"),
+        (["--workload", "chatty"], "--workload 'chatty': unknown"),
+        (["--lengths", "128,x"], "--lengths"),
+    ],
+)
+def test_the_benchmark_steps_workload_and_lengths_are_checked_before_anything_deploys(capsys, tmp_path, argv, line):
+    assert line in one_line(capsys, "g6", *argv, "--results-dir", str(tmp_path / "results"))
+    assert not (tmp_path / "results").exists()

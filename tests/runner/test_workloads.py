@@ -17,7 +17,7 @@ import pytest
 
 from runner import advise, bench
 from runner.measure.levels import level_groups, level_summary, prefill_fit
-from tests.runner.known_server import TEMPLATE_TOKENS, known, known_server
+from tests.runner.known_server import TEMPLATE_TOKENS, Running, known, known_server
 
 # The server's costs: a base time to first token, a prefill rate, a decode rate per stream.
 BASE_TTFT = 0.02
@@ -140,11 +140,16 @@ def test_a_shared_prefix_is_cached_by_the_server_and_its_hits_are_read_from_its_
     with known_server(ttft=BASE_TTFT, rate=RATE, tokens=500, prefill_rate=PREFILL, prefix_cache=True) as server:
         _, evidence = run(
             tmp_path, server, "--input-tokens", "600", "--output-tokens", "5", "--prefix-tokens", "400",
-            "--repeats", "8", "--no-server-metrics",
+            "--repeats", "8",
         )  # fmt: skip
         truth = server.stats()
     timed = [(p, c) for p, c in zip(truth["prompt_tokens"], truth["cached_tokens"], strict=True) if p == 600]
     assert len(timed) == 8 and timed[0][1] < 400 and all(c >= 390 for _, c in timed[1:])
+    # The server's own counters, sampled through its /metrics during the level, say the same: its
+    # hits over the level's own warm-up and its eight requests (the last nine the server saw).
+    (level,) = evidence["levels"]
+    assert level["server_metrics"]["prefix_cache_hits_delta"] == sum(truth["cached_tokens"][-9:])
+    assert sum(truth["cached_tokens"][-8:]) == sum(c for _, c in timed)
     ttfts = [r["ttft_s"] for r in evidence["records"]]
     # The first computes its whole prompt; the others about 200 tokens less each time: faster.
     assert median(ttfts[1:]) < ttfts[0] - 0.5 * 390 / PREFILL
@@ -210,6 +215,13 @@ def test_a_dataset_and_a_sharegpt_file_are_read_and_a_bad_line_is_one_line(tmp_p
         (["--workload", "chatty"], "--workload 'chatty': unknown; known: chat, rag, summarize, code, llmperf, agent"),
         (["--input-tokens", "100", "--prefix-tokens", "100"], "--prefix-tokens 100 leaves nothing of its own"),
         (["--input-tokens", "0"], "every value must be above 0"),
+        (["--input-tokens", "100", "--turns", "2", "--prefix-tokens", "10"], "--turns builds conversations of"),
+        (["--input-tokens", "100", "--prefix-tokens", "-5"], "--prefix-tokens -5: cannot be negative"),
+        (["--input-tokens", "100", "--slo-share", "0.5"], "--slo-share is the share within the objectives"),
+        (
+            ["--workload", "chat", "--find-capacity", "--capacity-levels", "0"],
+            "--capacity-levels and --capacity-seconds",
+        ),
     ],
 )
 def test_bad_workload_input_is_one_line_before_anything_is_sent(argv, line, capsys):
@@ -258,3 +270,89 @@ def test_advise_sizes_instances_by_the_capacity_measured_within_the_objectives(t
     assert rows["g5g"]["extrapolated"].startswith(f"EXTRAPOLATED: no capacity measured within tpot:{tpot_limit:g}")
     assert "measured on the survey's prompt, not on a workload" in rows["g5g"]["extrapolated"]
     assert any("their rows are EXTRAPOLATED" in line for line in advice["notices"])
+
+
+def test_no_level_is_served_from_an_earlier_levels_prompts(tmp_path):
+    """Every request of a run has text of its own: a sweep's second level (and the capacity
+    search's later ones) finds nothing of the first level's prompts in the server's prefix cache."""
+    with known_server(ttft=BASE_TTFT, rate=RATE, tokens=500, prefill_rate=PREFILL, prefix_cache=True) as server:
+        _, evidence = run(
+            tmp_path, server, "--input-tokens", "300,300", "--output-tokens", "4", "--concurrency", "1,2",
+            "--requests", "4",
+        )  # fmt: skip
+        truth = server.stats()
+    timed = [c for p, c in zip(truth["prompt_tokens"], truth["cached_tokens"], strict=True) if p == 300]
+    # Sixteen requests (two lengths, two levels, four each) and nothing served from the cache but the
+    # few words every prompt's opening shares.
+    assert len(timed) == 16 and max(timed) <= 10, timed
+    assert len({r["text"] for r in evidence["records"]}) >= 1
+
+
+def test_a_server_without_a_tokenizer_has_its_lengths_calibrated_from_its_usage(tmp_path):
+    """No /tokenize (as SageMaker's /invocations or Bedrock): two probes of the usage it reports fit
+    tokens a word, and the prompts still reach their length within 5 % on its own count."""
+    with known_server(ttft=BASE_TTFT, rate=RATE, tokens=500, prefill_rate=PREFILL, tokenize=False) as server:
+        code, evidence = run(tmp_path, server, "--input-tokens", "120,900", "--output-tokens", "8", "--repeats", "2")
+    assert code == 0
+    assert evidence["workload_backends"]["known"]["token_count"].startswith("calibrated from the path's usage")
+    for record in evidence["records"]:
+        assert abs(record["prompt_tokens"] / record["target_input_tokens"] - 1) <= 0.05, record
+    assert all(level_summary(r)["tokens"]["input_miss"] is None for r in level_groups(evidence).values())
+
+
+def test_a_length_the_models_context_cannot_hold_is_one_line_and_the_rest_are_measured(tmp_path, capsys):
+    """inf2's catalog context is 4,096 tokens: 4,000 in and 200 out cannot be sent; 100 in can."""
+    with known_server(ttft=BASE_TTFT, rate=RATE, tokens=500, prefill_rate=PREFILL) as server:
+        code, evidence = run(
+            tmp_path, Running(server.url, None, name="inf2"), "--input-tokens", "100,4000", "--output-tokens", "200",
+            "--repeats", "2",
+        )  # fmt: skip
+    assert code == 0
+    assert {r["target_input_tokens"] for r in evidence["records"]} == {100}
+    (line,) = evidence["workload_backends"]["inf2"]["not_sent"]
+    assert line == "4000 input tokens: up to 4000 in + 200 out is more than its context of 4096 tokens; not sent"
+    assert line in capsys.readouterr().err
+
+
+def test_a_rate_search_whose_first_rate_misses_goes_down_to_one_that_meets():
+    """A server that meets the objectives up to 0.3 requests/s: from 1/s the search halves to 0.5
+    (missed), 0.25 (met), then narrows the gap to within 10 % of the met rate."""
+    from runner.measure.capacity import Budget, find_capacity
+
+    def level(rate: float) -> dict[str, Any]:
+        return {"goodput": {"share_met": 1.0 if rate <= 0.3 else 0.0}, "output_tok_s": rate * 100, "requests": 8}
+
+    search = find_capacity(level, mode="rate", slo_share=0.9, start=1.0, budget=Budget(levels=20))
+    tried = [t["value"] for t in search.tried]
+    assert tried[:3] == [1.0, 0.5, 0.25] and 0.25 <= search.capacity <= 0.3
+    assert search.capacity >= 0.3 * 0.9 and search.stopped.startswith("between")
+
+
+def test_drawn_lengths_never_fall_below_the_shared_prefix_and_a_dataset_message_must_be_an_object(tmp_path):
+    from runner.core.errors import RunnerError
+    from runner.workloads import Workload
+    from runner.workloads.dataset import read_dataset
+
+    lengths = Workload(input_tokens=(600,), input_deviation=300, prefix_tokens=400).lengths(600, 200, seed=1)
+    assert min(lengths) == 401 and max(lengths) > 600
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"messages": ["just a string"]}\n')
+    with pytest.raises(RunnerError, match="line 1: each message needs a role"):
+        read_dataset(bad, 100)
+
+
+def test_a_sharegpt_replys_length_sets_its_requests_output(tmp_path):
+    """As vLLM's ShareGPT loader does: the first reply's length is the output asked for (here in
+    4/3 tokens a word, the backend's tokenizer not being known when the file is read)."""
+    share = tmp_path / "share.json"
+    share.write_text(json.dumps([
+        {"id": "a", "conversations": [{"from": "human", "value": "Name three rivers."},
+                                      {"from": "gpt", "value": "The Nile, the Amazon and the Yangtze."}]},
+        {"id": "b", "conversations": [{"from": "human", "value": "Say hi."}]},
+    ]))  # fmt: skip
+    plan = bench.workload_plan(bench.build_parser().parse_args(["--dataset", str(share)]))
+    assert [(t.prompt, t.max_tokens) for t in plan.workload.fixed] == [
+        ("Name three rivers.", round(7 * 4 / 3)),
+        ("Say hi.", 100),
+    ]
+    assert "output lengths from each reply" in plan.workload.source
