@@ -5,8 +5,8 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION ?= 1
 
 # Test workers side by side (pytest-xdist, `--dist loadgroup`: tests/conftest.py groups what must
 # share a process). On two cores three measured fastest for both: their tests wait (emulated time,
-# servers, subprocesses) as well as compute, and the vLLM tier is handed out only once its server
-# is up (tests/vllm/scheduling.py); PYTEST_WORKERS=N sets both, 0 runs everything in one process.
+# servers, subprocesses) as well as compute. PYTEST_WORKERS=N sets both, 0 runs everything in one
+# process.
 PYTEST = .venv/bin/python -m pytest --dist loadgroup
 # Bytecode caches written (Python's default, even where the environment turns it off): the suite
 # starts a few hundred Python processes (CDK synths, the emulated hosts' tools), and each would

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
-import logging
 import os
 import signal
 import socket
@@ -17,8 +15,6 @@ import pytest
 GUARD_DIR = Path(__file__).with_name("loopback")
 sys.path.insert(0, str(GUARD_DIR))
 from loopback_guard import LOG_VARIABLE, LoopbackGuard  # noqa: E402
-
-from tests.vllm.scheduling import pytest_xdist_make_scheduler  # noqa: E402, F401  (xdist's scheduler hook)
 
 # Ctrl-C is part of what the suite tests: a real SIGINT to a real command. A run started with SIGINT
 # ignored (an `&` job of a non-interactive shell, a benchmark harness) hands that on to every child,
@@ -42,21 +38,6 @@ if not os.environ.get("PYTEST_XDIST_WORKER") or not os.environ.get(LOG_VARIABLE)
 if str(GUARD_DIR) not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GUARD_DIR), os.environ.get("PYTHONPATH")]))
 GUARD = LoopbackGuard().install()
-
-
-def exit_without_teardown() -> None:
-    """An xdist worker's last step: it has sent its results and torn its fixtures down, and
-    every exit handler registered after this module's import has run. What is left is the
-    interpreter freeing the worker's whole heap (aws_cdk, boto3, moto, strands), 2 to 4 s a worker
-    on two cores while the controller waits; exiting now skips only that."""
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
-
-
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    atexit.register(exit_without_teardown)  # registered first, so run last
 
 
 @pytest.fixture(autouse=True)
@@ -122,9 +103,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("cdk-synthesis"))
         elif path.endswith("/tests/runner/test_html_report.py"):
             item.add_marker(pytest.mark.xdist_group("html-report"))  # its evidence and page, made once
-    # The longest first (xdist hands out work in this order, the vLLM tier once its server is up:
-    # tests/vllm/scheduling.py): the emulator flows, then the vLLM tier, then the many short tests
-    # that fill the gaps. Stable, so each module keeps its own order.
+    # The longest first (xdist hands out work in this order): the emulator flows, then the vLLM
+    # tier, then the many short tests that fill the gaps. Stable, so each module keeps its own order.
     items.sort(
         key=lambda item: 0 if "/tests/emulator/" in str(item.fspath) else 1 if "/tests/vllm/" in str(item.fspath) else 2
     )

@@ -31,8 +31,7 @@ moto stores but never acts, does what AWS would do), named as a gap in the modul
 (moto ignores conditions and denies every request).
 
 And `codebuild` deletes an ECR repository with its images, as EmptyOnDelete does (moto refuses a
-repository that holds images). `lean` cuts two of moto's own costs that hold nothing served here
-(a folder listing on every request, 1,200 ECS images built in each region at every reset).
+repository that holds images).
 """
 
 from tests.aws_emulator.account import ACCOUNT, REGIONS

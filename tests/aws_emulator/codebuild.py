@@ -203,7 +203,12 @@ class Builds:
             backend.create_log_stream(group, build.stream)
         events = [{"timestamp": int(time.time() * 1000), "message": line} for line in text.splitlines() if line]
         if events:
-            backend.put_log_events(group, build.stream, events)
+            from moto.logs.exceptions import ResourceNotFoundException
+
+            # A build still running when its stack's log group is deleted (a teardown mid-build):
+            # its lines are lost, as CodeBuild's are; the build itself goes on.
+            with contextlib.suppress(ResourceNotFoundException):
+                backend.put_log_events(group, build.stream, events)
 
     def source(self, build: Build, folder: Path) -> None:
         from moto.s3.models import s3_backends

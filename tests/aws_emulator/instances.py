@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from catalog.boot import instance_store_gb
+from tests.host import processes
 from tests.host.machine import Host, HostOptions
 
 BOOT_MARKER = "inference-server.service"
@@ -51,9 +52,22 @@ def boot(emulator: Any, instance: Any, script: str) -> None:
 
 
 def shut_down_all(emulator: Any) -> None:
+    """Every host ends, those of instances terminated a moment ago too: a host left running when
+    the test ends would outlive the run (its units are processes of their own sessions)."""
     for host in list(emulator.hosts.values()):
         host.shutdown()
     emulator.hosts.clear()
+    while emulator.shutting_down:
+        emulator.shutting_down.pop().join()
+
+
+def assert_no_host_left(emulator: Any, timeout_s: float = 5.0) -> None:
+    """No process of any host this emulator booted outlives it (each carries its HOST_STATE)."""
+    prefix = f"HOST_STATE={emulator.scratch / 'hosts'}/"
+    deadline = time.monotonic() + timeout_s
+    while (left := processes.carrying_prefix(prefix)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, f"host processes left running after the emulator stopped: {left}"
 
 
 def install(emulator: Any) -> Callable[[], None]:
@@ -81,7 +95,9 @@ def install(emulator: Any) -> Callable[[], None]:
                 time.sleep(SHUTDOWN_DELAY_S)
                 host.shutdown()
 
-            threading.Thread(target=later, daemon=True).start()
+            thread = threading.Thread(target=later, daemon=True)
+            thread.start()
+            emulator.shutting_down.append(thread)
         return original_terminate(instance)
 
     def send_command(response):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,6 @@ from tests.aws_emulator import (
     cloudformation,
     codebuild,
     instances,
-    lean,
     parameters,
     s3_policies,
     sagemaker,
@@ -78,6 +78,8 @@ class Emulator:
         # EventBridge targets that failed (a refused StartBuild): what AWS counts as FailedInvocations.
         self.failed_invocations: list[tuple[str, str, str]] = []
         self.hosts: dict[str, Any] = {}
+        # Terminated instances' hosts, shutting down a moment after (instances.py).
+        self.shutting_down: list[threading.Thread] = []
         self.builds = codebuild.Builds(self)
         # The real AWS CLI that the hosts and builds call, imported once (tests/host/aws_cli.py),
         # started when the first of them needs it.
@@ -92,7 +94,7 @@ class Emulator:
         # localhost, not 127.0.0.1: the CDK CLI builds template URLs from it.
         self.url = f"http://localhost:{self.port}"
         for module in (
-            lean, parameters, capacity, sessions, codebuild, instances, autoscaling, schedules, sagemaker, sagemaker_runtime,
+            parameters, capacity, sessions, codebuild, instances, autoscaling, schedules, sagemaker, sagemaker_runtime,
             cloudformation, s3_policies,
         ):  # fmt: skip
             self._undo.append(module.install(self))
@@ -152,6 +154,7 @@ class Emulator:
         self.server.stop()
         self.cli.stop()
         self.hub.__exit__(None, None, None)
+        instances.assert_no_host_left(self)
 
     def env(self) -> dict[str, str]:
         return {

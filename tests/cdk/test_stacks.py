@@ -6,7 +6,6 @@ import base64
 import json
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -649,25 +648,6 @@ def test_bytecode_caches_change_no_image_tag_and_are_not_uploaded(tmp_path, monk
     (image,) = manifest["dockerImages"].values()
     copied = tmp_path / "out" / image["source"]["directory"]
     assert sorted(p.name for p in copied.iterdir()) == ["Dockerfile", "serve.sh"]
-
-
-def test_the_emulators_json_first_template_reader_reads_each_template_as_moto_does(assembly):
-    """tests/aws_emulator/lean.py's reader gives moto's CloudFormation what PyYAML gives it, for
-    every template the app writes, and reads them with `json` (else it would save nothing)."""
-    import yaml
-    from moto.cloudformation.utils import yaml_tag_constructor
-
-    from tests.aws_emulator.lean import JsonFirstYaml
-
-    yaml.add_multi_constructor("", yaml_tag_constructor)  # as moto does before each read
-    reader = JsonFirstYaml(yaml)
-    for stack in assembly.stacks:
-        text = Path(stack.template_full_path).read_text()
-        assert text.lstrip().startswith("{") and json.loads(text), stack.stack_name
-        assert reader.load(text, Loader=yaml.Loader) == yaml.load(text, Loader=yaml.Loader), stack.stack_name
-    # YAML that opens with a brace (a flow mapping) and YAML proper still go to PyYAML.
-    assert reader.load("{a: !Ref B}", Loader=yaml.Loader) == {"a": {"Ref": "B"}}
-    assert reader.load("A: !GetAtt B.Arn", Loader=yaml.Loader) == {"A": {"Fn::GetAtt": ["B", "Arn"]}}
 
 
 @pytest.mark.parametrize("backend", sorted(EC2_BACKENDS))

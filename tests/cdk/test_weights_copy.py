@@ -15,7 +15,9 @@ from pathlib import Path
 import boto3
 import pytest
 
+from tests.host.aws_cli import CliServer
 from tests.host.hub import HubRepo, LoopbackHub
+from tests.host.machine import BIN as HOST_BIN
 
 SCRIPT = Path(__file__).resolve().parents[2] / "inference_constructs" / "weights_copy.sh"
 BIN = Path(sys.executable).parent
@@ -51,13 +53,28 @@ def moto_url() -> Iterator[str]:
         server.stop()
 
 
-def run_copy(moto_url: str, hub: LoopbackHub, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+@pytest.fixture(scope="module")
+def aws_cli(tmp_path_factory) -> Iterator[dict[str, str]]:
+    """The real AWS CLI as the emulator's builds call it: `aws` first on PATH is the shim that hands
+    each call to the AWS CLI server (tests/host/aws_cli.py; the real CLI itself without one)."""
+    shim = tmp_path_factory.mktemp("aws-shim")
+    (shim / "aws").symlink_to(HOST_BIN / "aws")
+    server = CliServer(tmp_path_factory.mktemp("aws-cli"))
+    yield {
+        "PATH": os.pathsep.join([str(shim), str(BIN), "/usr/bin", "/bin"]),
+        "HOST_PYTHON": sys.executable,
+    } | server.env()
+    server.stop()
+
+
+def run_copy(
+    moto_url: str, hub: LoopbackHub, cli: dict[str, str], tmp_path: Path, **env: str
+) -> subprocess.CompletedProcess[str]:
     tmp_path.mkdir(parents=True, exist_ok=True)
     aws = {"AWS_ENDPOINT_URL": moto_url, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "AWS_EC2_METADATA_DISABLED": "true"}  # fmt: skip
     environment = (
         {
-            "PATH": f"{BIN}{os.pathsep}/usr/bin{os.pathsep}/bin",
             "HOME": str(tmp_path),
             "TMPDIR": str(tmp_path),
             "HF_HOME": str(tmp_path / "hf-home"),
@@ -68,6 +85,7 @@ def run_copy(moto_url: str, hub: LoopbackHub, tmp_path: Path, **env: str) -> sub
             "HF_TOKEN_SECRET": "inference/hf-token",
         }
         | aws
+        | cli
         | hub.env()
         | env
     )
@@ -94,10 +112,10 @@ def bucket(moto_url: str) -> str:
     s3.delete_bucket(Bucket=BUCKET)
 
 
-def test_the_real_hf_cli_copies_the_weights_and_only_the_serving_files(moto_url, bucket, tmp_path):
+def test_the_real_hf_cli_copies_the_weights_and_only_the_serving_files(moto_url, bucket, tmp_path, aws_cli):
     assert shutil.which("hf", path=str(BIN)), "the hf CLI (huggingface_hub) is not installed"
     with LoopbackHub({MODEL: HubRepo(SERVING | OTHERS)}) as hub:
-        result = run_copy(moto_url, hub, tmp_path)
+        result = run_copy(moto_url, hub, aws_cli, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     copied = objects(moto_url)
     assert copied == {f"imports/qwen/{name}": data for name, data in SERVING.items()} | {
@@ -108,9 +126,11 @@ def test_the_real_hf_cli_copies_the_weights_and_only_the_serving_files(moto_url,
     assert not any(token for _, _, token in hub.requests)
 
 
-def test_a_gated_model_copies_with_the_token_from_secrets_manager_and_fails_without(moto_url, bucket, tmp_path):
+def test_a_gated_model_copies_with_the_token_from_secrets_manager_and_fails_without(
+    moto_url, bucket, tmp_path, aws_cli
+):
     with LoopbackHub({MODEL: HubRepo(SERVING, gated=True)}) as hub:
-        refused = run_copy(moto_url, hub, tmp_path / "anonymous")
+        refused = run_copy(moto_url, hub, aws_cli, tmp_path / "anonymous")
         assert refused.returncode != 0
         # The CLI's own line for the Hub's GatedRepo answer (huggingface_hub cli/_errors.py).
         assert "requires approval" in refused.stdout + refused.stderr
@@ -118,16 +138,18 @@ def test_a_gated_model_copies_with_the_token_from_secrets_manager_and_fails_with
         secrets = boto3.client("secretsmanager", region_name="us-east-1", endpoint_url=moto_url,
                                aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
         secrets.create_secret(Name="inference/hf-token-gated", SecretString="hf_test_token")
-        allowed = run_copy(moto_url, hub, tmp_path / "token", HF_TOKEN_SECRET="inference/hf-token-gated")
+        allowed = run_copy(moto_url, hub, aws_cli, tmp_path / "token", HF_TOKEN_SECRET="inference/hf-token-gated")
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert set(objects(moto_url)) == {f"imports/qwen/{name}" for name in SERVING} | {"imports/qwen.complete"}
     assert all(token for method, path, token in hub.requests[-len(SERVING) :] if "/resolve/" in path)
 
 
-def test_a_repository_without_safetensors_weights_is_refused_before_anything_is_uploaded(moto_url, bucket, tmp_path):
+def test_a_repository_without_safetensors_weights_is_refused_before_anything_is_uploaded(
+    moto_url, bucket, tmp_path, aws_cli
+):
     only_bin = {k: v for k, v in (SERVING | OTHERS).items() if not k.endswith(".safetensors")}
     with LoopbackHub({MODEL: HubRepo(only_bin)}) as hub:
-        result = run_copy(moto_url, hub, tmp_path)
+        result = run_copy(moto_url, hub, aws_cli, tmp_path)
     assert result.returncode == 1
     assert f"error: {MODEL} has no safetensors weights" in result.stdout
     assert objects(moto_url) == {}
@@ -166,17 +188,17 @@ def empty_moto(moto_url):
     return moto_url
 
 
-def test_the_store_is_made_private_and_each_model_copied_once_with_its_manifest_last(empty_moto, tmp_path):
+def test_the_store_is_made_private_and_each_model_copied_once_with_its_manifest_last(empty_moto, tmp_path, aws_cli):
     from catalog.boot import store_bucket, weights_marker, weights_prefix
     from tests.cdk.test_boot_scripts import stage_weights
 
     other = "google/gemma-4-E2B-it"
     bucket = store_bucket(ACCOUNT, "us-east-2")
     with LoopbackHub({MODEL: HubRepo(SERVING | OTHERS), other: HubRepo(SERVING)}) as hub:
-        first = run_copy(empty_moto, hub, tmp_path / "a", **store_env(f"{MODEL} {other}", "us-east-2"))
+        first = run_copy(empty_moto, hub, aws_cli, tmp_path / "a", **store_env(f"{MODEL} {other}", "us-east-2"))
         assert first.returncode == 0, first.stdout + first.stderr
         downloads = len([r for r in hub.requests if "/resolve/" in r[1] and r[0] == "GET"])
-        again = run_copy(empty_moto, hub, tmp_path / "b", **store_env(f"{MODEL} {other}", "us-east-2"))
+        again = run_copy(empty_moto, hub, aws_cli, tmp_path / "b", **store_env(f"{MODEL} {other}", "us-east-2"))
         assert again.returncode == 0, again.stdout + again.stderr
         # Once per region: the second run downloads nothing.
         assert len([r for r in hub.requests if "/resolve/" in r[1] and r[0] == "GET"]) == downloads
@@ -202,7 +224,7 @@ def test_the_store_is_made_private_and_each_model_copied_once_with_its_manifest_
     assert manifest == json.loads(staged.get_object(Bucket="shape", Key=weights_marker(MODEL))["Body"].read())
 
 
-def test_a_store_name_held_in_another_region_is_refused_and_nothing_is_copied(empty_moto, tmp_path):
+def test_a_store_name_held_in_another_region_is_refused_and_nothing_is_copied(empty_moto, tmp_path, aws_cli):
     from catalog.boot import store_bucket
 
     bucket = store_bucket(ACCOUNT, "us-east-1")
@@ -210,7 +232,7 @@ def test_a_store_name_held_in_another_region_is_refused_and_nothing_is_copied(em
         Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
     )
     with LoopbackHub({MODEL: HubRepo(SERVING)}) as hub:
-        result = run_copy(empty_moto, hub, tmp_path, **store_env(MODEL))
+        result = run_copy(empty_moto, hub, aws_cli, tmp_path, **store_env(MODEL))
     assert result.returncode == 1
     assert (
         f"error: the store {bucket} is in us-west-2, not us-east-1: the servers here would not read it" in result.stdout

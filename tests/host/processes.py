@@ -93,6 +93,22 @@ def carries(pid: int, marker: bytes) -> bool:
         return False
 
 
+def carrying_prefix(prefix: str) -> list[int]:
+    """The processes with an environment entry that starts with `prefix` (`NAME=value`)."""
+    wanted = prefix.encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            variables = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(v.startswith(wanted) for v in variables):
+            found.append(int(entry.name))
+    return found
+
+
 def signal_group(leader: int, started: int, sig: int, marker: str) -> None:
     """Signals the group the recorded leader made. With the leader there (the same start time) it
     is that group; when its number names another process the group is gone. When the leader has

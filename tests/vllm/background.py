@@ -55,14 +55,14 @@ class BackgroundServer:
             self._write({"error": f"{type(error).__name__}: {error}"})
 
     def stop_soon(self) -> None:
-        """Stops the server in the background (the scheduler that calls this must not wait)."""
+        """Starts stopping the server in the background, once."""
         with self.lock:
             if self.stopper is None:
                 self.stopper = threading.Thread(target=self._stop, name="vllm-tier-stop", daemon=True)
                 self.stopper.start()
 
     def stop(self) -> None:
-        """Stops the server, or waits for `stop_soon`'s stop to end."""
+        """Stops the server and waits until it has."""
         self.stop_soon()
         assert self.stopper is not None
         self.stopper.join()
