@@ -6,8 +6,9 @@ untimed "Hi", 4 tokens, kept apart in the evidence). One failing backend never s
 others; the exit status is non-zero only when nothing was measured. Table and evidence come
 from the same records.
 
-`--in-region` adds, for each EC2 server, a second row (`<backend>@host`): the same benchmark run
-on the server's own instance against its loopback port through SSM Run Command
+`--in-region` adds, for each EC2 server, a second row (`<backend>@host`): the same benchmark (one
+request at a time, or the same load levels) run on the server's own instance against its loopback
+port through SSM Run Command
 (`runner/cloud/in_region.py`), beside the row measured through the SSM tunnel, so the difference
 is the path. Records carry `"path": "tunnel"` or `"path": "in-region"`.
 """
@@ -147,9 +148,9 @@ def run(argv: list[str] | None = None) -> int:
     baseline = load(args.compare) if args.compare else None
     accuracy = quality_accuracy(args.quality) if args.quality else {}
     levels = plan_levels(args.concurrency, args.rate, args.requests, args.max_concurrency)
-    if args.in_region and (levels or args.prompts):
+    if args.in_region and args.prompts:
         raise RunnerError(
-            "--in-region measures one request at a time (--repeats); it does not take --concurrency, --rate or --prompts"
+            "--in-region sends one prompt (--prompt) to each server's own host; it does not take --prompts"
         )
     prompts = read_prompts(args.prompts, args.max_tokens) if args.prompts else [Prompt(args.prompt, args.max_tokens)]
     request = ChatRequest(prompt=prompts[0].text, max_tokens=prompts[0].max_tokens, temperature=0.0)
@@ -184,7 +185,7 @@ def run(argv: list[str] | None = None) -> int:
                     backend, request, args.repeats, args.timeout, evidence, functools.partial(progress.advance, task)
                 )
         if servers:
-            bench_in_region(servers, request, args, evidence)
+            bench_in_region(servers, request, levels, args, evidence)
 
     return run_command(
         "bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records), baseline=baseline
@@ -195,7 +196,10 @@ def workload_plan(args: argparse.Namespace) -> BenchPlan:
     """The workload and its objectives from the flags (a preset first, the flags over it)."""
     preset = get_preset(args.workload) if args.workload else None
     if args.in_region:
-        raise RunnerError("--in-region measures the survey's prompt one request at a time; it takes no workload")
+        raise RunnerError(
+            "--in-region sends one prompt, one at a time or at --concurrency/--rate levels; a workload's request "
+            "bodies are more than a Run Command can carry: measure the workload without --in-region"
+        )
     if args.prompts:
         raise RunnerError("--prompts and a workload: give your prompts as --dataset")
     if args.dataset and (args.input_tokens or (preset and preset.input_tokens)):
@@ -410,8 +414,11 @@ def plan_in_region(discovery: Discovery, evidence: Evidence) -> list[Backend]:
     return servers
 
 
-def bench_in_region(servers: list[Backend], request: ChatRequest, args: argparse.Namespace, evidence: Evidence) -> None:
-    """The tunnel rows named as such, then every server's run on its own host as a row of its own."""
+def bench_in_region(
+    servers: list[Backend], request: ChatRequest, levels: list[LoadLevel], args: argparse.Namespace, evidence: Evidence
+) -> None:
+    """The tunnel rows named as such, then every server's run on its own host as a row of its own:
+    one request at a time (`--repeats`), or the same load levels as the tunnel rows."""
     names = {backend.name for backend in servers}
     for record in evidence.data["records"]:
         if record["backend"] in names:
@@ -434,12 +441,16 @@ def bench_in_region(servers: list[Backend], request: ChatRequest, args: argparse
             "usage_per_chunk": WARM_UP.usage_per_chunk,
         },
         "level": LoadLevel("concurrency", 1, args.repeats).to_json(),
+        "levels": [level.to_json() for level in levels] or None,
+        "seed": args.seed,
     }
+    # The kit's requests, warm-ups included, as if each went alone (its command's time limit).
+    sent = sum(level.requests + level.in_flight for level in levels) if levels else args.repeats
     console.print(f"[dim]in the region: {', '.join(sorted(names))} through SSM Run Command …[/dim]")
     outcomes = run_in_region(
         servers,
         config,
-        repeats=args.repeats,
+        repeats=sent,
         timeout_s=args.timeout,
         poll_s=IN_REGION_POLL_S,
         on_line=lambda line: console.print(f"[dim]{line}[/dim]"),
@@ -453,7 +464,7 @@ def bench_in_region(servers: list[Backend], request: ChatRequest, args: argparse
         evidence.data["in_region"].append(outcome.to_json())
         if outcome.problem:
             console.print(f"[red]{outcome.problem}[/red]")
-        add_host_row(outcome, args.repeats, evidence)
+        add_host_row(outcome, levels or [LoadLevel("concurrency", 1, args.repeats)], evidence)
     evidence.save()
 
 
@@ -475,9 +486,10 @@ def host_note(run: Run) -> str:
     return note
 
 
-def add_host_row(run: Run, repeats: int, evidence: Evidence) -> None:
+def add_host_row(run: Run, levels: list[LoadLevel], evidence: Evidence) -> None:
     """The run's records under `<backend>@host`, in RequestRecord's shape (derived figures computed
-    here, by the runner's own code); a run without records gets one error record per timed request."""
+    here, by the runner's own code); a run without records gets one error record per timed request
+    of each level."""
     row = row_name(run.backend.name)
     entry: dict[str, Any] = dataclasses.replace(
         run.backend,
@@ -493,11 +505,13 @@ def add_host_row(run: Run, repeats: int, evidence: Evidence) -> None:
     at = next((i + 1 for i, b in enumerate(evidence.data["backends"]) if b["name"] == run.backend.name), None)
     evidence.data["backends"].insert(at if at is not None else len(evidence.data["backends"]), entry)
     if run.result is None:
-        for number in range(1, repeats + 1):
-            record = RequestRecord(backend=row, run=number, error=run.problem, level=run.config.get("level"))
-            evidence.data["records"].append(record.to_json() | {"path": "in-region"})
+        for level in levels:
+            for number in range(1, level.requests + 1):
+                record = RequestRecord(backend=row, run=number, error=run.problem, level=level.to_json())
+                evidence.data["records"].append(record.to_json() | {"path": "in-region"})
         return
-    evidence.data["warm_up"].append(kit_record(run.result.get("warm_up") or {}, row))
+    for warm in run.result.get("warm_ups") or [run.result.get("warm_up") or {}]:
+        evidence.data["warm_up"].append(kit_record(warm, row))
     for record in run.result["records"]:
         evidence.data["records"].append(kit_record(record, row))
 

@@ -22,12 +22,14 @@ the same one-line faults as the runner's client (a body dropped mid-stream: the 
 http.client's words for it instead of httpx's).
 
 What it measures is exactly what `bench_backend` measures: one untimed warm-up on the connection
-the timed requests reuse, then `repeats` streamed requests one at a time, each read to its end
-(past `[DONE]`); time to first token (the first chunk with content), end-to-end time to `[DONE]`,
-output tokens from the server's usage (a client count only when there is none, marked), a stale
-kept-alive connection resent once; after an unreachable or timed-out first request the rest are
-skipped. It exits 0 whenever it wrote its result (failed requests are records with their error),
-2 on a bad configuration.
+the timed requests reuse, then `repeats` streamed requests one at a time; or, given load levels
+(`--concurrency`, `--rate`), each level as the runner's load engine runs it, with a kept-alive
+connection per request in flight, each opened by an untimed warm-up. Every response is read to
+its end (past `[DONE]`): time to first token (the first chunk with content), end-to-end time to
+`[DONE]`, output tokens from the server's usage (a client count only when there is none, marked),
+a stale kept-alive connection resent once; one at a time, after an unreachable or timed-out first
+request the rest are skipped. It exits 0 whenever it wrote its result (failed requests are records
+with their error), 2 on a bad configuration.
 """
 
 from __future__ import annotations
@@ -39,13 +41,16 @@ import http.client
 import json
 import os
 import platform
+import queue
+import random
 import resource
 import socket
 import sys
+import threading
 import time
 import urllib.parse
 
-KIT_VERSION = 1
+KIT_VERSION = 2
 # Finish reasons of a normal end (runner/measure/records.py NORMAL_FINISH_REASONS).
 NORMAL_FINISH_REASONS = frozenset(
     {"stop", "length", "tool_calls", "function_call", "end_turn", "max_tokens", "stop_sequence", "tool_use"}
@@ -334,8 +339,8 @@ class Client:
             self.connection.close()
 
 
-def one_request(client: Client, config: dict, run: int, request: dict) -> dict:
-    record = new_record(config["backend"], run)
+def one_request(client: Client, config: dict, run: int, request: dict, record: dict | None = None) -> dict:
+    record = record if record is not None else new_record(config["backend"], run)
     body = request_body(
         config["model_id"],
         request["prompt"],
@@ -355,10 +360,105 @@ def one_request(client: Client, config: dict, run: int, request: dict) -> dict:
     return record
 
 
+def in_flight(level: dict) -> int:
+    """Requests a level keeps in flight at once (runner/measure/load.py LoadLevel.in_flight)."""
+    if level["mode"] == "concurrency":
+        return int(level["value"])
+    return int(level.get("max_concurrency") or level["requests"])
+
+
+def poisson_offsets(rate: float, count: int, seed: int) -> list:
+    """Send times of a Poisson process, the same draws as the runner's (runner/measure/load.py)."""
+    rng = random.Random(seed)
+    offsets, at = [], 0.0
+    for _ in range(count):
+        at += rng.expovariate(rate)
+        offsets.append(at)
+    return offsets
+
+
+def run_level(config: dict, level: dict, warm_ups: list, opened: list) -> list:
+    """One load level as the runner's engine runs it (runner/measure/load.py run_level_async):
+    closed loop, as many workers as requests in flight, each taking the next request; open loop,
+    sends at the seeded Poisson offsets, at most `max_concurrency` in flight (a late send is
+    measured, not hidden). Each request in flight has a kept-alive connection of its own, opened
+    by an untimed warm-up before the level's first timed request, as the runner opens them."""
+    timeout_s = float(config.get("timeout_s", 60.0))
+    warm_config = config.get("warm_up") or {"prompt": "Hi", "max_tokens": 4}
+    width = in_flight(level)
+    clients = [Client(config["base_url"], config["model_id"], timeout_s) for _ in range(width)]
+    for client in clients:
+        warm = one_request(client, config, 0, warm_config)
+        warm.pop("_down", None)
+        warm["level"] = level
+        warm_ups.append(derive(warm))
+    idle: queue.Queue = queue.Queue()
+    for client in clients:
+        idle.put(client)
+    count = int(level["requests"])
+    records: list = [None] * count
+    started = time.perf_counter()
+
+    def one(index: int, scheduled) -> None:
+        client = idle.get()
+        try:
+            record = new_record(config["backend"], index + 1)
+            record["level"], record["scheduled_s"] = level, scheduled
+            record["sent_s"] = time.perf_counter() - started
+            one_request(client, config, index + 1, config, record)
+            record.pop("_down", None)
+            records[index] = derive(record)
+        finally:
+            idle.put(client)
+
+    threads = []
+    if level["mode"] == "concurrency":
+        pending = iter(range(count))
+        lock = threading.Lock()
+
+        def worker() -> None:
+            while True:
+                with lock:
+                    index = next(pending, None)
+                if index is None:
+                    return
+                one(index, None)
+
+        threads = [threading.Thread(target=worker, daemon=True) for _ in range(width)]
+        for thread in threads:
+            thread.start()
+    else:
+        slots = threading.Semaphore(width)
+
+        def capped(index: int, offset: float) -> None:
+            with slots:
+                one(index, offset)
+
+        for index, offset in enumerate(poisson_offsets(float(level["value"]), count, int(config.get("seed", 0)))):
+            delay = started + offset - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            thread = threading.Thread(target=capped, args=(index, offset), daemon=True)
+            thread.start()
+            threads.append(thread)
+    for thread in threads:
+        thread.join()
+    for client in clients:
+        client.close()
+    opened.append(sum(client.opened for client in clients))
+    return records
+
+
 def bench(config: dict) -> dict:
-    """The warm-up, then the timed requests; the result the runner reads back."""
+    """The warm-up, then the timed requests (one at a time, or each load level in turn); the result
+    the runner reads back."""
     usage0, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     load_before = os.getloadavg()
+    if config.get("levels"):
+        warm_ups: list = []
+        opened: list = []
+        records = [record for level in config["levels"] for record in run_level(config, level, warm_ups, opened)]
+        return result_of(config, load_before, usage0, wall0, sum(opened), warm_ups[0], records, warm_ups)
     client = Client(config["base_url"], config["model_id"], float(config.get("timeout_s", 60.0)))
     # LoadLevel("concurrency", 1, repeats).to_json(), as the runner passes it.
     level = config.get("level") or {
@@ -390,19 +490,26 @@ def bench(config: dict) -> dict:
     warm.pop("_down", None)
     for record in records:
         record.pop("_down", None)
+    return result_of(config, load_before, usage0, wall0, client.opened, derive(warm), records, None)
+
+
+def result_of(config, load_before, usage0, wall0, opened, warm, records, warm_ups) -> dict:
     usage1 = resource.getrusage(resource.RUSAGE_SELF)
-    return {
+    result = {
         "kit": KIT_VERSION,
         "config": config,
         "host": host_facts(load_before),
         "client": {
             "cpu_s": round((usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime), 4),
             "wall_s": round(time.perf_counter() - wall0, 4),
-            "connections_opened": client.opened,
+            "connections_opened": opened,
         },
-        "warm_up": derive(warm),
+        "warm_up": warm,
         "records": records,
     }
+    if warm_ups is not None:
+        result["warm_ups"] = warm_ups
+    return result
 
 
 def host_facts(load_before) -> dict:
@@ -448,6 +555,18 @@ def read_config(encoded: str) -> dict:
         bad_config(f"--config lacks {', '.join(missing)}")
     if not isinstance(config["repeats"], int) or config["repeats"] < 1:
         bad_config("repeats must be a whole number of at least 1")
+    for level in config.get("levels") or []:
+        if not (
+            isinstance(level, dict)
+            and level.get("mode") in ("concurrency", "rate")
+            and isinstance(level.get("value"), (int, float))
+            and level["value"] > 0
+            and isinstance(level.get("requests"), int)
+            and level["requests"] >= 1
+        ):
+            bad_config(
+                f"a level must be a LoadLevel's JSON (mode concurrency or rate, value and requests above 0): {level!r}"
+            )
     return config
 
 

@@ -1,6 +1,7 @@
-"""The bench from inside the region (`runner.bench --in-region`): the same single-request benchmark
-run on each EC2 server's own instance against its loopback port, through SSM Run Command, so the
-difference from the row measured through the SSM tunnel is the path.
+"""The bench from inside the region (`runner.bench --in-region`): the same benchmark (one request
+at a time, or the same load levels) run on each EC2 server's own instance against its loopback
+port, through SSM Run Command, so the difference from the row measured through the SSM tunnel is
+the path.
 
 Per server: its readiness parameter names the instance (the group picks it at run time) and must
 say `ready`; one `AWS-RunShellScript` command (`commands` and `executionTimeout`, as the document
@@ -164,6 +165,9 @@ def prepare(backend: Backend, config: dict[str, Any], ssm: Any) -> Run | str:
         "base_url": f"http://127.0.0.1:{output.port}/v1",
         "model_id": backend.model_id,
     }
+    if config.get("levels"):
+        # The bodies the tunnel row's sweep sends (runner/measure/benchmark.py chat_requests).
+        config["usage_per_chunk"] = backend.supports.usage_per_chunk
     return Run(backend=backend, instance_id=readiness.instance_id, run_prefix=prefix, config=config)
 
 

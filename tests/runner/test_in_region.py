@@ -18,6 +18,8 @@ GetCommandInvocation cuts it (24,000 characters of standard output, 8,000 of sta
 
 from __future__ import annotations
 
+import argparse
+import base64
 import json
 import os
 import re
@@ -41,7 +43,8 @@ from runner.core.backends import Backend
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, load
 from runner.measure import ChatRequest, RequestRecord
-from runner.measure.benchmark import bench_backend
+from runner.measure.benchmark import bench_backend, sweep_backend
+from runner.measure.load import LoadLevel, Prompt, poisson_offsets
 from runner.render import bench as bench_tables
 from tests.host.aws_cli import CliServer
 from tests.host.machine import BIN as HOST_BIN
@@ -189,6 +192,70 @@ def test_an_unreachable_server_is_one_line_and_the_rest_are_skipped_as_the_runne
         same_figures(mine, runners)
     assert result["records"][0]["error"].startswith("unreachable: ")
     assert result["records"][2]["error"].startswith("skipped after run 1: unreachable")
+
+
+def runner_sweep(url: str, levels: list[LoadLevel], tmp_path: Path) -> tuple[Backend, dict]:
+    """What the tunnel row's sweep (`sweep_backend`) sends and records against `url`."""
+    backend = Backend(
+        name="x", kind=BackendKind.OPENAI, title="x", model_id="fake-model", source="test", base_url=f"{url}/v1"
+    )
+    evidence = Evidence("bench", {}, tmp_path / "runner-evidence")
+    evidence.data["warm_up"] = []
+    args = argparse.Namespace(timeout=5.0, seed=7)
+    sweep_backend(backend, levels, [Prompt(bench.PROMPT, 100)], args, evidence, lambda *_: None)
+    return backend, evidence.data
+
+
+def test_a_closed_loop_level_runs_as_the_runners_sweep_runs_it(tmp_path):
+    """Two at a time, four requests: two connections, each opened by a warm-up and then reused, two
+    requests in flight at the server at most, the tunnel sweep's bodies and record shape."""
+    kit = load_kit()
+    level = LoadLevel("concurrency", 2, 4)
+    slow = text(OCEAN, first_token_delay_s=0.2)
+    with FakeOpenAI([slow]) as ours, FakeOpenAI([slow]) as theirs:
+        backend, runners = runner_sweep(theirs.url, [level], tmp_path)
+        config = kit_config(ours.url, 1, levels=[level.to_json()], seed=7)
+        config["usage_per_chunk"] = backend.supports.usage_per_chunk
+        result = kit["bench"](config)
+    assert sorted(map(json.dumps, ours.requests)) == sorted(map(json.dumps, theirs.requests))
+    assert ours.max_in_flight == theirs.max_in_flight == 2
+    assert sorted(ours.connection_ids[:2]) == [1, 2] and sorted(set(ours.connection_ids)) == [1, 2]
+    assert result["client"]["connections_opened"] == 2 and len(result["warm_ups"]) == 2
+    records = sorted(result["records"], key=lambda r: r["run"])
+    assert [r["run"] for r in records] == [1, 2, 3, 4]
+    for mine, runners_record in zip(records, sorted(runners["records"], key=lambda r: r["run"]), strict=True):
+        same_figures(mine, runners_record)
+        assert mine["ok"] and mine["ttft_s"] >= 0.2 and mine["new_connection"] is False
+        assert mine["sent_s"] is not None and mine["scheduled_s"] is None
+    # Two at a time: the third request goes only once one of the first two has ended.
+    first_end = min(r["sent_s"] + r["e2e_s"] for r in records[:2])
+    assert max(r["sent_s"] for r in records[2:]) >= first_end - 0.01
+
+
+def test_an_open_loop_level_sends_at_the_runners_poisson_offsets_within_its_cap():
+    kit = load_kit()
+    level = LoadLevel("rate", 20.0, 6, max_concurrency=2)
+    with FakeOpenAI([text(OCEAN, first_token_delay_s=0.2)]) as server:
+        result = kit["bench"](kit_config(server.url, 1, levels=[level.to_json()], seed=11))
+    records = sorted(result["records"], key=lambda r: r["run"])
+    assert [r["scheduled_s"] for r in records] == poisson_offsets(20.0, 6, 11)
+    assert all(r["ok"] and r["level"] == level.to_json() for r in records)
+    assert server.max_in_flight == 2 and len(result["warm_ups"]) == 2
+    # A send held by the cap is measured late, not hidden: it goes after its scheduled time.
+    assert all(r["sent_s"] >= r["scheduled_s"] - 0.01 for r in records)
+
+
+def test_a_level_that_is_not_a_load_level_is_refused_in_one_line(tmp_path):
+    config = kit_config("http://127.0.0.1:9", 1, levels=[{"mode": "burst", "value": 2, "requests": 4}])
+    encoded = base64.b64encode(json.dumps(config).encode()).decode()
+    result = subprocess.run(
+        [sys.executable, str(KIT / "__main__.py"), "--config", encoded, "--out", str(tmp_path / "out.json")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2 and not (tmp_path / "out.json").exists()
+    assert result.stderr.startswith("bench kit: a level must be a LoadLevel's JSON") and result.stderr.count("\n") == 1
 
 
 def kit_zip(path: Path) -> Path:
@@ -453,6 +520,31 @@ def test_each_server_gets_a_row_on_its_own_host_beside_its_tunnel_row(aws, tmp_p
     assert table.columns[2]._cells[names.index("g6@host")] == "2/2"
 
 
+def test_load_levels_run_on_the_servers_own_host_as_they_run_through_the_tunnel(aws, tmp_path):
+    with FakeOpenAI([text(OCEAN, first_token_delay_s=0.1)]) as g6:
+        port = g6.httpd.server_address[1]
+        outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={})
+        code, evidence = run_bench(
+            tmp_path, outputs, "--concurrency", "1,2", "--requests", "4", "--backends", "g6", "--forward", f"g6={port}"
+        )
+    assert code == 0, [r.stderr for r in aws.runs]
+    (command,) = boto3.client("ssm", region_name="us-east-1").list_commands()["Commands"]
+    # Every request and warm-up of both levels at its timeout: 4 + 1 and 4 + 2.
+    assert int(command["Parameters"]["executionTimeout"][0]) == in_region.execution_timeout_s(11, 5.0)
+    assert g6.max_in_flight == 2
+    by_level: dict[tuple[str, str], list[dict]] = {}
+    for record in evidence["records"]:
+        by_level.setdefault((record["backend"], record["level"]["label"]), []).append(record)
+    for row in ("g6", "g6@host"):
+        for label in ("1 at a time", "2 at a time"):
+            records = by_level[(row, label)]
+            assert sorted(r["run"] for r in records) == [1, 2, 3, 4] and all(r["ok"] for r in records), (row, label)
+    assert all(r["path"] == "in-region" for r in by_level[("g6@host", "2 at a time")])
+    # A warm-up per connection each level keeps in flight, on the host as through the tunnel.
+    host_warm = [w["level"]["label"] for w in evidence["warm_up"] if w["backend"] == "g6@host"]
+    assert sorted(host_warm) == ["1 at a time", "2 at a time", "2 at a time"]
+
+
 def test_a_command_that_fails_on_the_instance_is_its_status_and_its_last_lines(aws, tmp_path, capsys):
     with FakeOpenAI([text(OCEAN)]) as g6:
         port = g6.httpd.server_address[1]
@@ -500,8 +592,8 @@ def test_in_region_for_backends_without_an_instance_is_one_line_before_anything_
         bench.run([*base, "--aws", "--endpoint", f"mine={dead_url}"])
     with pytest.raises(RunnerError, match="needs AWS: configure credentials or pass --aws"):
         bench.run([*base, "--no-aws", "--endpoint", f"mine={dead_url}"])
-    with pytest.raises(RunnerError, match="one request at a time"):
-        bench.run([*base, "--no-aws", "--concurrency", "4"])
+    with pytest.raises(RunnerError, match=r"one prompt .* it does not take --prompts"):
+        bench.run([*base, "--no-aws", "--concurrency", "4", "--prompts", str(tmp_path / "prompts.jsonl")])
     for error in (sagemaker.value,):
         assert "\n" not in str(error)
     assert not list((tmp_path / "r").glob("*/bench-*.json"))
