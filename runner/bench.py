@@ -483,7 +483,21 @@ def host_note(run: Run) -> str:
     )
     if client.get("cpu_s") is not None and client.get("wall_s"):
         note += f"; the client used {client['cpu_s'] / client['wall_s']:.0%} of one vCPU"
-    return note
+    return note + accelerator_note((run.result or {}).get("accelerator"))
+
+
+def accelerator_note(accelerator: dict[str, Any] | None) -> str:
+    """What the host's own accelerator tool read while the kit measured (or why nothing)."""
+    if not accelerator:
+        return ""
+    if accelerator.get("utilization_pct_mean") is None:
+        return f"; accelerator not read: {accelerator.get('problem') or 'no reading'}"
+    what = "NeuronCores" if accelerator.get("tool") == "neuron-monitor" else "GPU"
+    return (
+        f"; {what} busy {accelerator['utilization_pct_mean']:.0f} % mean, {accelerator['utilization_pct_max']:.0f} % "
+        f"max, {accelerator['memory_used_mib_max'] / 1024:.1f} GiB used ({accelerator['tool']}, "
+        f"{len(accelerator['samples'])} readings)"
+    )
 
 
 def add_host_row(run: Run, levels: list[LoadLevel], evidence: Evidence) -> None:

@@ -28,7 +28,8 @@ connection per request in flight, each opened by an untimed warm-up. Every respo
 its end (past `[DONE]`): time to first token (the first chunk with content), end-to-end time to
 `[DONE]`, output tokens from the server's usage (a client count only when there is none, marked),
 a stale kept-alive connection resent once; one at a time, after an unreachable or timed-out first
-request the rest are skipped. It exits 0 whenever it wrote its result (failed requests are records
+request the rest are skipped. Meanwhile it reads the host's accelerator with the host's own tool
+(nvidia-smi's query loop, else neuron-monitor's JSON reports). It exits 0 whenever it wrote its result (failed requests are records
 with their error), 2 on a bad configuration.
 """
 
@@ -44,8 +45,11 @@ import platform
 import queue
 import random
 import resource
+import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -454,6 +458,16 @@ def bench(config: dict) -> dict:
     the runner reads back."""
     usage0, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     load_before = os.getloadavg()
+    sampler = AcceleratorSampler().start()
+    try:
+        result = measure(config, usage0, wall0, load_before)
+    finally:
+        accelerator = sampler.stop()
+    result["accelerator"] = accelerator
+    return result
+
+
+def measure(config: dict, usage0, wall0, load_before) -> dict:
     if config.get("levels"):
         warm_ups: list = []
         opened: list = []
@@ -510,6 +524,124 @@ def result_of(config, load_before, usage0, wall0, opened, warm, records, warm_up
     if warm_ups is not None:
         result["warm_ups"] = warm_ups
     return result
+
+
+# nvidia-smi's query loop (`nvidia-smi --help-query-gpu`: utilization.gpu is the percent of the
+# last sample period a kernel ran; memory.used in MiB), one line per GPU every 500 ms (`-lms`).
+NVIDIA_QUERY = [
+    "nvidia-smi",
+    "--query-gpu=index,utilization.gpu,memory.used",
+    "--format=csv,noheader,nounits",
+    "-lms",
+    "500",
+]
+# neuron-monitor's settings (the Neuron Monitor User Guide): every runtime on the host, its
+# NeuronCores' utilization and its device memory, a report a second on standard output.
+NEURON_MONITOR_CONFIG = {
+    "period": "1s",
+    "neuron_runtimes": [{"tag_filter": ".*", "metrics": [{"type": "neuroncore_counters"}, {"type": "memory_used"}]}],
+    "system_metrics": [],
+}
+
+
+def nvidia_sample(line: str):
+    """One GPU's reading of nvidia-smi's CSV loop: (utilization %, memory used MiB), or None."""
+    parts = [part.strip() for part in line.split(",")]
+    try:
+        return float(parts[1]), float(parts[2])
+    except (IndexError, ValueError):
+        return None
+
+
+def neuron_sample(line: str):
+    """One neuron-monitor report: (mean utilization % of the NeuronCores in use, device memory MiB)."""
+    try:
+        report = json.loads(line)
+    except ValueError:
+        return None
+    cores, device_bytes = [], 0
+    for runtime in report.get("neuron_runtime_data") or []:
+        counters = (runtime.get("report") or {}).get("neuroncore_counters") or {}
+        for core in (counters.get("neuroncores_in_use") or {}).values():
+            if isinstance(core.get("neuroncore_utilization"), (int, float)):
+                cores.append(float(core["neuroncore_utilization"]))
+        used = ((runtime.get("report") or {}).get("memory_used") or {}).get("neuron_runtime_used_bytes") or {}
+        device_bytes += used.get("neuron_device") or 0
+    if not cores:
+        return None
+    return sum(cores) / len(cores), device_bytes / 2**20
+
+
+def answers(command: list) -> bool:
+    """The command runs and exits 0 (nvidia-smi on a host without a driver exits 9)."""
+    try:
+        return subprocess.run(command, capture_output=True, timeout=10, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+class AcceleratorSampler:
+    """The accelerator's own figures while the kit measures (the host's nvidia-smi, else its
+    neuron-monitor), so a level can be told GPU-bound or not; a host with neither says so."""
+
+    def __init__(self) -> None:
+        self.tool = None
+        self.problem = None
+        self.samples: list = []
+        self.process = None
+        self.thread = None
+        self.settings = None
+        self.started = time.perf_counter()
+
+    def start(self) -> AcceleratorSampler:
+        if shutil.which("nvidia-smi") and answers(["nvidia-smi", "-L"]):
+            self.tool, command, parse = "nvidia-smi", NVIDIA_QUERY, nvidia_sample
+        elif shutil.which("neuron-monitor"):
+            with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as settings:
+                json.dump(NEURON_MONITOR_CONFIG, settings)
+            self.settings = settings.name
+            self.tool, command, parse = "neuron-monitor", ["neuron-monitor", "-c", settings.name], neuron_sample
+        else:
+            self.problem = "no nvidia-smi or neuron-monitor on the host"
+            return self
+        try:
+            self.process = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True
+            )
+        except OSError as error:
+            self.problem = f"{self.tool}: {first_line(error)}"
+            return self
+        self.thread = threading.Thread(target=self.read, args=(parse,), daemon=True)
+        self.thread.start()
+        return self
+
+    def read(self, parse) -> None:
+        for line in self.process.stdout:
+            sample = parse(line)
+            if sample is not None:
+                self.samples.append((round(time.perf_counter() - self.started, 3), *sample))
+
+    def stop(self) -> dict:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+            self.thread.join(timeout=5)
+            if not self.samples:
+                self.problem = f"{self.tool} gave no reading (exit {self.process.returncode})"
+        if self.settings:
+            os.unlink(self.settings)
+        busy = [sample[1] for sample in self.samples]
+        return {
+            "tool": self.tool,
+            "problem": self.problem,
+            "samples": [list(sample) for sample in self.samples],
+            "utilization_pct_mean": round(sum(busy) / len(busy), 2) if busy else None,
+            "utilization_pct_max": max(busy) if busy else None,
+            "memory_used_mib_max": max(sample[2] for sample in self.samples) if self.samples else None,
+        }
 
 
 def host_facts(load_before) -> dict:

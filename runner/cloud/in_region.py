@@ -149,6 +149,7 @@ class Run:
             "host": (self.result or {}).get("host"),
             "client": (self.result or {}).get("client"),
             "kit_version": (self.result or {}).get("kit"),
+            "accelerator": (self.result or {}).get("accelerator"),
         }
 
 

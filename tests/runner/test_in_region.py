@@ -258,6 +258,58 @@ def test_a_level_that_is_not_a_load_level_is_refused_in_one_line(tmp_path):
     assert result.stderr.startswith("bench kit: a level must be a LoadLevel's JSON") and result.stderr.count("\n") == 1
 
 
+def tools_on_path(tmp_path: Path, monkeypatch, *tools: str) -> None:
+    """PATH: the host stand-ins named (tests/host/bin) and the system's own folders, nothing else."""
+    folder = tmp_path / "tools"
+    folder.mkdir()
+    for tool in tools:
+        (folder / tool).symlink_to(HOST_BIN / tool)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(folder), "/usr/bin", "/bin"]))
+
+
+def test_the_gpu_is_read_by_nvidia_smi_while_the_kit_measures(tmp_path, monkeypatch):
+    tools_on_path(tmp_path, monkeypatch, "nvidia-smi", "neuron-monitor")
+    monkeypatch.setenv("HOST_GPU", "1")
+    monkeypatch.setenv("HOST_GPU_UTIL", "62")
+    monkeypatch.setenv("HOST_GPU_MEMORY_MIB", "15000")
+    with FakeOpenAI([text(OCEAN, first_token_delay_s=0.6)]) as server:
+        result = load_kit()["bench"](kit_config(server.url, 2))
+    accelerator = result["accelerator"]
+    assert accelerator["tool"] == "nvidia-smi" and accelerator["problem"] is None
+    assert len(accelerator["samples"]) >= 2 and {tuple(s[1:]) for s in accelerator["samples"]} == {(62.0, 15000.0)}
+    assert (accelerator["utilization_pct_mean"], accelerator["memory_used_mib_max"]) == (62.0, 15000.0)
+    note = bench.accelerator_note(accelerator)
+    assert note.startswith("; GPU busy 62 % mean, 62 % max, 14.6 GiB used (nvidia-smi, ")
+
+
+def test_neuroncores_are_read_by_neuron_monitor_where_no_gpu_answers(tmp_path, monkeypatch):
+    tools_on_path(tmp_path, monkeypatch, "nvidia-smi", "neuron-monitor")
+    (tmp_path / "root" / "dev").mkdir(parents=True)
+    (tmp_path / "root" / "dev" / "neuron0").write_text("")
+    monkeypatch.delenv("HOST_GPU", raising=False)
+    monkeypatch.setenv("INFERENCE_ROOT", str(tmp_path / "root"))
+    monkeypatch.setenv("HOST_NEURON_UTIL", "30,50")
+    monkeypatch.setenv("HOST_NEURON_MEMORY_BYTES", str(3 * 2**30))
+    with FakeOpenAI([text(OCEAN, first_token_delay_s=0.3)]) as server:
+        result = load_kit()["bench"](kit_config(server.url, 2))
+    accelerator = result["accelerator"]
+    assert accelerator["tool"] == "neuron-monitor" and accelerator["samples"]
+    # The mean over the NeuronCores in use, and the runtime's device memory.
+    assert (accelerator["utilization_pct_mean"], accelerator["memory_used_mib_max"]) == (40.0, 3072.0)
+    assert bench.accelerator_note(accelerator).startswith("; NeuronCores busy 40 % mean, 40 % max, 3.0 GiB used")
+
+
+def test_a_host_without_an_accelerator_tool_says_so_and_measures_anyway(tmp_path, monkeypatch):
+    tools_on_path(tmp_path, monkeypatch)
+    with FakeOpenAI([text(OCEAN)]) as server:
+        result = load_kit()["bench"](kit_config(server.url, 1))
+    assert [r["ok"] for r in result["records"]] == [True]
+    assert result["accelerator"]["problem"] == "no nvidia-smi or neuron-monitor on the host"
+    assert bench.accelerator_note(result["accelerator"]) == (
+        "; accelerator not read: no nvidia-smi or neuron-monitor on the host"
+    )
+
+
 def kit_zip(path: Path) -> Path:
     """The kit as the CDK asset ships it: the folder's files at the root of a zip."""
     with zipfile.ZipFile(path, "w") as archive:
