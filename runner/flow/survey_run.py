@@ -56,9 +56,9 @@ from runner.cloud.teardown import ClientFor, Created, default_clients, existing_
 from runner.core.console import console
 from runner.core.errors import describe
 from runner.core.evidence import Evidence, load
-from runner.core.read_back import BatchEvidence, ImportEvidence, UpEvidence
 from runner.flow.folder import SurveyFolder
 from runner.flow.options import BEDROCK, SWEEP_OUTPUT_TOKENS, SurveyOptions
+from runner.flow.read_back import BatchEvidence, ImportEvidence, UpEvidence
 from runner.flow.steps import FAILED, INTERRUPTED, KEPT, PASSED, SETTLED, StepRecord, run_step, skipped
 
 PAGE_STEPS = ("up", "check", "ask", "demo1-filter", "demo1-rows", "demo2", "bench", "bench-sweep", "bench-lengths",

@@ -10,7 +10,7 @@ import pytest
 
 from runner.core.errors import RunnerError
 from runner.core.evidence import SCHEMA
-from runner.core.read_back import BatchEvidence, ImportEvidence, UpEvidence
+from runner.flow.read_back import BatchEvidence, ImportEvidence, UpEvidence
 
 
 def write(tmp_path: Path, command: str, **fields) -> Path:

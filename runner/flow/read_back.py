@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.cloud.billing import Billing
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
 
@@ -28,26 +29,6 @@ def required(path: Path, entry: dict[str, Any], key: str, where: str) -> Any:
     if key not in entry:
         raise RunnerError(f"{path}: {where} has no {key!r}")
     return entry[key]
-
-
-@dataclass(frozen=True)
-class BillingRow:
-    """One thing billing by the hour when `up` ended (runner/cloud/billing.py writes them)."""
-
-    backend: str
-    region: str
-    what: str
-    usd_per_hour: float | None
-    note: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "backend": self.backend,
-            "region": self.region,
-            "what": self.what,
-            "usd_per_hour": self.usd_per_hour,
-            "note": self.note,
-        }
 
 
 @dataclass(frozen=True)
@@ -68,7 +49,7 @@ class UpOutcome:
 @dataclass(frozen=True)
 class UpEvidence:
     outcomes: tuple[UpOutcome, ...]
-    billing: tuple[BillingRow, ...] = ()
+    billing: tuple[Billing, ...] = ()
     expires_at: str | None = None
     # A stack's error when it stopped before its servers were watched.
     errors: dict[str, str] = field(default_factory=dict)
@@ -87,7 +68,7 @@ class UpEvidence:
             for entry in data.get("records", [])
         )
         billing = tuple(
-            BillingRow(
+            Billing(
                 backend=required(path, row, "backend", "a billing row"),
                 region=required(path, row, "region", "a billing row"),
                 what=required(path, row, "what", "a billing row"),
