@@ -62,6 +62,28 @@ def moto_url() -> Iterator[str]:
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def moto_s3_url() -> Iterator[str]:
+    """moto in server mode on 127.0.0.1 with S3 bucket policies' TLS-only Deny applied as S3 applies
+    it (tests/aws_emulator/s3_policies.py), one per test module: for the app's scripts that call
+    the real AWS CLI against S3."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    from tests.aws_emulator import s3_policies
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request would bury a failure
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    undo = s3_policies.install()
+    try:
+        yield f"http://127.0.0.1:{server.get_host_and_port()[1]}"
+    finally:
+        undo()
+        server.stop()
+
+
 def pytest_configure(config):
     # In the controlling process only: the vLLM tier's server starts loading now, in the background.
     if not hasattr(config, "workerinput"):

@@ -88,24 +88,9 @@ def stand_in_server(tmp_path_factory) -> Iterator[CliServer]:
 
 
 @pytest.fixture(scope="module")
-def moto_url() -> Iterator[str]:
-    """S3 on loopback for the app's store (moto in server mode), emptied before each test."""
-    import logging
-
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request would bury a failure
-
-    from tests.aws_emulator import s3_policies
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    undo = s3_policies.install()
-    try:
-        yield f"http://127.0.0.1:{server.get_host_and_port()[1]}"
-    finally:
-        undo()
-        server.stop()
+def moto_url(moto_s3_url: str) -> str:
+    """S3 on loopback for the app's store (tests/conftest.py), emptied where a test needs it."""
+    return moto_s3_url
 
 
 @pytest.fixture
