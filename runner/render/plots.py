@@ -413,19 +413,26 @@ def ttft_against_input(sources: list[Source]) -> Figure | str:
                     rates[name] = fits[backend]["prefill_tok_s"]
     if not any(len(points) > 1 for points in curves.values()):
         return "no prompt-length sweep in the bench evidence (bench --input-tokens 128,512,2048 draws it)"
-    figure = new_figure()
-    axes = figure.subplots()
-    colour = workload_colours(list(curves))
-    for name, points in sorted(curves.items()):
-        points.sort()
-        label = f"{name}: prefill {rates[name]:,.0f} tok/s" if name in rates else name
-        axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label, color=colour[name])
+    figure, axes = curve_figure(
+        curves, lambda name: f"{name}: prefill {rates[name]:,.0f} tok/s" if name in rates else name
+    )
     axes.set_xlabel("prompt tokens (as the server counted them), one request at a time")
     axes.set_ylabel("median time to first token (ms)")
     axes.set_xlim(left=0)
     axes.set_ylim(bottom=0)
     legend_below(figure)
     return figure
+
+
+def curve_figure(curves: dict[str, list[tuple[float, float]]], label: Callable[[str], str] = str) -> tuple[Figure, Any]:
+    """A line with markers per series, its points in x order, each series in its fixed colour."""
+    figure = new_figure()
+    axes = figure.subplots()
+    colour = workload_colours(list(curves))
+    for name, points in sorted(curves.items()):
+        points.sort()
+        axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label(name), color=colour[name])
+    return figure, axes
 
 
 def throughput_against_latency(sources: list[Source]) -> Figure | str:
@@ -447,12 +454,7 @@ def throughput_against_latency(sources: list[Source]) -> Figure | str:
                 curves.setdefault(name, []).append((tpot * 1000, summary["output_tok_s"]))
     if not any(len(points) > 1 for points in curves.values()):
         return "no closed-loop sweep in the bench evidence (bench --concurrency 1,4,16 draws it)"
-    figure = new_figure()
-    axes = figure.subplots()
-    colour = workload_colours(list(curves))
-    for name, points in sorted(curves.items()):
-        points.sort()
-        axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name, color=colour[name])
+    figure, axes = curve_figure(curves)
     axes.set_xlabel("median time per output token, each stream (ms)")
     axes.set_ylabel("output tokens/s, all streams")
     axes.set_xlim(left=0)
@@ -478,13 +480,8 @@ def goodput_against_load(sources: list[Source]) -> Figure | str:
                 curves.setdefault(name, []).append((float(level["value"]), share * 100))
     if not curves:
         return "no level was graded on the objectives"
-    figure = new_figure()
-    axes = figure.subplots()
-    colour = workload_colours(list(curves))
     values = sorted({x for points in curves.values() for x, _ in points})
-    for name, points in sorted(curves.items()):
-        points.sort()
-        axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name, color=colour[name])
+    figure, axes = curve_figure(curves)
     for share in sorted(shares):
         axes.axhline(share * 100, color="0.35", linestyle="--", linewidth=1)
     axes.set_xscale("log", base=2)
