@@ -13,6 +13,7 @@ from pathlib import Path
 
 from runner.cloud.cdk_cli import cdk
 from runner.core.files import PROJECT_ROOT
+from runner.up import UpOptions
 from tests.aws_emulator import ACCOUNT, REGIONS
 
 BOOTSTRAP_TEMPLATE = PROJECT_ROOT / "node_modules" / "aws-cdk" / "lib" / "api" / "bootstrap" / "bootstrap-template.yaml"
@@ -74,3 +75,17 @@ def destroy(scratch: Path, context: dict[str, str] | None = None) -> str:
     result = cdk(["destroy", "--all", "--force", *context_args(context)], timeout_s=300)
     assert result.returncode == 0, result.tail
     return result.output
+
+
+def up_options(tmp_path: Path, **changes) -> UpOptions:
+    """runner.up's options as the emulator flows run it: every stack, short waits, results under `tmp_path`."""
+    values = {
+        "stacks": [],
+        "context": dict(CONTEXT),
+        "launch_timeout_s": 20,
+        "poll_s": 0.3,
+        "build_grace_s": 1.0,
+        "method": "direct",
+        "results_dir": tmp_path / "results",
+    }
+    return UpOptions(**(values | changes))

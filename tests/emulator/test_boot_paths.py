@@ -15,7 +15,7 @@ import pytest
 from catalog.boot import PHASES, store_bucket, weights_marker
 from runner.up import UpOptions, up
 from tests.aws_emulator import ACCOUNT
-from tests.emulator.cdk_cycle import CONTEXT, bootstrap, destroy
+from tests.emulator.cdk_cycle import CONTEXT, bootstrap, destroy, up_options
 from tests.emulator.observe import group, readiness, running_instances, wait_until
 
 pytestmark = pytest.mark.emulator
@@ -26,16 +26,10 @@ MIRROR_REPOSITORY = "inference-survey/mirror/vllm/vllm-openai"
 
 
 def options(tmp_path, **changes) -> UpOptions:
-    values = {
-        "stacks": ["InferenceGpuStack"],
-        "context": CONTEXT | {"backends": "g6"},
-        "launch_timeout_s": 20,
-        "poll_s": 0.3,
-        "build_grace_s": 1.0,
-        "method": "direct",
-        "results_dir": tmp_path / "results",
-    }
-    return UpOptions(**(values | changes))
+    """The GPU stack with g6 alone."""
+    return up_options(
+        tmp_path, **({"stacks": ["InferenceGpuStack"], "context": CONTEXT | {"backends": "g6"}} | changes)
+    )
 
 
 def assert_phases_in_order(record: dict) -> None:

@@ -24,8 +24,8 @@ import pytest
 from runner import bench, check, cost, forward, images, sweep
 from runner import up as up_command
 from runner.cloud.forwards import read_forwards
-from runner.up import UpOptions, extend, up
-from tests.emulator.cdk_cycle import CONTEXT, bootstrap, cli_folder, deploy, destroy
+from runner.up import extend, up
+from tests.emulator.cdk_cycle import CONTEXT, bootstrap, cli_folder, deploy, destroy, up_options
 from tests.emulator.observe import (
     SERVERS,
     group,
@@ -42,19 +42,6 @@ from tests.host.machine import HostOptions
 pytestmark = pytest.mark.emulator
 STAND_IN = Path(__file__).with_name("stand_in_plugin.py")
 BUILT = {"g5g": "us-east-1", "inf2": "us-east-2", "trn1": "us-east-2"}
-
-
-def up_options(tmp_path: Path, **changes) -> UpOptions:
-    values = {
-        "stacks": [],
-        "context": dict(CONTEXT),
-        "launch_timeout_s": 20,
-        "poll_s": 0.3,
-        "build_grace_s": 1.0,
-        "method": "direct",
-        "results_dir": tmp_path / "results",
-    }
-    return UpOptions(**(values | changes))
 
 
 def assert_only_servers_and_builds_wrote_readiness(emulator) -> None:
