@@ -526,14 +526,14 @@ def result_of(config, load_before, usage0, wall0, opened, warm, records, warm_up
     return result
 
 
-# nvidia-smi's query loop (`nvidia-smi --help-query-gpu`: utilization.gpu is the percent of the
-# last sample period a kernel ran; memory.used in MiB), one line per GPU every 500 ms (`-lms`).
+# nvidia-smi's query loop (its man page: `--query-gpu`, `--format=csv,noheader,nounits`,
+# `--loop-ms`; `--help-query-gpu`: utilization.gpu is the percent of the last sample period a
+# kernel ran, memory.used in MiB), one line per GPU every 500 ms.
 NVIDIA_QUERY = [
     "nvidia-smi",
     "--query-gpu=index,utilization.gpu,memory.used",
     "--format=csv,noheader,nounits",
-    "-lms",
-    "500",
+    "--loop-ms=500",
 ]
 # neuron-monitor's settings (the Neuron Monitor User Guide): every runtime on the host, its
 # NeuronCores' utilization and its device memory, a report a second on standard output.
