@@ -5,8 +5,9 @@ The kit (`bench_kit/`, a stdlib-only client: its docstring says why) is an S3 as
 like the image build's source: `cdk deploy` uploads the folder's zip to the bootstrap bucket, and
 each server's role may read that one object. Run Command's inline output is cut at about 24 KB,
 so the kit's records go to a bucket the stack owns (each stack self-contained: no stack reads
-another's), under `in-region/<backend>/<run>/`; each server's role may put objects under its own
-backend's prefix only, and nothing else on the bucket. The runner reads a run's objects back into
+another's), under `in-region/<backend>/<run>/`; each server's role may get and put objects under
+its own backend's prefix only (a workload's request bodies come in that way: more than Run
+Command's parameters carry), and nothing else on the bucket. The runner reads a run's objects back into
 its evidence and then deletes them.
 
 The bucket: S3-managed encryption, every public access blocked, TLS only, objects expired after
@@ -66,7 +67,8 @@ class InRegionBench(Construct):
         )
 
     def allow(self, role: iam.Role, backend: str) -> None:
-        """The server's role: read the kit (that one object) and write under its own prefix only."""
+        """The server's role: read the kit (that one object), and read and write under its own
+        backend's prefix only (the workload's bodies in, the result out)."""
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="ReadTheBenchKit",
@@ -81,11 +83,20 @@ class InRegionBench(Construct):
                 resources=[self.bucket.arn_for_objects(f"{evidence_prefix(backend)}*")],
             )
         )
+        # A workload's request bodies, which the runner puts in the run's folder (more than Run
+        # Command's parameters carry): read under the same prefix only.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadInRegionRequests",
+                actions=["s3:GetObject"],
+                resources=[self.bucket.arn_for_objects(f"{evidence_prefix(backend)}*")],
+            )
+        )
         stack = self.bucket.stack
         bucket_id = stack.resolve(stack.get_logical_id(self.bucket.node.default_child))
         acknowledge(
             role,
             f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{evidence_prefix(backend)}*]",
-            "Puts objects under this backend's own in-region prefix of the stack's evidence bucket; run folders "
-            "are named at run time.",
+            "Gets and puts objects under this backend's own in-region prefix of the stack's evidence bucket; "
+            "run folders are named at run time.",
         )

@@ -7,16 +7,15 @@ others; the exit status is non-zero only when nothing was measured. Table and ev
 from the same records.
 
 `--in-region` adds, for each EC2 server, a second row (`<backend>@host`): the same benchmark (one
-request at a time, or the same load levels) run on the server's own instance against its loopback
-port through SSM Run Command
-(`runner/cloud/in_region.py`), beside the row measured through the SSM tunnel, so the difference
-is the path. Records carry `"path": "tunnel"` or `"path": "in-region"`.
+request at a time, the same load levels, or the same workload's requests) run on the server's own
+instance against its loopback port through SSM Run Command (`runner/cloud/in_region.py`,
+`runner/measure/workload_in_region.py`), beside the row measured through the SSM tunnel, so the
+difference is the path. Records carry `"path": "tunnel"` or `"path": "in-region"`.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 from dataclasses import replace
 from pathlib import Path
@@ -26,14 +25,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
-from runner.cloud.in_region import Run, no_instance_reason, row_name, run_in_region
+from runner.cloud.in_region import no_instance_reason, row_name, run_in_region
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, accuracy_by_backend, load
-from runner.measure import ChatRequest, RequestRecord
+from runner.measure import ChatRequest
 from runner.measure.benchmark import bench_backend, sweep_backend
 from runner.measure.capacity import Budget
+from runner.measure.host_rows import add_host_row, kit_warm_up, mark_tunnel_rows
 from runner.measure.load import (
     LoadLevel,
     Prompt,
@@ -41,7 +41,7 @@ from runner.measure.load import (
     plan_levels,
     read_prompts,
 )
-from runner.measure.records import WARM_UP
+from runner.measure.workload_in_region import bench_workload_in_region
 from runner.measure.workload_run import BenchPlan, bench_workload
 from runner.workloads import SURVEY_MAX_TOKENS, SURVEY_PROMPT, Turn, Workload
 from runner.workloads.dataset import read_dataset
@@ -195,11 +195,6 @@ def run(argv: list[str] | None = None) -> int:
 def workload_plan(args: argparse.Namespace) -> BenchPlan:
     """The workload and its objectives from the flags (a preset first, the flags over it)."""
     preset = get_preset(args.workload) if args.workload else None
-    if args.in_region:
-        raise RunnerError(
-            "--in-region sends one prompt, one at a time or at --concurrency/--rate levels; a workload's request "
-            "bodies are more than a Run Command can carry: measure the workload without --in-region"
-        )
     if args.prompts:
         raise RunnerError("--prompts and a workload: give your prompts as --dataset")
     if args.dataset and (args.input_tokens or (preset and preset.input_tokens)):
@@ -304,28 +299,40 @@ def run_workload(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "max_tokens": plan.workload.output_tokens or SURVEY_MAX_TOKENS,
         "prompt": plan.workload.fixed[0].prompt if plan.workload.fixed else None,
+        "in_region": args.in_region or None,
     }
 
     def measure(discovery: Discovery, evidence: Evidence) -> None:
+        servers = {b.name for b in plan_in_region(discovery, evidence)} if args.in_region else set()
         evidence.data["warm_up"] = []
         progress = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
         )
+        total = plan.total_requests if not plan.find_capacity else None
         with progress:
             for backend in discovery.backends:
-                total = plan.total_requests if not plan.find_capacity else None
                 task = progress.add_task(f"{backend.name:<10}", total=total)
-                bench_workload(backend, plan, evidence, functools.partial(progress.advance, task))
+                tunnel = bench_workload(backend, plan, evidence, functools.partial(progress.advance, task))
+                if backend.name in servers:
+                    # The same workload from the server's own host, right after its tunnel row.
+                    mark_tunnel_rows({backend.name}, evidence)
+                    task = progress.add_task(f"{row_name(backend.name):<10}", total=total)
+                    bench_workload_in_region(tunnel, functools.partial(progress.advance, task))
 
     return run_command("bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records))
 
 
-AGENT_REFUSES = ("rate", "input_tokens", "output_tokens", "dataset", "goodput", "find_capacity", "prompts", "in_region")
+AGENT_REFUSES = ("rate", "input_tokens", "output_tokens", "dataset", "goodput", "find_capacity", "prompts")
 
 
 def run_agent_traffic(args: argparse.Namespace) -> int:
     """`--workload agent`: sessions of the shared agent at each --concurrency, --requests tasks a
     level (runner/agent/traffic.py); a backend that takes no tools is skipped with one line."""
+    if args.in_region:
+        raise RunnerError(
+            "--workload agent runs the Strands agent on this machine; the in-region kit is a plain HTTP client "
+            "(stdlib only), so agent sessions are not run from a server's host: measure it without --in-region"
+        )
     given = [f"--{flag.replace('_', '-')}" for flag in AGENT_REFUSES if getattr(args, flag)]
     if given or args.turns > 1 or args.prefix_tokens:
         given += ["--turns"] * (args.turns > 1) + ["--prefix-tokens"] * bool(args.prefix_tokens)
@@ -384,7 +391,6 @@ def quality_accuracy(path: Path) -> dict[str, dict]:
     return accuracy_by_backend([data])
 
 
-TUNNEL_NOTE = "through the SSM tunnel from this machine"
 API_NOTE = "from this machine through the AWS API; no in-region row (no host of ours to run on: see the note)"
 
 
@@ -420,12 +426,7 @@ def bench_in_region(
     """The tunnel rows named as such, then every server's run on its own host as a row of its own:
     one request at a time (`--repeats`), or the same load levels as the tunnel rows."""
     names = {backend.name for backend in servers}
-    for record in evidence.data["records"]:
-        if record["backend"] in names:
-            record["path"] = "tunnel"
-    for entry in evidence.data["backends"]:
-        if entry["name"] in names:
-            entry.update(path="tunnel", path_note=TUNNEL_NOTE)
+    mark_tunnel_rows(names, evidence)
     evidence.save()
     config = {
         "prompt": request.prompt,
@@ -434,12 +435,7 @@ def bench_in_region(
         "usage_per_chunk": request.usage_per_chunk,
         "repeats": args.repeats,
         "timeout_s": args.timeout,
-        "warm_up": {
-            "prompt": WARM_UP.prompt,
-            "max_tokens": WARM_UP.max_tokens,
-            "temperature": WARM_UP.temperature,
-            "usage_per_chunk": WARM_UP.usage_per_chunk,
-        },
+        "warm_up": kit_warm_up(),
         "level": LoadLevel("concurrency", 1, args.repeats).to_json(),
         "levels": [level.to_json() for level in levels] or None,
         "seed": args.seed,
@@ -452,7 +448,6 @@ def bench_in_region(
         config,
         repeats=sent,
         timeout_s=args.timeout,
-        poll_s=IN_REGION_POLL_S,
         on_line=lambda line: console.print(f"[dim]{line}[/dim]"),
     )
     evidence.data["in_region"] = []
@@ -466,77 +461,6 @@ def bench_in_region(
             console.print(f"[red]{outcome.problem}[/red]")
         add_host_row(outcome, levels or [LoadLevel("concurrency", 1, args.repeats)], evidence)
     evidence.save()
-
-
-# Seconds between GetCommandInvocation polls (tests set it lower).
-IN_REGION_POLL_S = 2.0
-
-
-def host_note(run: Run) -> str:
-    """The second row's label: on the server's host, sharing its CPUs (how many, where the kit said)."""
-    host = (run.result or {}).get("host") or {}
-    client = (run.result or {}).get("client") or {}
-    vcpus = host.get("vcpus")
-    what = ", ".join(filter(None, [run.output.instance_type, f"{vcpus} vCPUs" if vcpus else None]))
-    note = (
-        f"on the server's own host{f' ({what})' if what else ''}: the client shares the server's CPUs; no network path"
-    )
-    if client.get("cpu_s") is not None and client.get("wall_s"):
-        note += f"; the client used {client['cpu_s'] / client['wall_s']:.0%} of one vCPU"
-    return note + accelerator_note((run.result or {}).get("accelerator"))
-
-
-def accelerator_note(accelerator: dict[str, Any] | None) -> str:
-    """What the host's own accelerator tool read while the kit measured (or why nothing)."""
-    if not accelerator:
-        return ""
-    if accelerator.get("utilization_pct_mean") is None:
-        return f"; accelerator not read: {accelerator.get('problem') or 'no reading'}"
-    what = "NeuronCores" if accelerator.get("tool") == "neuron-monitor" else "GPU"
-    return (
-        f"; {what} busy {accelerator['utilization_pct_mean']:.0f} % mean, {accelerator['utilization_pct_max']:.0f} % "
-        f"max, {accelerator['memory_used_mib_max'] / 1024:.1f} GiB used ({accelerator['tool']}, "
-        f"{len(accelerator['samples'])} readings)"
-    )
-
-
-def add_host_row(run: Run, levels: list[LoadLevel], evidence: Evidence) -> None:
-    """The run's records under `<backend>@host`, in RequestRecord's shape (derived figures computed
-    here, by the runner's own code); a run without records gets one error record per timed request
-    of each level."""
-    row = row_name(run.backend.name)
-    entry: dict[str, Any] = dataclasses.replace(
-        run.backend,
-        name=row,
-        source=f"{run.backend.source}, in-region kit on {run.instance_id}",
-        base_url=run.config.get("base_url"),
-        health_url=None,
-        local_port=None,
-        forward_command=None,
-        notes=[],
-    ).to_json()
-    entry.update(path="in-region", path_note=host_note(run), instance_id=run.instance_id)
-    at = next((i + 1 for i, b in enumerate(evidence.data["backends"]) if b["name"] == run.backend.name), None)
-    evidence.data["backends"].insert(at if at is not None else len(evidence.data["backends"]), entry)
-    if run.result is None:
-        for level in levels:
-            for number in range(1, level.requests + 1):
-                record = RequestRecord(backend=row, run=number, error=run.problem, level=level.to_json())
-                evidence.data["records"].append(record.to_json() | {"path": "in-region"})
-        return
-    for warm in run.result.get("warm_ups") or [run.result.get("warm_up") or {}]:
-        evidence.data["warm_up"].append(kit_record(warm, row))
-    for record in run.result["records"]:
-        evidence.data["records"].append(kit_record(record, row))
-
-
-RECORD_FIELDS = frozenset(f.name for f in dataclasses.fields(RequestRecord))
-
-
-def kit_record(data: dict[str, Any], row: str) -> dict[str, Any]:
-    values = {k: v for k, v in data.items() if k in RECORD_FIELDS} | {"backend": row}
-    values.setdefault("run", 0)
-    return RequestRecord(**values).to_json() | {"path": "in-region"}
 
 
 def main() -> None:

@@ -53,8 +53,9 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import urllib.request
 
-KIT_VERSION = 2
+KIT_VERSION = 3
 # Finish reasons of a normal end (runner/measure/records.py NORMAL_FINISH_REASONS).
 NORMAL_FINISH_REASONS = frozenset(
     {"stop", "length", "tool_calls", "function_call", "end_turn", "max_tokens", "stop_sequence", "tool_use"}
@@ -352,6 +353,11 @@ def one_request(client: Client, config: dict, run: int, request: dict, record: d
         request.get("temperature", 0.0),
         request.get("usage_per_chunk", False),
     )
+    return send_body(client, body, record)
+
+
+def send_body(client: Client, body: dict, record: dict) -> dict:
+    """One body sent and read to its end; a fault is the record's error, never an exception."""
     try:
         client.chat(body, record)
     except Fault as fault:
@@ -362,6 +368,31 @@ def one_request(client: Client, config: dict, run: int, request: dict, record: d
         record["ok"] = False
         record["error"] = f"{type(error).__name__}: {first_line(error)}"
     return record
+
+
+def run_unit(client: Client, config: dict, unit: dict, index: int, level: dict, scheduled, started: float) -> list:
+    """One request of a workload's level as the runner built it (runner/measure/load.py
+    run_level_async): its body as given, stamped with what the workload asked of it; a
+    conversation's turns one after another, each sent after the history so far (every earlier
+    prompt and answer), a record each, ending at the first turn that fails."""
+    turns = unit.get("conversation", [unit])
+    history: list = []
+    records = []
+    for turn, request in enumerate(turns):
+        record = new_record(config["backend"], index + 1)
+        record["level"], record["scheduled_s"] = level, scheduled if turn == 0 else None
+        record["sent_s"] = time.perf_counter() - started
+        record.update(request.get("stamp") or {})
+        if "conversation" in unit:
+            record["session"], record["turn"] = index, turn + 1
+        body = dict(request["body"], messages=history + request["body"]["messages"])
+        send_body(client, body, record)
+        record.pop("_down", None)
+        records.append(derive(record))
+        if not record["ok"]:
+            break
+        history = [*body["messages"], {"role": "assistant", "content": record["text"]}]
+    return records
 
 
 def in_flight(level: dict) -> int:
@@ -381,17 +412,26 @@ def poisson_offsets(rate: float, count: int, seed: int) -> list:
     return offsets
 
 
-def run_level(config: dict, level: dict, warm_ups: list, opened: list) -> list:
+# The most connections a level opens with an untimed warm-up (runner/measure/workload_run.py
+# openai_level: the runner warms at most 64; the rest open on their first timed request).
+MOST_WARM_UPS = 64
+
+
+def run_level(config: dict, level: dict, warm_ups: list, opened: list, units: list | None = None) -> tuple:
     """One load level as the runner's engine runs it (runner/measure/load.py run_level_async):
     closed loop, as many workers as requests in flight, each taking the next request; open loop,
     sends at the seeded Poisson offsets, at most `max_concurrency` in flight (a late send is
     measured, not hidden). Each request in flight has a kept-alive connection of its own, opened
-    by an untimed warm-up before the level's first timed request, as the runner opens them."""
+    by an untimed warm-up before the level's first timed request, as the runner opens them. With
+    `units` (a workload's requests as the runner built them) request i is unit i modulo their
+    number; without, every request is the config's prompt. Returns (records, the server's
+    metrics meanwhile or None)."""
     timeout_s = float(config.get("timeout_s", 60.0))
     warm_config = config.get("warm_up") or {"prompt": "Hi", "max_tokens": 4}
     width = in_flight(level)
+    sampler = ServerMetrics(config["metrics"]).start() if config.get("metrics") else None
     clients = [Client(config["base_url"], config["model_id"], timeout_s) for _ in range(width)]
-    for client in clients:
+    for client in clients[: MOST_WARM_UPS if units is not None else width]:
         warm = one_request(client, config, 0, warm_config)
         warm.pop("_down", None)
         warm["level"] = level
@@ -400,18 +440,21 @@ def run_level(config: dict, level: dict, warm_ups: list, opened: list) -> list:
     for client in clients:
         idle.put(client)
     count = int(level["requests"])
-    records: list = [None] * count
+    records: list = [[] for _ in range(count)]
     started = time.perf_counter()
 
     def one(index: int, scheduled) -> None:
         client = idle.get()
         try:
+            if units is not None:
+                records[index] = run_unit(client, config, units[index % len(units)], index, level, scheduled, started)
+                return
             record = new_record(config["backend"], index + 1)
             record["level"], record["scheduled_s"] = level, scheduled
             record["sent_s"] = time.perf_counter() - started
             one_request(client, config, index + 1, config, record)
             record.pop("_down", None)
-            records[index] = derive(record)
+            records[index] = [derive(record)]
         finally:
             idle.put(client)
 
@@ -450,29 +493,87 @@ def run_level(config: dict, level: dict, warm_ups: list, opened: list) -> list:
     for client in clients:
         client.close()
     opened.append(sum(client.opened for client in clients))
-    return records
+    metrics = sampler.stop() if sampler else None
+    return [record for unit in records for record in unit], metrics
 
 
-def bench(config: dict) -> dict:
+class ServerMetrics:
+    """The server's own Prometheus `/metrics` on the host's loopback while a level runs: every half
+    second, and once before its first request and once after its last (runner/measure/
+    server_metrics.py MetricsSampler). Only the lines of the figures the runner reads are kept
+    (`names`), as text: the runner parses them with its own parser."""
+
+    def __init__(self, settings: dict) -> None:
+        self.url, self.names = settings["url"], tuple(settings["names"])
+        self.every_s = float(settings.get("every_s", 0.5))
+        self.samples: list = []
+        self.problem = None
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.started = time.perf_counter()
+
+    def start(self) -> ServerMetrics:
+        self.scrape()
+        self.thread.start()
+        return self
+
+    def loop(self) -> None:
+        while not self.done.wait(self.every_s):
+            self.scrape()
+        self.scrape()
+
+    def scrape(self) -> None:
+        try:
+            with urllib.request.urlopen(self.url, timeout=2.0) as response:
+                text = response.read().decode("utf-8", "replace")
+        except Exception as error:  # a metrics hiccup never disturbs the level
+            self.problem = self.problem or f"metrics at {self.url}: {type(error).__name__}: {first_line(error)}"
+            return
+        kept = [line for line in text.splitlines() if line.startswith(self.names)]
+        self.samples.append([round(time.perf_counter() - self.started, 3), "\n".join(kept)])
+
+    def stop(self) -> dict:
+        self.done.set()
+        self.thread.join(timeout=5)
+        return {"url": self.url, "samples": self.samples, "problem": self.problem}
+
+
+def bench(config: dict, requests: list | None = None) -> dict:
     """The warm-up, then the timed requests (one at a time, or each load level in turn); the result
-    the runner reads back."""
+    the runner reads back. `requests`: per level, the workload's requests as the runner built them."""
     usage0, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     load_before = os.getloadavg()
     sampler = AcceleratorSampler().start()
     try:
-        result = measure(config, usage0, wall0, load_before)
+        result = measure(config, usage0, wall0, load_before, requests, sampler.started)
     finally:
         accelerator = sampler.stop()
     result["accelerator"] = accelerator
     return result
 
 
-def measure(config: dict, usage0, wall0, load_before) -> dict:
+def measure(config: dict, usage0, wall0, load_before, requests=None, clock: float = 0.0) -> dict:
     if config.get("levels"):
         warm_ups: list = []
         opened: list = []
-        records = [record for level in config["levels"] for record in run_level(config, level, warm_ups, opened)]
-        return result_of(config, load_before, usage0, wall0, sum(opened), warm_ups[0], records, warm_ups)
+        records: list = []
+        # Per level: when it ran on the accelerator sampler's clock (s), and the server's metrics.
+        spans, metrics = [], []
+        for index, level in enumerate(config["levels"]):
+            began = time.perf_counter()
+            level_records, level_metrics = run_level(
+                config, level, warm_ups, opened, requests[index] if requests is not None else None
+            )
+            records += level_records
+            spans.append([round(began - clock, 3), round(time.perf_counter() - clock, 3)])
+            metrics.append(level_metrics)
+        result = result_of(
+            config, load_before, usage0, wall0, sum(opened), warm_ups[0] if warm_ups else None, records, warm_ups
+        )
+        result["level_spans"] = spans
+        if config.get("metrics"):
+            result["server_metrics"] = metrics
+        return result
     client = Client(config["base_url"], config["model_id"], float(config.get("timeout_s", 60.0)))
     # LoadLevel("concurrency", 1, repeats).to_json(), as the runner passes it.
     level = config.get("level") or {
@@ -667,7 +768,9 @@ def host_facts(load_before) -> dict:
     }
 
 
-REQUIRED = ("backend", "base_url", "model_id", "prompt", "max_tokens", "repeats")
+REQUIRED = ("backend", "base_url", "model_id", "repeats")
+# Without a workload's requests, every timed request is the config's own prompt.
+REQUIRED_WITHOUT_REQUESTS = ("prompt", "max_tokens")
 
 
 def bad_config(line: str):
@@ -687,6 +790,12 @@ def read_config(encoded: str) -> dict:
         bad_config(f"--config lacks {', '.join(missing)}")
     if not isinstance(config["repeats"], int) or config["repeats"] < 1:
         bad_config("repeats must be a whole number of at least 1")
+    if config.get("metrics") is not None and not (
+        isinstance(config["metrics"], dict)
+        and str(config["metrics"].get("url", "")).startswith("http://")
+        and isinstance(config["metrics"].get("names"), list)
+    ):
+        bad_config("metrics must be {url: http://..., names: [...]}")
     for level in config.get("levels") or []:
         if not (
             isinstance(level, dict)
@@ -702,13 +811,49 @@ def read_config(encoded: str) -> dict:
     return config
 
 
+def read_requests(path: str, config: dict) -> list:
+    """A workload's requests, as the runner built them: per level of the config, a list of units,
+    each a request (`body`: the chat-completions body; `stamp`: what the workload asked of it) or
+    a `conversation` of such requests, each turn's body holding its own user message only."""
+    try:
+        with open(path) as file:
+            data = json.load(file)
+    except (OSError, ValueError) as error:
+        bad_config(f"--requests {path}: not a JSON file ({first_line(error)})")
+    levels = data.get("levels") if isinstance(data, dict) else None
+    if not isinstance(levels, list) or len(levels) != len(config.get("levels") or []):
+        bad_config(f"--requests {path}: needs one list of requests per level of the config")
+
+    def request_ok(request) -> bool:
+        body = request.get("body") if isinstance(request, dict) else None
+        return isinstance(body, dict) and isinstance(body.get("messages"), list) and body.get("stream") is True
+
+    for units in levels:
+        if not isinstance(units, list) or not units:
+            bad_config(f"--requests {path}: every level needs at least one request")
+        for unit in units:
+            turns = unit.get("conversation") if isinstance(unit, dict) and "conversation" in unit else [unit]
+            if not isinstance(turns, list) or not turns or not all(request_ok(t) for t in turns):
+                bad_config(
+                    f"--requests {path}: a request is {{body: a streamed chat body with messages, stamp}} "
+                    f"or {{conversation: [such requests]}}: {json.dumps(unit)[:120]}"
+                )
+    return levels
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="bench-kit", description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, help="the benchmark's settings, base64-encoded JSON")
+    parser.add_argument("--requests", help="a workload's requests per level (JSON), as the runner built them")
     parser.add_argument("--out", required=True, help="where to write the result (JSON)")
     args = parser.parse_args(argv)
     config = read_config(args.config)
-    result = bench(config)
+    requests = read_requests(args.requests, config) if args.requests else None
+    if requests is None:
+        missing = [key for key in REQUIRED_WITHOUT_REQUESTS if key not in config]
+        if missing:
+            bad_config(f"--config lacks {', '.join(missing)} (or give --requests)")
+    result = bench(config, requests)
     with open(args.out, "w") as out:
         json.dump(result, out, indent=1)
     ok = sum(1 for r in result["records"] if r["ok"])

@@ -48,8 +48,12 @@ EXECUTION_TIMEOUT_MAX_S = 172800
 # Delayed, Cancelling).
 FINAL_STATES = frozenset({"Success", "Failed", "Cancelled", "TimedOut"})
 RESULT_FILE = "result.json"
+# A workload's request bodies (more than SendCommand's parameters carry), put beside the result.
+REQUESTS_FILE = "requests.json"
 # The suffix of the bench table's second row of each server: measured on the server's own host.
 ROW_SUFFIX = "@host"
+# Seconds between GetCommandInvocation polls (tests set it lower).
+POLL_S = 2.0
 # What the failure line keeps of a failed command's output.
 TAIL_LINES = 3
 
@@ -88,11 +92,16 @@ def execution_timeout_s(repeats: int, timeout_s: float) -> int:
     return int(min(EXECUTION_TIMEOUT_MAX_S, max(EXECUTION_TIMEOUT_MIN_S, need)))
 
 
-def kit_commands(output: Any, run_prefix: str, config: dict[str, Any]) -> list[str]:
-    """The shell lines the instance runs (POSIX sh: the document runs them with `sh`)."""
+def kit_commands(output: Any, run_prefix: str, config: dict[str, Any], requests: bool = False) -> list[str]:
+    """The shell lines the instance runs (POSIX sh: the document runs them with `sh`). With
+    `requests`, the run's request bodies are fetched from its folder first and handed to the kit."""
     encoded = base64.b64encode(json.dumps(config, separators=(",", ":")).encode()).decode()
     region = shlex.quote(output.region)
-    destination = shlex.quote(f"s3://{output.evidence_bucket}/{run_prefix}{RESULT_FILE}")
+    folder = f"s3://{output.evidence_bucket}/{run_prefix}"
+    destination = shlex.quote(f"{folder}{RESULT_FILE}")
+    fetch_requests = [
+        f'aws s3 cp --only-show-errors --region {region} {shlex.quote(folder + REQUESTS_FILE)} "$work/{REQUESTS_FILE}"'
+    ]
     return [
         "set -eu",
         # The AWS CLI as the boot script installed it (a snap on a bare image).
@@ -100,7 +109,10 @@ def kit_commands(output: Any, run_prefix: str, config: dict[str, Any]) -> list[s
         'work=$(mktemp -d "${TMPDIR:-/tmp}/inference-bench.XXXXXX")',
         "trap 'rm -rf \"$work\"' EXIT",
         f'aws s3 cp --only-show-errors --region {region} {shlex.quote(output.bench_kit)} "$work/kit.zip"',
-        f'python3 "$work/kit.zip" --config {encoded} --out "$work/{RESULT_FILE}"',
+        *(fetch_requests if requests else []),
+        f'python3 "$work/kit.zip" --config {encoded}'
+        + (f' --requests "$work/{REQUESTS_FILE}"' if requests else "")
+        + f' --out "$work/{RESULT_FILE}"',
         f'aws s3 cp --only-show-errors --region {region} "$work/{RESULT_FILE}" {destination}',
         f"echo 'in-region result:' {destination}",
     ]
@@ -120,6 +132,8 @@ class Run:
     result: dict[str, Any] | None = None
     # True once the run's objects were deleted from the bucket (their content is in the evidence).
     deleted: bool = False
+    # The workload's request bodies the kit fetches (None: the config's own prompt).
+    requests: bytes | None = None
 
     @property
     def output(self) -> Any:
@@ -172,8 +186,18 @@ def prepare(backend: Backend, config: dict[str, Any], ssm: Any) -> Run | str:
     return Run(backend=backend, instance_id=readiness.instance_id, run_prefix=prefix, config=config)
 
 
+def upload_requests(run: Run, s3: Any) -> None:
+    """The workload's bodies into the run's folder, where the instance's role may read them."""
+    s3.put_object(
+        Bucket=run.output.evidence_bucket,
+        Key=f"{run.run_prefix}{REQUESTS_FILE}",
+        Body=run.requests,
+        ContentType="application/json",
+    )
+
+
 def send(run: Run, ssm: Any, execution_timeout: int) -> None:
-    commands = kit_commands(run.output, run.run_prefix, run.config)
+    commands = kit_commands(run.output, run.run_prefix, run.config, requests=run.requests is not None)
     response = ssm.send_command(
         InstanceIds=[run.instance_id],
         DocumentName=DOCUMENT,
@@ -229,6 +253,12 @@ def read_back(run: Run, s3: Any) -> None:
         run.problem = f"{run.backend.name}: the kit's result s3://{bucket}/{run.result_key} holds no records"
         return
     run.result = result
+    discard(run, s3)
+
+
+def discard(run: Run, s3: Any) -> None:
+    """The run's objects deleted: read back into the evidence, or of a run that failed."""
+    bucket = run.output.evidence_bucket
     listed = s3.list_objects_v2(Bucket=bucket, Prefix=run.run_prefix).get("Contents", [])
     if listed:
         s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": o["Key"]} for o in listed], "Quiet": True})
@@ -241,11 +271,13 @@ def run_in_region(
     *,
     repeats: int,
     timeout_s: float,
-    poll_s: float = 2.0,
+    poll_s: float | None = None,
     on_line=None,
+    requests: dict[str, bytes] | None = None,
 ) -> list[Run | str]:
     """Every server's run, sent together, waited for together; for each a finished Run (its
-    `problem` set when it did not produce records) or the one line saying why it was not run."""
+    `problem` set when it did not produce records) or the one line saying why it was not run.
+    `requests`: per backend, a workload's request bodies (JSON) for its kit to send."""
     say = on_line or (lambda line: None)
     execution_timeout = execution_timeout_s(repeats, timeout_s)
     outcomes: list[Run | str] = []
@@ -260,6 +292,9 @@ def run_in_region(
         try:
             prepared = prepare(backend, config, ssm_for(backend.output.region))
             if isinstance(prepared, Run):
+                if requests and backend.name in requests:
+                    prepared.requests = requests[backend.name]
+                    upload_requests(prepared, boto_client("s3", backend.output.region, 30))
                 send(prepared, ssm_for(backend.output.region), execution_timeout)
                 say(f"{backend.name}: in-region bench sent to {prepared.instance_id} ({prepared.command_id})")
         except Exception as error:  # one server's refusal never stops the others
@@ -285,16 +320,17 @@ def run_in_region(
                     )
                 break
             if pending:
-                time.sleep(poll_s)
+                time.sleep(POLL_S if poll_s is None else poll_s)
     except KeyboardInterrupt:
         for run in pending:
             cancel(run, ssm_for(run.output.region))
         raise
     for run in (o for o in outcomes if isinstance(o, Run)):
-        if run.problem:
-            continue
-        if run.invocation.get("Status") != "Success":
-            run.problem = failure_line(run)
+        if run.problem or run.invocation.get("Status") != "Success":
+            run.problem = run.problem or failure_line(run)
+            if run.requests is not None:  # its bodies go too (the lifecycle rule is the fallback)
+                with contextlib.suppress(Exception):
+                    discard(run, boto_client("s3", run.output.region, 30))
             continue
         try:
             read_back(run, boto_client("s3", run.output.region, 30))

@@ -108,25 +108,37 @@ class MetricsSampler:
             self.problem = self.problem or f"metrics at {self.url}: {type(error).__name__}: {error}"
 
     def summary(self) -> dict[str, Any]:
-        figures = [values for _, values in self.samples]
-        result: dict[str, Any] = {"samples": len(figures), "url": self.url}
-        for name in GAUGES:
-            seen = [f[name] for f in figures if name in f]
-            if seen:
-                result[f"{name}_max"] = max(seen)
-                result[f"{name}_mean"] = sum(seen) / len(seen)
-        waiting = [f["waiting"] for f in figures if "waiting" in f]
-        result["queueing"] = bool(waiting) and sum(1 for w in waiting if w > 0) / len(waiting) >= QUEUEING_SHARE
-        for name in COUNTERS:
-            seen = [f[name] for f in figures if name in f]
-            if len(seen) >= 2:
-                result[f"{name}_delta"] = seen[-1] - seen[0]
-        queries, hits = result.get("prefix_cache_queries_delta"), result.get("prefix_cache_hits_delta")
-        if queries:
-            result["prefix_cache_hit_rate"] = (hits or 0.0) / queries
-        if self.problem:
-            result["problem"] = self.problem
-        return result
+        return summarize(self.samples, self.url, self.problem)
+
+
+def summarize(samples: list[tuple[float, dict[str, float]]], url: str, problem: str | None = None) -> dict[str, Any]:
+    """A level's samples in figures: each gauge's max and mean, each counter's change, whether
+    requests kept waiting (queueing at the server), the prefix cache's hit rate."""
+    figures = [values for _, values in samples]
+    result: dict[str, Any] = {"samples": len(figures), "url": url}
+    for name in GAUGES:
+        seen = [f[name] for f in figures if name in f]
+        if seen:
+            result[f"{name}_max"] = max(seen)
+            result[f"{name}_mean"] = sum(seen) / len(seen)
+    waiting = [f["waiting"] for f in figures if "waiting" in f]
+    result["queueing"] = bool(waiting) and sum(1 for w in waiting if w > 0) / len(waiting) >= QUEUEING_SHARE
+    for name in COUNTERS:
+        seen = [f[name] for f in figures if name in f]
+        if len(seen) >= 2:
+            result[f"{name}_delta"] = seen[-1] - seen[0]
+    queries, hits = result.get("prefix_cache_queries_delta"), result.get("prefix_cache_hits_delta")
+    if queries:
+        result["prefix_cache_hit_rate"] = (hits or 0.0) / queries
+    if problem:
+        result["problem"] = problem
+    return result
+
+
+def metric_names() -> list[str]:
+    """Every sample name `parse` reads: the lines a sampler elsewhere (the in-region kit) keeps."""
+    names = [name for names in (*GAUGES.values(), *COUNTERS.values()) for name in names]
+    return sorted({*names, LLAMA_PROCESSED})
 
 
 def probe(url: str) -> str | None:

@@ -85,8 +85,12 @@ class BenchPlan:
 class BackendRun:
     """One backend's workload: its client, its count of tokens, its metrics, its levels."""
 
-    def __init__(self, backend: Backend, plan: BenchPlan, evidence: Evidence, advance: Advance) -> None:
+    def __init__(
+        self, backend: Backend, plan: BenchPlan, evidence: Evidence, advance: Advance, row: str | None = None
+    ) -> None:
         self.backend, self.plan, self.evidence, self.advance = backend, plan, evidence, advance
+        # The row its records go under (the backend's name; `<name>@host` for its in-region row).
+        self.row = row or backend.name
         self.supports = backend.supports
         self.force = self.supports.forced_output_length and plan.workload.output_tokens is not None
         self.counter: PromptCounter | None = None
@@ -96,10 +100,12 @@ class BackendRun:
         # The levels measured so far (their labels): a fault fails only the ones not yet measured.
         self.measured: set[str] = set()
         self.info: dict[str, Any] = {}
-        evidence.data.setdefault("workload_backends", {})[backend.name] = self.info
+        # Fields every record of this row carries beyond RequestRecord's (the in-region row's path).
+        self.record_extra: dict[str, Any] = {}
+        evidence.data.setdefault("workload_backends", {})[self.row] = self.info
 
     def note(self, line: str) -> None:
-        line = f"{self.backend.name}: {line}"
+        line = f"{self.row}: {line}"
         console.print(f"[yellow]note:[/yellow] {line}")
         self.evidence.notice(line)
 
@@ -123,8 +129,7 @@ class BackendRun:
                     self.note(too_long)
                     self.info.setdefault("not_sent", []).append(too_long)
                     continue
-                for level in plan.levels(length):
-                    self.measure_level(client, level)
+                self.measure_levels(client, plan.levels(length))
                 if plan.find_capacity:
                     self.search(client, length)
         except Exception as error:  # one line for this backend; the others go on
@@ -203,6 +208,10 @@ class BackendRun:
             for t in turns
         ]
 
+    def measure_levels(self, client, levels: list[LoadLevel]) -> list[dict[str, Any]]:
+        """Each level in turn (the in-region row sends them together); their summaries."""
+        return [self.measure_level(client, level) for level in levels]
+
     def measure_level(self, client, level: LoadLevel) -> dict[str, Any]:
         """One level: its requests sent by the one load engine, the server watched meanwhile; its
         records graded and kept when it ends. Returns its summary."""
@@ -220,25 +229,28 @@ class BackendRun:
         finally:
             if sampler:
                 sampler.__exit__(None, None, None)
-        rows = [r.to_json() for r in records]
+        metrics = None
+        if sampler:
+            metrics = sampler.summary()
+            metrics["series"] = sampler.samples
+        return self.keep_level(level, [r.to_json() for r in records], {"server_metrics": metrics} if sampler else {})
+
+    def keep_level(self, level: LoadLevel, rows: list[dict[str, Any]], readings: dict[str, Any]) -> dict[str, Any]:
+        """A measured level's records graded on the objectives and kept, with what was read of the
+        server meanwhile (`readings`); its summary."""
         if self.plan.slo:
             for row in rows:
                 row["slo"] = judge(row, self.plan.slo)
         self.evidence.data["records"].extend(rows)
-        meta = {"backend": self.backend.name, "label": level.label, "level": level.to_json()}
-        if sampler:
-            meta["server_metrics"] = sampler.summary()
-            meta["server_metrics"]["series"] = sampler.samples
+        meta = {"backend": self.row, "label": level.label, "level": level.to_json()} | readings
         self.evidence.data.setdefault("levels", []).append(meta)
         self.measured.add(level.label)
         self.evidence.save()
         self.advance(level.requests)
-        failed = sum(1 for r in records if not r.ok)
+        failed = [r for r in rows if not r["ok"]]
         if failed:
-            first = next(r.error for r in records if r.error)
-            console.print(
-                f"[red]{self.backend.name} {level.label}:[/red] {failed} of {len(records)} failed; first: {first}"
-            )
+            first = next((r["error"] for r in failed if r["error"]), None)
+            console.print(f"[red]{self.row} {level.label}:[/red] {len(failed)} of {len(rows)} failed; first: {first}")
         return level_summary(rows, self.plan.slo)
 
     async def openai_level(self, level: LoadLevel, requests: list[ChatRequest | Conversation]) -> list[RequestRecord]:
@@ -278,31 +290,31 @@ class BackendRun:
             requests_at=lambda value: plan.level_at(value, input_tokens).requests,
         )
         label = plan.level_at(search.capacity, input_tokens).label if search.capacity is not None else None
-        found = search.to_json() | {"backend": self.backend.name, "input_tokens": input_tokens, "label": label}
+        found = search.to_json() | {"backend": self.row, "input_tokens": input_tokens, "label": label}
         self.evidence.data.setdefault("capacity", []).append(found)
         self.evidence.save()
         if search.capacity is None:
             self.note(f"capacity at {plan.slo.text}: none ({search.stopped})")
         else:
             unit = "at a time" if search.mode == "concurrency" else "requests/s"
-            console.print(
-                f"{self.backend.name}: capacity {search.capacity:g} {unit} at {plan.slo.text} ({search.stopped})"
-            )
+            console.print(f"{self.row}: capacity {search.capacity:g} {unit} at {plan.slo.text} ({search.stopped})")
 
     def fail_all(self, line: str) -> None:
         """Every request this backend would still have sent (levels already measured keep their
         records), as a record with the one line why not."""
-        console.print(f"[red]{self.backend.name}:[/red] {line}")
-        self.evidence.notice(f"{self.backend.name}: {line}")
+        console.print(f"[red]{self.row}:[/red] {line}")
+        self.evidence.notice(f"{self.row}: {line}")
         for length in self.plan.workload.input_tokens or [None]:
             for level in self.plan.levels(length) or [self.plan.level_at(1, length)]:
                 if level.label in self.measured:
                     continue
                 for run in range(1, level.requests + 1):
-                    record = RequestRecord(backend=self.backend.name, run=run, error=line, level=level.to_json())
-                    self.evidence.data["records"].append(record.to_json())
+                    record = RequestRecord(backend=self.row, run=run, error=line, level=level.to_json())
+                    self.evidence.data["records"].append(record.to_json() | self.record_extra)
         self.evidence.save()
 
 
-def bench_workload(backend: Backend, plan: BenchPlan, evidence: Evidence, advance: Advance) -> None:
-    BackendRun(backend, plan, evidence, advance).run()
+def bench_workload(backend: Backend, plan: BenchPlan, evidence: Evidence, advance: Advance) -> BackendRun:
+    run = BackendRun(backend, plan, evidence, advance)
+    run.run()
+    return run

@@ -293,16 +293,20 @@ def tokens_cell(figures: dict[str, Any], side: str) -> str:
     return text + " (!)" if figures.get(f"{side}_miss") is not None else text
 
 
-def server_cell(metrics: dict[str, Any] | None) -> str:
-    """Requests running and waiting at most, KV cache use at most, prefix-cache hits."""
-    if not metrics or not metrics.get("samples"):
-        return "-"
-    parts = [f"run {fmt(metrics.get('running_max'), 0)}", f"wait {fmt(metrics.get('waiting_max'), 0)}"]
-    if metrics.get("kv_cache_usage_max") is not None:
-        parts.append(f"KV {metrics['kv_cache_usage_max']:.0%}")
-    if metrics.get("prefix_cache_hit_rate") is not None:
-        parts.append(f"prefix hits {metrics['prefix_cache_hit_rate']:.0%}")
-    return ", ".join(parts)
+def server_cell(metrics: dict[str, Any] | None, accelerator: dict[str, Any] | None = None) -> str:
+    """Requests running and waiting at most, KV cache use at most, prefix-cache hits; on a
+    server's own host, how busy its accelerator was during the level."""
+    parts = []
+    if metrics and metrics.get("samples"):
+        parts = [f"run {fmt(metrics.get('running_max'), 0)}", f"wait {fmt(metrics.get('waiting_max'), 0)}"]
+        if metrics.get("kv_cache_usage_max") is not None:
+            parts.append(f"KV {metrics['kv_cache_usage_max']:.0%}")
+        if metrics.get("prefix_cache_hit_rate") is not None:
+            parts.append(f"prefix hits {metrics['prefix_cache_hit_rate']:.0%}")
+    if accelerator and accelerator.get("utilization_pct_mean") is not None:
+        what = "NeuronCores" if accelerator.get("tool") == "neuron-monitor" else "GPU"
+        parts.append(f"{what} {accelerator['utilization_pct_mean']:.0f}% mean")
+    return ", ".join(parts) or "-"
 
 
 def workload_notes(row: dict[str, Any], metrics: dict[str, Any] | None, asked_output: bool) -> list[str]:
@@ -355,6 +359,7 @@ def workload_table(evidence: dict[str, Any]) -> Table:
     for (backend, label), records in level_groups(evidence).items():
         row = level_summary([r for r in records if not r.get("cold_start")], slo_config)
         metrics = (meta.get((backend, label)) or {}).get("server_metrics")
+        accelerator = (meta.get((backend, label)) or {}).get("accelerator")
         level = (records[0].get("level") or {}) if records else {}
         one_at_a_time = level.get("mode", "concurrency") == "concurrency" and level.get("value", 1) == 1
         table.add_row(
@@ -372,7 +377,7 @@ def workload_table(evidence: dict[str, Any]) -> Table:
             fmt(row["output_tok_s"], 1),
             fmt(row["prefill_tok_s"] if plain and one_at_a_time else None, 0),
             goodput_cell(row["goodput"]),
-            server_cell(metrics),
+            server_cell(metrics, accelerator),
             "; ".join(workload_notes(row, metrics, asked_output)),
         )
     return table
@@ -416,10 +421,12 @@ def capacity_table(evidence: dict[str, Any]) -> Table | None:
 
 
 def workload_lines(evidence: dict[str, Any]) -> list[str]:
-    """How each backend's prompts were sized, and where its metrics came from."""
+    """How each backend's prompts were sized, where its metrics came from, and (with
+    `--in-region`) which path each row measured."""
     lines = []
+    paths = {b["name"]: b.get("path_note") for b in evidence.get("backends", [])}
     for name, info in (evidence.get("workload_backends") or {}).items():
-        parts = []
+        parts = [paths[name]] if paths.get(name) else []
         if info.get("token_count"):
             parts.append(f"prompt lengths from {info['token_count']}")
         if info.get("metrics"):

@@ -247,7 +247,7 @@ def test_the_evidence_bucket_is_private_encrypted_tls_only_expiring_and_destroye
     template.resource_count_is("Custom::S3AutoDeleteObjects", 0)
 
 
-def test_a_server_reads_the_one_kit_object_and_writes_under_its_own_prefix_only(in_region):
+def test_a_server_reads_the_one_kit_object_and_reads_and_writes_under_its_own_prefix_only(in_region):
     bench, role, template = in_region
     found = statements(template, logical_id(role))
     sids = by_sid(found)
@@ -256,7 +256,9 @@ def test_a_server_reads_the_one_kit_object_and_writes_under_its_own_prefix_only(
     assert bench.kit.s3_object_key.endswith(".zip")
     assert actions(sids["WriteInRegionEvidence"]) == ["s3:PutObject"]
     assert render_join(sids["WriteInRegionEvidence"]["Resource"]) == f"<{logical_id(bench.bucket)}.Arn>/in-region/g6/*"
-    assert [s.get("Sid") for s in found] == ["ReadTheBenchKit", "WriteInRegionEvidence"]
+    assert actions(sids["ReadInRegionRequests"]) == ["s3:GetObject"]
+    assert render_join(sids["ReadInRegionRequests"]["Resource"]) == f"<{logical_id(bench.bucket)}.Arn>/in-region/g6/*"
+    assert [s.get("Sid") for s in found] == ["ReadTheBenchKit", "WriteInRegionEvidence", "ReadInRegionRequests"]
 
 
 # --- ModelServer ------------------------------------------------------------------------------
@@ -399,7 +401,7 @@ def test_the_role_holds_exactly_what_this_server_was_given(server, minimal_g6):
     role_id = logical_id(server.server.instance_role.role)
     assert profile["Roles"] == [{"Ref": role_id}]
     found = statements(server.template, role_id)
-    expected = BASE_SIDS | {"ReadTheBenchKit", "WriteInRegionEvidence"}
+    expected = BASE_SIDS | {"ReadTheBenchKit", "WriteInRegionEvidence", "ReadInRegionRequests"}
     if server.build:
         expected.add("StartItsImageBuild")
         assert by_sid(found)["StartItsImageBuild"]["Resource"] == {

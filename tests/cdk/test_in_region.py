@@ -69,7 +69,9 @@ def test_each_server_stack_owns_an_encrypted_private_tls_only_expiring_bucket(te
 
 
 @pytest.mark.parametrize("backend", EC2_BACKENDS)
-def test_each_role_reads_the_one_kit_object_and_writes_under_its_own_prefix_only(templates, assembly, backend):
+def test_each_role_reads_the_one_kit_object_and_reads_and_writes_under_its_own_prefix_only(
+    templates, assembly, backend
+):
     stack = EC2_BACKENDS[backend]
     template = templates[stack]
     bucket_id, _ = evidence_bucket(template)
@@ -86,16 +88,22 @@ def test_each_role_reads_the_one_kit_object_and_writes_under_its_own_prefix_only
     write = statements["WriteInRegionEvidence"]
     assert write["Action"] == "s3:PutObject" and write["Effect"] == "Allow"
     assert render_join(write["Resource"]) == f"<{bucket_id}.Arn>/in-region/{backend}/*"
-    # Nothing else of the role touches the evidence bucket: no read of it, no list, no other prefix;
+    # A workload's request bodies come in through the same prefix (the runner puts them there).
+    fetch = statements["ReadInRegionRequests"]
+    assert fetch["Action"] == "s3:GetObject" and fetch["Effect"] == "Allow"
+    assert render_join(fetch["Resource"]) == f"<{bucket_id}.Arn>/in-region/{backend}/*"
+    # Nothing else of the role touches the evidence bucket: no list, no delete, no other prefix;
     # its other S3 statements are the app's store's (weights and compiled graphs, inference_constructs/region_store.py).
     s3 = [s for s in role_statements(template, backend) if "s3:" in json.dumps(s["Action"])]
-    assert [s["Sid"] for s in s3 if bucket_id in json.dumps(s["Resource"])] == ["WriteInRegionEvidence"]
+    assert [s["Sid"] for s in s3 if bucket_id in json.dumps(s["Resource"])] == [
+        "WriteInRegionEvidence", "ReadInRegionRequests"
+    ]  # fmt: skip
     assert sorted(s["Sid"] for s in s3) == sorted(
-        ["ReadTheBenchKit", "WriteInRegionEvidence", "FindTheStore", "ReadTheWeightsAndGraphs", "KeepCompiledGraphs",
-         "ReadGraphsCompiledElsewhere"]
+        ["ReadTheBenchKit", "WriteInRegionEvidence", "ReadInRegionRequests", "FindTheStore", "ReadTheWeightsAndGraphs",
+         "KeepCompiledGraphs", "ReadGraphsCompiledElsewhere"]
     )  # fmt: skip
     assert all("inference-survey-" in json.dumps(s["Resource"]) for s in s3 if s["Sid"] not in statements or s["Sid"]
-               not in ("ReadTheBenchKit", "WriteInRegionEvidence"))  # fmt: skip
+               not in ("ReadTheBenchKit", "WriteInRegionEvidence", "ReadInRegionRequests"))  # fmt: skip
     # No other role of the stack may write the evidence bucket.
     for logical_id, policy in resources(template, "AWS::IAM::Policy").items():
         if not logical_id.startswith(f"{backend.capitalize()}Role"):

@@ -9,11 +9,8 @@ SendCommand carries `AWS-RunShellScript` with its parameters as the document dec
 back with ListCommands), and the commands run under `sh` with the real AWS CLI, which fetches the
 kit from S3 and writes its result to the evidence bucket; the runner reads it back and deletes it.
 
-moto gap filled here (`RunCommandHost`): moto records SendCommand and reports every invocation
-`Success` at once, running nothing. Here an `AWS-RunShellScript` command runs its `commands` under
-`sh` on this machine (the instance's loopback is this loopback), its invocation is `InProgress`
-until they end, then `Success` or `Failed` with their exit code and their output cut as
-GetCommandInvocation cuts it (24,000 characters of standard output, 8,000 of standard error).
+The instances' side of Run Command, which moto does not run, is tests/runner/in_region_host.py
+(the `aws` fixture, from tests/runner/conftest.py).
 """
 
 from __future__ import annotations
@@ -26,10 +23,7 @@ import re
 import runpy
 import subprocess
 import sys
-import threading
-import urllib.request
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +36,10 @@ from runner.cloud import in_region
 from runner.core.backends import Backend
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, load
-from runner.measure import ChatRequest, RequestRecord
+from runner.measure import ChatRequest, RequestRecord, host_rows
 from runner.measure.benchmark import bench_backend, sweep_backend
 from runner.measure.load import LoadLevel, Prompt, poisson_offsets
 from runner.render import bench as bench_tables
-from tests.host.aws_cli import CliServer
 from tests.host.machine import BIN as HOST_BIN
 from tests.runner.fake_openai import FakeOpenAI, Step, text
 
@@ -65,8 +58,6 @@ RUN_SHELL_SCRIPT_PARAMETERS = {
         "allowedPattern": r"([1-9][0-9]{0,4})|(1[0-6][0-9]{4})|(17[0-1][0-9]{3})|(172[0-7][0-9]{2})|(172800)",
     },
 }
-# GetCommandInvocation's cuts of a command's output.
-STDOUT_LIMIT, STDERR_LIMIT = 24000, 8000
 
 
 def load_kit() -> dict[str, Any]:
@@ -278,7 +269,7 @@ def test_the_gpu_is_read_by_nvidia_smi_while_the_kit_measures(tmp_path, monkeypa
     assert accelerator["tool"] == "nvidia-smi" and accelerator["problem"] is None
     assert len(accelerator["samples"]) >= 2 and {tuple(s[1:]) for s in accelerator["samples"]} == {(62.0, 15000.0)}
     assert (accelerator["utilization_pct_mean"], accelerator["memory_used_mib_max"]) == (62.0, 15000.0)
-    note = bench.accelerator_note(accelerator)
+    note = host_rows.accelerator_note(accelerator)
     assert note.startswith("; GPU busy 62 % mean, 62 % max, 14.6 GiB used (nvidia-smi, ")
 
 
@@ -296,7 +287,7 @@ def test_neuroncores_are_read_by_neuron_monitor_where_no_gpu_answers(tmp_path, m
     assert accelerator["tool"] == "neuron-monitor" and accelerator["samples"]
     # The mean over the NeuronCores in use, and the runtime's device memory.
     assert (accelerator["utilization_pct_mean"], accelerator["memory_used_mib_max"]) == (40.0, 3072.0)
-    assert bench.accelerator_note(accelerator).startswith("; NeuronCores busy 40 % mean, 40 % max, 3.0 GiB used")
+    assert host_rows.accelerator_note(accelerator).startswith("; NeuronCores busy 40 % mean, 40 % max, 3.0 GiB used")
 
 
 def test_a_host_without_an_accelerator_tool_says_so_and_measures_anyway(tmp_path, monkeypatch):
@@ -305,7 +296,7 @@ def test_a_host_without_an_accelerator_tool_says_so_and_measures_anyway(tmp_path
         result = load_kit()["bench"](kit_config(server.url, 1))
     assert [r["ok"] for r in result["records"]] == [True]
     assert result["accelerator"]["problem"] == "no nvidia-smi or neuron-monitor on the host"
-    assert bench.accelerator_note(result["accelerator"]) == (
+    assert host_rows.accelerator_note(result["accelerator"]) == (
         "; accelerator not read: no nvidia-smi or neuron-monitor on the host"
     )
 
@@ -345,81 +336,6 @@ def test_the_zip_runs_as_a_program_and_says_what_it_did(tmp_path):
 
 
 # --- the whole path, against moto in server mode ----------------------------------------------
-
-
-class RunCommandHost:
-    """The instances' side of Run Command (see the module docstring)."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env = env
-        self.runs: list[subprocess.CompletedProcess] = []
-        self.done = threading.Event()
-
-    def install(self, monkeypatch) -> None:
-        from moto.ssm.models import SimpleSystemManagerBackend
-
-        original = SimpleSystemManagerBackend.send_command
-        host = self
-
-        def send_command(backend, *args, **kwargs):
-            command = original(backend, *args, **kwargs)
-            if command.document_name == in_region.DOCUMENT:
-                for invocation in command.invocations:
-                    invocation.update(Status="InProgress", StatusDetails="InProgress", ResponseCode=-1)
-                    threading.Thread(target=host.run, args=(command, invocation), daemon=True).start()
-            return command
-
-        monkeypatch.setattr(SimpleSystemManagerBackend, "send_command", send_command)
-
-    def run(self, command: Any, invocation: dict[str, Any]) -> None:
-        script = "\n".join(command.parameters["commands"])
-        timeout = int(command.parameters["executionTimeout"][0])
-        done = subprocess.run(
-            ["sh", "-c", script], env=self.env, capture_output=True, text=True, timeout=timeout, check=False
-        )
-        self.runs.append(done)
-        status = "Success" if done.returncode == 0 else "Failed"
-        invocation.update(
-            Status=status,
-            StatusDetails=status,
-            ResponseCode=done.returncode,
-            StandardOutputContent=done.stdout[:STDOUT_LIMIT],
-            StandardErrorContent=done.stderr[:STDERR_LIMIT],
-        )
-
-
-@pytest.fixture(scope="module")
-def cli_server(tmp_path_factory) -> Iterator[CliServer]:
-    """The emulated hosts' AWS CLI server (tests/host/aws_cli.py): the real CLI, imported once."""
-    server = CliServer(tmp_path_factory.mktemp("aws-cli"))
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def aws(moto_url, cli_server, monkeypatch, tmp_path) -> Iterator[RunCommandHost]:
-    urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=30).read()
-    for name, value in {
-        "AWS_ENDPOINT_URL": moto_url,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setattr(bench, "IN_REGION_POLL_S", 0.25)
-    # The instance's tools: the AWS CLI (through the server, as on the emulated hosts; the real CLI
-    # after them on PATH) and a python3 (the kit needs nothing else).
-    tools = tmp_path / "bin"
-    tools.mkdir()
-    (tools / "python3").symlink_to(sys.executable)
-    (tools / "aws").symlink_to(HOST_BIN / "aws")
-    scratch = tmp_path / "instance-tmp"
-    scratch.mkdir()
-    path = os.pathsep.join([str(tools), str(Path(sys.executable).parent), "/usr/bin", "/bin"])
-    env = dict(os.environ, PATH=path, TMPDIR=str(scratch), **cli_server.env())
-    host = RunCommandHost(env)
-    host.install(monkeypatch)
-    yield host
 
 
 def server_output(name: str, kind: str, region: str, port: int, instance_type: str, kit_key: str) -> dict:

@@ -1,0 +1,144 @@
+"""The rows measured on a server's own host (`runner.bench --in-region`): the in-region kit's
+result turned into the runner's evidence, beside the row measured through the SSM tunnel.
+
+The kit (inference_constructs/bench_kit) writes records in RequestRecord's shape; here they are
+rebuilt as RequestRecords (derived figures computed by the runner's own code) under
+`<backend>@host`, the row's label says what the client shared the host with, and the kit's
+readings (the accelerator's, the server's `/metrics`) are cut per load level by when each ran.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from runner.cloud.in_region import Run, row_name
+from runner.core.backends import Backend
+from runner.core.evidence import Evidence
+from runner.measure.records import WARM_UP, RequestRecord
+from runner.measure.server_metrics import metric_names, parse, summarize
+
+TUNNEL_NOTE = "through the SSM tunnel from this machine"
+RECORD_FIELDS = frozenset(f.name for f in dataclasses.fields(RequestRecord))
+
+
+def kit_warm_up() -> dict[str, Any]:
+    """The runner's own warm-up (records.py WARM_UP), as the kit sends it."""
+    return {
+        "prompt": WARM_UP.prompt,
+        "max_tokens": WARM_UP.max_tokens,
+        "temperature": WARM_UP.temperature,
+        "usage_per_chunk": WARM_UP.usage_per_chunk,
+    }
+
+
+def kit_metrics(backend: Backend) -> dict[str, Any]:
+    """Where the kit reads the server's own metrics on the host (its loopback port), and which."""
+    return {"url": f"http://127.0.0.1:{backend.output.port}/metrics", "names": metric_names()}
+
+
+def mark_tunnel_rows(names: set[str], evidence: Evidence) -> None:
+    """The rows of the servers also measured on their hosts, named as measured through the tunnel."""
+    for record in evidence.data["records"]:
+        if record["backend"] in names:
+            record["path"] = "tunnel"
+    for entry in evidence.data["backends"]:
+        if entry["name"] in names:
+            entry.update(path="tunnel", path_note=TUNNEL_NOTE)
+
+
+def host_note(run: Run, *, accelerator: bool = True) -> str:
+    """The second row's label: on the server's host, sharing its CPUs (how many, where the kit said)."""
+    host = (run.result or {}).get("host") or {}
+    client = (run.result or {}).get("client") or {}
+    vcpus = host.get("vcpus")
+    what = ", ".join(filter(None, [run.output.instance_type, f"{vcpus} vCPUs" if vcpus else None]))
+    note = (
+        f"on the server's own host{f' ({what})' if what else ''}: the client shares the server's CPUs; no network path"
+    )
+    if client.get("cpu_s") is not None and client.get("wall_s"):
+        note += f"; the client used {client['cpu_s'] / client['wall_s']:.0%} of one vCPU"
+    return note + (accelerator_note((run.result or {}).get("accelerator")) if accelerator else "")
+
+
+def accelerator_note(accelerator: dict[str, Any] | None) -> str:
+    """What the host's own accelerator tool read while the kit measured (or why nothing)."""
+    if not accelerator:
+        return ""
+    if accelerator.get("utilization_pct_mean") is None:
+        return f"; accelerator not read: {accelerator.get('problem') or 'no reading'}"
+    what = "NeuronCores" if accelerator.get("tool") == "neuron-monitor" else "GPU"
+    return (
+        f"; {what} busy {accelerator['utilization_pct_mean']:.0f} % mean, {accelerator['utilization_pct_max']:.0f} % "
+        f"max, {accelerator['memory_used_mib_max'] / 1024:.1f} GiB used ({accelerator['tool']}, "
+        f"{len(accelerator['samples'])} readings)"
+    )
+
+
+def accelerator_within(accelerator: dict[str, Any] | None, span: list[float]) -> dict[str, Any] | None:
+    """The accelerator's readings while one level ran (`span`: its start and end on the kit's
+    sampling clock), summarised as the kit summarises the whole run."""
+    if not accelerator or accelerator.get("tool") is None:
+        return accelerator
+    samples = [s for s in accelerator.get("samples") or [] if span[0] <= s[0] <= span[1]]
+    busy = [s[1] for s in samples]
+    return {
+        "tool": accelerator["tool"],
+        "problem": None if samples else "no reading while this level ran",
+        "samples": samples,
+        "utilization_pct_mean": round(sum(busy) / len(busy), 2) if busy else None,
+        "utilization_pct_max": max(busy) if busy else None,
+        "memory_used_mib_max": max(s[2] for s in samples) if samples else None,
+    }
+
+
+def server_metrics_of(kit_metrics_result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The kit's `/metrics` samples of one level (text lines, as scraped) in the figures the
+    tunnel row's sampler keeps: parsed with the runner's own parser, then summarised."""
+    if not kit_metrics_result:
+        return None
+    samples = [(at, parse(text)) for at, text in kit_metrics_result.get("samples") or []]
+    summary = summarize(samples, kit_metrics_result["url"], kit_metrics_result.get("problem"))
+    summary["series"] = samples
+    return summary
+
+
+def add_host_entry(run: Run, evidence: Evidence, *, accelerator: bool = True) -> str:
+    """The row `<backend>@host` in the evidence's backends, right after the server's tunnel row."""
+    row = row_name(run.backend.name)
+    entry: dict[str, Any] = dataclasses.replace(
+        run.backend,
+        name=row,
+        source=f"{run.backend.source}, in-region kit on {run.instance_id}",
+        base_url=run.config.get("base_url"),
+        health_url=None,
+        local_port=None,
+        forward_command=None,
+        notes=[],
+    ).to_json()
+    entry.update(path="in-region", path_note=host_note(run, accelerator=accelerator), instance_id=run.instance_id)
+    at = next((i + 1 for i, b in enumerate(evidence.data["backends"]) if b["name"] == run.backend.name), None)
+    evidence.data["backends"].insert(at if at is not None else len(evidence.data["backends"]), entry)
+    return row
+
+
+def add_host_row(run: Run, levels: list[Any], evidence: Evidence) -> None:
+    """The run's records under `<backend>@host`; a run without records gets one error record per
+    timed request of each level."""
+    row = add_host_entry(run, evidence)
+    if run.result is None:
+        for level in levels:
+            for number in range(1, level.requests + 1):
+                record = RequestRecord(backend=row, run=number, error=run.problem, level=level.to_json())
+                evidence.data["records"].append(record.to_json() | {"path": "in-region"})
+        return
+    for warm in run.result.get("warm_ups") or [run.result.get("warm_up") or {}]:
+        evidence.data["warm_up"].append(kit_record(warm, row))
+    for record in run.result["records"]:
+        evidence.data["records"].append(kit_record(record, row))
+
+
+def kit_record(data: dict[str, Any], row: str) -> dict[str, Any]:
+    values = {k: v for k, v in data.items() if k in RECORD_FIELDS} | {"backend": row}
+    values.setdefault("run", 0)
+    return RequestRecord(**values).to_json() | {"path": "in-region"}

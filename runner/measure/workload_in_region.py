@@ -1,0 +1,171 @@
+"""A workload on a server's own host (`runner.bench --workload … --in-region`): after its tunnel
+row, every level again from the in-region kit, so the difference is the path.
+
+The requests are the runner's own: built by the tunnel row's run (the same tokenizer count, the
+same forced lengths, each request's text new, so no level is served from another's prefix
+cache), turned into their chat-completions bodies (`ChatRequest.openai_body`) and put in the
+run's folder of the stack's evidence bucket, because SendCommand's parameters hold far less than
+a level of long prompts; the kit fetches them and sends them as given, a conversation's turns one
+after another with the answers so far. The planned levels of an input length go in one Run
+Command; each step of a capacity search is one command, since the next step depends on it.
+
+The kit reads the server's own `/metrics` on the host's loopback during each level and the
+accelerator's use throughout; both are cut per level here and kept beside the level, as the
+tunnel row keeps its metrics. Each level is graded on the same objectives. A server that is not
+ready is one line and no row; a command that fails is its one line for every level not yet
+measured, and the other backends go on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from runner.cloud.in_region import no_instance_reason, row_name, run_in_region
+from runner.core.console import console
+from runner.core.errors import RunnerError
+from runner.measure.host_rows import (
+    accelerator_within,
+    add_host_entry,
+    kit_metrics,
+    kit_record,
+    kit_warm_up,
+    server_metrics_of,
+)
+from runner.measure.load import LoadLevel
+from runner.measure.records import ChatRequest, Conversation
+from runner.measure.workload_run import Advance, BackendRun
+
+# The kit warms at most this many connections a level, as the runner's asyncio client does.
+MOST_WARM_UPS = 64
+
+
+class NotInRegion(RunnerError):
+    """The server could not be run on at all (not ready, no kit): one line, and no row."""
+
+
+def request_json(request: ChatRequest, model_id: str) -> dict[str, Any]:
+    """One request as the kit sends it: its body, and what the record is stamped with."""
+    return {
+        "body": request.openai_body(model_id),
+        "stamp": {
+            "target_input_tokens": request.target_input_tokens,
+            "target_output_tokens": request.max_tokens,
+            "forced_length": request.force_length,
+        },
+    }
+
+
+def unit_json(unit: ChatRequest | Conversation, model_id: str) -> dict[str, Any]:
+    """A request, or a conversation whose turns each hold only their own user message (the kit
+    puts the history so far before it, as the load engine does)."""
+    if isinstance(unit, Conversation):
+        return {"conversation": [request_json(unit.turn(i, ()), model_id) for i in range(len(unit.prompts))]}
+    return request_json(unit, model_id)
+
+
+def requests_sent(level: LoadLevel, units: list[ChatRequest | Conversation]) -> int:
+    """Requests the kit sends for a level, warm-ups included (the command's time limit)."""
+    turns = sum(len(u.prompts) if isinstance(u, Conversation) else 1 for u in units)
+    return turns + min(level.in_flight, MOST_WARM_UPS)
+
+
+class HostRun(BackendRun):
+    """The tunnel row's workload, on the server's own host, as the row `<backend>@host`."""
+
+    def __init__(self, tunnel: BackendRun, advance: Advance) -> None:
+        super().__init__(tunnel.backend, tunnel.plan, tunnel.evidence, advance, row=row_name(tunnel.backend.name))
+        self.tunnel = tunnel
+        self.counter, self.force = tunnel.counter, tunnel.force
+        self.record_extra = {"path": "in-region"}
+        self.added = False
+        self.info.update(
+            path="in-region",
+            forced_output_length=self.force,
+            **({"token_count": tunnel.info["token_count"]} if "token_count" in tunnel.info else {}),
+        )
+
+    def run(self) -> None:
+        plan = self.plan
+        # Prompts are built on the backend's count of tokens, which the tunnel row read.
+        if plan.workload.synthetic and self.counter is None:
+            self.note(
+                "not run in the region: its prompt lengths need the count of tokens its tunnel row could not read"
+            )
+            return
+        self.built = self.tunnel.built
+        output = plan.workload.output_tokens or plan.max_tokens
+        try:
+            for length in plan.workload.input_tokens or [None]:
+                if length and plan.workload.beyond_context(length, self.backend.max_total_tokens, output):
+                    continue  # the tunnel row said so
+                self.measure_levels(None, plan.levels(length))
+                if plan.find_capacity:
+                    self.search(None, length)
+        except NotInRegion as line:
+            if not self.added:
+                console.print(f"[yellow]note:[/yellow] {line}")
+                self.evidence.notice(str(line))
+                del self.evidence.data["workload_backends"][self.row]
+                return
+            self.fail_all(str(line))
+        except Exception as error:  # one line for this row; the other backends go on
+            self.fail_all(str(error) if isinstance(error, RunnerError) else self.backend.explain(error))
+
+    def measure_level(self, client, level: LoadLevel) -> dict[str, Any]:
+        return self.measure_levels(client, [level])[0]
+
+    def measure_levels(self, client, levels: list[LoadLevel]) -> list[dict[str, Any]]:
+        """The levels in one Run Command: their requests built here, sent by the kit on the host."""
+        if not levels:
+            return []
+        plan, backend = self.plan, self.backend
+        units = [self.requests_for(level) for level in levels]
+        bodies = {"levels": [[unit_json(unit, backend.model_id) for unit in level] for level in units]}
+        if self.tunnel.metrics_url:
+            self.info["metrics"] = f"{kit_metrics(backend)['url']} on the server's host"
+        config = {
+            "repeats": 1,
+            "timeout_s": plan.timeout_s,
+            "warm_up": kit_warm_up(),
+            "levels": [level.to_json() for level in levels],
+            "seed": plan.seed,
+            "metrics": kit_metrics(backend) if self.tunnel.metrics_url else None,
+        }
+        (outcome,) = run_in_region(
+            [backend],
+            config,
+            repeats=sum(requests_sent(level, u) for level, u in zip(levels, units, strict=True)),
+            timeout_s=plan.timeout_s,
+            on_line=lambda line: console.print(f"[dim]{line}[/dim]"),
+            requests={backend.name: json.dumps(bodies, separators=(",", ":")).encode()},
+        )
+        if isinstance(outcome, str):
+            raise NotInRegion(outcome)
+        self.evidence.data.setdefault("in_region", []).append(outcome.to_json())
+        if not self.added:
+            add_host_entry(outcome, self.evidence, accelerator=False)
+            self.added = True
+        if outcome.problem:
+            raise RunnerError(outcome.problem.removeprefix(f"{backend.name}: "))
+        result = outcome.result or {}
+        self.evidence.data.setdefault("warm_up", []).extend(kit_record(w, self.row) for w in result["warm_ups"])
+        spans = result.get("level_spans") or [[0.0, 0.0]] * len(levels)
+        metrics = result.get("server_metrics") or [None] * len(levels)
+        summaries = []
+        for index, level in enumerate(levels):
+            rows = [
+                kit_record(r, self.row) for r in result["records"] if (r.get("level") or {}).get("label") == level.label
+            ]
+            readings: dict[str, Any] = {"accelerator": accelerator_within(result.get("accelerator"), spans[index])}
+            if metrics[index] is not None:
+                readings["server_metrics"] = server_metrics_of(metrics[index])
+            summaries.append(self.keep_level(level, rows, readings))
+        return summaries
+
+
+def bench_workload_in_region(tunnel: BackendRun, advance: Advance) -> None:
+    """The in-region row of a server whose tunnel row was just measured (a backend the kit cannot
+    run on was refused before anything was measured)."""
+    assert no_instance_reason(tunnel.backend) is None
+    HostRun(tunnel, advance).run()
