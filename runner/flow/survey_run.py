@@ -51,8 +51,8 @@ from runner import (
     sweep,
     up,
 )
-from runner.cloud.preflight import Preflight
-from runner.cloud.teardown import ClientFor, Created, default_clients, existing_stacks, tear_down
+from runner.cloud.bring_up.preflight import Preflight
+from runner.cloud.cleanup.survey_teardown import ClientFor, Created, default_clients, existing_stacks, tear_down
 from runner.core.console import console
 from runner.core.errors import describe
 from runner.core.evidence import Evidence, load
