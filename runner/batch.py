@@ -3,7 +3,7 @@
 The prompts (`--prompts FILE`, JSON lines with a `prompt` or `messages` field; default: `--count`
 generated ones) become OpenAI chat bodies (`stream: false`), uploaded as one JSON-lines object under
 the stack's batch input prefix; one transform job runs the stack's SageMaker model over it on one
-instance (runner.cloud.transform) and is followed to its end. Reported per job: records and
+instance (runner.cloud.jobs.batch_transform) and is followed to its end. Reported per job: records and
 output tokens per second and the billable seconds (TransformStartTime to TransformEndTime), with
 the job's price at the instance's hourly rate (the offline price table). A bad prompt file is one
 line naming the line, exit 2, before anything is uploaded; a failed job shows its FailureReason,

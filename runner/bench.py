@@ -8,7 +8,7 @@ from the same records.
 
 `--in-region` adds, for each EC2 server, a second row (`<backend>@host`): the same benchmark (one
 request at a time, the same load levels, or the same workload's requests) run on the server's own
-instance against its loopback port through SSM Run Command (`runner/cloud/in_region.py`,
+instance against its loopback port through SSM Run Command (`runner/cloud/reach/in_region.py`,
 `runner/measure/workload_in_region.py`), beside the row measured through the SSM tunnel, so the
 difference is the path. Records carry `"path": "tunnel"` or `"path": "in-region"`.
 """
@@ -25,7 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
-from runner.cloud.in_region import no_instance_reason, row_name, run_in_region
+from runner.cloud.reach.in_region import no_instance_reason, row_name, run_in_region
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError

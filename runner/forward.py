@@ -16,7 +16,7 @@ import argparse
 from runner.cli.options import add_stack_arguments, parse_forwards
 from runner.cli.session import main_guard
 from runner.cloud.aws import check_region, credentials_configured
-from runner.cloud.port_forward import PLUGIN, ForwardOptions, close_forwards, find_plugin, forward_all, hold
+from runner.cloud.reach.ssm_forward import PLUGIN, ForwardOptions, close_forwards, find_plugin, forward_all, hold
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.render.forward import outcome_table

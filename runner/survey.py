@@ -29,7 +29,8 @@ from catalog.serving import serving
 from runner.cli.options import add_aws_switch, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import boto_client, credentials_configured
-from runner.cloud.preflight import (
+from runner.cloud.bring_up.one_stack import parse_context
+from runner.cloud.bring_up.preflight import (
     PLUGIN,
     Preflight,
     Quotas,
@@ -40,7 +41,6 @@ from runner.cloud.preflight import (
     plugin_check,
     run_preflight,
 )
-from runner.cloud.stack_up import parse_context
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
 from runner.flow.folder import SurveyFolder

@@ -35,8 +35,8 @@ from catalog.offerings import COMMERCIAL_REGIONS
 from runner.cli.options import add_aws_switch, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import check_region, credentials_configured
-from runner.cloud.cleanup import delete_ours
-from runner.cloud.leftovers import REGIONS, default_regions, sweep_regions
+from runner.cloud.cleanup.leftovers import REGIONS, default_regions, sweep_regions
+from runner.cloud.cleanup.removal import delete_ours
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence

@@ -5,7 +5,7 @@ the account knows passed in as context: its zones of that region (DescribeAvaila
 and each server's AMI id (recorded in placement.json with the region, and reused, so a later
 deploy does not swap the image under a running server), and the deploy's time-to-live (every
 server goes to zero at its expiry; `ttlHours`, default 12, `0` turns it off). Then every backend
-is watched (runner/cloud/server_watch.py): a group held at zero on purpose (waiting for its image,
+is watched (runner/cloud/bring_up/watch/server.py): a group held at zero on purpose (waiting for its image,
 stopped by a fault or by the time-to-live) is brought back, a build the image needs is waited
 for (or started), a server that fails is left at zero and its watch ends while the others go on.
 Only a capacity or quota refusal (at deploy, or no instance within `--launch-timeout`) destroys
@@ -26,9 +26,9 @@ import argparse
 from catalog.backends import stack_names
 from runner.cli.options import add_results_dir
 from runner.cli.session import main_guard
-from runner.cloud.bring_up import extend, up
-from runner.cloud.stack_up import BUILDING, UpOptions, parse_context
-from runner.cloud.watch import READY
+from runner.cloud.bring_up.all_stacks import extend, up
+from runner.cloud.bring_up.one_stack import BUILDING, UpOptions, parse_context
+from runner.cloud.bring_up.watch.common import READY
 from runner.render.tables import print_report
 
 

@@ -13,8 +13,8 @@ from typing import Any
 from catalog import CatalogError
 from runner.cli.options import CommonOptions, options_from_args
 from runner.cloud.aws import credentials_configured
-from runner.cloud.forwards import Forward, forwards_file, live_forwards
 from runner.cloud.outputs import OutputsReading, parse_outputs, read_outputs_file, read_stack_outputs
+from runner.cloud.reach.forwards_file import Forward, forwards_file, live_forwards
 from runner.core.backends import (
     Backend,
     bedrock_backend,

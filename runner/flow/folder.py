@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.config import PLACEMENT_ENV
-from runner.cloud.forwards import FORWARDS_ENV
+from runner.cloud.reach.forwards_file import FORWARDS_ENV
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
 

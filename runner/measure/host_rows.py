@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from runner.cloud.in_region import Run, row_name
+from runner.cloud.reach.in_region import Run, row_name
 from runner.core.backends import Backend
 from runner.core.evidence import Evidence
 from runner.measure.records import WARM_UP, RequestRecord

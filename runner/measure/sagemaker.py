@@ -9,7 +9,7 @@ botocore while the stream is read, and is typed by `runner.core.errors`.
 
 Serverless: see `SageMakerServerlessClient` (InvokeEndpoint, `stream: false`, no time to first
 token). Batch transform: the prompt set as request bodies (`batch_bodies`) and the job's answers as
-records (`batch_records`); the job itself is `runner.cloud.transform`.
+records (`batch_records`); the job itself is `runner.cloud.jobs.batch_transform`.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from catalog.prices import SAGEMAKER
-from runner.cloud import transform
 from runner.cloud.aws import boto_client
+from runner.cloud.jobs import batch_transform
 from runner.cloud.pricing import PriceRequest, price_all, price_request
 from runner.core.backends import Backend
 from runner.core.console import console
@@ -42,7 +42,7 @@ def run_job(backend: Backend, lines: list[bytes], evidence: Evidence, *, poll_s:
     Whatever happens once the job exists, it is not left running (Ctrl-C included)."""
     region = backend.region or "us-east-1"
     run_id = f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    plan = transform.plan_job(
+    plan = batch_transform.plan_job(
         backend=backend.name,
         model_name=backend.model_name or "",
         bucket=backend.bucket or "",
@@ -78,8 +78,8 @@ def run_job(backend: Backend, lines: list[bytes], evidence: Evidence, *, poll_s:
     s3 = boto_client("s3", region, 60)
     created = ended = False
     try:
-        transform.upload(s3, plan, lines)
-        transform.create(sagemaker, plan)
+        batch_transform.upload(s3, plan, lines)
+        batch_transform.create(sagemaker, plan)
         created = True
         job["status"] = "InProgress"
         evidence.save()
@@ -91,7 +91,7 @@ def run_job(backend: Backend, lines: list[bytes], evidence: Evidence, *, poll_s:
             job["status"] = description.get("TransformJobStatus")
             console.print(f"  {job['status']} after {elapsed:.0f} s")
 
-        description = transform.follow(
+        description = batch_transform.follow(
             sagemaker, plan.job_name, poll_s=poll_s, timeout_s=timeout_s, on_status=on_status
         )
         ended = True
@@ -100,7 +100,7 @@ def run_job(backend: Backend, lines: list[bytes], evidence: Evidence, *, poll_s:
             stop_job(sagemaker, plan.job_name, job, "interrupted")
         evidence.save()
         raise
-    except transform.TransformTimeout as error:
+    except batch_transform.TransformTimeout as error:
         stop_job(sagemaker, plan.job_name, job, str(error))
         job["failure_reason"] = str(error)
         evidence.save()
@@ -111,15 +111,15 @@ def run_job(backend: Backend, lines: list[bytes], evidence: Evidence, *, poll_s:
         job["failure_reason"] = describe(error)
         console.print(f"[red]{backend.name}:[/red] {job['failure_reason']}")
         if not created:  # refused (a quota of 0, say): nothing half-uploaded is left behind
-            transform.remove_input(s3, plan)
+            batch_transform.remove_input(s3, plan)
         evidence.save()
         return False
     finally:
-        if created and not ended and job["status"] not in ("Stopping", *transform.TERMINAL):
+        if created and not ended and job["status"] not in ("Stopping", *batch_transform.TERMINAL):
             stop_job(sagemaker, plan.job_name, job, "the runner stopped following it")
     job["status"] = description.get("TransformJobStatus")
     job["failure_reason"] = description.get("FailureReason") or None
-    job["started_at"], job["ended_at"], job["billable_s"] = transform.billable(description)
+    job["started_at"], job["ended_at"], job["billable_s"] = batch_transform.billable(description)
     price_job(backend, job, evidence)
     if job["status"] != "Completed":
         console.print(
@@ -127,7 +127,7 @@ def run_job(backend: Backend, lines: list[bytes], evidence: Evidence, *, poll_s:
         )
         evidence.save()
         return False
-    records = batch_records(backend.name, transform.read_output(s3, plan), len(lines))
+    records = batch_records(backend.name, batch_transform.read_output(s3, plan), len(lines))
     evidence.data["records"] = [r.to_json() for r in records]
     good = [r for r in records if r.ok]
     job["ok_records"] = len(good)
@@ -143,7 +143,7 @@ def run_job(backend: Backend, lines: list[bytes], evidence: Evidence, *, poll_s:
 def stop_job(sagemaker: Any, job_name: str, job: dict[str, Any], why: str) -> None:
     """StopTransformJob, said in one line (a failure to stop is said too: the job may still bill)."""
     try:
-        transform.stop(sagemaker, job_name)
+        batch_transform.stop(sagemaker, job_name)
     except Exception as error:
         console.print(f"[red]could not stop transform job {job_name}: {describe(error)}; stop it by hand[/red]")
         return

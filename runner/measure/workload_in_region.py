@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner.cloud.in_region import no_instance_reason, row_name, run_in_region
+from runner.cloud.reach.in_region import no_instance_reason, row_name, run_in_region
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.measure.host_rows import (

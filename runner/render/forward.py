@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from runner.cloud.forwards import (
+from runner.cloud.reach.forwards_file import (
     forwards_file,
 )
-from runner.cloud.port_forward import Outcome
+from runner.cloud.reach.ssm_forward import Outcome
 
 
 def outcome_table(outcomes: list[Outcome]) -> Table:

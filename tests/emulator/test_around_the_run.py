@@ -16,9 +16,9 @@ import boto3
 import pytest
 
 from runner import bench, check, cost, forward, sweep
-from runner.cloud import port_forward
-from runner.cloud.forwards import process_alive, read_forwards
 from runner.cloud.outputs import read_outputs_file
+from runner.cloud.reach import ssm_forward
+from runner.cloud.reach.forwards_file import process_alive, read_forwards
 from runner.core.errors import RunnerError
 from runner.core.ports import port_is_free
 from tests.emulator.cdk_cycle import bootstrap, deploy, destroy
@@ -42,7 +42,7 @@ def deployed(emulator, tmp_path_factory):
     emulator.fire_stack_deployed("us-east-2", "InferenceNeuronStack")
     wait_for_states(SERVERS)
     yield outputs
-    port_forward.close_forwards(aws=True)
+    ssm_forward.close_forwards(aws=True)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def upstream(model_server, monkeypatch):
     monkeypatch.setenv("STAND_IN_UPSTREAMS", json.dumps({"*": model_server.url.removeprefix("http://")}))
     monkeypatch.delenv("STAND_IN_MODE", raising=False)
     yield
-    port_forward.close_forwards(aws=True)
+    ssm_forward.close_forwards(aws=True)
 
 
 def readiness(region: str, backend: str) -> dict:
@@ -176,8 +176,8 @@ def test_a_catalog_port_another_program_holds_is_left_to_it_and_the_plugin_picks
 ):
     with socket.socket() as blocker:
         held = held_catalog_port(monkeypatch, blocker, "g6")
-        (outcome,) = port_forward.forward_all(
-            port_forward.ForwardOptions(backends=["g6"], outputs_file=deployed, plugin=plugin)
+        (outcome,) = ssm_forward.forward_all(
+            ssm_forward.ForwardOptions(backends=["g6"], outputs_file=deployed, plugin=plugin)
         )
         assert outcome.state == "open" and outcome.forward is not None
         port = outcome.forward.local_port
@@ -186,7 +186,7 @@ def test_a_catalog_port_another_program_holds_is_left_to_it_and_the_plugin_picks
         (session,) = connected(emulator)
         assert "localPortNumber" not in session["Parameters"]
         assert answers_through(port) == "The ocean is wide and deep."
-    port_forward.close_forwards(aws=True)
+    ssm_forward.close_forwards(aws=True)
 
 
 def test_a_catalog_port_taken_after_the_check_is_retried_on_a_port_the_plugin_picks(
@@ -203,9 +203,9 @@ def test_a_catalog_port_taken_after_the_check_is_retried_on_a_port_the_plugin_pi
 
     with socket.socket() as blocker:
         held = held_catalog_port(monkeypatch, blocker, "g6")
-        monkeypatch.setattr(port_forward, "port_is_free", free_when_checked)
-        (outcome,) = port_forward.forward_all(
-            port_forward.ForwardOptions(backends=["g6"], outputs_file=deployed, plugin=plugin)
+        monkeypatch.setattr(ssm_forward, "port_is_free", free_when_checked)
+        (outcome,) = ssm_forward.forward_all(
+            ssm_forward.ForwardOptions(backends=["g6"], outputs_file=deployed, plugin=plugin)
         )
         assert outcome.state == "open" and outcome.forward is not None
         port = outcome.forward.local_port
@@ -213,7 +213,7 @@ def test_a_catalog_port_taken_after_the_check_is_retried_on_a_port_the_plugin_pi
         assert outcome.detail.endswith(f"(port {held} was taken, using {port})")
         assert [s["Parameters"].get("localPortNumber") for s in connected(emulator)] == [None]
         assert answers_through(port) == "The ocean is wide and deep."
-    port_forward.close_forwards(aws=True)
+    ssm_forward.close_forwards(aws=True)
 
 
 def test_servers_not_ready_or_not_on_ssm_are_skipped_with_the_reason(deployed, emulator, plugin, upstream, capsys):
@@ -257,7 +257,7 @@ def test_servers_not_ready_or_not_on_ssm_are_skipped_with_the_reason(deployed, e
 
 def test_ctrl_c_while_opening_closes_what_opened_and_writes_nothing(deployed, emulator, plugin, upstream, monkeypatch):
     opened = []
-    real_open = port_forward.open_forward
+    real_open = ssm_forward.open_forward
 
     def open_then_interrupt(server, *args):
         if opened:
@@ -266,7 +266,7 @@ def test_ctrl_c_while_opening_closes_what_opened_and_writes_nothing(deployed, em
         opened.append(outcome.forward)
         return outcome
 
-    monkeypatch.setattr(port_forward, "open_forward", open_then_interrupt)
+    monkeypatch.setattr(ssm_forward, "open_forward", open_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
         forward.run(["--outputs-file", str(deployed), "--plugin", plugin, "--backends", "g6,inf2"])
     assert len(opened) == 1 and not process_alive(opened[0].pid)

@@ -23,7 +23,7 @@ import pytest
 
 from runner import bench, check, cost, forward, images, sweep
 from runner import up as up_command
-from runner.cloud.forwards import read_forwards
+from runner.cloud.reach.forwards_file import read_forwards
 from runner.up import extend, up
 from tests.emulator.cdk_cycle import CONTEXT, bootstrap, cli_folder, deploy, destroy, up_options
 from tests.emulator.observe import (

@@ -26,7 +26,7 @@ import pytest
 
 from catalog.contract import BACKEND_TAG_KEY
 from runner import survey, sweep
-from runner.cloud import port_forward
+from runner.cloud.reach import ssm_forward
 from runner.render.bench import bench_summary
 from tests.emulator.cdk_cycle import bootstrap
 from tests.emulator.observe import leftovers
@@ -76,7 +76,7 @@ def account(emulator, quotas, model, monkeypatch):
     monkeypatch.setenv("STAND_IN_UPSTREAMS", json.dumps({"*": model.url.removeprefix("http://")}))
     monkeypatch.delenv("STAND_IN_MODE", raising=False)
     yield emulator
-    port_forward.close_forwards(aws=True)
+    ssm_forward.close_forwards(aws=True)
 
 
 def folders(results: Path) -> list[Path]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from runner.cloud import in_region
+from runner.cloud.reach import in_region
 from tests.host.aws_cli import CliServer
 from tests.host.machine import BIN as HOST_BIN
 

@@ -12,7 +12,7 @@ import pytest
 from catalog.backends import OPEN_MODEL
 from runner import batch
 from runner.cli.session import main_guard
-from runner.cloud import transform
+from runner.cloud.jobs import batch_transform
 from runner.core.evidence import load
 from runner.render.batch import batch_table
 from tests.aws_emulator import emulated_aws
@@ -159,7 +159,7 @@ def test_ctrl_c_while_following_stops_the_job(emulator, bucket, tmp_path, monkey
     def interrupted(seconds: float) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(transform, "pause", interrupted)
+    monkeypatch.setattr(batch_transform, "pause", interrupted)
     with FakeOpenAI([text("never asked")]) as fake:
         emulator.transform_server = fake.url
         with pytest.raises(KeyboardInterrupt):
@@ -192,7 +192,7 @@ def test_a_job_the_account_refuses_leaves_no_input_behind(emulator, bucket, tmp_
              "'ml.g6.xlarge for transform job usage' is 0 Instances"}}, "CreateTransformJob",
         )  # fmt: skip
 
-    monkeypatch.setattr(transform, "create", lambda sagemaker, plan: refuse())
+    monkeypatch.setattr(batch_transform, "create", lambda sagemaker, plan: refuse())
     with FakeOpenAI([text("never asked")]) as fake:
         emulator.transform_server = fake.url
         assert batch.run(argv(tmp_path, "--count", "2")) == 1

@@ -15,8 +15,8 @@ import pytest
 from rich.console import Console
 
 from catalog.boot import store_bucket, weights_marker, weights_prefix
+from runner.cloud.bring_up.store import staged_copy
 from runner.cloud.readiness import Readiness, phase_seconds
-from runner.cloud.store import staged_copy
 from runner.render.up import phase_line, render_report, slow_ways
 
 RECORD = {

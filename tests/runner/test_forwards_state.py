@@ -12,7 +12,7 @@ import pytest
 
 from runner.cli.options import CommonOptions
 from runner.cli.session import discover
-from runner.cloud.forwards import (
+from runner.cloud.reach.forwards_file import (
     SESSION_RESPONSE_VARIABLE,
     Forward,
     forwards_file,

@@ -32,7 +32,7 @@ import pytest
 
 from catalog import BackendKind
 from runner import bench
-from runner.cloud import in_region
+from runner.cloud.reach import in_region
 from runner.core.backends import Backend
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, load

@@ -17,7 +17,7 @@ from moto import mock_aws
 from catalog.contract import APP_TAG, BACKEND_TAG_KEY, output_key
 from runner import model_import
 from runner.cli.session import main_guard
-from runner.cloud.model_import import PRICE_LINE
+from runner.cloud.jobs.custom_model_import import PRICE_LINE
 from runner.core.errors import TimedOut
 from runner.measure.bedrock_import import BedrockImportStreamClient
 from runner.measure.records import ChatRequest, RequestRecord

@@ -10,8 +10,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from catalog.contract import BackendOutput
-from runner.cloud.server_watch import ServerWatch
-from runner.cloud.watch import FAILED, NO_CAPACITY, WatchOptions
+from runner.cloud.bring_up.watch.common import FAILED, NO_CAPACITY, WatchOptions
+from runner.cloud.bring_up.watch.server import ServerWatch
 
 OUTPUT = BackendOutput(
     name="g5g",

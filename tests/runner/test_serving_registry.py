@@ -18,7 +18,7 @@ from runner.measure.clients import CLIENTS
 
 RUNNER = Path(__file__).parents[2] / "runner"
 # A kind's own command and its AWS calls (Custom Model Import's): they are that kind's modules.
-KIND_MODULES = {"model_import.py", "cloud/model_import.py"}
+KIND_MODULES = {"model_import.py", "cloud/jobs/custom_model_import.py"}
 KIND_GROUPS = {"EC2_KINDS", "ENDPOINT_KINDS", "SAGEMAKER_KINDS"}
 
 

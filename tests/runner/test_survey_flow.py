@@ -157,21 +157,21 @@ def stack(status: str) -> dict:
 def test_an_update_in_progress_is_cancelled_and_waited_for_before_the_stack_is_deleted(monkeypatch):
     """CloudFormation refuses DeleteStack during an update: the answers are botocore's own shapes
     (Stubber checks every request and answer against the service model)."""
-    from runner.cloud import teardown
+    from runner.cloud.cleanup import survey_teardown
 
-    monkeypatch.setattr(teardown, "SETTLE_POLL_S", 0.0)
+    monkeypatch.setattr(survey_teardown, "SETTLE_POLL_S", 0.0)
     client, stubber = cloudformation_stubbed()
     stubber.add_response("describe_stacks", stack("UPDATE_IN_PROGRESS"), {"StackName": "InferenceGpuStack"})
     stubber.add_response("cancel_update_stack", {}, {"StackName": "InferenceGpuStack"})
     stubber.add_response("describe_stacks", stack("UPDATE_ROLLBACK_IN_PROGRESS"), {"StackName": "InferenceGpuStack"})
     stubber.add_response("describe_stacks", stack("UPDATE_ROLLBACK_COMPLETE"), {"StackName": "InferenceGpuStack"})
     with stubber:
-        assert teardown.settle(client, "InferenceGpuStack", 60) == "status UPDATE_ROLLBACK_COMPLETE"
+        assert survey_teardown.settle(client, "InferenceGpuStack", 60) == "status UPDATE_ROLLBACK_COMPLETE"
     stubber.assert_no_pending_responses()
 
 
 def test_a_created_stack_found_in_none_of_its_regions_is_said_so():
-    from runner.cloud.teardown import Created, tear_down
+    from runner.cloud.cleanup.survey_teardown import Created, tear_down
 
     client, stubber = cloudformation_stubbed()
     for _ in range(2):

@@ -19,8 +19,8 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from rich.console import Console
 
-from runner.cloud.cleanup import delete_ours
-from runner.cloud.leftovers import RegionScan, sweep_regions
+from runner.cloud.cleanup.leftovers import RegionScan, sweep_regions
+from runner.cloud.cleanup.removal import delete_ours
 from runner.render.sweep import render_report
 from tests.runner.fake_bedrock_import import FakeBedrockImport
 

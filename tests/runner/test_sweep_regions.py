@@ -7,7 +7,7 @@ from botocore.exceptions import ClientError
 
 from catalog.config import PLACEMENT_ENV, write_placement
 from catalog.offerings import COMMERCIAL_REGIONS, US_REGIONS
-from runner.cloud import leftovers
+from runner.cloud.cleanup import leftovers
 
 
 def test_the_default_covers_the_us_where_the_app_went_and_where_it_may_fail_over(tmp_path, monkeypatch):

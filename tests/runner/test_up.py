@@ -91,8 +91,8 @@ def test_readiness_keeps_the_weight_loading_time_when_it_is_a_number():
 def test_a_satellites_name_stands_for_its_family_and_each_stack_comes_once():
     """A survey's plan names what stands, satellites included: up brings each family up with its
     satellites, once, however it was named."""
-    from runner.cloud.bring_up import chosen_stacks
-    from runner.cloud.stack_up import UpOptions
+    from runner.cloud.bring_up.all_stacks import chosen_stacks
+    from runner.cloud.bring_up.one_stack import UpOptions
     from tests.cdk.test_config import SATELLITE_RECORDS
 
     options = UpOptions(stacks=["InferenceNeuronStack-inf2", "InferenceNeuronStack"])

@@ -12,7 +12,7 @@ from catalog.backends import Billing as BillingModel
 from catalog.contract import APP_TAG
 from catalog.serving import serving
 from runner.cloud.billing import Billing, endpoint_billing
-from runner.cloud.watch import FAILED, READY, TIMEOUT, Watch, iso, minutes_between
+from runner.cloud.bring_up.watch.common import FAILED, READY, TIMEOUT, Watch, iso, minutes_between
 
 
 class EndpointWatch(Watch):

@@ -18,8 +18,8 @@ from catalog.config import (
     time_to_live,
     ttl_notice,
 )
-from runner.cloud.account_facts import account_zones
-from runner.cloud.stack_up import StackUp, UpOptions, deploy_stack
+from runner.cloud.bring_up.account_facts import account_zones
+from runner.cloud.bring_up.one_stack import StackUp, UpOptions, deploy_stack
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import Evidence

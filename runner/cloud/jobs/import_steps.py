@@ -10,7 +10,7 @@ from typing import Any
 
 from catalog.contract import BackendOutput
 from runner.cloud.aws import boto_client
-from runner.cloud.model_import import (
+from runner.cloud.jobs.custom_model_import import (
     ARCHITECTURES_SOURCE,
     PRICE_LINE,
     ImportFailed,

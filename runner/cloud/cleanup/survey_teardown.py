@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.cloud.aws import boto_client
-from runner.cloud.cleanup import delete_left_bucket, delete_stack, empty_bucket
+from runner.cloud.cleanup.removal import delete_left_bucket, delete_stack, empty_bucket
 from runner.core.console import console
 from runner.core.errors import aws_error_code, describe
 

@@ -20,17 +20,7 @@ from botocore.exceptions import ClientError
 
 from catalog import BACKENDS
 from runner.cloud.billing import instance_billing
-from runner.cloud.image_builds import (
-    RUNNING,
-    BuildRefused,
-    image_state,
-    last_log_lines,
-    latest_build,
-    rebuild_hint,
-    start_build,
-)
-from runner.cloud.readiness import Readiness, phase_seconds, read_group, read_readiness
-from runner.cloud.watch import (
+from runner.cloud.bring_up.watch.common import (
     FAILED,
     NO_CAPACITY,
     READY,
@@ -42,6 +32,16 @@ from runner.cloud.watch import (
     minutes_between,
     parse_time,
 )
+from runner.cloud.image_builds import (
+    RUNNING,
+    BuildRefused,
+    image_state,
+    last_log_lines,
+    latest_build,
+    rebuild_hint,
+    start_build,
+)
+from runner.cloud.readiness import Readiness, phase_seconds, read_group, read_readiness
 from runner.core.errors import describe
 
 

@@ -13,9 +13,9 @@ from dataclasses import asdict
 from typing import Any
 
 from runner.cloud.aws import boto_client
-from runner.cloud.forwards import live_forwards
-from runner.cloud.leftovers import Found
-from runner.cloud.model_import import delete_imported_model
+from runner.cloud.cleanup.leftovers import Found
+from runner.cloud.jobs.custom_model_import import delete_imported_model
+from runner.cloud.reach.forwards_file import live_forwards
 from runner.core.console import console
 from runner.core.errors import RunnerError, aws_error_code, describe
 
@@ -42,7 +42,7 @@ LEFT = {"import-job": "left: Bedrock has no call that stops an import job; sweep
 def delete_ours(found: list[Found], wait_s: float, *, purge_kept: bool = False) -> list[dict[str, Any]]:
     """Remove ours in DELETE_ORDER; each step's outcome is kept, a refusal never stops the rest.
     What is kept on purpose (the built images) goes only with `purge_kept`."""
-    from runner.cloud.port_forward import close_forwards
+    from runner.cloud.reach.ssm_forward import close_forwards
 
     actions: list[dict[str, Any]] = []
     if live_forwards():

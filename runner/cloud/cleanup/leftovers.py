@@ -17,8 +17,14 @@ from catalog.contract import APP_TAG, BACKEND_TAG_KEY, OUTPUT_PREFIX
 from catalog.offerings import US_REGIONS
 from catalog.prices import ECR_USD_PER_GB_MONTH
 from runner.cloud.aws import boto_client
-from runner.cloud.forwards import read_forwards
-from runner.cloud.model_import import IN_PROGRESS, import_jobs, import_tags_are_ours, imported_models, resource_tags
+from runner.cloud.jobs.custom_model_import import (
+    IN_PROGRESS,
+    import_jobs,
+    import_tags_are_ours,
+    imported_models,
+    resource_tags,
+)
+from runner.cloud.reach.forwards_file import read_forwards
 from runner.core.console import console
 from runner.core.errors import RunnerError, aws_error_code, describe
 

@@ -17,7 +17,8 @@ from typing import Any
 from catalog.contract import BackendOutput
 from catalog.serving import serving
 from runner.cloud.aws import boto_client
-from runner.cloud.forwards import (
+from runner.cloud.outputs import read_outputs_file, read_stack_outputs
+from runner.cloud.reach.forwards_file import (
     SESSION_RESPONSE_VARIABLE,
     Forward,
     forwards_file,
@@ -26,7 +27,6 @@ from runner.cloud.forwards import (
     stop_process,
     write_forwards,
 )
-from runner.cloud.outputs import read_outputs_file, read_stack_outputs
 from runner.cloud.readiness import read_group, read_readiness
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe

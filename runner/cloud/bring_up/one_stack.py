@@ -1,5 +1,5 @@
 """One stack brought up: deployed with the account's facts and the time-to-live as context, every
-backend watched (cloud/server_watch.py) to its end, and a capacity refusal answered by moving only
+backend watched (cloud/bring_up/watch/server.py) to its end, and a capacity refusal answered by moving only
 what was refused: a server refused while a sibling serves (or failed for a reason a region does
 not change) goes alone to its next region, as a satellite stack of its own (catalog/config.py),
 so the sibling, its image and its compiled graphs stay; a stack refused whole (at deploy, or every
@@ -27,16 +27,16 @@ from catalog.config import (
 )
 from catalog.contract import BackendOutput
 from catalog.serving import serving
-from runner.cloud.account_facts import deploy_context
 from runner.cloud.aws import boto_client
+from runner.cloud.bring_up.account_facts import deploy_context
+from runner.cloud.bring_up.store import StagedCopy, account_id, staged_copy, start_copy
+from runner.cloud.bring_up.watch.common import FAILED, NO_CAPACITY, READY, WatchOptions
+from runner.cloud.bring_up.watch.endpoint import EndpointWatch
+from runner.cloud.bring_up.watch.server import ServerWatch
 from runner.cloud.cdk_cli import cdk, cli_dir
-from runner.cloud.endpoint_watch import EndpointWatch
 from runner.cloud.image_builds import BuildRefused, follow, last_log_lines, start_build
 from runner.cloud.outputs import parse_outputs, read_stack_outputs
 from runner.cloud.readiness import is_capacity_refusal
-from runner.cloud.server_watch import ServerWatch
-from runner.cloud.store import StagedCopy, account_id, staged_copy, start_copy
-from runner.cloud.watch import FAILED, NO_CAPACITY, READY, WatchOptions
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import DEFAULT_RESULTS, Evidence, now_iso

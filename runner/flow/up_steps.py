@@ -1,0 +1,98 @@
+"""The survey's `up` step and what it brought: the plan's stacks deployed (recorded as this run's
+before the deploy starts), each backend read back as ready, building or failed, the stacks that
+stood before measured as they are, and the Custom Model Import when Bedrock's imported model is
+measured."""
+
+from __future__ import annotations
+
+from catalog.backends import get_backend
+from runner import model_import, up
+from runner.core.evidence import load
+from runner.flow.options import BEDROCK
+from runner.flow.read_back import ImportEvidence, UpEvidence
+from runner.flow.state import SurveyState
+from runner.flow.steps import INTERRUPTED, PASSED, StepRecord, skipped
+
+
+def bring_up(state: SurveyState) -> None:
+    data = state.evidence.data
+    plan = data["plan"]
+    deployable = list(plan["runs"])
+    if ("up", None) not in state.done:
+        if not plan["deploy"]:
+            state.record(
+                skipped("up", None, "nothing to deploy" + (": every stack already stands" if deployable else ""))
+            )
+        else:
+            # Recorded before the deploy starts: an interrupted deploy is taken back too.
+            for stack in plan["deploy"]:
+                state.created.stacks[stack] = plan["candidates"][stack]
+            state.save()
+            context = plan.get("context", state.options.context) | {"backends": ",".join(deployable)}
+            argv = [*plan["deploy"], *[f"-c{k}={v}" for k, v in context.items()], "--poll", f"{state.options.poll_s:g}",
+                    "--launch-timeout", f"{state.options.launch_timeout_s:g}", "--build-grace",
+                    f"{state.options.build_grace_s:g}", "--method", state.options.method, "--leave-building",
+                    *state.results()]  # fmt: skip
+            if state.options.ready_timeout_s is not None:
+                argv += ["--ready-timeout", f"{state.options.ready_timeout_s:g}"]
+            record = state.step("up", None, lambda: up.run(argv))
+            read_up(state, record)
+            if record.status == INTERRUPTED:
+                raise KeyboardInterrupt
+    pre_existing = set(data["pre_existing"])
+    standing = [b for b in plan["runs"] if get_backend(b).stack in pre_existing]
+    measured = [*data["ready"], *[b for b in standing if b not in data["ready"]]]
+    data["measured"] = [*measured, *([BEDROCK] if state.options.with_bedrock else [])]
+    if "bedrock-import" in data["measured"]:
+        record = state.step_once("import", None, lambda: model_import.run(["import", *state.results(), *state.aws()]))
+        if record is not None:
+            note_import(state, record)
+            if record.status != PASSED:
+                data["failed"]["bedrock-import"] = f"model import: {record.line}"
+    data["measured"] = [b for b in data["measured"] if b not in data["failed"]]
+    state.save()
+
+
+def read_up(state: SurveyState, record: StepRecord, late: bool = False) -> None:
+    """What `up` brought up: ready, left building (its image), or failed with the reason. The
+    late round's `up` adds to what the first one found."""
+    data = state.evidence.data
+    if not late:
+        data["ready"], data["failed"], data["building"] = [], {}, []
+    for path in record.evidence:
+        if load(state.folder.root / path)["command"] != "up":
+            continue
+        up_evidence = UpEvidence.read(state.folder.root / path)
+        if not late:
+            data["billing"] = [row.to_json() for row in up_evidence.billing]
+            data["expires_at"] = up_evidence.expires_at
+        for entry in up_evidence.outcomes:
+            backend = entry.backend
+            data["placed"][backend] = [entry.stack, entry.region]
+            if backend in data["building"]:
+                data["building"].remove(backend)
+            if entry.outcome == "ready":
+                data["ready"].append(backend)
+            elif entry.outcome == "building":
+                data["building"].append(backend)
+            else:
+                data["failed"][backend] = entry.line
+        errors = up_evidence.errors
+        # A stack that stopped before its servers were watched leaves no record for them.
+        for backend in data["plan"]["runs"] if not late else []:
+            stack = get_backend(backend).stack
+            seen = (*data["ready"], *data["failed"], *data["building"])
+            if backend not in seen and stack in data["plan"]["deploy"]:
+                data["failed"][backend] = f"{stack}: {errors.get(stack) or 'no outcome from up'}"
+    if data["failed"]:
+        record.line = "; ".join(f"{b}: {why}" for b, why in data["failed"].items())
+        data["steps"][-1]["line"] = record.line
+    state.save()
+
+
+def note_import(state: SurveyState, record: StepRecord) -> None:
+    """Only an import job this run started makes the model this run's to delete."""
+    for path in record.evidence:
+        started = ImportEvidence.read(state.folder.root / path).started
+        state.created.imported_model = state.created.imported_model or started
+    state.save()
