@@ -31,9 +31,10 @@ bench: setup
 test: setup setup-vllm setup-browser lint-only
 	$(PYTEST) -n $(or $(PYTEST_WORKERS),3) $(ARGS)
 
-# The inner loop: lint and everything but the emulator and the vLLM tier.
+# The inner loop: lint and everything but the tiers that run whole tools end to end (the emulator,
+# the stand-in hosts, the real CDK CLI, vLLM); `make test` runs them all.
 test-fast: setup setup-browser lint-only
-	$(PYTEST) -n $(or $(PYTEST_WORKERS),3) -m "not emulator and not vllm" $(ARGS)
+	$(PYTEST) -n $(or $(PYTEST_WORKERS),3) -m "not emulator and not vllm and not host and not cli" $(ARGS)
 
 lint: setup lint-only
 

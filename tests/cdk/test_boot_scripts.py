@@ -32,6 +32,9 @@ from inference_constructs.user_data import (
 from tests.host.aws_cli import CliServer
 from tests.host.machine import BIN, Host, HostOptions
 
+# The emulated-host tier: real scripts under bash on the stand-in host (tests/host), against moto.
+pytestmark = pytest.mark.host
+
 GROUP = "InferenceGpuStack-G5gGroup-ABC123"
 ACCOUNT = "123456789012"
 # The AWS CLI as the scripts call it: each call recorded; answers chosen by environment variables;

@@ -194,6 +194,7 @@ def test_the_nag_and_validation_switches_take_on_or_off_only(tmp_path, name):
     assert f"error: {name} must be on or off, not 'no'" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.cli
 def test_cli_synth_with_validation(tmp_path):
     """One real synth through the pinned CLI, with the built-in CloudFormation validation on
     (cdk-nag off: the session's synthesis runs it on the same templates)."""

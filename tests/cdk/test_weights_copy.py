@@ -19,6 +19,9 @@ from tests.host.aws_cli import CliServer
 from tests.host.hub import HubRepo, LoopbackHub
 from tests.host.machine import BIN as HOST_BIN
 
+# The emulated-host tier: real scripts under bash on the stand-in host (tests/host), against moto.
+pytestmark = pytest.mark.host
+
 SCRIPT = Path(__file__).resolve().parents[2] / "inference_constructs" / "weights_copy.sh"
 BIN = Path(sys.executable).parent
 MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
