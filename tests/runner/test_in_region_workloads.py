@@ -296,3 +296,35 @@ def test_agent_traffic_is_not_run_from_a_servers_host_and_says_why(tmp_path):
         )
     assert str(refused.value).startswith("--workload agent runs the Strands agent on this machine")
     assert "\n" not in str(refused.value) and not list(tmp_path.glob("*/bench-*.json"))
+
+
+def test_a_kit_deployed_before_workloads_in_the_region_is_told_to_redeploy(aws, tmp_path):
+    """A stack deployed by an earlier version ships a kit without --requests: argparse refuses it
+    on the host, and the line says what to do."""
+    import zipfile
+
+    old = (KIT / "__main__.py").read_text()
+    old = old.replace(
+        '    parser.add_argument("--requests", help="a workload\'s requests per level (JSON), as the runner built them")\n',
+        "",
+    )
+    assert "--requests" in old and 'add_argument("--requests"' not in old
+    with known_server(ttft=0.02, rate=200.0, tokens=500) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={})
+        with zipfile.ZipFile(tmp_path / "old-kit.zip", "w") as archive:
+            archive.writestr("__main__.py", old)
+        boto3.client("s3", region_name="us-east-1").upload_file(
+            str(tmp_path / "old-kit.zip"), ACCOUNT_BUCKET.format(region="us-east-1"), "0123abcd.zip"
+        )
+        code, evidence = run_bench(
+            tmp_path, outputs, "--input-tokens", "40", "--output-tokens", "4", "--repeats", "2",
+            "--backends", "g6", "--forward", f"g6={port}",
+        )  # fmt: skip
+    assert code == 0
+    host = [r for r in evidence["records"] if r["backend"] == "g6@host"]
+    assert len(host) == 2 and not any(r["ok"] for r in host)
+    error = host[0]["error"]
+    assert "unrecognized arguments: --requests" in error and error.endswith(
+        "the stack's bench kit is older than this runner: redeploy its stack (python -m runner.up)"
+    )

@@ -52,6 +52,7 @@ RESULT_FILE = "result.json"
 REQUESTS_FILE = "requests.json"
 # The suffix of the bench table's second row of each server: measured on the server's own host.
 ROW_SUFFIX = "@host"
+REDEPLOY = "redeploy its stack (python -m runner.up)"
 # Seconds between GetCommandInvocation polls (tests set it lower).
 POLL_S = 2.0
 # What the failure line keeps of a failed command's output.
@@ -76,7 +77,7 @@ def no_instance_reason(backend: Backend) -> str | None:
     if not (output.evidence_bucket and output.evidence_prefix and output.bench_kit):
         return (
             f"{name}: not run in the region: its stack output names no bench kit or evidence bucket "
-            "(deployed by an earlier version of the app): redeploy its stack (python -m runner.up)"
+            f"(deployed by an earlier version of the app): {REDEPLOY}"
         )
     return None
 
@@ -235,9 +236,13 @@ def failure_line(run: Run) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     tail = " | ".join(lines[-TAIL_LINES:])
     exit_part = f" (exit {code})" if code is not None and code != -1 else ""
-    return f"{run.backend.name}: the in-region command {status}{exit_part} on {run.instance_id}" + (
+    line = f"{run.backend.name}: the in-region command {status}{exit_part} on {run.instance_id}" + (
         f": {tail}" if tail else ": no output"
     )
+    # argparse's words when the stack's kit is older than the runner (a workload's --requests).
+    if "unrecognized arguments" in text:
+        line += f"; the stack's bench kit is older than this runner: {REDEPLOY}"
+    return line
 
 
 def read_back(run: Run, s3: Any) -> None:
