@@ -5,9 +5,9 @@ The kit (`bench_kit/`, a stdlib-only client: its docstring says why) is an S3 as
 like the image build's source: `cdk deploy` uploads the folder's zip to the bootstrap bucket, and
 each server's role may read that one object. Run Command's inline output is cut at about 24 KB,
 so the kit's records go to a bucket the stack owns (each stack self-contained: no stack reads
-another's), under `in-region/<backend>/<run>/`; each server's role may get and put objects under
-its own backend's prefix only (a workload's request bodies come in that way: more than Run
-Command's parameters carry), and nothing else on the bucket. The runner reads a run's objects back into
+another's), under `in-region/<backend>/<run>/`; each server's role may put objects under its own
+backend's prefix only, and get each run's `requests.json.gz` there (a workload's request bodies:
+more than Run Command's parameters carry), and nothing else on the bucket. The runner reads a run's objects back into
 its evidence and then deletes them.
 
 The bucket: S3-managed encryption, every public access blocked, TLS only, objects expired after
@@ -34,6 +34,9 @@ from inference_constructs.nag import acknowledge
 KIT_DIR = Path(__file__).with_name("bench_kit")
 EVIDENCE_PREFIX = "in-region/"
 EVIDENCE_DAYS = 7
+# The one object of a run the instance reads: a workload's request bodies, gzipped JSON
+# (runner/cloud/reach/in_region.py REQUESTS_FILE).
+REQUESTS_OBJECT = "requests.json.gz"
 
 
 def evidence_prefix(backend: str) -> str:
@@ -67,8 +70,8 @@ class InRegionBench(Construct):
         )
 
     def allow(self, role: iam.Role, backend: str) -> None:
-        """The server's role: read the kit (that one object), and read and write under its own
-        backend's prefix only (the workload's bodies in, the result out)."""
+        """The server's role: read the kit (that one object), write under its own backend's prefix
+        only (the result out), and read each run's request file there (the workload's bodies in)."""
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="ReadTheBenchKit",
@@ -84,12 +87,12 @@ class InRegionBench(Construct):
             )
         )
         # A workload's request bodies, which the runner puts in the run's folder (more than Run
-        # Command's parameters carry): read under the same prefix only.
+        # Command's parameters carry): that one object of each run, nothing else of the prefix.
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="ReadInRegionRequests",
                 actions=["s3:GetObject"],
-                resources=[self.bucket.arn_for_objects(f"{evidence_prefix(backend)}*")],
+                resources=[self.bucket.arn_for_objects(f"{evidence_prefix(backend)}*/{REQUESTS_OBJECT}")],
             )
         )
         stack = self.bucket.stack
@@ -97,6 +100,11 @@ class InRegionBench(Construct):
         acknowledge(
             role,
             f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{evidence_prefix(backend)}*]",
-            "Gets and puts objects under this backend's own in-region prefix of the stack's evidence bucket; "
-            "run folders are named at run time.",
+            "Puts objects under this backend's own in-region prefix of the stack's evidence bucket; run folders "
+            "are named at run time.",
+        )
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{evidence_prefix(backend)}*/{REQUESTS_OBJECT}]",
+            "Gets the one request file of each run under this backend's own prefix; run folders are named at run time.",
         )

@@ -317,7 +317,8 @@ def run_workload(args: argparse.Namespace) -> int:
                     # The same workload from the server's own host, right after its tunnel row.
                     mark_tunnel_rows({backend.name}, evidence)
                     task = progress.add_task(f"{row_name(backend.name):<10}", total=total)
-                    bench_workload_in_region(tunnel, functools.partial(progress.advance, task))
+                    if not bench_workload_in_region(tunnel, functools.partial(progress.advance, task)):
+                        progress.remove_task(task)
 
     return run_command("bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records))
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import base64
 import datetime
+import gzip
 import http.client
 import json
 import os
@@ -425,17 +426,25 @@ def run_level(config: dict, level: dict, warm_ups: list, opened: list, units: li
     by an untimed warm-up before the level's first timed request, as the runner opens them. With
     `units` (a workload's requests as the runner built them) request i is unit i modulo their
     number; without, every request is the config's prompt. Returns (records, the server's
-    metrics meanwhile or None)."""
+    metrics meanwhile or None, and when its timed requests began and ended)."""
     timeout_s = float(config.get("timeout_s", 60.0))
     warm_config = config.get("warm_up") or {"prompt": "Hi", "max_tokens": 4}
     width = in_flight(level)
     sampler = ServerMetrics(config["metrics"]).start() if config.get("metrics") else None
     clients = [Client(config["base_url"], config["model_id"], timeout_s) for _ in range(width)]
-    for client in clients[: MOST_WARM_UPS if units is not None else width]:
+
+    def warm_up(client: Client) -> None:
         warm = one_request(client, config, 0, warm_config)
         warm.pop("_down", None)
         warm["level"] = level
         warm_ups.append(derive(warm))
+
+    # All at once, as the runner's client warms its connections (asyncio.gather).
+    warming = [threading.Thread(target=warm_up, args=(c,), daemon=True) for c in clients[:MOST_WARM_UPS]]
+    for thread in warming:
+        thread.start()
+    for thread in warming:
+        thread.join()
     idle: queue.Queue = queue.Queue()
     for client in clients:
         idle.put(client)
@@ -492,9 +501,14 @@ def run_level(config: dict, level: dict, warm_ups: list, opened: list, units: li
         thread.join()
     for client in clients:
         client.close()
+    ended = time.perf_counter()
     opened.append(sum(client.opened for client in clients))
     metrics = sampler.stop() if sampler else None
-    return [record for unit in records for record in unit], metrics
+    return [record for unit in records for record in unit], metrics, (started, ended)
+
+
+# The server's loopback port, never through a proxy the host's environment names (as Client).
+LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class ServerMetrics:
@@ -524,7 +538,7 @@ class ServerMetrics:
 
     def scrape(self) -> None:
         try:
-            with urllib.request.urlopen(self.url, timeout=2.0) as response:
+            with LOOPBACK.open(self.url, timeout=2.0) as response:
                 text = response.read().decode("utf-8", "replace")
         except Exception as error:  # a metrics hiccup never disturbs the level
             self.problem = self.problem or f"metrics at {self.url}: {type(error).__name__}: {first_line(error)}"
@@ -557,15 +571,15 @@ def measure(config: dict, usage0, wall0, load_before, requests=None, clock: floa
         warm_ups: list = []
         opened: list = []
         records: list = []
-        # Per level: when it ran on the accelerator sampler's clock (s), and the server's metrics.
+        # Per level: when its timed requests ran on the accelerator sampler's clock (s, after its
+        # warm-ups), and the server's metrics.
         spans, metrics = [], []
         for index, level in enumerate(config["levels"]):
-            began = time.perf_counter()
-            level_records, level_metrics = run_level(
+            level_records, level_metrics, (began, ended) = run_level(
                 config, level, warm_ups, opened, requests[index] if requests is not None else None
             )
             records += level_records
-            spans.append([round(began - clock, 3), round(time.perf_counter() - clock, 3)])
+            spans.append([round(began - clock, 3), round(ended - clock, 3)])
             metrics.append(level_metrics)
         result = result_of(
             config, load_before, usage0, wall0, sum(opened), warm_ups[0] if warm_ups else None, records, warm_ups
@@ -705,6 +719,9 @@ class AcceleratorSampler:
         else:
             self.problem = "no nvidia-smi or neuron-monitor on the host"
             return self
+        if shutil.which("stdbuf"):
+            # Each reading as the tool prints it, not held in its pipe's buffer: it is timed on arrival.
+            command = ["stdbuf", "-oL", *command]
         try:
             self.process = subprocess.Popen(
                 command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True
@@ -816,9 +833,10 @@ def read_requests(path: str, config: dict) -> list:
     each a request (`body`: the chat-completions body; `stamp`: what the workload asked of it) or
     a `conversation` of such requests, each turn's body holding its own user message only."""
     try:
-        with open(path) as file:
-            data = json.load(file)
-    except (OSError, ValueError) as error:
+        with open(path, "rb") as file:
+            raw = file.read()
+        data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    except (OSError, ValueError, EOFError) as error:
         bad_config(f"--requests {path}: not a JSON file ({first_line(error)})")
     levels = data.get("levels") if isinstance(data, dict) else None
     if not isinstance(levels, list) or len(levels) != len(config.get("levels") or []):

@@ -9,9 +9,9 @@ a level of long prompts; the kit fetches them and sends them as given, a convers
 after another with the answers so far. The planned levels of an input length go in one Run
 Command; each step of a capacity search is one command, since the next step depends on it.
 
-The kit reads the server's own `/metrics` on the host's loopback during each level and the
-accelerator's use throughout; both are cut per level here and kept beside the level, as the
-tunnel row keeps its metrics. Each level is graded on the same objectives. A server that is not
+The kit reads the server's own `/metrics` on the host's loopback during the level and the
+accelerator's use throughout; the accelerator's readings are cut to the level's timed requests
+here, and both are kept beside the level, as the tunnel row keeps its metrics. Each level is graded on the same objectives. A server that is not
 ready is one line and no row; a command that fails is its one line for every level not yet
 measured, and the other backends go on.
 """
@@ -104,8 +104,8 @@ class HostRun(BackendRun):
                     self.search(None, length)
         except NotInRegion as line:
             if not self.added:
-                console.print(f"[yellow]note:[/yellow] {line}")
-                self.evidence.notice(str(line))
+                console.print(f"[yellow]note:[/yellow] {self.backend.name}: {line}")
+                self.evidence.notice(f"{self.backend.name}: {line}")
                 del self.evidence.data["workload_backends"][self.row]
                 return
             self.fail_all(str(line))
@@ -113,35 +113,34 @@ class HostRun(BackendRun):
             self.fail_all(str(error) if isinstance(error, RunnerError) else self.backend.explain(error))
 
     def measure_level(self, client, level: LoadLevel) -> dict[str, Any]:
-        return self.measure_levels(client, [level])[0]
-
-    def measure_levels(self, client, levels: list[LoadLevel]) -> list[dict[str, Any]]:
-        """The levels in one Run Command: their requests built here, sent by the kit on the host."""
-        if not levels:
-            return []
+        """One level in one Run Command (a command that fails or times out loses that level only):
+        its requests built here, sent by the kit on the host, its records and readings kept."""
         plan, backend = self.plan, self.backend
-        units = [self.requests_for(level) for level in levels]
-        bodies = {"levels": [[unit_json(unit, backend.model_id) for unit in level] for level in units]}
+        units = self.requests_for(level)
+        if not plan.workload.synthetic:
+            # A dataset's prompts once each: the kit sends request i as unit i modulo their number.
+            units = units[: len(plan.workload.fixed)]
         if self.tunnel.metrics_url:
             self.info["metrics"] = f"{kit_metrics(backend)['url']} on the server's host"
         config = {
             "repeats": 1,
             "timeout_s": plan.timeout_s,
             "warm_up": kit_warm_up(),
-            "levels": [level.to_json() for level in levels],
+            "levels": [level.to_json()],
             "seed": plan.seed,
             "metrics": kit_metrics(backend) if self.tunnel.metrics_url else None,
         }
+        bodies = {"levels": [[unit_json(unit, backend.model_id) for unit in units]]}
         (outcome,) = run_in_region(
             [backend],
             config,
-            repeats=sum(requests_sent(level, u) for level, u in zip(levels, units, strict=True)),
+            repeats=requests_sent(level, units),
             timeout_s=plan.timeout_s,
             on_line=lambda line: console.print(f"[dim]{line}[/dim]"),
             requests={backend.name: json.dumps(bodies, separators=(",", ":")).encode()},
         )
         if isinstance(outcome, str):
-            raise NotInRegion(outcome)
+            raise NotInRegion(outcome.removeprefix(f"{backend.name}: "))
         self.evidence.data.setdefault("in_region", []).append(outcome.to_json())
         if not self.added:
             add_host_entry(outcome, self.evidence, accelerator=False)
@@ -150,22 +149,18 @@ class HostRun(BackendRun):
             raise RunnerError(outcome.problem.removeprefix(f"{backend.name}: "))
         result = outcome.result or {}
         self.evidence.data.setdefault("warm_up", []).extend(kit_record(w, self.row) for w in result["warm_ups"])
-        spans = result.get("level_spans") or [[0.0, 0.0]] * len(levels)
-        metrics = result.get("server_metrics") or [None] * len(levels)
-        summaries = []
-        for index, level in enumerate(levels):
-            rows = [
-                kit_record(r, self.row) for r in result["records"] if (r.get("level") or {}).get("label") == level.label
-            ]
-            readings: dict[str, Any] = {"accelerator": accelerator_within(result.get("accelerator"), spans[index])}
-            if metrics[index] is not None:
-                readings["server_metrics"] = server_metrics_of(metrics[index])
-            summaries.append(self.keep_level(level, rows, readings))
-        return summaries
+        (span,) = result.get("level_spans") or [[0.0, 0.0]]
+        (metrics,) = result.get("server_metrics") or [None]
+        readings: dict[str, Any] = {"accelerator": accelerator_within(result.get("accelerator"), span)}
+        if metrics is not None:
+            readings["server_metrics"] = server_metrics_of(metrics)
+        return self.keep_level(level, [kit_record(r, self.row) for r in result["records"]], readings)
 
 
-def bench_workload_in_region(tunnel: BackendRun, advance: Advance) -> None:
+def bench_workload_in_region(tunnel: BackendRun, advance: Advance) -> bool:
     """The in-region row of a server whose tunnel row was just measured (a backend the kit cannot
-    run on was refused before anything was measured)."""
+    run on was refused before anything was measured); False when it got no row at all."""
     assert no_instance_reason(tunnel.backend) is None
-    HostRun(tunnel, advance).run()
+    host = HostRun(tunnel, advance)
+    host.run()
+    return host.added

@@ -173,7 +173,10 @@ class BackendRun:
         output = workload.output_tokens or self.plan.max_tokens
         per_chunk = self.supports.usage_per_chunk
         if not workload.synthetic:
-            fixed = [workload.fixed[i % len(workload.fixed)] for i in range(count)]
+            # Taken on from where the last level stopped (a prompt comes round again only once
+            # the whole dataset has been sent).
+            first, self.built = self.built, self.built + count
+            fixed = [workload.fixed[(first + i) % len(workload.fixed)] for i in range(count)]
             return [
                 ChatRequest(
                     t.prompt,

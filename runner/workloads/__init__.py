@@ -139,14 +139,17 @@ def synthetic_turns(
     workload: Workload, input_tokens: int, count: int, output_tokens: int, counter: TokenCounter, first: int = 0
 ) -> list[Turn]:
     """`count` requests of `input_tokens` (or around it) on the backend's count: unique text after an
-    optional shared prefix (`prefix_tokens`, one of `prefixes`). `first` is the number of requests
-    already built for this backend: every request of a run has text of its own, so no level is
-    served from an earlier level's prompts in the server's prefix cache."""
+    optional shared prefix (`prefix_tokens`, one of `prefixes`, the same for the whole run: the
+    server computes each once). `first` is the number of requests already built for this backend:
+    every request of a run has text of its own, so no level is served from an earlier level's
+    prompts in the server's prefix cache."""
     seed = workload.seed * 1_000_003 + first
     prefixes = [
         fit(workload.prefix_tokens, counter, seed=10_000 + k)[0] + "\n\n" for k in range(workload.prefixes)
     ] if workload.prefix_tokens else [""]  # fmt: skip
-    lengths = workload.lengths(input_tokens, count, seed)
+    # The lengths from the workload's seed alone: a level of the same size draws the same lengths
+    # wherever it is measured from (the tunnel and the server's host), only the text is new.
+    lengths = workload.lengths(input_tokens, count, workload.seed)
     turns: list[Turn] = []
     for index, length in enumerate(lengths):
         lead = prefixes[index % len(prefixes)]

@@ -257,7 +257,10 @@ def test_a_server_reads_the_one_kit_object_and_reads_and_writes_under_its_own_pr
     assert actions(sids["WriteInRegionEvidence"]) == ["s3:PutObject"]
     assert render_join(sids["WriteInRegionEvidence"]["Resource"]) == f"<{logical_id(bench.bucket)}.Arn>/in-region/g6/*"
     assert actions(sids["ReadInRegionRequests"]) == ["s3:GetObject"]
-    assert render_join(sids["ReadInRegionRequests"]["Resource"]) == f"<{logical_id(bench.bucket)}.Arn>/in-region/g6/*"
+    assert (
+        render_join(sids["ReadInRegionRequests"]["Resource"])
+        == f"<{logical_id(bench.bucket)}.Arn>/in-region/g6/*/requests.json.gz"
+    )
     assert [s.get("Sid") for s in found] == ["ReadTheBenchKit", "WriteInRegionEvidence", "ReadInRegionRequests"]
 
 

@@ -91,7 +91,7 @@ def test_each_role_reads_the_one_kit_object_and_reads_and_writes_under_its_own_p
     # A workload's request bodies come in through the same prefix (the runner puts them there).
     fetch = statements["ReadInRegionRequests"]
     assert fetch["Action"] == "s3:GetObject" and fetch["Effect"] == "Allow"
-    assert render_join(fetch["Resource"]) == f"<{bucket_id}.Arn>/in-region/{backend}/*"
+    assert render_join(fetch["Resource"]) == f"<{bucket_id}.Arn>/in-region/{backend}/*/requests.json.gz"
     # Nothing else of the role touches the evidence bucket: no list, no delete, no other prefix;
     # its other S3 statements are the app's store's (weights and compiled graphs, inference_constructs/region_store.py).
     s3 = [s for s in role_statements(template, backend) if "s3:" in json.dumps(s["Action"])]

@@ -76,7 +76,7 @@ def test_the_kit_sends_a_workloads_bodies_and_conversations_as_the_load_engine_d
     units = workload_units()
     with FakeOpenAI([text(OCEAN, first_token_delay_s=0.02)]) as ours, FakeOpenAI([text(OCEAN)]) as theirs:
         warm_ups: list = []
-        records, metrics = kit["run_level"](
+        records, metrics, _ = kit["run_level"](
             kit_config(ours.url, 1, seed=3), level.to_json(), warm_ups, [], [unit_json(u, "fake-model") for u in units]
         )
         runners = asyncio.run(runner_level(f"{theirs.url}/v1", level, units))
@@ -105,7 +105,7 @@ def test_the_kit_reads_the_servers_metrics_on_the_host_as_the_tunnel_rows_sample
     with known_server(ttft=0.02, rate=100.0, tokens=500, max_running=1) as server:
         settings = {"url": f"{server.url}/metrics", "names": metric_names(), "every_s": 0.1}
         warm_ups: list = []
-        records, metrics = kit["run_level"](
+        records, metrics, _ = kit["run_level"](
             kit_config(server.url, 1, metrics=settings), level.to_json(), warm_ups, [],
             [unit_json(u, known.MODEL) for u in units],
         )  # fmt: skip
@@ -172,7 +172,7 @@ def test_a_workload_sweep_runs_on_the_servers_own_host_graded_on_the_same_object
     for command in commands:
         script = "\n".join(command["Parameters"]["commands"])
         assert f"s3://{EVIDENCE_BUCKET.format(region='us-east-1')}/in-region/g6/" in script
-        assert '--requests "$work/requests.json"' in script
+        assert '--requests "$work/requests.json.gz"' in script
     # Every prompt sent was new: the host row is not served from the tunnel row's prefix cache.
     timed = [words for words in seen if len(words) > 5]
     assert len(timed) == 12 and len({tuple(w) for w in timed}) == 12
@@ -327,4 +327,78 @@ def test_a_kit_deployed_before_workloads_in_the_region_is_told_to_redeploy(aws, 
     error = host[0]["error"]
     assert "unrecognized arguments: --requests" in error and error.endswith(
         "the stack's bench kit is older than this runner: redeploy its stack (python -m runner.up)"
+    )
+
+
+def test_a_datasets_prompts_are_taken_on_from_where_the_tunnel_row_stopped(aws, tmp_path):
+    """Five prompts, three requests a row: the tunnel row sends the first three, the host row the
+    fourth, the fifth and then the first again (the dataset comes round only once it is spent),
+    and the bodies go once each."""
+    prompts = [f"prompt number {n} of the users own file" for n in range(1, 6)]
+    dataset = tmp_path / "prompts.jsonl"
+    dataset.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts))
+    with known_server(ttft=0.02, rate=200.0, tokens=500, prefix_cache=True) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={})
+        code, evidence = run_bench(
+            tmp_path, outputs, "--dataset", str(dataset), "--output-tokens", "4", "--repeats", "3",
+            "--backends", "g6", "--forward", f"g6={port}",
+        )  # fmt: skip
+        sent = [" ".join(words) for words in server.server.seen if len(words) > 1]
+    assert code == 0, [r.stderr for r in aws.runs]
+    assert sent == [prompts[0], prompts[1], prompts[2], prompts[3], prompts[4], prompts[0]]
+    host = [r for r in evidence["records"] if r["backend"] == "g6@host"]
+    assert [r["ok"] for r in host] == [True] * 3 and all(r["output_tokens"] == 4 for r in host)
+
+
+def test_nothing_of_a_run_stays_in_the_bucket_when_its_command_cannot_be_sent(aws, tmp_path, monkeypatch):
+    from botocore.exceptions import ClientError
+
+    from runner.cloud.reach import in_region
+
+    def refused(run, ssm, execution_timeout):
+        raise ClientError(
+            {"Error": {"Code": "InvalidInstanceId", "Message": "Instances not in a valid state"}}, "SendCommand"
+        )
+
+    monkeypatch.setattr(in_region, "send", refused)
+    with known_server(ttft=0.02, rate=200.0, tokens=500) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={})
+        code, evidence = run_bench(
+            tmp_path, outputs, "--input-tokens", "40", "--output-tokens", "4", "--repeats", "2",
+            "--backends", "g6", "--forward", f"g6={port}",
+        )  # fmt: skip
+    assert code == 0 and [b["name"] for b in evidence["backends"]] == ["g6"]
+    (line,) = [n for n in evidence["notices"] if n.startswith("g6: not run in the region")]
+    assert "InvalidInstanceId" in line
+    listed = boto3.client("s3", region_name="us-east-1").list_objects_v2(
+        Bucket=EVIDENCE_BUCKET.format(region="us-east-1")
+    )
+    assert listed.get("KeyCount", 0) == 0  # the uploaded bodies went too
+
+
+def test_a_role_that_cannot_read_the_requests_is_told_to_redeploy(aws, tmp_path, monkeypatch):
+    """A stack from before workloads in the region: its instance role has no s3:GetObject on its
+    prefix (moto does not enforce IAM, so here the object is simply not there: the same failed copy)."""
+    from runner.cloud.reach import in_region
+
+    def not_readable(run, s3):
+        run.uploaded = True
+
+    monkeypatch.setattr(in_region, "upload_requests", not_readable)
+    with known_server(ttft=0.02, rate=200.0, tokens=500) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={})
+        code, evidence = run_bench(
+            tmp_path, outputs, "--input-tokens", "40", "--output-tokens", "4", "--repeats", "2",
+            "--backends", "g6", "--forward", f"g6={port}",
+        )  # fmt: skip
+    assert code == 0
+    (run,) = evidence["in_region"]
+    assert (run["status"], run["response_code"]) == ("Failed", in_region.NO_REQUESTS_EXIT)
+    error = next(r["error"] for r in evidence["records"] if r["backend"] == "g6@host")
+    assert in_region.NO_REQUESTS in error
+    assert error.endswith(
+        "the instance role may predate workloads in the region: redeploy its stack (python -m runner.up)"
     )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gzip
 import json
 import secrets
 import shlex
@@ -48,11 +49,18 @@ EXECUTION_TIMEOUT_MAX_S = 172800
 # Delayed, Cancelling).
 FINAL_STATES = frozenset({"Success", "Failed", "Cancelled", "TimedOut"})
 RESULT_FILE = "result.json"
-# A workload's request bodies (more than SendCommand's parameters carry), put beside the result.
-REQUESTS_FILE = "requests.json"
+# A workload's request bodies (more than SendCommand's parameters carry), gzipped JSON put beside
+# the result; the only object of the folder the instance's role may read.
+REQUESTS_FILE = "requests.json.gz"
+# What the commands print when that object cannot be read (an instance role from before workloads
+# in the region has no s3:GetObject on it), and exit with.
+NO_REQUESTS = "bench kit: the run's requests could not be read"
+NO_REQUESTS_EXIT = 3
 # The suffix of the bench table's second row of each server: measured on the server's own host.
 ROW_SUFFIX = "@host"
 REDEPLOY = "redeploy its stack (python -m runner.up)"
+# Seconds the upload of a workload's bodies may take (a managed upload, in parts, with retries).
+UPLOAD_TIMEOUT_S = 300
 # Seconds between GetCommandInvocation polls (tests set it lower).
 POLL_S = 2.0
 # What the failure line keeps of a failed command's output.
@@ -102,11 +110,13 @@ def kit_commands(output: Any, run_prefix: str, config: dict[str, Any], requests:
     destination = shlex.quote(f"{folder}{RESULT_FILE}")
     fetch_requests = [
         f'aws s3 cp --only-show-errors --region {region} {shlex.quote(folder + REQUESTS_FILE)} "$work/{REQUESTS_FILE}"'
+        f" || {{ echo {shlex.quote(NO_REQUESTS)} >&2; exit {NO_REQUESTS_EXIT}; }}"
     ]
     return [
         "set -eu",
-        # The AWS CLI as the boot script installed it (a snap on a bare image).
-        'export PATH="$PATH:/usr/local/bin:/snap/bin"',
+        # The AWS CLI as the boot script installed it (a snap on a bare image), and the Neuron
+        # tools where the Neuron DLAMI puts them (aws-neuronx-tools: neuron-monitor).
+        'export PATH="$PATH:/usr/local/bin:/snap/bin:/opt/aws/neuron/bin"',
         'work=$(mktemp -d "${TMPDIR:-/tmp}/inference-bench.XXXXXX")',
         "trap 'rm -rf \"$work\"' EXIT",
         f'aws s3 cp --only-show-errors --region {region} {shlex.quote(output.bench_kit)} "$work/kit.zip"',
@@ -133,8 +143,10 @@ class Run:
     result: dict[str, Any] | None = None
     # True once the run's objects were deleted from the bucket (their content is in the evidence).
     deleted: bool = False
-    # The workload's request bodies the kit fetches (None: the config's own prompt).
+    # The workload's request bodies the kit fetches (None: the config's own prompt), and whether
+    # they were put in the bucket (then the run's folder is emptied however the run ends).
     requests: bytes | None = None
+    uploaded: bool = False
 
     @property
     def output(self) -> Any:
@@ -188,13 +200,18 @@ def prepare(backend: Backend, config: dict[str, Any], ssm: Any) -> Run | str:
 
 
 def upload_requests(run: Run, s3: Any) -> None:
-    """The workload's bodies into the run's folder, where the instance's role may read them."""
-    s3.put_object(
-        Bucket=run.output.evidence_bucket,
-        Key=f"{run.run_prefix}{REQUESTS_FILE}",
-        Body=run.requests,
-        ContentType="application/json",
+    """The workload's bodies into the run's folder, where the instance's role may read them
+    (gzipped: a level of long prompts is tens of megabytes of JSON; boto3's managed upload goes in
+    parts and retries them)."""
+    import io
+
+    s3.upload_fileobj(
+        io.BytesIO(gzip.compress(run.requests or b"")),
+        run.output.evidence_bucket,
+        f"{run.run_prefix}{REQUESTS_FILE}",
+        ExtraArgs={"ContentType": "application/gzip"},
     )
+    run.uploaded = True
 
 
 def send(run: Run, ssm: Any, execution_timeout: int) -> None:
@@ -239,8 +256,11 @@ def failure_line(run: Run) -> str:
     line = f"{run.backend.name}: the in-region command {status}{exit_part} on {run.instance_id}" + (
         f": {tail}" if tail else ": no output"
     )
-    # argparse's words when the stack's kit is older than the runner (a workload's --requests).
-    if "unrecognized arguments" in text:
+    # A stack deployed before workloads in the region: its role cannot read the requests (403), or
+    # its kit does not take them (argparse's words).
+    if NO_REQUESTS in text:
+        line += f"; the instance role may predate workloads in the region: {REDEPLOY}"
+    elif "unrecognized arguments" in text:
         line += f"; the stack's bench kit is older than this runner: {REDEPLOY}"
     return line
 
@@ -294,18 +314,22 @@ def run_in_region(
         return clients[region]
 
     for backend in backends:
+        prepared: Run | str | None = None
         try:
             prepared = prepare(backend, config, ssm_for(backend.output.region))
             if isinstance(prepared, Run):
                 if requests and backend.name in requests:
                     prepared.requests = requests[backend.name]
-                    upload_requests(prepared, boto_client("s3", backend.output.region, 30))
+                    upload_requests(prepared, boto_client("s3", backend.output.region, UPLOAD_TIMEOUT_S))
                 send(prepared, ssm_for(backend.output.region), execution_timeout)
                 say(f"{backend.name}: in-region bench sent to {prepared.instance_id} ({prepared.command_id})")
         except Exception as error:  # one server's refusal never stops the others
+            if isinstance(prepared, Run):
+                empty_folder(prepared)
             prepared = f"{backend.name}: not run in the region: {describe(error)}"
         outcomes.append(prepared)
-    pending = [o for o in outcomes if isinstance(o, Run)]
+    runs = [o for o in outcomes if isinstance(o, Run)]
+    pending = list(runs)
     deadline = time.monotonic() + DELIVERY_TIMEOUT_S + execution_timeout + 60
     try:
         while pending:
@@ -314,6 +338,7 @@ def run_in_region(
                     ended = poll(run, ssm_for(run.output.region))
                 except Exception as error:
                     run.problem = f"{run.backend.name}: could not follow its in-region command: {describe(error)}"
+                    cancel(run, ssm_for(run.output.region))  # no kit left loading a server unwatched
                     ended = True
                 if ended:
                     pending.remove(run)
@@ -323,28 +348,41 @@ def run_in_region(
                         f"{run.backend.name}: the in-region command {run.command_id} had not ended "
                         f"{DELIVERY_TIMEOUT_S + execution_timeout + 60} s after it was sent"
                     )
+                    cancel(run, ssm_for(run.output.region))
                 break
             if pending:
                 time.sleep(POLL_S if poll_s is None else poll_s)
     except KeyboardInterrupt:
         for run in pending:
             cancel(run, ssm_for(run.output.region))
+        for run in runs:
+            empty_folder(run)
         raise
-    for run in (o for o in outcomes if isinstance(o, Run)):
-        if run.problem or run.invocation.get("Status") != "Success":
-            run.problem = run.problem or failure_line(run)
-            if run.requests is not None:  # its bodies go too (the lifecycle rule is the fallback)
-                with contextlib.suppress(Exception):
-                    discard(run, boto_client("s3", run.output.region, 30))
-            continue
+    for run in runs:
         try:
-            read_back(run, boto_client("s3", run.output.region, 30))
-        except Exception as error:
-            run.problem = (
-                f"{run.backend.name}: the in-region command succeeded but its result "
-                f"s3://{run.output.evidence_bucket}/{run.result_key} could not be read: {describe(error)}"
-            )
+            if run.problem or run.invocation.get("Status") != "Success":
+                run.problem = run.problem or failure_line(run)
+                continue
+            try:
+                read_back(run, boto_client("s3", run.output.region, 30))
+            except Exception as error:
+                run.problem = (
+                    f"{run.backend.name}: the in-region command succeeded but its result "
+                    f"s3://{run.output.evidence_bucket}/{run.result_key} could not be read: {describe(error)}"
+                )
+        finally:
+            # Whatever happened, nothing of the run stays in the bucket (cdk destroy deletes only
+            # an empty one; the lifecycle rule is the fallback).
+            empty_folder(run)
     return outcomes
+
+
+def empty_folder(run: Run) -> None:
+    """The run's objects deleted, best effort, unless they already are (or none was ever put)."""
+    if run.deleted or not (run.uploaded or run.command_id):
+        return
+    with contextlib.suppress(Exception):
+        discard(run, boto_client("s3", run.output.region, 30))
 
 
 def cancel(run: Run, ssm: Any) -> None:
