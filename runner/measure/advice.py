@@ -53,6 +53,7 @@ from runner.cloud.pricing import (
 )
 from runner.core.errors import RunnerError
 from runner.core.stats import median, percentile
+from runner.figures.latency import time_per_output_token
 from runner.measure.costing import (
     ASYNC_IDLE_TAIL_S,
     PAYLOAD_BYTES_PER_TOKEN,
@@ -65,7 +66,6 @@ from runner.measure.costing import (
     max_instances,
     provenance,
 )
-from runner.measure.latency import time_per_output_token
 
 # Business hours: 09:00-17:00 carry every request; spiky: two one-hour spikes (09:00 and 14:00)
 # each as heavy as eleven ordinary hours over a flat base, so each spike is a quarter of the day.
@@ -217,8 +217,8 @@ class Measured:
 
 
 def _points(records: list[dict[str, Any]], output_tokens: int) -> list[Point]:
+    from runner.figures.levels import level_groups
     from runner.measure.costing import level_figures
-    from runner.measure.levels import level_groups
 
     points = []
     for (_, label), group in level_groups({"records": records}).items():

@@ -147,7 +147,7 @@ def is_cold(record: dict[str, Any]) -> bool:
 
 def level_figures(label: str, records: list[dict[str, Any]]) -> LevelFigures | None:
     """One level's figures from its warm records (cold starts left out); None when none succeeded."""
-    from runner.measure.levels import level_summary
+    from runner.figures.levels import level_summary
 
     warm = [r for r in records if not is_cold(r)]
     done = [r for r in warm if r.get("ok")]
@@ -184,7 +184,7 @@ def level_figures(label: str, records: list[dict[str, Any]]) -> LevelFigures | N
 
 def load_levels(evidence: dict[str, Any]) -> dict[str, list[LevelFigures]]:
     """Per backend and load level: its figures (see `level_figures`)."""
-    from runner.measure.levels import level_groups
+    from runner.figures.levels import level_groups
 
     levels: dict[str, list[LevelFigures]] = defaultdict(list)
     for (backend, label), records in level_groups(evidence).items():

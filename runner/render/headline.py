@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from runner.core.stats import median
-from runner.measure.levels import level_groups, level_summary
+from runner.figures.levels import level_groups, level_summary
 from runner.measure.load import CLOSED
 from runner.render.tables import add_columns, models
 
