@@ -25,11 +25,10 @@ from catalog.prices import PRICING_API_REGION
 from runner.cli.options import add_aws_switch, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import boto_client, credentials_configured
-from runner.cloud.pricing import PriceList, price_all, price_request
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
-from runner.measure.costing import (
+from runner.costing.measured import (
     bedrock_reference_request,
     catalog_backends,
     cost_rows,
@@ -37,6 +36,7 @@ from runner.measure.costing import (
     second_instance,
     split_quality,
 )
+from runner.costing.prices import PriceList, price_all, price_request
 from runner.render.tables import print_report
 
 

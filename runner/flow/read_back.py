@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.cloud.billing import Billing
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
+from runner.costing.billing_now import Billing
 
 
 def read_command(path: Path, command: str) -> dict[str, Any]:

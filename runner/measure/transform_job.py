@@ -11,11 +11,11 @@ from typing import Any
 from catalog.prices import SAGEMAKER
 from runner.cloud.aws import boto_client
 from runner.cloud.jobs import batch_transform
-from runner.cloud.pricing import PriceRequest, price_all, price_request
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError, as_fault, describe
 from runner.core.evidence import Evidence
+from runner.costing.prices import PriceRequest, price_all, price_request
 from runner.measure.sagemaker import batch_records
 
 

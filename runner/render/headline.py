@@ -249,7 +249,7 @@ def cost_evidence_rows(path: Path, data: Evidence) -> list[Row]:
 
 def priced_rows(sources: list[Source]) -> dict[tuple[str, str], tuple[list[dict[str, Any]], str]]:
     """Per (bench evidence file name, backend): its cost rows, in the shape `runner.cost` keeps them
-    (`runner.measure.costing.cost_rows`), and where they came from. Cost evidence given to the
+    (`runner.costing.measured.cost_rows`), and where they came from. Cost evidence given to the
     report wins; bench evidence it does not cover is priced here at the offline prices."""
     priced: dict[tuple[str, str], tuple[list[dict[str, Any]], str]] = {}
     for path, data in sources:
@@ -270,8 +270,8 @@ def priced_rows(sources: list[Source]) -> dict[tuple[str, str], tuple[list[dict[
 
 def offline_cost_rows(path: Path, data: Evidence) -> list[dict[str, Any]]:
     """`runner.cost --offline` of one bench evidence file, without writing evidence."""
-    from runner.cloud.pricing import price_all
-    from runner.measure.costing import bedrock_reference_request, cost_rows, evidence_price_requests
+    from runner.costing.measured import bedrock_reference_request, cost_rows, evidence_price_requests
+    from runner.costing.prices import price_all
 
     prices, _ = price_all([*evidence_price_requests(data), bedrock_reference_request()], None)
     return cost_rows(str(path), data, prices)

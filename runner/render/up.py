@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from catalog.boot import PHASES
-from runner.cloud import billing
+from runner.costing import billing_now
 
 # How a step that took its fast way says so (server_scripts): anything else is a fallback.
 FAST = ("instance store", "the region's mirror", "copied from s3://", "streamed by the engine", "restored from",
@@ -72,4 +72,4 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             slow_ways(record),
         )
     out.print(table)
-    billing.render(evidence.get("billing") or [], out, evidence.get("config", {}).get("expires_at"))
+    billing_now.render(evidence.get("billing") or [], out, evidence.get("config", {}).get("expires_at"))

@@ -11,8 +11,8 @@ from botocore.exceptions import ClientError
 from catalog.backends import Billing as BillingModel
 from catalog.contract import APP_TAG
 from catalog.serving import serving
-from runner.cloud.billing import Billing, endpoint_billing
 from runner.cloud.bring_up.watch.common import FAILED, READY, TIMEOUT, Watch, iso, minutes_between
+from runner.costing.billing_now import Billing, endpoint_billing
 
 
 class EndpointWatch(Watch):

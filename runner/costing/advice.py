@@ -44,17 +44,9 @@ from typing import Any
 from catalog.backends import Billing
 from catalog.prices import DAYS_PER_MONTH, HOURS_PER_MONTH, MODEL_IMPORT_WINDOW_MINUTES, Price
 from catalog.serving import serving
-from runner.cloud.pricing import (
-    PriceRequest,
-    batch_price_request,
-    price_request,
-    priced_kind,
-    serverless_memory_mb,
-)
 from runner.core.errors import RunnerError
 from runner.core.stats import median, percentile
-from runner.figures.latency import time_per_output_token
-from runner.measure.costing import (
+from runner.costing.measured import (
     ASYNC_IDLE_TAIL_S,
     PAYLOAD_BYTES_PER_TOKEN,
     batch_backend,
@@ -63,9 +55,19 @@ from runner.measure.costing import (
     cold_records,
     custom_model_units,
     is_cold,
+    level_figures,
     max_instances,
     provenance,
 )
+from runner.costing.prices import (
+    PriceRequest,
+    batch_price_request,
+    price_request,
+    priced_kind,
+    serverless_memory_mb,
+)
+from runner.figures.latency import time_per_output_token
+from runner.figures.levels import level_groups
 
 # Business hours: 09:00-17:00 carry every request; spiky: two one-hour spikes (09:00 and 14:00)
 # each as heavy as eleven ordinary hours over a flat base, so each spike is a quarter of the day.
@@ -217,9 +219,6 @@ class Measured:
 
 
 def _points(records: list[dict[str, Any]], output_tokens: int) -> list[Point]:
-    from runner.figures.levels import level_groups
-    from runner.measure.costing import level_figures
-
     points = []
     for (_, label), group in level_groups({"records": records}).items():
         figures = level_figures(label, group)

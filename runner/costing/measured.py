@@ -40,7 +40,10 @@ from catalog.prices import (
     Price,
 )
 from catalog.serving import UNKNOWN, serving
-from runner.cloud.pricing import (
+from runner.core.errors import RunnerError
+from runner.core.evidence import accuracy_by_backend, load
+from runner.core.stats import median, percentile
+from runner.costing.prices import (
     REFERENCE_BEDROCK,
     PriceRequest,
     batch_price_request,
@@ -51,9 +54,7 @@ from runner.cloud.pricing import (
     priced_kind,
     usd_per_million_output,
 )
-from runner.core.errors import RunnerError
-from runner.core.evidence import accuracy_by_backend, load
-from runner.core.stats import median, percentile
+from runner.figures.levels import level_groups, level_summary
 
 COST_COMMANDS = ("bench", "batch")
 # Serverless data processed: request and response bodies, taken as 4 bytes per prompt and output
@@ -147,8 +148,6 @@ def is_cold(record: dict[str, Any]) -> bool:
 
 def level_figures(label: str, records: list[dict[str, Any]]) -> LevelFigures | None:
     """One level's figures from its warm records (cold starts left out); None when none succeeded."""
-    from runner.figures.levels import level_summary
-
     warm = [r for r in records if not is_cold(r)]
     done = [r for r in warm if r.get("ok")]
     if not done:
@@ -184,8 +183,6 @@ def level_figures(label: str, records: list[dict[str, Any]]) -> LevelFigures | N
 
 def load_levels(evidence: dict[str, Any]) -> dict[str, list[LevelFigures]]:
     """Per backend and load level: its figures (see `level_figures`)."""
-    from runner.figures.levels import level_groups
-
     levels: dict[str, list[LevelFigures]] = defaultdict(list)
     for (backend, label), records in level_groups(evidence).items():
         figures = level_figures(label, records)
