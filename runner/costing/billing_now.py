@@ -15,7 +15,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from catalog.prices import EC2, GP3_BASELINE_MBS, SAGEMAKER, offline_price, raised_throughput_usd_per_hour
+from catalog.prices import EC2, GP3_BASELINE_MBS, SAGEMAKER, offline_price
+from runner.costing.arithmetic import with_raised_throughput
 
 
 @dataclass
@@ -49,10 +50,10 @@ def instance_billing(
     """The instance, and its root volume's gp3 throughput where the app raised it (its storage is
     not priced here, as the survey did not price it)."""
     price, note = hourly(EC2, instance_type, region)
-    extra = raised_throughput_usd_per_hour(throughput_mbs)
-    if extra and price is not None:
-        price = round(price + extra, 4)
-        note = f"{note}; + ${extra}/h for the root volume's {throughput_mbs} MB/s of gp3 throughput"
+    raised = None if price is None else with_raised_throughput(price, throughput_mbs)
+    if raised is not None:
+        price, extra = raised
+        note = f"{note}; {extra}"
     return Billing(backend, region, f"{instance_type} instance {instance_id}", price, note)
 
 

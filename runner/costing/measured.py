@@ -34,7 +34,6 @@ from catalog.prices import (
     BEDROCK,
     DEFAULT_CUSTOM_MODEL_UNITS,
     DEFAULT_CUSTOM_MODEL_UNITS_NOTE,
-    HOURS_PER_MONTH,
     MODEL_IMPORT_WINDOW_MINUTES,
     PRICING_API_REGION,
     Price,
@@ -43,23 +42,27 @@ from catalog.serving import UNKNOWN, serving
 from runner.core.errors import RunnerError
 from runner.core.evidence import accuracy_by_backend, load
 from runner.core.stats import median, percentile
+from runner.costing.arithmetic import (
+    bedrock_per_million_output,
+    breakeven_tok_s,
+    instance_seconds_usd,
+    model_import_windows_usd,
+    payload_gigabytes,
+    usd_per_million,
+    usd_per_million_output,
+    usd_per_month_24x7,
+)
 from runner.costing.prices import (
     REFERENCE_BEDROCK,
     PriceRequest,
     batch_price_request,
-    bedrock_per_million_output,
     bedrock_price_name,
-    breakeven_tok_s,
     price_request,
     priced_kind,
-    usd_per_million_output,
 )
 from runner.figures.levels import level_groups, level_summary
 
 COST_COMMANDS = ("bench", "batch")
-# Serverless data processed: request and response bodies, taken as 4 bytes per prompt and output
-# token (English text runs about 4 characters a token; the JSON envelope is left out).
-PAYLOAD_BYTES_PER_TOKEN = 4
 # After its last request an async instance keeps billing until scale-in: the target-tracking
 # scale-in alarm of Application Auto Scaling wants 15 one-minute datapoints below target.
 ASYNC_IDLE_TAIL_S = 15 * 60
@@ -297,21 +300,21 @@ def _base_row(source: str, evidence: dict[str, Any], backend: dict[str, Any], re
         "billed_by": request.item if request else None,
         "price": price.to_json() if price else None,
         "usd_per_hour": hourly,
-        "usd_per_month_24x7": hourly * HOURS_PER_MONTH
+        "usd_per_month_24x7": usd_per_month_24x7(hourly)
         if hourly and billing in (Billing.INSTANCE_HOURS, Billing.INSTANCE_HOURS_WHILE_RUNNING)
         else None,
     }
 
 
 def _per_million(usd: float, tokens: int) -> float | None:
-    return usd / tokens * 1_000_000 if tokens else None
+    return usd_per_million(usd, tokens) if tokens else None
 
 
 def serverless_level_cost(figures: LevelFigures, price: Price) -> tuple[float, float]:
     """(compute $, data $) of one level's warm requests: the sum of their end-to-end times at the
     price per second, and their payload (4 bytes per prompt and output token) at the price per GB."""
     compute = figures.e2e_sum_s * (price.usd_per_second or 0.0)
-    gigabytes = (figures.prompt_tokens + figures.output_tokens) * PAYLOAD_BYTES_PER_TOKEN / 1e9
+    gigabytes = payload_gigabytes(figures.prompt_tokens + figures.output_tokens)
     return compute, gigabytes * (price.usd_per_gb_processed or 0.0)
 
 
@@ -321,7 +324,7 @@ def model_import_level_cost(figures: LevelFigures, price: Price, units: int) -> 
     One model copy is assumed (CloudWatch's ModelCopy metric says how many ran)."""
     active = figures.duration_s if figures.duration_s else figures.e2e_sum_s
     windows = max(1, math.ceil(active / (MODEL_IMPORT_WINDOW_MINUTES * 60)))
-    return windows, windows * MODEL_IMPORT_WINDOW_MINUTES * units * (price.usd_per_unit_minute or 0.0)
+    return windows, model_import_windows_usd(windows, units, price.usd_per_unit_minute or 0.0)
 
 
 def level_rows(
@@ -400,7 +403,7 @@ def cold_rows(
         leave_s = median(v for v in leave if isinstance(v, int | float))
         measured = leave_s is not None
         leave_s = leave_s or 0.0
-        usd = (leave_s + ASYNC_IDLE_TAIL_S) / 3600 * price.usd_per_hour
+        usd = instance_seconds_usd(leave_s + ASYNC_IDLE_TAIL_S, 1, price.usd_per_hour)
         return [
             base
             | {
@@ -446,7 +449,7 @@ def batch_rows(source: str, evidence: dict[str, Any], prices: dict[PriceRequest,
             rows.append(row | {"note": "no price found"})
             continue
         count = job.get("instance_count") or 1
-        usd = (job.get("billable_s") or 0.0) / 3600 * count * price.usd_per_hour
+        usd = instance_seconds_usd(job.get("billable_s") or 0.0, count, price.usd_per_hour)
         row["usd_per_job"] = usd
         row["usd_per_million_output"] = _per_million(usd, job.get("output_tokens") or 0)
         row["basis"] = f"{job.get('billable_s')} billable s x {count} x ${price.usd_per_hour}/h" + (

@@ -13,16 +13,8 @@ import pytest
 from catalog.prices import BEDROCK, EC2, HOURS_PER_MONTH, SAGEMAKER, offline_price
 from runner import cost
 from runner.core.errors import RunnerError
-from runner.costing.prices import (
-    PriceList,
-    PriceRequest,
-    PricingError,
-    bedrock_per_million_output,
-    breakeven_tok_s,
-    lookup,
-    price_all,
-    usd_per_million_output,
-)
+from runner.costing.arithmetic import bedrock_per_million_output, breakeven_tok_s, usd_per_million_output
+from runner.costing.prices import PriceList, PriceRequest, PricingError, lookup, price_all
 from tests.runner.fake_pricing import FakePricing
 
 SURVEY = {  # backend: (instance type, $/hour, measured tok/s, its published $ per million)

@@ -247,7 +247,7 @@ def sagemaker_quota_name(backend: BackendConfig) -> tuple[str, int] | None:
 
 
 def price_of(backend: BackendConfig) -> tuple[float | None, str]:
-    """The offline hourly price of what the backend bills by the hour (pricing's one request per
+    """The offline hourly price of what the backend bills by the hour (prices' one request per
     kind), and what the price means under its billing model."""
     spec = backend.spec
     request = price_request({"kind": spec.kind.value, "region": backend.region,
