@@ -29,10 +29,9 @@ from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
 from runner.costing.measured import (
-    bedrock_reference_request,
     catalog_backends,
+    cost_price_requests,
     cost_rows,
-    evidence_price_requests,
     second_instance,
     split_quality,
 )
@@ -76,8 +75,7 @@ def run(argv: list[str] | None = None) -> int:
         why = "--offline" if args.offline else "--no-aws" if args.aws is False else "no AWS credentials configured"
         evidence.notice(f"prices from the offline table ({why})")
     groups = inputs or [("catalog", {"command": "bench", "backends": catalog_backends(), "records": []})]
-    requests = [r for _, data in groups for r in evidence_price_requests(data)]
-    requests.append(bedrock_reference_request())
+    requests = cost_price_requests([data for _, data in groups])
     price_list = PriceList(boto_client("pricing", PRICING_API_REGION, 30)) if use_api else None
     console.print(
         f"[dim]pricing {len(set(requests))} item(s) {'from the Pricing API' if use_api else 'offline'} …[/dim]"

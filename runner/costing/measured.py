@@ -57,6 +57,7 @@ from runner.costing.prices import (
     PriceRequest,
     batch_price_request,
     bedrock_price_name,
+    price_all,
     price_request,
     priced_kind,
 )
@@ -286,6 +287,19 @@ def evidence_price_requests(evidence: dict[str, Any]) -> list[PriceRequest]:
 
 def bedrock_reference_request() -> PriceRequest:
     return PriceRequest(BEDROCK, bedrock_price_name(REFERENCE_BEDROCK.model_id), PRICING_API_REGION)
+
+
+def cost_price_requests(evidences: list[dict[str, Any]]) -> list[PriceRequest]:
+    """Everything `cost_rows` needs priced for these evidence files: each one's backends or jobs,
+    and the Bedrock reference the break-even is taken against."""
+    return [*(r for evidence in evidences for r in evidence_price_requests(evidence)), bedrock_reference_request()]
+
+
+def offline_cost_rows(source: str, evidence: dict[str, Any]) -> list[dict[str, Any]]:
+    """`runner.cost --offline` of one bench or batch evidence file, without writing evidence: its
+    cost rows at the dated offline table's prices (the Pricing API is never asked)."""
+    prices, _ = price_all(cost_price_requests([evidence]), None)
+    return cost_rows(source, evidence, prices)
 
 
 def _base_row(source: str, evidence: dict[str, Any], backend: dict[str, Any], request, price) -> dict[str, Any]:
