@@ -1,4 +1,5 @@
-"""What is billing right now, and at what hourly list price: the table every `runner.up` ends with.
+"""What is billing right now, and at what hourly list price: the rows of the table every `runner.up`
+ends with (`runner.render.up` shows them).
 
 A server bills while its instance runs (pending, running, or shutting down) and a SageMaker
 endpoint while it exists in any state but Failed; a group held at zero and a waiting image bill
@@ -12,15 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from catalog.prices import EC2, GP3_BASELINE_MBS, SAGEMAKER, offline_price
 from runner.costing.arithmetic import with_raised_throughput
 
 
 @dataclass
-class Billing:
+class BillingNow:
+    """One thing billing now, at its hourly list price (None: not in the offline table)."""
+
     backend: str
     region: str
     what: str
@@ -46,7 +46,7 @@ def hourly(service: str, item: str, region: str) -> tuple[float | None, str]:
 
 def instance_billing(
     backend: str, region: str, instance_type: str, instance_id: str, throughput_mbs: int = GP3_BASELINE_MBS
-) -> Billing:
+) -> BillingNow:
     """The instance, and its root volume's gp3 throughput where the app raised it (its storage is
     not priced here, as the survey did not price it)."""
     price, note = hourly(EC2, instance_type, region)
@@ -54,29 +54,9 @@ def instance_billing(
     if raised is not None:
         price, extra = raised
         note = f"{note}; {extra}"
-    return Billing(backend, region, f"{instance_type} instance {instance_id}", price, note)
+    return BillingNow(backend, region, f"{instance_type} instance {instance_id}", price, note)
 
 
-def endpoint_billing(backend: str, region: str, instance_type: str, endpoint: str, status: str) -> Billing:
+def endpoint_billing(backend: str, region: str, instance_type: str, endpoint: str, status: str) -> BillingNow:
     price, note = hourly(SAGEMAKER, instance_type, region)
-    return Billing(backend, region, f"endpoint {endpoint} ({instance_type}, {status})", price, note)
-
-
-def render(rows: list[dict[str, Any]], out: Console, expires_at: str | None) -> None:
-    if not rows:
-        out.print("[green]nothing of this run is billing by the hour[/green]")
-    else:
-        table = Table(title="billing now (list prices)")
-        for column in ("backend", "region", "what", "$/h", "note"):
-            table.add_column(column, justify="right" if column == "$/h" else "left")
-        total = 0.0
-        for row in rows:
-            price = row.get("usd_per_hour")
-            total += price or 0.0
-            table.add_row(row["backend"], row["region"], row["what"], f"{price:.4f}" if price else "-", row["note"])
-        table.add_row("total", "", "", f"{total:.4f}", "")
-        out.print(table)
-    if expires_at:
-        out.print(
-            f"time-to-live: every server of this deploy goes to zero at {expires_at} (runner.up --extend H moves it)"
-        )
+    return BillingNow(backend, region, f"endpoint {endpoint} ({instance_type}, {status})", price, note)
