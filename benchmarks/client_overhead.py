@@ -65,7 +65,7 @@ def run_runner(url: str, streams: int, requests: int, scratch: Path) -> dict[str
             "--concurrency", str(streams), "--requests", str(requests), "--max-tokens", str(TOKENS),
             "--results-dir", str(results)]  # fmt: skip
     wall, cpu = timed_child(argv)
-    from runner.measure.levels import level_summary
+    from runner.figures.levels import level_summary
 
     (path,) = results.glob("*/bench-*.json")
     summary = level_summary(json.loads(path.read_text())["records"])

@@ -12,9 +12,13 @@ pyproject.toml):
 - `agent`: the Strands models, the agent's run under limits, grading, and the three agent
   tasks (the check's two questions, demo 1's counting, demo 2's orchestration).
 - `measure` and `servers` (independent of each other): timed requests and load levels (clients
-  per provider, one load engine, latency and level summaries, health waits, cost of a level);
-  the local servers (llama.cpp, the vLLM tier's CPU vLLM and its checkpoint).
+  per provider, one load engine, health waits); the local servers (llama.cpp, the vLLM tier's
+  CPU vLLM and its checkpoint).
 - `cloud`: talking to AWS: clients, the CDK CLI, stack outputs, readiness, port forwards,
-  image builds, bringing stacks up and watching servers, prices and billing, leftovers.
+  image builds, bringing stacks up and watching servers, leftovers.
+- `costing`: cost in one place: prices, what bills now, the cost of what was measured by its
+  billing model ($ per million tokens, break-even), and the advice's monthly arithmetic.
+- `figures`: figures from records: per-request latency, per-level summaries and goodput.
+- `workloads`: what a request holds: synthetic text of a chosen length, datasets, presets, objectives.
 - `core`: what everything shares: faults, evidence, statistics, backends, files, ports, the console.
 """

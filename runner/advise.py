@@ -3,7 +3,7 @@
 A workload (requests a day, their hourly shape, input and output tokens, a p95 latency bound, or
 a bench preset `--workload NAME` with its per-request objectives) is priced for a month on every
 option the bench and batch evidence measured, each by its own billing model and from its own
-figures (`runner/measure/advice.py` says every assumption). With objectives, an instance is sized
+figures (`runner/costing/advice.py` says every assumption). With objectives, an instance is sized
 by the capacity `runner.bench --workload NAME --find-capacity` measured within them (good
 requests an hour); an option without that measurement is labelled EXTRAPOLATED, with what it was
 scaled from. Options are ranked: within the bound first, cheapest first, each with its arithmetic in one line, then why
@@ -25,11 +25,10 @@ from catalog.prices import PRICING_API_REGION
 from runner.cli.options import add_aws_switch, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import boto_client, credentials_configured
-from runner.cloud.pricing import PriceList, price_all
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, load
-from runner.measure.advice import (
+from runner.costing.advice import (
     ASSUMPTIONS,
     SHAPES,
     Workload,
@@ -40,7 +39,8 @@ from runner.measure.advice import (
     measured_tokens,
     rank,
 )
-from runner.measure.costing import split_quality
+from runner.costing.measured import split_quality
+from runner.costing.prices import PriceList, price_all
 from runner.render.tables import print_report
 from runner.workloads.presets import get_preset
 from runner.workloads.slo import Slo, parse_goodput

@@ -25,18 +25,17 @@ from catalog.prices import PRICING_API_REGION
 from runner.cli.options import add_aws_switch, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import boto_client, credentials_configured
-from runner.cloud.pricing import PriceList, price_all, price_request
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
-from runner.measure.costing import (
-    bedrock_reference_request,
+from runner.costing.measured import (
     catalog_backends,
+    cost_price_requests,
     cost_rows,
-    evidence_price_requests,
     second_instance,
     split_quality,
 )
+from runner.costing.prices import PriceList, price_all, price_request
 from runner.render.tables import print_report
 
 
@@ -76,8 +75,7 @@ def run(argv: list[str] | None = None) -> int:
         why = "--offline" if args.offline else "--no-aws" if args.aws is False else "no AWS credentials configured"
         evidence.notice(f"prices from the offline table ({why})")
     groups = inputs or [("catalog", {"command": "bench", "backends": catalog_backends(), "records": []})]
-    requests = [r for _, data in groups for r in evidence_price_requests(data)]
-    requests.append(bedrock_reference_request())
+    requests = cost_price_requests([data for _, data in groups])
     price_list = PriceList(boto_client("pricing", PRICING_API_REGION, 30)) if use_api else None
     console.print(
         f"[dim]pricing {len(set(requests))} item(s) {'from the Pricing API' if use_api else 'offline'} …[/dim]"

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.cloud.billing import Billing
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
+from runner.costing.billing_now import BillingNow
 
 
 def read_command(path: Path, command: str) -> dict[str, Any]:
@@ -49,7 +49,7 @@ class UpOutcome:
 @dataclass(frozen=True)
 class UpEvidence:
     outcomes: tuple[UpOutcome, ...]
-    billing: tuple[Billing, ...] = ()
+    billing: tuple[BillingNow, ...] = ()
     expires_at: str | None = None
     # A stack's error when it stopped before its servers were watched.
     errors: dict[str, str] = field(default_factory=dict)
@@ -68,7 +68,7 @@ class UpEvidence:
             for entry in data.get("records", [])
         )
         billing = tuple(
-            Billing(
+            BillingNow(
                 backend=required(path, row, "backend", "a billing row"),
                 region=required(path, row, "region", "a billing row"),
                 what=required(path, row, "what", "a billing row"),

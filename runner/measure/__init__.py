@@ -1,17 +1,17 @@
 """Measuring requests and load: what one timed request records (`records`), a timed client per
 provider (`openai_sync`, `openai_async`, `bedrock`, `bedrock_import`, `sagemaker` with
 serverless, `sagemaker_async`, built by `clients`) over the
-shared stream reading (`sse`), the one load engine (`load`), latency and level summaries
-(`latency`, `levels`), health waits (`health`), the benchmark itself (`benchmark`), a transform
-job measured (`transform_job`), the cost of a measured level by its billing model (`costing`) and
-the recommendation's arithmetic (`advice`).
+shared stream reading (`sse`), the one load engine (`load`), health waits (`health`), the
+benchmark itself (`benchmark`) and a transform job measured (`transform_job`). The latency and
+level summaries of what was recorded are `runner.figures`; what it costs is `runner.costing`.
 
 The client keeps itself out of the figures: one reused connection per backend, warmed by the
 same untimed "Hi" generation for every provider; timestamps taken as chunks arrive; token counts
 from the server's usage (a client-side count is only a marked fallback). A stream that ends
 without a finish reason, with an abnormal one, or with no output at all is an error.
 
-Imports `runner.cloud` (AWS clients, readiness, prices) and `runner.core`; never `servers`.
+Imports `runner.cloud` (AWS clients, readiness), `runner.costing` (prices), `runner.figures`,
+`runner.workloads` and `runner.core`; never `servers`.
 """
 
 from runner.measure.clients import timed_client_for

@@ -11,11 +11,12 @@ from typing import Any
 from catalog.prices import SAGEMAKER
 from runner.cloud.aws import boto_client
 from runner.cloud.jobs import batch_transform
-from runner.cloud.pricing import PriceRequest, price_all, price_request
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError, as_fault, describe
 from runner.core.evidence import Evidence
+from runner.costing.arithmetic import instance_seconds_usd
+from runner.costing.prices import PriceRequest, price_all, price_request
 from runner.measure.sagemaker import batch_records
 
 
@@ -164,4 +165,4 @@ def price_job(backend: Backend, job: dict[str, Any], evidence: Evidence) -> None
     evidence.data["prices"] = [price.to_json()]
     if price.usd_per_hour is not None and job["billable_s"] is not None:
         job["usd_per_hour"] = price.usd_per_hour
-        job["price_usd"] = price.usd_per_hour * job["billable_s"] / 3600 * job["instance_count"]
+        job["price_usd"] = instance_seconds_usd(job["billable_s"], job["instance_count"], price.usd_per_hour)

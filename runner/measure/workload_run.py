@@ -20,10 +20,10 @@ from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import Evidence
+from runner.figures.levels import level_summary
 from runner.measure import ChatRequest, RequestRecord, timed_client_for
 from runner.measure.benchmark import skip_batch, warm_up_once
 from runner.measure.capacity import Budget, find_capacity
-from runner.measure.levels import level_summary
 from runner.measure.load import CLOSED, OPEN, LoadLevel, run_level, run_level_async
 from runner.measure.openai_async import AsyncOpenAIStreamClient, warm_up_async
 from runner.measure.records import Conversation

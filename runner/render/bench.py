@@ -15,8 +15,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
+from runner.figures.levels import agent_levels, level_groups, level_summary, prefill_fit, roofline
 from runner.measure.benchmark import COLD_ASSUMED
-from runner.measure.levels import agent_levels, level_groups, level_summary, prefill_fit, roofline
 from runner.render.tables import accuracy_text, add_columns, models
 
 BATCH_KIND = "sagemaker-batch"

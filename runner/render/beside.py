@@ -12,6 +12,7 @@ from typing import Any
 from rich.table import Table
 
 from runner.core.stats import fmt, median
+from runner.costing.arithmetic import usd_per_million_output
 from runner.render.bench import bench_summary, is_sweep
 from runner.render.tables import add_columns
 from runner.render.up import phase_line, slow_ways
@@ -135,7 +136,7 @@ def survey_cost(entry: dict[str, Any]) -> float | None:
     price = entry.get("survey_usd_per_hour")
     if not tok_s or not price:
         return None
-    return price / (tok_s[-1] * 3600) * 1e6
+    return usd_per_million_output(price, tok_s[-1])
 
 
 def cost_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> Table | None:

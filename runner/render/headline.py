@@ -2,7 +2,7 @@
 how fast (output tok/s of one stream at the lightest load measured, and the peak over the load
 levels), how soon (time to first token), how good (accuracy with its 95 % interval, from quality
 evidence) and how much ($ per million output tokens, the lowest over the load levels: from cost
-evidence where it is given, else priced here with the runner's own costing at the offline prices).
+evidence where it is given, else priced by `runner.costing` at the offline prices).
 
 Rows are sorted in code (`SORTED_BY`), the best figure of each column is marked, and a figure that
 is missing carries the reason it is missing. A pure pass over evidence: nothing is measured and AWS
@@ -20,7 +20,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from runner.core.stats import median
-from runner.measure.levels import level_groups, level_summary
+from runner.costing.measured import offline_cost_rows
+from runner.figures.levels import level_groups, level_summary
 from runner.measure.load import CLOSED
 from runner.render.tables import add_columns, models
 
@@ -249,8 +250,8 @@ def cost_evidence_rows(path: Path, data: Evidence) -> list[Row]:
 
 def priced_rows(sources: list[Source]) -> dict[tuple[str, str], tuple[list[dict[str, Any]], str]]:
     """Per (bench evidence file name, backend): its cost rows, in the shape `runner.cost` keeps them
-    (`runner.measure.costing.cost_rows`), and where they came from. Cost evidence given to the
-    report wins; bench evidence it does not cover is priced here at the offline prices."""
+    (`runner.costing.measured.cost_rows`), and where they came from. Cost evidence given to the
+    report wins; bench evidence it does not cover is priced at the offline prices (`offline_cost_rows`)."""
     priced: dict[tuple[str, str], tuple[list[dict[str, Any]], str]] = {}
     for path, data in sources:
         if data.get("command") != "cost":
@@ -263,18 +264,9 @@ def priced_rows(sources: list[Source]) -> dict[tuple[str, str], tuple[list[dict[
     for path, data in sources:
         if data.get("command") == "bench" and path.name not in covered and not (data.get("config") or {}).get("agent"):
             how = f"the offline price table for {path.name} (no cost evidence given for it)"
-            for record in offline_cost_rows(path, data):
+            for record in offline_cost_rows(str(path), data):
                 priced.setdefault((path.name, record["backend"]), ([], how))[0].append(record)
     return priced
-
-
-def offline_cost_rows(path: Path, data: Evidence) -> list[dict[str, Any]]:
-    """`runner.cost --offline` of one bench evidence file, without writing evidence."""
-    from runner.cloud.pricing import price_all
-    from runner.measure.costing import bedrock_reference_request, cost_rows, evidence_price_requests
-
-    prices, _ = price_all([*evidence_price_requests(data), bedrock_reference_request()], None)
-    return cost_rows(str(path), data, prices)
 
 
 def cost_cell(rows: list[dict[str, Any]] | None, how: str | None) -> Cell:

@@ -24,7 +24,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from runner.core.stats import median
-from runner.measure.levels import level_groups, prefill_fit
+from runner.figures.levels import level_groups, prefill_fit
 from runner.measure.load import CLOSED
 from runner.render.headline import (
     NOT_LEVELS,
@@ -358,7 +358,7 @@ def run_to_run(sources: list[Source]) -> Figure | str:
 
 def roofline_share(sources: list[Source]) -> Figure | str:
     """Median single-request decode rate as a share of bandwidth / bytes read per token."""
-    from runner.measure.levels import roofline
+    from runner.figures.levels import roofline
 
     if not bench_files(sources):
         return NO_BENCH

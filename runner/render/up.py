@@ -9,7 +9,6 @@ from rich.console import Console
 from rich.table import Table
 
 from catalog.boot import PHASES
-from runner.cloud import billing
 
 # How a step that took its fast way says so (server_scripts): anything else is a fallback.
 FAST = ("instance store", "the region's mirror", "copied from s3://", "streamed by the engine", "restored from",
@@ -72,4 +71,25 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             slow_ways(record),
         )
     out.print(table)
-    billing.render(evidence.get("billing") or [], out, evidence.get("config", {}).get("expires_at"))
+    render_billing_now(evidence.get("billing") or [], out, evidence.get("config", {}).get("expires_at"))
+
+
+def render_billing_now(rows: list[dict[str, Any]], out: Console, expires_at: str | None) -> None:
+    """What bills now (runner.costing.billing_now's rows), its total, and when the time-to-live ends it."""
+    if not rows:
+        out.print("[green]nothing of this run is billing by the hour[/green]")
+    else:
+        table = Table(title="billing now (list prices)")
+        for column in ("backend", "region", "what", "$/h", "note"):
+            table.add_column(column, justify="right" if column == "$/h" else "left")
+        total = 0.0
+        for row in rows:
+            price = row.get("usd_per_hour")
+            total += price or 0.0
+            table.add_row(row["backend"], row["region"], row["what"], f"{price:.4f}" if price else "-", row["note"])
+        table.add_row("total", "", "", f"{total:.4f}", "")
+        out.print(table)
+    if expires_at:
+        out.print(
+            f"time-to-live: every server of this deploy goes to zero at {expires_at} (runner.up --extend H moves it)"
+        )

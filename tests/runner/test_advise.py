@@ -286,7 +286,7 @@ def test_the_newest_bench_and_batch_evidence_are_the_default(tmp_path):
 
 
 def test_the_shapes_and_hourly_weights_spread_the_day(tmp_path):
-    from runner.measure.advice import SHAPES, cold_share
+    from runner.costing.advice import SHAPES, cold_share
 
     path = aws_bench(tmp_path)
     evidence = run_advise(tmp_path / "b", [path], "--requests-per-day", "800", "--shape", "business-hours")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from runner import bench
-from runner.measure.levels import agent_levels
+from runner.figures.levels import agent_levels
 from tests.runner.agent_model import AgentModel
 
 CALL_S = 0.08  # every model call's time at the server

@@ -178,7 +178,7 @@ def test_a_server_whose_root_volume_throughput_was_raised_costs_that_much_more_a
     from dataclasses import asdict
 
     from catalog import get_backend
-    from runner.cloud.pricing import price_all, price_request
+    from runner.costing.prices import price_all, price_request
 
     def request(name: str):
         spec = get_backend(name)

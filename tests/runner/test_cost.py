@@ -12,9 +12,9 @@ import pytest
 
 from catalog.prices import BEDROCK, EC2, HOURS_PER_MONTH, SAGEMAKER, offline_price
 from runner import cost
-from runner.cloud import pricing
-from runner.cloud.pricing import PriceList, PriceRequest, PricingError, price_all
 from runner.core.errors import RunnerError
+from runner.costing.arithmetic import bedrock_per_million_output, breakeven_tok_s, usd_per_million_output
+from runner.costing.prices import PriceList, PriceRequest, PricingError, lookup, price_all
 from tests.runner.fake_pricing import FakePricing
 
 SURVEY = {  # backend: (instance type, $/hour, measured tok/s, its published $ per million)
@@ -36,17 +36,17 @@ EC2_ATTRIBUTES = {
 @pytest.mark.parametrize("backend", sorted(SURVEY))
 def test_the_surveys_cost_per_million_from_its_inputs(backend):
     _, price, rate, published = SURVEY[backend]
-    assert round(pricing.usd_per_million_output(price, rate), 2) == published
+    assert round(usd_per_million_output(price, rate), 2) == published
 
 
 def test_break_even_and_month_arithmetic():
     # g6 at $0.8048/h against Nova Micro's $0.14 per million output tokens: 1597 output tok/s.
-    assert pricing.breakeven_tok_s(0.8048, 0.14) == pytest.approx(0.8048 / 3600 / 0.14e-6)
-    assert round(pricing.breakeven_tok_s(0.8048, 0.14)) == 1597
+    assert breakeven_tok_s(0.8048, 0.14) == pytest.approx(0.8048 / 3600 / 0.14e-6)
+    assert round(breakeven_tok_s(0.8048, 0.14)) == 1597
     assert round(0.8048 * HOURS_PER_MONTH) == 588  # the survey's "$588/mo"
     nova = offline_price(BEDROCK, "Nova Micro", "us-east-1")
     # 17 prompt tokens per 94 output tokens add 17/94 x $0.035 to each million output tokens.
-    assert pricing.bedrock_per_million_output(nova, 17 / 94) == pytest.approx(0.14 + 17 / 94 * 0.035)
+    assert bedrock_per_million_output(nova, 17 / 94) == pytest.approx(0.14 + 17 / 94 * 0.035)
 
 
 def bench_file(tmp_path, rates: dict[str, float], command: str = "bench"):
@@ -535,13 +535,13 @@ def test_the_pricing_api_prices_every_billing_model_through_a_real_client():
     ]
     with FakePricing(entries) as fake:
         prices = PriceList(fake.client())
-        serverless = pricing.lookup(PriceRequest(SAGEMAKER, "ServerlessInf:Mem-6GB", "us-east-1"), prices)
+        serverless = lookup(PriceRequest(SAGEMAKER, "ServerlessInf:Mem-6GB", "us-east-1"), prices)
         assert (serverless.usd_per_second, serverless.live) == (0.00012, True)
         assert serverless.usd_per_gb_processed == 0.016  # from the offline table, said in the note
-        assert pricing.lookup(PriceRequest(SAGEMAKER, "AsyncInf:ml.g6.xlarge", "us-east-2"), prices).usd_per_hour == 1.2
-        assert pricing.lookup(PriceRequest(SAGEMAKER, "Tsform:ml.g6.xlarge", "us-east-2"), prices).usd_per_hour == 1.3
-        assert pricing.lookup(PriceRequest(SAGEMAKER, "ml.g6.xlarge", "us-east-2"), prices).usd_per_hour == 1.1267
-        imported = pricing.lookup(PriceRequest(BEDROCK, "Custom Model Import", "us-east-1"), prices)
+        assert lookup(PriceRequest(SAGEMAKER, "AsyncInf:ml.g6.xlarge", "us-east-2"), prices).usd_per_hour == 1.2
+        assert lookup(PriceRequest(SAGEMAKER, "Tsform:ml.g6.xlarge", "us-east-2"), prices).usd_per_hour == 1.3
+        assert lookup(PriceRequest(SAGEMAKER, "ml.g6.xlarge", "us-east-2"), prices).usd_per_hour == 1.1267
+        imported = lookup(PriceRequest(BEDROCK, "Custom Model Import", "us-east-1"), prices)
         assert (imported.usd_per_unit_minute, imported.usd_per_unit_month) == (0.0785, 1.95)
         with pytest.raises(PricingError, match=r"no per-second price for ServerlessInf:Mem-2GB in us-east-1"):
             prices.sagemaker_serverless(2048, "us-east-1")

@@ -24,8 +24,8 @@ from catalog import BackendKind
 from runner import bench
 from runner.core.backends import Backend
 from runner.core.errors import RunnerError
+from runner.figures.levels import level_groups, level_summary
 from runner.measure.host_rows import accelerator_within, server_metrics_of
-from runner.measure.levels import level_groups, level_summary
 from runner.measure.load import LoadLevel, run_level_async
 from runner.measure.openai_async import AsyncOpenAIStreamClient, warm_up_async
 from runner.measure.records import ChatRequest, Conversation

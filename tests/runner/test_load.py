@@ -16,9 +16,9 @@ from runner import bench
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
 from runner.core.stats import percentile
+from runner.figures.latency import distribution, time_per_output_token, token_gaps
+from runner.figures.levels import level_summary
 from runner.measure import ChatRequest, RequestRecord
-from runner.measure.latency import distribution, time_per_output_token, token_gaps
-from runner.measure.levels import level_summary
 from runner.measure.load import (
     CLOSED,
     OPEN,
@@ -258,7 +258,7 @@ def test_sweep_faults_are_counted_per_request(tmp_path, dead_url):
 
 def test_roofline_share_from_the_catalog_bandwidth_and_bytes_per_token(tmp_path):
     from catalog import get_backend
-    from runner.measure.levels import roofline
+    from runner.figures.levels import roofline
     from runner.render.bench import bench_table
 
     step = Step(kind="text", text=WORDS, gap_s=0.01, usage_tokens=12)

@@ -13,7 +13,7 @@ from catalog import BACKENDS, BackendKind
 from catalog.backends import Billing
 from catalog.serving import SERVING, UNKNOWN, serving
 from runner.agent.models import MODELS
-from runner.cloud.pricing import PRICE_REQUESTS
+from runner.costing.prices import PRICE_REQUESTS
 from runner.measure.clients import CLIENTS
 
 RUNNER = Path(__file__).parents[2] / "runner"

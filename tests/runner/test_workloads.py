@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from runner import advise, bench
-from runner.measure.levels import level_groups, level_summary, prefill_fit
+from runner.figures.levels import level_groups, level_summary, prefill_fit
 from tests.runner.known_server import TEMPLATE_TOKENS, Running, known, known_server
 
 # The server's costs: a base time to first token, a prefill rate, a decode rate per stream.

@@ -29,9 +29,9 @@ from catalog.config import AppConfig, BackendConfig, load_config
 from catalog.errors import NotOffered
 from catalog.offerings import CHECKED_ON, regions_offering
 from catalog.serving import HOURLY_NOTES, serving
-from runner.cloud.billing import hourly
-from runner.cloud.pricing import price_request
 from runner.core.errors import RunnerError, aws_error_code
+from runner.costing.billing_now import hourly
+from runner.costing.prices import price_request
 
 # EC2's on-demand vCPU quotas, per instance-family letters. The quotas are vCPU-based, one per
 # family group and Region, G and VT sharing one (EC2 User Guide, "On-Demand Instance quotas"; its
@@ -247,7 +247,7 @@ def sagemaker_quota_name(backend: BackendConfig) -> tuple[str, int] | None:
 
 
 def price_of(backend: BackendConfig) -> tuple[float | None, str]:
-    """The offline hourly price of what the backend bills by the hour (pricing's one request per
+    """The offline hourly price of what the backend bills by the hour (prices' one request per
     kind), and what the price means under its billing model."""
     spec = backend.spec
     request = price_request({"kind": spec.kind.value, "region": backend.region,

@@ -8,11 +8,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from catalog.backends import Billing as BillingModel
+from catalog.backends import Billing
 from catalog.contract import APP_TAG
 from catalog.serving import serving
-from runner.cloud.billing import Billing, endpoint_billing
 from runner.cloud.bring_up.watch.common import FAILED, READY, TIMEOUT, Watch, iso, minutes_between
+from runner.costing.billing_now import BillingNow, endpoint_billing
 
 
 class EndpointWatch(Watch):
@@ -65,15 +65,19 @@ class EndpointWatch(Watch):
             return []
         output, status = self.output, description["EndpointStatus"]
         name = output.endpoint_name or "?"
-        if serving(output.kind).billing is BillingModel.SERVERLESS_SECONDS:
+        if serving(output.kind).billing is Billing.SERVERLESS_SECONDS:
             what = f"serverless endpoint {name} ({output.memory_mb} MB, {status})"
-            return [Billing(output.name, output.region, what, 0.0, "per second of compute while it answers").to_json()]
+            return [
+                BillingNow(output.name, output.region, what, 0.0, "per second of compute while it answers").to_json()
+            ]
         variants = description.get("ProductionVariants") or [{}]
         count = variants[0].get("CurrentInstanceCount", 1)
         if count == 0:
             what = f"endpoint {name} at zero instances ({status})"
-            return [Billing(output.name, output.region, what, 0.0, "starts an instance when requests wait").to_json()]
+            return [
+                BillingNow(output.name, output.region, what, 0.0, "starts an instance when requests wait").to_json()
+            ]
         row = endpoint_billing(output.name, output.region, output.instance_type or "?", name, status)
         if count > 1 and row.usd_per_hour is not None:
-            row = Billing(row.backend, row.region, f"{row.what} × {count}", row.usd_per_hour * count, row.note)
+            row = BillingNow(row.backend, row.region, f"{row.what} × {count}", row.usd_per_hour * count, row.note)
         return [row.to_json()]

@@ -19,7 +19,6 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from catalog import BACKENDS
-from runner.cloud.billing import instance_billing
 from runner.cloud.bring_up.watch.common import (
     FAILED,
     NO_CAPACITY,
@@ -43,6 +42,7 @@ from runner.cloud.image_builds import (
 )
 from runner.cloud.readiness import Readiness, phase_seconds, read_group, read_readiness
 from runner.core.errors import describe
+from runner.costing.billing_now import instance_billing
 
 
 class ServerWatch(Watch):

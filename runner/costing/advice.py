@@ -44,28 +44,35 @@ from typing import Any
 from catalog.backends import Billing
 from catalog.prices import DAYS_PER_MONTH, HOURS_PER_MONTH, MODEL_IMPORT_WINDOW_MINUTES, Price
 from catalog.serving import serving
-from runner.cloud.pricing import (
-    PriceRequest,
-    batch_price_request,
-    price_request,
-    priced_kind,
-    serverless_memory_mb,
-)
 from runner.core.errors import RunnerError
 from runner.core.stats import median, percentile
-from runner.measure.costing import (
+from runner.costing.arithmetic import (
+    instance_seconds_usd,
+    model_import_windows_usd,
+    payload_gigabytes,
+    usd_per_month_24x7,
+)
+from runner.costing.measured import (
     ASYNC_IDLE_TAIL_S,
-    PAYLOAD_BYTES_PER_TOKEN,
     batch_backend,
     batch_region,
     billing_of,
     cold_records,
     custom_model_units,
     is_cold,
+    level_figures,
     max_instances,
     provenance,
 )
-from runner.measure.latency import time_per_output_token
+from runner.costing.prices import (
+    PriceRequest,
+    batch_price_request,
+    price_request,
+    priced_kind,
+    serverless_memory_mb,
+)
+from runner.figures.latency import time_per_output_token
+from runner.figures.levels import level_groups
 
 # Business hours: 09:00-17:00 carry every request; spiky: two one-hour spikes (09:00 and 14:00)
 # each as heavy as eleven ordinary hours over a flat base, so each spike is a quarter of the day.
@@ -76,7 +83,7 @@ SHAPES: dict[str, tuple[float, ...]] = {
 }
 COLD_SHARE_FOR_P95 = 0.05
 # Seconds without a request after which each scale-to-zero option is at zero: serverless is not
-# published by AWS (assumed 5 minutes); async is its scale-in alarm (costing.ASYNC_IDLE_TAIL_S);
+# published by AWS (assumed 5 minutes); async is its scale-in alarm (measured.ASYNC_IDLE_TAIL_S);
 # Custom Model Import scales a copy down after a 5-minute window without invocations.
 IDLE_BEFORE_ZERO_S = {
     Billing.SERVERLESS_SECONDS: 300.0,
@@ -217,9 +224,6 @@ class Measured:
 
 
 def _points(records: list[dict[str, Any]], output_tokens: int) -> list[Point]:
-    from runner.measure.costing import level_figures
-    from runner.measure.levels import level_groups
-
     points = []
     for (_, label), group in level_groups({"records": records}).items():
         figures = level_figures(label, group)
@@ -448,7 +452,7 @@ def advise_instance_hours(option: Measured, workload: Workload, price: Price) ->
         notes.append("sized hour by hour, as if scale-out kept pace (not emulated)")
     else:
         needed = max(low, math.ceil(workload.peak_per_hour / point.capacity_per_h))
-        monthly = needed * HOURS_PER_MONTH * hourly
+        monthly = usd_per_month_24x7(hourly, needed)
         arithmetic = (
             f"peak {workload.peak_per_hour:,.0f} req/h ÷ {point.capacity_per_h:,.0f} per instance at {point.level} → "
             f"{needed} instance{'s' if needed > 1 else ''} × {HOURS_PER_MONTH} h × ${hourly:g} = {_money(monthly)}"
@@ -542,7 +546,7 @@ def advise_serverless(option: Measured, workload: Workload, price: Price) -> dic
     seconds = warm_requests * warm_s + cold_requests * cold_s
     per_second = price.usd_per_second or 0.0
     compute = seconds * per_second
-    gigabytes = monthly_requests * (workload.input_tokens + workload.output_tokens) * PAYLOAD_BYTES_PER_TOKEN / 1e9
+    gigabytes = payload_gigabytes(monthly_requests * (workload.input_tokens + workload.output_tokens))
     data = gigabytes * (price.usd_per_gb_processed or 0.0)
     monthly = compute + data
     memory = serverless_memory_mb(option.backend)
@@ -583,7 +587,7 @@ def advise_model_import(option: Measured, workload: Workload, price: Price) -> d
         activations += rate * math.exp(-rate * idle / 3600)
     windows = (active_minutes + activations * MODEL_IMPORT_WINDOW_MINUTES / 2) / MODEL_IMPORT_WINDOW_MINUTES
     per_minute = price.usd_per_unit_minute or 0.0
-    compute = windows * MODEL_IMPORT_WINDOW_MINUTES * units * per_minute * DAYS_PER_MONTH
+    compute = model_import_windows_usd(windows, units, per_minute) * DAYS_PER_MONTH
     storage = units * (price.usd_per_unit_month or 0.0)
     monthly = compute + storage
     arithmetic = (
@@ -609,7 +613,7 @@ def advise_batch(option: Measured, workload: Workload, price: Price) -> dict[str
     tokens = workload.requests_per_day * workload.output_tokens
     run_s = start + tokens / rate
     hourly = price.usd_per_hour or 0.0
-    monthly = run_s / 3600 * count * hourly * DAYS_PER_MONTH
+    monthly = instance_seconds_usd(run_s, count, hourly) * DAYS_PER_MONTH
     arithmetic = (
         f"batch: 1 job/day × ({start:.0f} s start + {tokens:,.0f} tok ÷ {rate:,.0f} tok/s) = {run_s:,.0f} s × "
         f"{count} × ${hourly:g}/h × {DAYS_PER_MONTH:.2f} d = {_money(monthly)}"

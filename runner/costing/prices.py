@@ -34,12 +34,12 @@ from catalog.prices import (
     async_item,
     batch_item,
     offline_price,
-    raised_throughput_usd_per_hour,
     serverless_item,
 )
 from catalog.serving import serving
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import now_iso
+from runner.costing.arithmetic import with_raised_throughput
 
 PRICING_SOURCE = "AWS Pricing API GetProducts"
 
@@ -310,13 +310,17 @@ def price_all(
 
 def with_volume(request: PriceRequest, price: Price) -> Price:
     """The instance's hour with its root volume's raised gp3 throughput added, said in the note."""
-    extra = raised_throughput_usd_per_hour(request.volume_throughput_mbs)
-    if not extra or price.usd_per_hour is None:
+    raised = (
+        None
+        if price.usd_per_hour is None
+        else with_raised_throughput(price.usd_per_hour, request.volume_throughput_mbs)
+    )
+    if raised is None:
         return price
-    note = f"+ ${extra}/h for the root volume's {request.volume_throughput_mbs} MB/s of gp3 throughput"
+    usd_per_hour, note = raised
     return replace(
         price,
-        usd_per_hour=round(price.usd_per_hour + extra, 4),
+        usd_per_hour=usd_per_hour,
         note=f"{price.note}; {note}" if price.note else note,
         source=f"{price.source}; {GP3_THROUGHPUT_SOURCE}",
         verified=False,
@@ -328,22 +332,6 @@ def bedrock_price_name(model_id: str) -> str:
 
 
 REFERENCE_BEDROCK = next(spec for spec in BACKENDS if serving(spec.kind).billing is Billing.PER_TOKEN)
-
-
-def usd_per_million_output(usd_per_hour: float, output_tok_s: float) -> float:
-    """An instance's hourly price spread over the output tokens it makes in that hour."""
-    return usd_per_hour / (output_tok_s * 3600) * 1_000_000
-
-
-def bedrock_per_million_output(price: Price, input_per_output: float | None) -> float:
-    """Bedrock's output price plus the input tokens each output token took (when measured)."""
-    extra = (input_per_output or 0.0) * (price.usd_per_million_input or 0.0)
-    return (price.usd_per_million_output or 0.0) + extra
-
-
-def breakeven_tok_s(usd_per_hour: float, bedrock_usd_per_million_output: float) -> float:
-    """Sustained output tokens/s above which a 24x7 instance costs less than Bedrock per token."""
-    return usd_per_hour / 3600 / (bedrock_usd_per_million_output / 1_000_000)
 
 
 def priced_kind(backend: dict[str, Any]) -> str | None:

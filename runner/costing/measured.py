@@ -34,31 +34,36 @@ from catalog.prices import (
     BEDROCK,
     DEFAULT_CUSTOM_MODEL_UNITS,
     DEFAULT_CUSTOM_MODEL_UNITS_NOTE,
-    HOURS_PER_MONTH,
     MODEL_IMPORT_WINDOW_MINUTES,
     PRICING_API_REGION,
     Price,
 )
 from catalog.serving import UNKNOWN, serving
-from runner.cloud.pricing import (
-    REFERENCE_BEDROCK,
-    PriceRequest,
-    batch_price_request,
-    bedrock_per_million_output,
-    bedrock_price_name,
-    breakeven_tok_s,
-    price_request,
-    priced_kind,
-    usd_per_million_output,
-)
 from runner.core.errors import RunnerError
 from runner.core.evidence import accuracy_by_backend, load
 from runner.core.stats import median, percentile
+from runner.costing.arithmetic import (
+    bedrock_per_million_output,
+    breakeven_tok_s,
+    instance_seconds_usd,
+    model_import_windows_usd,
+    payload_gigabytes,
+    usd_per_million,
+    usd_per_million_output,
+    usd_per_month_24x7,
+)
+from runner.costing.prices import (
+    REFERENCE_BEDROCK,
+    PriceRequest,
+    batch_price_request,
+    bedrock_price_name,
+    price_all,
+    price_request,
+    priced_kind,
+)
+from runner.figures.levels import level_groups, level_summary
 
 COST_COMMANDS = ("bench", "batch")
-# Serverless data processed: request and response bodies, taken as 4 bytes per prompt and output
-# token (English text runs about 4 characters a token; the JSON envelope is left out).
-PAYLOAD_BYTES_PER_TOKEN = 4
 # After its last request an async instance keeps billing until scale-in: the target-tracking
 # scale-in alarm of Application Auto Scaling wants 15 one-minute datapoints below target.
 ASYNC_IDLE_TAIL_S = 15 * 60
@@ -147,8 +152,6 @@ def is_cold(record: dict[str, Any]) -> bool:
 
 def level_figures(label: str, records: list[dict[str, Any]]) -> LevelFigures | None:
     """One level's figures from its warm records (cold starts left out); None when none succeeded."""
-    from runner.measure.levels import level_summary
-
     warm = [r for r in records if not is_cold(r)]
     done = [r for r in warm if r.get("ok")]
     if not done:
@@ -184,8 +187,6 @@ def level_figures(label: str, records: list[dict[str, Any]]) -> LevelFigures | N
 
 def load_levels(evidence: dict[str, Any]) -> dict[str, list[LevelFigures]]:
     """Per backend and load level: its figures (see `level_figures`)."""
-    from runner.measure.levels import level_groups
-
     levels: dict[str, list[LevelFigures]] = defaultdict(list)
     for (backend, label), records in level_groups(evidence).items():
         figures = level_figures(label, records)
@@ -288,6 +289,19 @@ def bedrock_reference_request() -> PriceRequest:
     return PriceRequest(BEDROCK, bedrock_price_name(REFERENCE_BEDROCK.model_id), PRICING_API_REGION)
 
 
+def cost_price_requests(evidences: list[dict[str, Any]]) -> list[PriceRequest]:
+    """Everything `cost_rows` needs priced for these evidence files: each one's backends or jobs,
+    and the Bedrock reference the break-even is taken against."""
+    return [*(r for evidence in evidences for r in evidence_price_requests(evidence)), bedrock_reference_request()]
+
+
+def offline_cost_rows(source: str, evidence: dict[str, Any]) -> list[dict[str, Any]]:
+    """`runner.cost --offline` of one bench or batch evidence file, without writing evidence: its
+    cost rows at the dated offline table's prices (the Pricing API is never asked)."""
+    prices, _ = price_all(cost_price_requests([evidence]), None)
+    return cost_rows(source, evidence, prices)
+
+
 def _base_row(source: str, evidence: dict[str, Any], backend: dict[str, Any], request, price) -> dict[str, Any]:
     billing = billing_of(backend)
     hourly = price.usd_per_hour if price else None
@@ -300,21 +314,21 @@ def _base_row(source: str, evidence: dict[str, Any], backend: dict[str, Any], re
         "billed_by": request.item if request else None,
         "price": price.to_json() if price else None,
         "usd_per_hour": hourly,
-        "usd_per_month_24x7": hourly * HOURS_PER_MONTH
+        "usd_per_month_24x7": usd_per_month_24x7(hourly)
         if hourly and billing in (Billing.INSTANCE_HOURS, Billing.INSTANCE_HOURS_WHILE_RUNNING)
         else None,
     }
 
 
 def _per_million(usd: float, tokens: int) -> float | None:
-    return usd / tokens * 1_000_000 if tokens else None
+    return usd_per_million(usd, tokens) if tokens else None
 
 
 def serverless_level_cost(figures: LevelFigures, price: Price) -> tuple[float, float]:
     """(compute $, data $) of one level's warm requests: the sum of their end-to-end times at the
     price per second, and their payload (4 bytes per prompt and output token) at the price per GB."""
     compute = figures.e2e_sum_s * (price.usd_per_second or 0.0)
-    gigabytes = (figures.prompt_tokens + figures.output_tokens) * PAYLOAD_BYTES_PER_TOKEN / 1e9
+    gigabytes = payload_gigabytes(figures.prompt_tokens + figures.output_tokens)
     return compute, gigabytes * (price.usd_per_gb_processed or 0.0)
 
 
@@ -324,7 +338,7 @@ def model_import_level_cost(figures: LevelFigures, price: Price, units: int) -> 
     One model copy is assumed (CloudWatch's ModelCopy metric says how many ran)."""
     active = figures.duration_s if figures.duration_s else figures.e2e_sum_s
     windows = max(1, math.ceil(active / (MODEL_IMPORT_WINDOW_MINUTES * 60)))
-    return windows, windows * MODEL_IMPORT_WINDOW_MINUTES * units * (price.usd_per_unit_minute or 0.0)
+    return windows, model_import_windows_usd(windows, units, price.usd_per_unit_minute or 0.0)
 
 
 def level_rows(
@@ -403,7 +417,7 @@ def cold_rows(
         leave_s = median(v for v in leave if isinstance(v, int | float))
         measured = leave_s is not None
         leave_s = leave_s or 0.0
-        usd = (leave_s + ASYNC_IDLE_TAIL_S) / 3600 * price.usd_per_hour
+        usd = instance_seconds_usd(leave_s + ASYNC_IDLE_TAIL_S, 1, price.usd_per_hour)
         return [
             base
             | {
@@ -449,7 +463,7 @@ def batch_rows(source: str, evidence: dict[str, Any], prices: dict[PriceRequest,
             rows.append(row | {"note": "no price found"})
             continue
         count = job.get("instance_count") or 1
-        usd = (job.get("billable_s") or 0.0) / 3600 * count * price.usd_per_hour
+        usd = instance_seconds_usd(job.get("billable_s") or 0.0, count, price.usd_per_hour)
         row["usd_per_job"] = usd
         row["usd_per_million_output"] = _per_million(usd, job.get("output_tokens") or 0)
         row["basis"] = f"{job.get('billable_s')} billable s x {count} x ${price.usd_per_hour}/h" + (

@@ -7,7 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 from runner.core.stats import mean, median, percentile
-from runner.measure.latency import distribution, time_per_output_token, token_gaps
+from runner.figures.latency import distribution, time_per_output_token, token_gaps
 from runner.workloads.slo import goodput
 
 
