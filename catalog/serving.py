@@ -2,7 +2,7 @@
 it, and what its figures are when they are not AWS's. The runner asks this table instead of
 branching on the kind, and a capability a path lacks is one line in the tables, never a wrong
 figure. (Behaviour per kind, such as which client class times it, is registered once per concern:
-runner/measure/clients.py, runner/measure/health.py, runner/agent/models.py, runner/cloud/pricing.py.)
+runner/measure/clients.py, runner/measure/health.py, runner/agent/models.py, runner/costing/prices.py.)
 
 The facts, per path:
 - `openai`: speaks the OpenAI chat-completions protocol over HTTP (vLLM's and llama.cpp's servers,
