@@ -15,6 +15,10 @@ import asyncio
 import json
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from statistics import median
 
 import boto3
@@ -32,7 +36,7 @@ from runner.measure.records import ChatRequest, Conversation
 from runner.measure.server_metrics import metric_names
 from runner.measure.workload_in_region import unit_json
 from tests.runner.fake_openai import FakeOpenAI, text
-from tests.runner.known_server import known, known_server
+from tests.runner.known_server import Running, known, known_server
 from tests.runner.test_in_region import (
     ACCOUNT_BUCKET,
     COMPARED,
@@ -146,6 +150,25 @@ def test_a_requests_file_the_kit_cannot_send_is_refused_in_one_line(tmp_path, co
 
 # --- the whole path -------------------------------------------------------------------------
 
+
+@dataclass
+class G6:
+    server: Running
+    bench: Callable[..., tuple[int, dict]]
+
+
+@contextmanager
+def g6_on(tmp_path: Path, ready: str = "ready", **settings) -> Iterator[G6]:
+    """A known server as the g6 of a deployed stack (its kit, evidence bucket and readiness), and
+    `runner.bench --in-region` against it, measured through its forward."""
+    with known_server(**settings) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={"g6": ready})
+        yield G6(
+            server, lambda *argv: run_bench(tmp_path, outputs, *argv, "--backends", "g6", "--forward", f"g6={port}")
+        )
+
+
 BASE_TTFT, PREFILL = 0.05, 2000.0
 
 
@@ -157,14 +180,12 @@ def summaries(evidence: dict) -> dict[tuple[str, str], dict]:
 def test_a_workload_sweep_runs_on_the_servers_own_host_graded_on_the_same_objectives(aws, tmp_path):
     """TTFT = 50 ms + prompt tokens / 2,000: about 100 ms at 100 tokens, 200 ms at 300; an
     objective of 150 ms meets the first and misses the second, on both rows."""
-    with known_server(ttft=BASE_TTFT, rate=100.0, tokens=500, prefill_rate=PREFILL, prefix_cache=True) as server:
-        port = int(server.url.rsplit(":", 1)[1])
-        outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={})
-        code, evidence = run_bench(
-            tmp_path, outputs, "--input-tokens", "100,300", "--output-tokens", "8", "--repeats", "3",
-            "--goodput", "ttft:150", "--backends", "g6", "--forward", f"g6={port}",
+    with g6_on(tmp_path, ttft=BASE_TTFT, rate=100.0, tokens=500, prefill_rate=PREFILL, prefix_cache=True) as g6:
+        code, evidence = g6.bench(
+            "--input-tokens", "100,300", "--output-tokens", "8", "--repeats", "3",
+            "--goodput", "ttft:150",
         )  # fmt: skip
-        seen = list(server.server.seen)
+        seen = list(g6.server.server.seen)
     assert code == 0, [r.stderr for r in aws.runs]
     # One command per input length, each fetching its request bodies from the run's folder.
     commands = boto3.client("ssm", region_name="us-east-1").list_commands()["Commands"]
@@ -211,12 +232,10 @@ def test_the_capacity_search_runs_on_the_host_one_command_a_step(aws, tmp_path):
     streams, so within 22.5 ms the capacity is 3 on the host as through the tunnel."""
     slowdown, tpot_limit = 0.5, 22.5
     expected = max(c for c in range(1, 20) if 10 * (1 + slowdown * (c - 1)) <= tpot_limit)
-    with known_server(ttft=0.02, rate=100.0, tokens=500, prefill_rate=10_000.0, slowdown=slowdown) as server:
-        port = int(server.url.rsplit(":", 1)[1])
-        outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={})
-        code, evidence = run_bench(
-            tmp_path, outputs, "--input-tokens", "50", "--output-tokens", "12", "--goodput", f"tpot:{tpot_limit}",
-            "--find-capacity", "--requests", "4", "--backends", "g6", "--forward", f"g6={port}",
+    with g6_on(tmp_path, ttft=0.02, rate=100.0, tokens=500, prefill_rate=10_000.0, slowdown=slowdown) as g6:
+        code, evidence = g6.bench(
+            "--input-tokens", "50", "--output-tokens", "12", "--goodput", f"tpot:{tpot_limit}",
+            "--find-capacity", "--requests", "4",
         )  # fmt: skip
     assert code == 0, [r.stderr for r in aws.runs]
     searches = {s["backend"]: s for s in evidence["capacity"]}
@@ -232,13 +251,8 @@ def test_the_capacity_search_runs_on_the_host_one_command_a_step(aws, tmp_path):
 
 
 def test_a_server_that_is_not_ready_gets_no_host_row_and_the_workload_goes_on(aws, tmp_path, capsys):
-    with known_server(ttft=0.02, rate=200.0, tokens=500) as server:
-        port = int(server.url.rsplit(":", 1)[1])
-        outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={"g6": "booting"})
-        code, evidence = run_bench(
-            tmp_path, outputs, "--input-tokens", "40", "--output-tokens", "4", "--repeats", "2", "--backends", "g6",
-            "--forward", f"g6={port}",
-        )  # fmt: skip
+    with g6_on(tmp_path, ttft=0.02, rate=200.0, tokens=500, ready="booting") as g6:
+        code, evidence = g6.bench("--input-tokens", "40", "--output-tokens", "4", "--repeats", "2")
     assert code == 0
     assert [b["name"] for b in evidence["backends"]] == ["g6"]
     assert [r["ok"] for r in evidence["records"]] == [True, True]
@@ -248,15 +262,12 @@ def test_a_server_that_is_not_ready_gets_no_host_row_and_the_workload_goes_on(aw
 
 
 def test_a_command_that_fails_on_the_host_fails_the_host_rows_levels_only(aws, tmp_path):
-    with known_server(ttft=0.02, rate=200.0, tokens=500) as server:
-        port = int(server.url.rsplit(":", 1)[1])
-        outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={})
+    with g6_on(tmp_path, ttft=0.02, rate=200.0, tokens=500) as g6:
         boto3.client("s3", region_name="us-east-1").delete_object(
             Bucket=ACCOUNT_BUCKET.format(region="us-east-1"), Key="0123abcd.zip"
         )  # the kit is not there: the command's first step fails
-        code, evidence = run_bench(
-            tmp_path, outputs, "--input-tokens", "40,80", "--output-tokens", "4", "--repeats", "2",
-            "--backends", "g6", "--forward", f"g6={port}",
+        code, evidence = g6.bench(
+            "--input-tokens", "40,80", "--output-tokens", "4", "--repeats", "2",
         )  # fmt: skip
     assert code == 0  # the tunnel row measured
     host = [r for r in evidence["records"] if r["backend"] == "g6@host"]
@@ -309,17 +320,14 @@ def test_a_kit_deployed_before_workloads_in_the_region_is_told_to_redeploy(aws, 
         "",
     )
     assert "--requests" in old and 'add_argument("--requests"' not in old
-    with known_server(ttft=0.02, rate=200.0, tokens=500) as server:
-        port = int(server.url.rsplit(":", 1)[1])
-        outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={})
+    with g6_on(tmp_path, ttft=0.02, rate=200.0, tokens=500) as g6:
         with zipfile.ZipFile(tmp_path / "old-kit.zip", "w") as archive:
             archive.writestr("__main__.py", old)
         boto3.client("s3", region_name="us-east-1").upload_file(
             str(tmp_path / "old-kit.zip"), ACCOUNT_BUCKET.format(region="us-east-1"), "0123abcd.zip"
         )
-        code, evidence = run_bench(
-            tmp_path, outputs, "--input-tokens", "40", "--output-tokens", "4", "--repeats", "2",
-            "--backends", "g6", "--forward", f"g6={port}",
+        code, evidence = g6.bench(
+            "--input-tokens", "40", "--output-tokens", "4", "--repeats", "2",
         )  # fmt: skip
     assert code == 0
     host = [r for r in evidence["records"] if r["backend"] == "g6@host"]
@@ -337,14 +345,11 @@ def test_a_datasets_prompts_are_taken_on_from_where_the_tunnel_row_stopped(aws, 
     prompts = [f"prompt number {n} of the users own file" for n in range(1, 6)]
     dataset = tmp_path / "prompts.jsonl"
     dataset.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts))
-    with known_server(ttft=0.02, rate=200.0, tokens=500, prefix_cache=True) as server:
-        port = int(server.url.rsplit(":", 1)[1])
-        outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={})
-        code, evidence = run_bench(
-            tmp_path, outputs, "--dataset", str(dataset), "--output-tokens", "4", "--repeats", "3",
-            "--backends", "g6", "--forward", f"g6={port}",
+    with g6_on(tmp_path, ttft=0.02, rate=200.0, tokens=500, prefix_cache=True) as g6:
+        code, evidence = g6.bench(
+            "--dataset", str(dataset), "--output-tokens", "4", "--repeats", "3",
         )  # fmt: skip
-        sent = [" ".join(words) for words in server.server.seen if len(words) > 1]
+        sent = [" ".join(words) for words in g6.server.server.seen if len(words) > 1]
     assert code == 0, [r.stderr for r in aws.runs]
     assert sent == [prompts[0], prompts[1], prompts[2], prompts[3], prompts[4], prompts[0]]
     host = [r for r in evidence["records"] if r["backend"] == "g6@host"]
@@ -362,12 +367,9 @@ def test_nothing_of_a_run_stays_in_the_bucket_when_its_command_cannot_be_sent(aw
         )
 
     monkeypatch.setattr(in_region, "send", refused)
-    with known_server(ttft=0.02, rate=200.0, tokens=500) as server:
-        port = int(server.url.rsplit(":", 1)[1])
-        outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={})
-        code, evidence = run_bench(
-            tmp_path, outputs, "--input-tokens", "40", "--output-tokens", "4", "--repeats", "2",
-            "--backends", "g6", "--forward", f"g6={port}",
+    with g6_on(tmp_path, ttft=0.02, rate=200.0, tokens=500) as g6:
+        code, evidence = g6.bench(
+            "--input-tokens", "40", "--output-tokens", "4", "--repeats", "2",
         )  # fmt: skip
     assert code == 0 and [b["name"] for b in evidence["backends"]] == ["g6"]
     (line,) = [n for n in evidence["notices"] if n.startswith("g6: not run in the region")]
@@ -387,12 +389,9 @@ def test_a_role_that_cannot_read_the_requests_is_told_to_redeploy(aws, tmp_path,
         run.uploaded = True
 
     monkeypatch.setattr(in_region, "upload_requests", not_readable)
-    with known_server(ttft=0.02, rate=200.0, tokens=500) as server:
-        port = int(server.url.rsplit(":", 1)[1])
-        outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={})
-        code, evidence = run_bench(
-            tmp_path, outputs, "--input-tokens", "40", "--output-tokens", "4", "--repeats", "2",
-            "--backends", "g6", "--forward", f"g6={port}",
+    with g6_on(tmp_path, ttft=0.02, rate=200.0, tokens=500) as g6:
+        code, evidence = g6.bench(
+            "--input-tokens", "40", "--output-tokens", "4", "--repeats", "2",
         )  # fmt: skip
     assert code == 0
     (run,) = evidence["in_region"]
