@@ -1,0 +1,121 @@
+"""The cost package's rows typed at its boundary (runner/costing/rows.py): every row `runner.cost`
+writes reads back through `from_json` and writes again exactly as it was (fields, values and their
+order); a malformed row is one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.core.errors import RunnerError
+from runner.costing.rows import ROWS_SCHEMA, CostRow, Scaling, cost_rows_in
+from tests.runner.test_cost import (
+    BATCH_JOB,
+    backend_entry,
+    batch_evidence,
+    closed_loop,
+    cold_warm_up,
+    one_at_a_time,
+    request,
+    run_cost,
+    write_evidence,
+)
+
+
+def every_kind_of_cost_row(tmp_path):
+    """Cost evidence with a row of every kind: load levels of each billing model, a serverless
+    cold start, async leaving zero (not measured), a Custom Model Import cold start with its wait
+    and storage line, batch jobs (one priced, one without a price), a backend not billed by AWS,
+    and the real-time endpoint's second-instance verdict."""
+    records = [
+        *one_at_a_time("sagemaker-serverless", [3.9, 4.1]),
+        *closed_loop("sagemaker-async", 4, 2.0),
+        request("sagemaker-async", 99, 400.0, 100, cold_start=True),
+        *closed_loop("bedrock-import", 2, 50.0),
+        *[r for c, e2e in {1: 1.0, 2: 1.1, 4: 2.0, 8: 4.0}.items() for r in closed_loop("sagemaker", c, e2e)],
+        *one_at_a_time("local", [1.5]),
+    ]
+    warm_up = [
+        cold_warm_up("sagemaker-serverless", 11.5, 11.3),
+        cold_warm_up("bedrock-import", 29.0, 28.9, phases={"not_ready_s": 28.0}),
+    ]
+    backends = [
+        backend_entry("sagemaker-serverless", endpoint_name="s", memory_mb=6144, max_concurrency=4),
+        backend_entry("sagemaker-async", endpoint_name="a", bucket="b", input_prefix="i/", output_prefix="o/"),
+        backend_entry("bedrock-import", bucket="b", input_prefix="w/", import_role_arn="r", weights_job="j"),
+        backend_entry("sagemaker", endpoint_name="e", max_instances=2),
+        backend_entry("local", source="embedded"),
+    ]
+    bench = write_evidence(tmp_path, backends, records, warm_up=warm_up, emulated=True)
+    jobs = [BATCH_JOB, BATCH_JOB | {"job_name": "t-2", "instance_type": "ml.unknown.xlarge"}]
+    return run_cost(tmp_path, bench, batch_evidence(tmp_path, jobs))
+
+
+def test_every_cost_row_and_scaling_verdict_reads_back_and_writes_the_same_json(tmp_path):
+    evidence = every_kind_of_cost_row(tmp_path)
+    assert evidence["rows_schema"] == ROWS_SCHEMA
+    levels = {r.get("level") for r in evidence["records"]}
+    assert {"cold start", "leaving zero", "storage", "job t-1", "job t-2", "4 at a time"} <= levels
+    assert any("note" in r for r in evidence["records"]) and evidence["scaling"]
+    for record in evidence["records"]:
+        assert list(CostRow.from_json(record).to_json().items()) == list(record.items())
+        assert list(record)[:9] == COST_HEAD
+        tail = COST_TAIL.get((record["billing"], record.get("level")))
+        assert tail is None or list(record)[9:] == tail
+    assert {(r["billing"], r.get("level")) for r in evidence["records"]} >= set(COST_TAIL)
+    for scaling in evidence["scaling"]:
+        assert list(Scaling.from_json(scaling).to_json().items()) == list(scaling.items())
+    rows = cost_rows_in(evidence, "cost.json")
+    cold = next(r for r in rows if r.backend == "bedrock-import" and r.level == "cold start")
+    assert (cold.figures.phase, cold.figures.phase_s) == ("not_ready_s", 28.0)
+
+
+COST_HEAD = [
+    "evidence", "backend", "billing", "provenance", "region", "billed_by", "price", "usd_per_hour", "usd_per_month_24x7"
+]  # fmt: skip
+COST_TAIL = {  # (billing, level): the fields after the head, as runner.cost wrote them before the rows were typed
+    ("serverless-seconds", "1 at a time"): ["level", "figures", "output_tok_s", "usd_per_million_output", "basis"],
+    ("serverless-seconds", "cold start"): ["level", "figures", "usd_per_event", "basis"],
+    ("instance-hours-while-running", "4 at a time"): ["level", "figures", "output_tok_s", "usd_per_million_output",
+                                                     "basis"],
+    ("instance-hours-while-running", "leaving zero"): ["level", "figures", "usd_per_event", "basis"],
+    ("model-unit-minutes", "2 at a time"): ["level", "figures", "output_tok_s", "usd_per_million_output",
+                                           "sustained_usd_per_million_output", "basis"],
+    ("model-unit-minutes", "cold start"): ["level", "figures", "basis"],
+    ("model-unit-minutes", "storage"): ["level", "fixed_usd_per_month", "basis"],
+    ("instance-hours", "4 at a time"): ["level", "figures", "output_tok_s", "usd_per_million_output",
+                                        "breakeven_vs_bedrock_tok_s", "bedrock_usd_per_million_output"],
+    ("job-instance-hours", "job t-1"): ["level", "figures", "output_tok_s", "usd_per_job", "usd_per_million_output",
+                                        "basis"],
+    ("job-instance-hours", "job t-2"): ["level", "figures", "output_tok_s", "note"],
+    ("none", None): ["note"],
+}  # fmt: skip
+
+
+ROW = {
+    "evidence": "bench.json",
+    "backend": "g6",
+    "billing": "instance-hours",
+    "provenance": None,
+    "region": "us-east-1",
+    "billed_by": "g6.xlarge",
+    "price": None,
+    "usd_per_hour": 0.8048,
+    "usd_per_month_24x7": 587.5,
+}
+
+
+@pytest.mark.parametrize(
+    ("row", "line"),
+    [
+        ([ROW], "a cost row: expected a JSON object, got list"),
+        ({k: v for k, v in ROW.items() if k != "billed_by"}, "a cost row of g6: no 'billed_by'"),
+        (ROW | {"usd_per_hour": "cheap"}, "a cost row of g6: 'usd_per_hour' is 'cheap', not float | None"),
+        (ROW | {"billing": "per-hug"}, "a cost row of g6: 'billing' is 'per-hug', not a billing model"),
+        (ROW | {"price": {"service": "AmazonEC2"}}, "a cost row of g6, its price: no 'item'"),
+        (ROW | {"level": "1 at a time", "figures": {"level": "1 at a time"}}, "its figures: no 'requests'"),
+    ],
+)
+def test_a_malformed_cost_row_is_one_line(row, line):
+    with pytest.raises(RunnerError) as error:
+        CostRow.from_json(row)
+    assert line in str(error.value) and "\n" not in str(error.value)
