@@ -1,6 +1,6 @@
 """The rows the costing package writes into evidence, typed at the package's boundary: a cost row
-(`runner.cost`: per backend and load level, cold start, storage line or batch job) and the
-second-instance verdict beside them.
+(`runner.cost`: per backend and load level, cold start, storage line or batch job), the
+second-instance verdict beside them, and an advice option (`runner.advise`).
 
 Each row writes exactly the JSON its evidence holds (`to_json`) and reads it back (`from_json`),
 a malformed row refused in one line. A cost or advise file records its rows' version
@@ -286,6 +286,66 @@ SCALING_CAPACITY = (
 SCALING_SCALED = ("instances", "scaled_level", "scaled_tok_s", "scaled_usd_per_million", "pays_for_itself")
 
 
+@dataclass
+class Advice:
+    """One option of `runner.advise`: its month for the workload with the arithmetic in one line,
+    whether it meets the bounds and why not, the latency it was judged on, and (with objectives)
+    whether its capacity was measured or extrapolated."""
+
+    option: str
+    billing: Billing
+    evidence: str
+    provenance: str | None
+    monthly_usd: float | None = None
+    arithmetic: str = ""
+    meets: bool | None = None
+    price: Price | None = None
+    why: str = ""
+    p95_s: float | None = None
+    p95_ttft_s: float | None = None
+    level: str | None = None
+    cold_share: float | None = None
+    notes: list[str] | None = None
+    measured_capacity: bool | None = None
+    extrapolated: str | None = None
+    # From the quality evidence given beside (runner.quality's overall figures), set by runner.advise.
+    accuracy: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "option": self.option,
+            "billing": self.billing.value,
+            "evidence": self.evidence,
+            "provenance": self.provenance,
+            "monthly_usd": self.monthly_usd,
+            "arithmetic": self.arithmetic,
+            "meets": self.meets,
+        }
+        if self.price is not None:
+            row["price"] = self.price.to_json()
+        row["why"] = self.why
+        if self.monthly_usd is not None:
+            # A priced month says the latency it was judged on: a batch job has no first token, and
+            # Bedrock per token no load level.
+            row["p95_s"] = self.p95_s
+            if self.billing is not Billing.JOB_INSTANCE_HOURS:
+                row["p95_ttft_s"] = self.p95_ttft_s
+            if self.billing is not Billing.PER_TOKEN:
+                row["level"] = self.level
+        for key in ("cold_share", "notes", "measured_capacity", "extrapolated"):
+            if getattr(self, key) is not None:
+                row[key] = getattr(self, key)
+        row["accuracy"] = self.accuracy
+        return row
+
+    @classmethod
+    def from_json(cls, data: object) -> Advice:
+        what = _named(data, "option", "an advice row")
+        found = _read(cls, data, what, apart=("billing", "price"))
+        assert isinstance(data, dict)  # _read refused anything else
+        return cls(**found, billing=_billing(data, what), price=_price(data, what))
+
+
 def check_rows_schema(evidence: dict[str, Any], where: object) -> None:
     """A cost or advise file whose rows are of another version than this runner's is one line."""
     if evidence.get("command") not in ROW_COMMANDS:
@@ -314,3 +374,8 @@ def cost_rows_in(evidence: dict[str, Any], where: object) -> list[CostRow]:
 def scaling_in(evidence: dict[str, Any], where: object) -> list[Scaling]:
     """The second-instance verdicts of a cost evidence file, typed."""
     return _rows_in(evidence, where, "scaling", Scaling.from_json)
+
+
+def advice_in(evidence: dict[str, Any], where: object) -> list[Advice]:
+    """The options of an advise evidence file, typed (its version checked; a malformed row is one line)."""
+    return _rows_in(evidence, where, "records", Advice.from_json)

@@ -1,17 +1,19 @@
 """The cost package's rows typed at its boundary (runner/costing/rows.py): every row `runner.cost`
-writes reads back through `from_json` and writes again exactly as it was (fields, values and their
-order); a malformed row is one line."""
+and `runner.advise` write reads back through `from_json` and writes again exactly as it was
+(fields, values and their order); a malformed row is one line."""
 
 from __future__ import annotations
 
 import pytest
 
 from runner.core.errors import RunnerError
-from runner.costing.rows import ROWS_SCHEMA, CostRow, Scaling, cost_rows_in
+from runner.costing.rows import ROWS_SCHEMA, Advice, CostRow, Scaling, advice_in, cost_rows_in
+from tests.runner.test_advise import aws_bench, run_advise
 from tests.runner.test_cost import (
     BATCH_JOB,
     backend_entry,
     batch_evidence,
+    bench_file,
     closed_loop,
     cold_warm_up,
     one_at_a_time,
@@ -69,6 +71,31 @@ def test_every_cost_row_and_scaling_verdict_reads_back_and_writes_the_same_json(
     assert (cold.figures.phase, cold.figures.phase_s) == ("not_ready_s", 28.0)
 
 
+def test_every_advice_option_reads_back_and_writes_the_same_json(tmp_path):
+    bench = aws_bench(tmp_path)
+    batch = batch_evidence(tmp_path, [BATCH_JOB])
+    (tmp_path / "bedrock").mkdir()
+    bedrock = bench_file(tmp_path / "bedrock", {"g6": 131.5})
+    argv = ["--requests-per-day", "1000", "--latency-bound", "60"]
+    evidence = run_advise(tmp_path, [bench, batch, bedrock], *argv)
+    assert evidence["rows_schema"] == ROWS_SCHEMA
+    billings = {r["billing"] for r in evidence["records"]}
+    assert billings == {"instance-hours", "serverless-seconds", "model-unit-minutes", "job-instance-hours", "per-token"}
+    for record in evidence["records"]:
+        assert list(Advice.from_json(record).to_json().items()) == list(record.items())
+        # The fields each adviser wrote before the rows were typed, in their order.
+        assert list(record)[:9] == ADVICE_HEAD and list(record)[9:] == ADVICE_TAIL[record["billing"]]
+    assert [a.option for a in advice_in(evidence, "advise.json")] == [r["option"] for r in evidence["records"]]
+
+
+ADVICE_HEAD = ["option", "billing", "evidence", "provenance", "monthly_usd", "arithmetic", "meets", "price", "why"]
+ADVICE_TAIL = {
+    "instance-hours": ["p95_s", "p95_ttft_s", "level", "notes", "accuracy"],
+    "serverless-seconds": ["p95_s", "p95_ttft_s", "level", "cold_share", "notes", "accuracy"],
+    "model-unit-minutes": ["p95_s", "p95_ttft_s", "level", "cold_share", "notes", "accuracy"],
+    "job-instance-hours": ["p95_s", "level", "notes", "accuracy"],
+    "per-token": ["p95_s", "p95_ttft_s", "notes", "accuracy"],
+}
 COST_HEAD = [
     "evidence", "backend", "billing", "provenance", "region", "billed_by", "price", "usd_per_hour", "usd_per_month_24x7"
 ]  # fmt: skip
@@ -119,3 +146,10 @@ def test_a_malformed_cost_row_is_one_line(row, line):
     with pytest.raises(RunnerError) as error:
         CostRow.from_json(row)
     assert line in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_malformed_advice_option_is_one_line_naming_its_file():
+    evidence = {"command": "advise", "rows_schema": ROWS_SCHEMA, "records": [{"option": "g6", "billing": "none"}]}
+    with pytest.raises(RunnerError) as error:
+        advice_in(evidence, "advise.json")
+    assert str(error.value) == "advise.json: an advice row of g6: no 'evidence'"
