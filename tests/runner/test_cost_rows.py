@@ -1,11 +1,16 @@
 """The cost package's rows typed at its boundary (runner/costing/rows.py): every row `runner.cost`
 and `runner.advise` write reads back through `from_json` and writes again exactly as it was
-(fields, values and their order); a malformed row is one line."""
+(fields, values and their order); a malformed row is one line; a cost or advise file of another
+rows version is refused in one line naming the file and both versions, and one written before
+the version was recorded is read."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from runner import report
 from runner.core.errors import RunnerError
 from runner.costing.rows import ROWS_SCHEMA, Advice, CostRow, Scaling, advice_in, cost_rows_in
 from tests.runner.test_advise import aws_bench, run_advise
@@ -153,3 +158,22 @@ def test_a_malformed_advice_option_is_one_line_naming_its_file():
     with pytest.raises(RunnerError) as error:
         advice_in(evidence, "advise.json")
     assert str(error.value) == "advise.json: an advice row of g6: no 'evidence'"
+
+
+@pytest.mark.parametrize("command", ["cost", "advise"])
+def test_a_file_of_another_rows_version_is_refused_in_one_line_and_an_older_one_is_read(tmp_path, command):
+    evidence = every_kind_of_cost_row(tmp_path) if command == "cost" else None
+    if evidence is None:
+        evidence = run_advise(tmp_path, [aws_bench(tmp_path)], "--requests-per-day", "100")
+    newer = tmp_path / f"{command}-newer.json"
+    newer.write_text(json.dumps(evidence | {"rows_schema": ROWS_SCHEMA + 1}))
+    with pytest.raises(RunnerError) as error:
+        report.run([str(newer)])
+    assert str(error.value) == (
+        f"{newer}: {command} rows of version {ROWS_SCHEMA + 1}; this runner reads version {ROWS_SCHEMA} "
+        f"(python -m runner.{command} writes them again)"
+    )
+    # Written before the version was recorded: version 1's rows, read as they are.
+    older = tmp_path / f"{command}-older.json"
+    older.write_text(json.dumps({k: v for k, v in evidence.items() if k != "rows_schema"}))
+    assert report.run([str(older)]) == 0
