@@ -13,6 +13,7 @@ from __future__ import annotations
 import types
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, fields
+from functools import cache
 from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from catalog.backends import Billing
@@ -44,12 +45,17 @@ def _is(value: object, hint: Any) -> bool:
     return isinstance(value, hint)
 
 
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls)
+
+
 def _read(cls: type, data: object, what: str, *, apart: tuple[str, ...] = ()) -> dict[str, Any]:
     """The fields of dataclass `cls` (all but `apart`, which the caller reads) from a JSON object,
     each checked against its type; a missing required field or a value of the wrong type is one line."""
     if not isinstance(data, dict):
         raise RunnerError(f"{what}: expected a JSON object, got {type(data).__name__}")
-    hints = get_type_hints(cls)
+    hints = _hints(cls)
     found: dict[str, Any] = {}
     for spec in fields(cls):
         if spec.name in apart:
@@ -209,10 +215,21 @@ class CostRow:
             row["figures"] = self.figures.to_json()
         if self.is_level:
             row["output_tok_s"] = self.output_tok_s
+        said = self._said_when_unknown()
         for key in COST_ROW_OPTIONAL:
-            if getattr(self, key) is not None:
+            if getattr(self, key) is not None or key in said:
                 row[key] = getattr(self, key)
         return row
+
+    def _said_when_unknown(self) -> tuple[str, ...]:
+        """A level priced by its requests (serverless, Custom Model Import, a batch job) always says
+        its $ per million output tokens, null when it had no output tokens; Custom Model Import
+        also its $ per million while busy, null when its rate is unknown."""
+        if not self.is_level or self.basis is None or self.billing not in PRICED_BY_REQUESTS:
+            return ()
+        if self.billing is Billing.MODEL_UNIT_MINUTES:
+            return ("usd_per_million_output", "sustained_usd_per_million_output")
+        return ("usd_per_million_output",)
 
     @classmethod
     def from_json(cls, data: object) -> CostRow:
@@ -223,7 +240,8 @@ class CostRow:
         return cls(**found, billing=_billing(data, what), price=_price(data, what), figures=figures)
 
 
-# Written only where set, in this order.
+PRICED_BY_REQUESTS = (Billing.SERVERLESS_SECONDS, Billing.MODEL_UNIT_MINUTES, Billing.JOB_INSTANCE_HOURS)
+# Written where set (or said when unknown), in this order.
 COST_ROW_OPTIONAL = (
     "usd_per_event",
     "usd_per_job",

@@ -93,6 +93,14 @@ def test_every_advice_option_reads_back_and_writes_the_same_json(tmp_path):
     assert [a.option for a in advice_in(evidence, "advise.json")] == [r["option"] for r in evidence["records"]]
 
 
+def test_a_level_priced_by_its_requests_says_its_price_per_million_even_without_output_tokens(tmp_path):
+    records = one_at_a_time("sagemaker-serverless", [3.9, 4.1], tokens=0)
+    backend = backend_entry("sagemaker-serverless", endpoint_name="s", memory_mb=6144, max_concurrency=4)
+    (row,) = run_cost(tmp_path, write_evidence(tmp_path, [backend], records))["records"]
+    assert row["usd_per_million_output"] is None and row["basis"].startswith("2 req: sum of e2e 8.00 s")
+    assert list(CostRow.from_json(row).to_json().items()) == list(row.items())
+
+
 ADVICE_HEAD = ["option", "billing", "evidence", "provenance", "monthly_usd", "arithmetic", "meets", "price", "why"]
 ADVICE_TAIL = {
     "instance-hours": ["p95_s", "p95_ttft_s", "level", "notes", "accuracy"],
