@@ -41,6 +41,7 @@ from runner.costing.advice import (
 )
 from runner.costing.measured import split_quality
 from runner.costing.prices import PriceList, price_all
+from runner.costing.rows import ROWS_SCHEMA
 from runner.render.tables import print_report
 from runner.workloads.presets import get_preset
 from runner.workloads.slo import Slo, parse_goodput
@@ -220,15 +221,16 @@ def run(argv: list[str] | None = None) -> int:
     evidence.data["backends"] = [option.backend for option in options]
     ranked = rank([advise(o, workload, prices.get(requests[o.name]) if requests[o.name] else None) for o in options])
     for row in ranked:
-        row["accuracy"] = accuracy.get(row.get("option") or row.get("backend") or "")
-    evidence.data["records"] = ranked
+        row.accuracy = accuracy.get(row.option)
+    evidence.data["rows_schema"] = ROWS_SCHEMA
+    evidence.data["records"] = [row.to_json() for row in ranked]
     evidence.data["why"] = explain(ranked)
     evidence.data["refused"] = refused
     evidence.data["assumptions"] = ASSUMPTIONS
     path = evidence.finish()
     print_report(evidence.data)
     print(f"evidence: {path}")
-    return 0 if ranked and ranked[0].get("meets") is True else 1
+    return 0 if ranked and ranked[0].meets is True else 1
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ Figures that did not come from AWS are labelled so in the table.
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from catalog.prices import PRICING_API_REGION
@@ -36,6 +36,7 @@ from runner.costing.measured import (
     split_quality,
 )
 from runner.costing.prices import PriceList, price_all, price_request
+from runner.costing.rows import ROWS_SCHEMA, CostRow
 from runner.render.tables import print_report
 
 
@@ -89,18 +90,21 @@ def run(argv: list[str] | None = None) -> int:
     evidence.data["backends"] = [b for _, data in groups for b in data.get("backends", [])]
     evidence.data["scaling"] = []
     evidence.data["accuracy"] = accuracy
+    evidence.data["rows_schema"] = ROWS_SCHEMA
+    rows: list[CostRow] = []
     for path, data in groups:
         for row in cost_rows(path, data, prices):
-            evidence.add_record(row)
+            rows.append(row)
+            evidence.add_record(row.to_json())
         for backend in data.get("backends", []) if path != "catalog" else []:
             request = price_request(backend)
             scaling = second_instance(data, backend, prices.get(request) if request else None, args.latency_bound)
             if scaling is not None:
-                evidence.data["scaling"].append(scaling | {"evidence": path})
+                evidence.data["scaling"].append(replace(scaling, evidence=path).to_json())
     path = evidence.finish()
     print_report(evidence.data)
     print(f"evidence: {path}")
-    return 0 if any(r.get("usd_per_hour") or r.get("price") for r in evidence.data["records"]) else 1
+    return 0 if any(r.usd_per_hour or r.price for r in rows) else 1
 
 
 def main() -> None:

@@ -2,8 +2,9 @@
 with `--html` one self-contained page (a headline per backend and model, the plots, every table)
 from bench, cost and quality evidence, with `--markdown` the headline and the tables as Markdown.
 
-Every file is read and checked before anything is written: a file that is not evidence, or (for
-`--html` and `--markdown`) evidence of a command the page does not take, is one line, exit 2."""
+Every file is read and checked before anything is written: a file that is not evidence, cost or
+advise evidence whose rows are of another version (`runner.costing.rows`), or (for `--html` and
+`--markdown`) evidence of a command the page does not take, is one line, exit 2."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from runner.cli.session import main_guard
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
 from runner.core.files import write_atomically
+from runner.costing.rows import check_rows_schema
 from runner.render.tables import print_report, renderer_for, stdout
 
 
@@ -56,6 +58,7 @@ def run(argv: list[str] | None = None) -> int:
     sources = [(path, load(path)) for path in args.files]
     for path, evidence in sources:
         check_tables(path, evidence["command"])
+        check_rows_schema(evidence, path)
     if args.html or args.markdown:
         from runner.render.page import check_page_sources, render_html, render_markdown
 

@@ -3,8 +3,9 @@ fallback, and what each way of serving is billed by), the pricing sums each writ
 (`arithmetic`: $ per million tokens, break-even against Bedrock, a month of instances, a job's
 billable time, Custom Model Import's windows), what bills right now (`billing_now`: the rows of the
 table `runner.up` ends with), the cost of what was measured by each backend's billing model
-(`measured`: per load level, cold starts apart) and the arithmetic of `runner.advise` (`advice`: a
-workload's month on every measured option).
+(`measured`: per load level, cold starts apart), the arithmetic of `runner.advise` (`advice`: a
+workload's month on every measured option), and the rows those two write into evidence, typed
+(`rows`: each read back through `from_json`, a file of another rows version refused in one line).
 
 It sits below `runner.cloud` (whose watchers and preflight price what they bring up) and
 `runner.measure` (a transform job prices itself), and above `runner.figures` (a level's figures,

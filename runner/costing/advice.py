@@ -38,7 +38,7 @@ What it assumes, plainly:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from catalog.backends import Billing
@@ -71,6 +71,7 @@ from runner.costing.prices import (
     priced_kind,
     serverless_memory_mb,
 )
+from runner.costing.rows import Advice
 from runner.figures.latency import time_per_output_token
 from runner.figures.levels import level_groups
 
@@ -429,12 +430,12 @@ def _cold_latency(option: Measured, workload: Workload, share: float, warm: tupl
     return (option.cold.p95_s, option.cold.p95_ttft_s), f"{share:.0%} of requests find zero: the p95 is a cold start"
 
 
-def advise_instance_hours(option: Measured, workload: Workload, price: Price) -> dict[str, Any]:
+def advise_instance_hours(option: Measured, workload: Workload, price: Price) -> Advice:
     point, inside = best_point(option, workload)
     hourly = price.usd_per_hour or 0.0
     base = _advice(option, price)
     if point is None:
-        return base | {"arithmetic": "no measured level", "meets": None, "why": "not measured"}
+        return replace(base, arithmetic="no measured level", meets=None, why="not measured")
     low = max(1, int((option.backend.get("catalog") or {}).get("min_instances") or 1))
     high = max_instances(option.backend)
     per_hour = workload.per_hour()
@@ -462,24 +463,25 @@ def advise_instance_hours(option: Measured, workload: Workload, price: Price) ->
         meets, why = False, "no measured level within the bound"
     if needed > high:
         meets, why = False, f"needs {needed} instances at peak; it deploys at most {high}"
-    return base | {
-        "monthly_usd": monthly,
-        "arithmetic": arithmetic,
-        "meets": meets,
-        "why": why,
-        "p95_s": point.p95_s,
-        "p95_ttft_s": point.p95_ttft_s,
-        "level": point.level,
-        "notes": notes,
-    }
+    return replace(
+        base,
+        monthly_usd=monthly,
+        arithmetic=arithmetic,
+        meets=meets,
+        why=why,
+        p95_s=point.p95_s,
+        p95_ttft_s=point.p95_ttft_s,
+        level=point.level,
+        notes=notes,
+    )
 
 
-def advise_async(option: Measured, workload: Workload, price: Price) -> dict[str, Any]:
+def advise_async(option: Measured, workload: Workload, price: Price) -> Advice:
     point, inside = best_point(option, workload)
     hourly = price.usd_per_hour or 0.0
     base = _advice(option, price)
     if point is None:
-        return base | {"arithmetic": "no measured level", "meets": None, "why": "not measured"}
+        return replace(base, arithmetic="no measured level", meets=None, why="not measured")
     idle = IDLE_BEFORE_ZERO_S[Billing.INSTANCE_HOURS_WHILE_RUNNING]
     up = 0.0
     wakeups = 0.0
@@ -507,31 +509,42 @@ def judged(workload: Workload, point: Point, p95: float | None, p95_ttft: float 
     return within(workload, p95, p95_ttft, point.p95_tpot_s)
 
 
-def _finish(option, workload, base, point, inside, share, monthly, arithmetic, notes) -> dict[str, Any]:
+def _finish(
+    option: Measured,
+    workload: Workload,
+    base: Advice,
+    point: Point,
+    inside: bool,
+    share: float,
+    monthly: float,
+    arithmetic: str,
+    notes: list[str],
+) -> Advice:
     (p95, p95_ttft), cold_why = _cold_latency(option, workload, share, (point.p95_s, point.p95_ttft_s))
     meets, why = judged(workload, point, p95, p95_ttft) if not cold_why else within(workload, p95, p95_ttft)
     if not inside and meets is not False and share <= COLD_SHARE_FOR_P95:
         meets, why = False, "no measured level within the bound"
     if cold_why:
         why = f"{cold_why}; {why}" if why else cold_why
-    return base | {
-        "monthly_usd": monthly,
-        "arithmetic": arithmetic,
-        "meets": meets,
-        "why": why,
-        "p95_s": p95,
-        "p95_ttft_s": p95_ttft,
-        "level": point.level if point else None,
-        "cold_share": share,
-        "notes": notes,
-    }
+    return replace(
+        base,
+        monthly_usd=monthly,
+        arithmetic=arithmetic,
+        meets=meets,
+        why=why,
+        p95_s=p95,
+        p95_ttft_s=p95_ttft,
+        level=point.level if point else None,
+        cold_share=share,
+        notes=notes,
+    )
 
 
-def advise_serverless(option: Measured, workload: Workload, price: Price) -> dict[str, Any]:
+def advise_serverless(option: Measured, workload: Workload, price: Price) -> Advice:
     base = _advice(option, price)
     times = [t for t in (predicted_e2e(r, workload.output_tokens) for r in option.warm) if t is not None]
     if not times:
-        return base | {"arithmetic": "no measured request", "meets": None, "why": "not measured"}
+        return replace(base, arithmetic="no measured request", meets=None, why="not measured")
     warm_s = mean_of(times)
     share = cold_share(workload.per_hour(), IDLE_BEFORE_ZERO_S[Billing.SERVERLESS_SECONDS])
     notes = []
@@ -562,8 +575,8 @@ def advise_serverless(option: Measured, workload: Workload, price: Price) -> dic
     ).get("max_concurrency")
     busiest = workload.peak_per_hour / 3600 * warm_s
     if limit and busiest > limit:
-        advice["meets"] = False
-        advice["why"] = f"the peak hour needs {busiest:.1f} requests at once > max concurrency {limit}"
+        advice.meets = False
+        advice.why = f"the peak hour needs {busiest:.1f} requests at once > max concurrency {limit}"
     return advice
 
 
@@ -571,11 +584,11 @@ def _p95_ttft(records: list[dict[str, Any]]) -> float | None:
     return percentile([r["ttft_s"] for r in records if r.get("ttft_s") is not None], 95)
 
 
-def advise_model_import(option: Measured, workload: Workload, price: Price) -> dict[str, Any]:
+def advise_model_import(option: Measured, workload: Workload, price: Price) -> Advice:
     point, inside = best_point(option, workload)
     base = _advice(option, price)
     if point is None:
-        return base | {"arithmetic": "no measured level", "meets": None, "why": "not measured"}
+        return replace(base, arithmetic="no measured level", meets=None, why="not measured")
     idle = IDLE_BEFORE_ZERO_S[Billing.MODEL_UNIT_MINUTES]
     units, units_note = custom_model_units(option.backend, option.records)
     active_minutes = 0.0
@@ -601,11 +614,11 @@ def advise_model_import(option: Measured, workload: Workload, price: Price) -> d
     )
 
 
-def advise_batch(option: Measured, workload: Workload, price: Price) -> dict[str, Any]:
+def advise_batch(option: Measured, workload: Workload, price: Price) -> Advice:
     base = _advice(option, price)
     jobs = [j for j in option.jobs if j.get("output_tok_s") and j.get("billable_s") is not None]
     if not jobs:
-        return base | {"arithmetic": "no job with a rate and billable time", "meets": None, "why": "not measured"}
+        return replace(base, arithmetic="no job with a rate and billable time", meets=None, why="not measured")
     job = max(jobs, key=lambda j: j.get("output_tokens") or 0)
     rate = job["output_tok_s"]
     start = max(0.0, job["billable_s"] - (job.get("output_tokens") or 0) / rate)
@@ -621,18 +634,19 @@ def advise_batch(option: Measured, workload: Workload, price: Price) -> dict[str
     meets, why = within(workload, BATCH_WAIT_S + run_s, None if workload.ttft_bound_s is None else BATCH_WAIT_S)
     if run_s > BATCH_WAIT_S:
         meets, why = False, f"the day's job takes {run_s / 3600:,.1f} h on {count} instance(s): more than a day"
-    return base | {
-        "monthly_usd": monthly,
-        "arithmetic": arithmetic,
-        "meets": meets,
-        "why": (f"{why} (an answer waits for the day's job)" if why else ""),
-        "p95_s": BATCH_WAIT_S + run_s,
-        "level": f"job {job.get('job_name') or ''}".strip(),
-        "notes": ["one job a day over the day's requests"],
-    }
+    return replace(
+        base,
+        monthly_usd=monthly,
+        arithmetic=arithmetic,
+        meets=meets,
+        why=(f"{why} (an answer waits for the day's job)" if why else ""),
+        p95_s=BATCH_WAIT_S + run_s,
+        level=f"job {job.get('job_name') or ''}".strip(),
+        notes=["one job a day over the day's requests"],
+    )
 
 
-def advise_per_token(option: Measured, workload: Workload, price: Price) -> dict[str, Any]:
+def advise_per_token(option: Measured, workload: Workload, price: Price) -> Advice:
     base = _advice(option, price)
     times = [t for t in (predicted_e2e(r, workload.output_tokens) for r in option.warm) if t is not None]
     per_request = (
@@ -646,28 +660,20 @@ def advise_per_token(option: Measured, workload: Workload, price: Price) -> dict
     )
     p95, p95_ttft = percentile(times, 95), _p95_ttft(option.warm)
     meets, why = within(workload, p95, p95_ttft)
-    return base | {
-        "monthly_usd": monthly,
-        "arithmetic": arithmetic,
-        "meets": meets,
-        "why": why,
-        "p95_s": p95,
-        "p95_ttft_s": p95_ttft,
-        "notes": ["service quotas not modelled"],
-    }
+    return replace(
+        base,
+        monthly_usd=monthly,
+        arithmetic=arithmetic,
+        meets=meets,
+        why=why,
+        p95_s=p95,
+        p95_ttft_s=p95_ttft,
+        notes=["service quotas not modelled"],
+    )
 
 
-def _advice(option: Measured, price: Price) -> dict[str, Any]:
-    return {
-        "option": option.name,
-        "billing": option.billing.value,
-        "evidence": option.evidence,
-        "provenance": option.provenance,
-        "monthly_usd": None,
-        "arithmetic": "",
-        "meets": None,
-        "price": price.to_json(),
-    }
+def _advice(option: Measured, price: Price | None) -> Advice:
+    return Advice(option.name, option.billing, option.evidence, option.provenance, price=price)
 
 
 ADVISERS = {
@@ -680,62 +686,48 @@ ADVISERS = {
 }
 
 
-def advise(option: Measured, workload: Workload, price: Price | None) -> dict[str, Any]:
+def advise(option: Measured, workload: Workload, price: Price | None) -> Advice:
     """One option's month for the workload, with its arithmetic in one line; with objectives, an
     option not measured at them is labelled an extrapolation, with why and from what."""
     advice = _advise(option, workload, price)
     if workload.slo:
-        advice["measured_capacity"] = option.capacity is not None
+        advice.measured_capacity = option.capacity is not None
         if option.capacity is None and option.billing is not Billing.JOB_INSTANCE_HOURS:
             why = option.capacity_why or "no capacity search in its evidence"
-            advice["extrapolated"] = (
+            advice.extrapolated = (
                 f"EXTRAPOLATED: no capacity measured within {workload.slo_text} ({why}); "
-                f"from {advice.get('level') or 'its requests'} scaled to {workload.output_tokens} output tokens, "
+                f"from {advice.level or 'its requests'} scaled to {workload.output_tokens} output tokens, "
                 "its p95s taken for the objectives"
             )
     return advice
 
 
-def _advise(option: Measured, workload: Workload, price: Price | None) -> dict[str, Any]:
+def _advise(option: Measured, workload: Workload, price: Price | None) -> Advice:
     if price is None:
-        return {
-            "option": option.name,
-            "billing": option.billing.value,
-            "evidence": option.evidence,
-            "provenance": option.provenance,
-            "monthly_usd": None,
-            "arithmetic": "no price found",
-            "meets": None,
-            "why": "no price",
-        }
+        return replace(_advice(option, None), arithmetic="no price found", why="no price")
     return ADVISERS[option.billing](option, workload, price)
 
 
-def rank(advice: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def rank(advice: list[Advice]) -> list[Advice]:
     """Within the bound first (cheapest first), then latency unknown, then those that miss it."""
     order = {True: 0, None: 1, False: 2}
-    return sorted(
-        advice,
-        key=lambda a: (order[a.get("meets")], a.get("monthly_usd") is None, a.get("monthly_usd") or 0.0, a["option"]),
-    )
+    return sorted(advice, key=lambda a: (order[a.meets], a.monthly_usd is None, a.monthly_usd or 0.0, a.option))
 
 
-def explain(ranked: list[dict[str, Any]]) -> list[str]:
+def explain(ranked: list[Advice]) -> list[str]:
     """Why the first option beat each of the others, in the options' own arithmetic."""
-    if not ranked or ranked[0].get("meets") is not True or ranked[0].get("monthly_usd") is None:
+    winner = ranked[0] if ranked else None
+    if winner is None or winner.meets is not True or winner.monthly_usd is None:
         return ["no option is within the bound at a known price"] if ranked else []
-    winner = ranked[0]
-    lines = [
-        f"cheapest within the bound: {winner['option']}, {_money(winner['monthly_usd'])}/month: {winner['arithmetic']}"
-    ]
+    cheapest = winner.monthly_usd
+    lines = [f"cheapest within the bound: {winner.option}, {_money(cheapest)}/month: {winner.arithmetic}"]
     for other in ranked[1:]:
-        if other.get("meets") is True and other.get("monthly_usd") is not None:
+        if other.meets is True and other.monthly_usd is not None:
             lines.append(
-                f"{winner['option']} beats {other['option']} by "
-                f"{_money(other['monthly_usd'] - winner['monthly_usd'])}/month: {other['arithmetic']}"
+                f"{winner.option} beats {other.option} by {_money(other.monthly_usd - cheapest)}/month: {other.arithmetic}"
             )
         else:
-            lines.append(f"{other['option']} is out: {other.get('why') or 'no price'}")
+            lines.append(f"{other.option} is out: {other.why or 'no price'}")
     return lines
 
 

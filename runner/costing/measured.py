@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,7 @@ from runner.costing.prices import (
     price_request,
     priced_kind,
 )
+from runner.costing.rows import ColdFigures, CostRow, JobFigures, LevelFigures, Scaling
 from runner.figures.levels import level_groups, level_summary
 
 COST_COMMANDS = ("bench", "batch")
@@ -125,25 +126,6 @@ def custom_model_units(backend: dict[str, Any], records: list[dict[str, Any]]) -
             if isinstance(value, int) and value > 0:
                 return value, None
     return DEFAULT_CUSTOM_MODEL_UNITS, DEFAULT_CUSTOM_MODEL_UNITS_NOTE
-
-
-@dataclass
-class LevelFigures:
-    """What one backend sustained at one load level, from its warm bench records."""
-
-    level: str
-    requests: int
-    output_tok_s: float | None
-    method: str
-    input_per_output: float | None
-    mode: str | None = None
-    value: float | None = None
-    duration_s: float | None = None
-    output_tokens: int = 0
-    prompt_tokens: int = 0
-    e2e_sum_s: float = 0.0
-    p95_e2e_s: float | None = None
-    instances: int | None = None
 
 
 def is_cold(record: dict[str, Any]) -> bool:
@@ -295,29 +277,31 @@ def cost_price_requests(evidences: list[dict[str, Any]]) -> list[PriceRequest]:
     return [*(r for evidence in evidences for r in evidence_price_requests(evidence)), bedrock_reference_request()]
 
 
-def offline_cost_rows(source: str, evidence: dict[str, Any]) -> list[dict[str, Any]]:
+def offline_cost_rows(source: str, evidence: dict[str, Any]) -> list[CostRow]:
     """`runner.cost --offline` of one bench or batch evidence file, without writing evidence: its
     cost rows at the dated offline table's prices (the Pricing API is never asked)."""
     prices, _ = price_all(cost_price_requests([evidence]), None)
     return cost_rows(source, evidence, prices)
 
 
-def _base_row(source: str, evidence: dict[str, Any], backend: dict[str, Any], request, price) -> dict[str, Any]:
+def _base_row(
+    source: str, evidence: dict[str, Any], backend: dict[str, Any], request: PriceRequest | None, price: Price | None
+) -> CostRow:
     billing = billing_of(backend)
     hourly = price.usd_per_hour if price else None
-    return {
-        "evidence": source,
-        "backend": backend["name"],
-        "billing": billing.value,
-        "provenance": provenance(evidence, backend),
-        "region": request.region if request else backend.get("region"),
-        "billed_by": request.item if request else None,
-        "price": price.to_json() if price else None,
-        "usd_per_hour": hourly,
-        "usd_per_month_24x7": usd_per_month_24x7(hourly)
+    return CostRow(
+        evidence=source,
+        backend=backend["name"],
+        billing=billing,
+        provenance=provenance(evidence, backend),
+        region=request.region if request else backend.get("region"),
+        billed_by=request.item if request else None,
+        price=price,
+        usd_per_hour=hourly,
+        usd_per_month_24x7=usd_per_month_24x7(hourly)
         if hourly and billing in (Billing.INSTANCE_HOURS, Billing.INSTANCE_HOURS_WHILE_RUNNING)
         else None,
-    }
+    )
 
 
 def _per_million(usd: float, tokens: int) -> float | None:
@@ -342,38 +326,38 @@ def model_import_level_cost(figures: LevelFigures, price: Price, units: int) -> 
 
 
 def level_rows(
-    base: dict[str, Any],
+    base: CostRow,
     backend: dict[str, Any],
     figures_list: list[LevelFigures],
     price: Price,
     bedrock_reference: Price | None,
     records: list[dict[str, Any]],
-) -> list[dict[str, Any]]:
+) -> list[CostRow]:
     billing = billing_of(backend)
     rows = []
     units, units_note = custom_model_units(backend, records)
     for figures in figures_list or [LevelFigures("", 0, None, "not measured", None)]:
-        row = base | {"level": figures.level or None, "figures": asdict(figures), "output_tok_s": figures.output_tok_s}
+        row = replace(base, level=figures.level or None, figures=figures, output_tok_s=figures.output_tok_s)
         if billing is Billing.PER_TOKEN:
-            row["usd_per_million_output"] = bedrock_per_million_output(price, figures.input_per_output)
-            row["basis"] = "output price" + (" + measured input per output token" if figures.input_per_output else "")
+            row.usd_per_million_output = bedrock_per_million_output(price, figures.input_per_output)
+            row.basis = "output price" + (" + measured input per output token" if figures.input_per_output else "")
         elif billing is Billing.SERVERLESS_SECONDS and figures.requests:
             compute, data = serverless_level_cost(figures, price)
-            row["usd_per_million_output"] = _per_million(compute + data, figures.output_tokens)
-            row["basis"] = (
+            row.usd_per_million_output = _per_million(compute + data, figures.output_tokens)
+            row.basis = (
                 f"{figures.requests} req: sum of e2e {figures.e2e_sum_s:.2f} s x ${price.usd_per_second:g}/s"
                 f" + data ${data:.2g}, over {figures.output_tokens} output tokens"
             )
         elif billing is Billing.MODEL_UNIT_MINUTES and figures.requests:
             windows, usd = model_import_level_cost(figures, price, units)
-            row["usd_per_million_output"] = _per_million(usd, figures.output_tokens)
+            row.usd_per_million_output = _per_million(usd, figures.output_tokens)
             sustained = (
                 usd_per_million_output(units * (price.usd_per_unit_minute or 0.0) * 60, figures.output_tok_s)
                 if figures.output_tok_s
                 else None
             )
-            row["sustained_usd_per_million_output"] = sustained
-            row["basis"] = (
+            row.sustained_usd_per_million_output = sustained
+            row.basis = (
                 f"{windows} x {MODEL_IMPORT_WINDOW_MINUTES}-min window x {units} CMU x "
                 f"${price.usd_per_unit_minute:g}/CMU-min over {figures.output_tokens} output tokens"
                 + (f"; ${sustained:.2f}/M if the windows stay busy" if sustained else "")
@@ -381,36 +365,34 @@ def level_rows(
             )
         elif price.usd_per_hour:
             if figures.output_tok_s:
-                row["usd_per_million_output"] = usd_per_million_output(price.usd_per_hour, figures.output_tok_s)
+                row.usd_per_million_output = usd_per_million_output(price.usd_per_hour, figures.output_tok_s)
             if billing is Billing.INSTANCE_HOURS_WHILE_RUNNING:
-                row["basis"] = "while an instance runs (it scales to zero between bursts: see leaving zero)"
+                row.basis = "while an instance runs (it scales to zero between bursts: see leaving zero)"
             if bedrock_reference is not None and billing is Billing.INSTANCE_HOURS:
                 reference = bedrock_per_million_output(bedrock_reference, figures.input_per_output)
-                row["breakeven_vs_bedrock_tok_s"] = breakeven_tok_s(price.usd_per_hour, reference)
-                row["bedrock_usd_per_million_output"] = reference
+                row.breakeven_vs_bedrock_tok_s = breakeven_tok_s(price.usd_per_hour, reference)
+                row.bedrock_usd_per_million_output = reference
         rows.append(row)
     return rows
 
 
-def cold_rows(
-    base: dict[str, Any], backend: dict[str, Any], cold: list[dict[str, Any]], price: Price
-) -> list[dict[str, Any]]:
+def cold_rows(base: CostRow, backend: dict[str, Any], cold: list[dict[str, Any]], price: Price) -> list[CostRow]:
     """What a request that finds zero instances costs and takes, apart from the levels."""
     billing = billing_of(backend)
     e2e = [r["e2e_s"] for r in cold if r.get("e2e_s") is not None]
     output = sum(r.get("output_tokens") or 0 for r in cold)
-    figures = {"requests": len(cold), "median_e2e_s": median(e2e), "output_tokens": output}
+    figures = ColdFigures(requests=len(cold), median_e2e_s=median(e2e), output_tokens=output)
     if billing is Billing.SERVERLESS_SECONDS and cold:
         usd = sum(e2e) * (price.usd_per_second or 0.0)
         return [
-            base
-            | {
-                "level": "cold start",
-                "figures": figures,
-                "usd_per_event": usd / len(cold),
-                "basis": f"{len(cold)} cold req ({output} output tokens), median e2e {median(e2e):.2f} s, "
+            replace(
+                base,
+                level="cold start",
+                figures=figures,
+                usd_per_event=usd / len(cold),
+                basis=f"{len(cold)} cold req ({output} output tokens), median e2e {median(e2e):.2f} s, "
                 "billed in full (an upper bound)",
-            }
+            )
         ]
     if billing is Billing.INSTANCE_HOURS_WHILE_RUNNING and price.usd_per_hour:
         leave = [(r.get("phases") or {}).get("leave_zero_s") for r in cold]
@@ -419,34 +401,34 @@ def cold_rows(
         leave_s = leave_s or 0.0
         usd = instance_seconds_usd(leave_s + ASYNC_IDLE_TAIL_S, 1, price.usd_per_hour)
         return [
-            base
-            | {
-                "level": "leaving zero",
-                "figures": figures | {"leave_zero_s": leave_s if measured else None},
-                "usd_per_event": usd,
-                "basis": (
+            replace(
+                base,
+                level="leaving zero",
+                figures=replace(figures, phase="leave_zero_s", phase_s=leave_s if measured else None),
+                usd_per_event=usd,
+                basis=(
                     f"each burst after idle: {leave_s:.0f} s leaving zero"
                     + ("" if measured else " (not measured: no cold record with phases.leave_zero_s)")
                     + f" + {ASYNC_IDLE_TAIL_S // 60} min idle before scale-in (assumed) at ${price.usd_per_hour}/h"
                 ),
-            }
+            )
         ]
     if billing is Billing.MODEL_UNIT_MINUTES and cold:
         not_ready = [(r.get("phases") or {}).get("not_ready_s") for r in cold]
         waited = median(v for v in not_ready if isinstance(v, int | float))
         return [
-            base
-            | {
-                "level": "cold start",
-                "figures": figures | {"not_ready_s": waited},
-                "basis": f"{len(cold)} cold req, median e2e {median(e2e):.2f} s"
+            replace(
+                base,
+                level="cold start",
+                figures=replace(figures, phase="not_ready_s", phase_s=waited),
+                basis=f"{len(cold)} cold req, median e2e {median(e2e):.2f} s"
                 + (f", {waited:.1f} s waiting for the copy" if waited is not None else ""),
-            }
+            )
         ]
     return []
 
 
-def batch_rows(source: str, evidence: dict[str, Any], prices: dict[PriceRequest, Price]) -> list[dict[str, Any]]:
+def batch_rows(source: str, evidence: dict[str, Any], prices: dict[PriceRequest, Price]) -> list[CostRow]:
     """One row per transform job: its instances for its billable time, over its output tokens."""
     rows = []
     for job in evidence.get("jobs", []):
@@ -454,19 +436,25 @@ def batch_rows(source: str, evidence: dict[str, Any], prices: dict[PriceRequest,
         request = batch_price_request(job, batch_region(backend, job))
         price = prices.get(request) if request else None
         base = _base_row(source, evidence, backend, request, price)
-        row = base | {
-            "level": f"job {job.get('job_name') or job.get('name') or ''}".strip(),
-            "figures": {k: job.get(k) for k in ("billable_s", "instance_count", "output_tokens", "records_per_s")},
-            "output_tok_s": job.get("output_tok_s"),
-        }
+        row = replace(
+            base,
+            level=f"job {job.get('job_name') or job.get('name') or ''}".strip(),
+            figures=JobFigures(
+                billable_s=job.get("billable_s"),
+                instance_count=job.get("instance_count"),
+                output_tokens=job.get("output_tokens"),
+                records_per_s=job.get("records_per_s"),
+            ),
+            output_tok_s=job.get("output_tok_s"),
+        )
         if price is None or not price.usd_per_hour:
-            rows.append(row | {"note": "no price found"})
+            rows.append(replace(row, note="no price found"))
             continue
         count = job.get("instance_count") or 1
         usd = instance_seconds_usd(job.get("billable_s") or 0.0, count, price.usd_per_hour)
-        row["usd_per_job"] = usd
-        row["usd_per_million_output"] = _per_million(usd, job.get("output_tokens") or 0)
-        row["basis"] = f"{job.get('billable_s')} billable s x {count} x ${price.usd_per_hour}/h" + (
+        row.usd_per_job = usd
+        row.usd_per_million_output = _per_million(usd, job.get("output_tokens") or 0)
+        row.basis = f"{job.get('billable_s')} billable s x {count} x ${price.usd_per_hour}/h" + (
             f" (runner.batch priced it ${job['price_usd']:.4f})"
             if isinstance(job.get("price_usd"), int | float)
             else ""
@@ -481,7 +469,7 @@ def cost_rows(
     prices: dict[PriceRequest, Price],
     *,
     backends: list[dict[str, Any]] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[CostRow]:
     """One row per backend and measured load level (one without figures when none was measured),
     a row apart for cold starts, and for Custom Model Import a storage row (a fixed monthly line)."""
     if evidence.get("command") == "batch":
@@ -496,13 +484,13 @@ def cost_rows(
         base = _base_row(source, evidence, backend, request, price)
         billing = billing_of(backend)
         if billing is Billing.JOB_INSTANCE_HOURS:
-            rows.append(base | {"note": "priced from batch evidence (python -m runner.batch)"})
+            rows.append(replace(base, note="priced from batch evidence (python -m runner.batch)"))
             continue
         if request is None:
-            rows.append(base | {"note": "not billed by AWS" if billing is Billing.NONE else "no price found"})
+            rows.append(replace(base, note="not billed by AWS" if billing is Billing.NONE else "no price found"))
             continue
         if price is None:
-            rows.append(base | {"note": "no price found"})
+            rows.append(replace(base, note="no price found"))
             continue
         records = [r for r in evidence.get("records", []) if r.get("backend") == backend["name"]]
         rows += level_rows(base, backend, levels.get(backend["name"], []), price, bedrock_reference, records)
@@ -510,13 +498,13 @@ def cost_rows(
         if billing is Billing.MODEL_UNIT_MINUTES and price.usd_per_unit_month is not None:
             units, note = custom_model_units(backend, records)
             rows.append(
-                base
-                | {
-                    "level": "storage",
-                    "fixed_usd_per_month": units * price.usd_per_unit_month,
-                    "basis": f"{units} CMU x ${price.usd_per_unit_month}/CMU-month while the model exists"
+                replace(
+                    base,
+                    level="storage",
+                    fixed_usd_per_month=units * price.usd_per_unit_month,
+                    basis=f"{units} CMU x ${price.usd_per_unit_month}/CMU-month while the model exists"
                     + (f"; {note}" if note else ""),
-                }
+                )
             )
     return rows
 
@@ -530,7 +518,7 @@ def max_instances(backend: dict[str, Any]) -> int:
 
 def second_instance(
     evidence: dict[str, Any], backend: dict[str, Any], price: Price | None, bound_s: float | None = None
-) -> dict[str, Any] | None:
+) -> Scaling | None:
     """For the real-time endpoint: from the closed-loop levels, where one instance stops growing
     (the first level whose tok/s is within 5 % of the next level's, or the last whose p95
     end-to-end is within `bound_s`), and whether the evidence shows a second instance paying for
@@ -545,9 +533,9 @@ def second_instance(
         (f for f in load_levels(evidence).get(backend["name"], []) if f.mode == "concurrency" and f.output_tok_s),
         key=lambda f: f.value or 0,
     )
-    result: dict[str, Any] = {"backend": backend["name"], "max_instances": max_instances(backend), "bound_s": bound_s}
+    result = Scaling(backend=backend["name"], max_instances=max_instances(backend), bound_s=bound_s)
     if len(levels) < 2:
-        result["verdict"] = (
+        result.verdict = (
             "not enough closed-loop levels: bench --concurrency 1,4,16,64 finds where one instance stops growing"
         )
         return result
@@ -559,49 +547,44 @@ def second_instance(
             break
     if capacity is None:
         top = levels[-1]
-        result["verdict"] = (
+        result.verdict = (
             f"one instance still grows at the highest level measured ({top.level}: {top.output_tok_s:.1f} tok/s): "
             "sweep higher"
         )
         return result
     cap, following = levels[capacity], levels[capacity + 1]
     one = usd_per_million_output(hourly, cap.output_tok_s)
-    result |= {
-        "capacity_level": cap.level,
-        "capacity_tok_s": cap.output_tok_s,
-        "one_instance_usd_per_million": one,
-        "next_level": following.level,
-        "next_tok_s": following.output_tok_s,
-        "next_p95_e2e_s": following.p95_e2e_s,
-    }
+    result.capacity_level, result.capacity_tok_s, result.one_instance_usd_per_million = cap.level, cap.output_tok_s, one
+    result.next_level, result.next_tok_s = following.level, following.output_tok_s
+    result.next_p95_e2e_s = following.p95_e2e_s
     facts = (
         f"one instance tops out at {cap.level} ({cap.output_tok_s:.1f} tok/s, ${one:.2f}/M); "
         f"at {following.level} it gives {following.output_tok_s:.1f} tok/s"
         + (f", p95 {following.p95_e2e_s:.2f} s" if following.p95_e2e_s is not None else "")
     )
     if provenance(evidence, backend) is not None:
-        result["verdict"] = f"{NOT_EMULATED} ({facts})"
+        result.verdict = f"{NOT_EMULATED} ({facts})"
         return result
     later = levels[capacity + 1 :]
     shown = next((f for f in later if (f.instances or 0) >= 2), None)
-    if shown is None and result["max_instances"] >= 2:
+    if shown is None and result.max_instances >= 2:
         shown = next((f for f in later if f.output_tok_s > cap.output_tok_s * (1 + PLATEAU_SHARE)), None)
     if shown is None:
         why = (
-            f"max_instances {result['max_instances']}: a second instance is not allowed (sagemaker.maxInstances)"
-            if result["max_instances"] < 2
+            f"max_instances {result.max_instances}: a second instance is not allowed (sagemaker.maxInstances)"
+            if result.max_instances < 2
             else "the evidence does not show a second instance serving"
         )
-        result["verdict"] = f"{NOT_EMULATED}: {why} ({facts})"
+        result.verdict = f"{NOT_EMULATED}: {why} ({facts})"
         return result
     count = max(shown.instances or 2, 2)
     two = usd_per_million_output(count * hourly, shown.output_tok_s)
     one_misses = bound_s is not None and following.p95_e2e_s is not None and following.p95_e2e_s > bound_s
     pays = two <= one or one_misses
-    result |= {"instances": count, "scaled_level": shown.level, "scaled_tok_s": shown.output_tok_s}
-    result["scaled_usd_per_million"] = two
-    result["pays_for_itself"] = pays
-    result["verdict"] = (
+    result.instances, result.scaled_level, result.scaled_tok_s = count, shown.level, shown.output_tok_s
+    result.scaled_usd_per_million = two
+    result.pays_for_itself = pays
+    result.verdict = (
         f"{'a second instance pays for itself' if pays else 'a second instance does not pay for itself'} at "
         f"{shown.level}: {count} instances give {shown.output_tok_s:.1f} tok/s at ${two:.2f}/M against one "
         f"instance's ${one:.2f}/M at its capacity"

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from runner.core.stats import fmt
+from runner.costing.rows import advice_in
 from runner.render.tables import accuracy_text, add_columns
 
 VERDICT = {True: "yes", False: "NO", None: "unknown"}
@@ -40,22 +41,22 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         "rank", "option", "billing", "measured on", "$/month", "p95 s", "within bound", "accuracy", "arithmetic", "why"
     ]  # fmt: skip
     add_columns(table, columns, left=("option", "billing", "measured on", "within bound", "arithmetic", "why"))
-    for rank, row in enumerate(evidence.get("records", []), start=1):
-        provenance = row.get("provenance")
-        notes = "; ".join(row.get("notes") or [])
-        why = "; ".join(part for part in (row.get("extrapolated"), row.get("why"), notes) if part)
+    for rank, row in enumerate(advice_in(evidence, f"advise evidence of {evidence.get('started_at')}"), start=1):
+        provenance = row.provenance
+        notes = "; ".join(row.notes or [])
+        why = "; ".join(part for part in (row.extrapolated, row.why, notes) if part)
         table.add_row(
             str(rank),
-            row["option"],
-            row.get("billing") or "-",
+            row.option,
+            row.billing.value,
             f"[bold red]NOT AWS: {escape(provenance)}[/bold red]" if provenance else "AWS",
-            fmt(row.get("monthly_usd"), 2),
-            fmt(row.get("p95_s"), 2),
-            VERDICT[row.get("meets")]
-            + (" (extrapolated)" if row.get("extrapolated") else "")
-            + (" (measured)" if row.get("measured_capacity") else ""),
-            accuracy_text(row.get("accuracy")),
-            escape(row.get("arithmetic") or ""),
+            fmt(row.monthly_usd, 2),
+            fmt(row.p95_s, 2),
+            VERDICT[row.meets]
+            + (" (extrapolated)" if row.extrapolated else "")
+            + (" (measured)" if row.measured_capacity else ""),
+            accuracy_text(row.accuracy),
+            escape(row.arithmetic),
             escape(why),
         )
     out.print(table)

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from runner.core.stats import fmt, median
 from runner.costing.arithmetic import usd_per_million_output
+from runner.costing.rows import cost_rows_in
 from runner.render.bench import bench_summary, is_sweep
 from runner.render.tables import add_columns
 from runner.render.up import phase_line, slow_ways
@@ -140,7 +141,13 @@ def survey_cost(entry: dict[str, Any]) -> float | None:
 
 
 def cost_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> Table | None:
-    records = [r for d in of(sources, "cost") for r in d.get("records", []) if r.get("usd_per_million_output")]
+    records = [
+        r
+        for path, data in sources
+        if data.get("command") == "cost"
+        for r in cost_rows_in(data, path)
+        if r.usd_per_million_output
+    ]
     if not records:
         return None
     table = Table(title="$ per million output tokens, one request at a time: yours beside the survey's")
@@ -149,11 +156,11 @@ def cost_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> Tab
     )
     seen: set[tuple[str, str]] = set()
     for row in records:
-        key = (row["backend"], str(row.get("level") or "-"))
+        key = (row.backend, str(row.level or "-"))
         if key in seen:
             continue
         seen.add(key)
-        entry = catalog.get(row["backend"], {})
+        entry = catalog.get(row.backend, {})
         theirs = survey_cost(entry)
         basis = (
             "its output price"
@@ -162,7 +169,7 @@ def cost_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> Tab
             if theirs is not None
             else "-"
         )
-        table.add_row(row["backend"], key[1], fmt(row["usd_per_million_output"], 2), fmt(theirs, 2), basis)
+        table.add_row(row.backend, key[1], fmt(row.usd_per_million_output, 2), fmt(theirs, 2), basis)
     return table
 
 

@@ -10,8 +10,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from catalog.prices import HOURS_PER_MONTH
+from catalog.prices import HOURS_PER_MONTH, Price
 from runner.core.stats import fmt
+from runner.costing.rows import CostRow, cost_rows_in, scaling_in
 from runner.render.tables import accuracy_text, add_columns
 
 # The billing models as the table names them (the evidence keeps catalog.backends.Billing's values).
@@ -26,28 +27,28 @@ BILLING_LABELS = {
 }
 
 
-def rate_text(price: dict[str, Any]) -> str:
+def rate_text(price: Price | None) -> str:
     """A price in its own billing unit."""
-    if not price:
+    if price is None:
         return "-"
-    if price.get("usd_per_million_output") is not None:
-        return f"{price['usd_per_million_input']}/M in, {price['usd_per_million_output']}/M out"
-    if price.get("usd_per_second") is not None:
-        return f"{price['usd_per_second']:g}/s"
-    if price.get("usd_per_unit_minute") is not None:
-        return f"{price['usd_per_unit_minute']:g}/CMU-min"
-    return fmt(price.get("usd_per_hour"), 4) + "/h"
+    if price.usd_per_million_output is not None:
+        return f"{price.usd_per_million_input}/M in, {price.usd_per_million_output}/M out"
+    if price.usd_per_second is not None:
+        return f"{price.usd_per_second:g}/s"
+    if price.usd_per_unit_minute is not None:
+        return f"{price.usd_per_unit_minute:g}/CMU-min"
+    return fmt(price.usd_per_hour, 4) + "/h"
 
 
-def source_text(row: dict[str, Any]) -> str:
-    price = row.get("price") or {}
-    if not price:
-        return row.get("note", "")
-    text = f"{'API' if price.get('live') else 'offline'} {str(price.get('as_of', ''))[:10]}"
-    if price.get("verified") is False:
+def source_text(row: CostRow) -> str:
+    price = row.price
+    if price is None:
+        return row.note or ""
+    text = f"{'API' if price.live else 'offline'} {str(price.as_of)[:10]}"
+    if price.verified is False:
         text += " UNVERIFIED"
-    if price.get("note"):
-        text += f" ({price['note']})"
+    if price.note:
+        text += f" ({price.note})"
     return text
 
 
@@ -73,35 +74,36 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
     for column in table.columns[:2]:
         column.no_wrap = True
     accuracy = evidence.get("accuracy") or {}
-    for row in evidence.get("records", []):
-        monthly = row.get("usd_per_month_24x7")
+    where = f"cost evidence of {evidence.get('started_at')}"
+    for row in cost_rows_in(evidence, where):
+        monthly = row.usd_per_month_24x7
         monthly_text = f"{monthly:.0f} (24x7)" if monthly else "-"
-        if row.get("fixed_usd_per_month") is not None:
-            monthly_text = f"{row['fixed_usd_per_month']:.2f} fixed"
-        how = [row.get("basis") or row.get("note") or ""]
-        if row.get("usd_per_event") is not None:
-            how.insert(0, f"${row['usd_per_event']:.4f} each:")
-        if row.get("breakeven_vs_bedrock_tok_s") is not None:
-            how.append(f"beats Bedrock above {row['breakeven_vs_bedrock_tok_s']:.0f} tok/s")
-        provenance = row.get("provenance")
-        billed = row.get("billed_by")
+        if row.fixed_usd_per_month is not None:
+            monthly_text = f"{row.fixed_usd_per_month:.2f} fixed"
+        how = [row.basis or row.note or ""]
+        if row.usd_per_event is not None:
+            how.insert(0, f"${row.usd_per_event:.4f} each:")
+        if row.breakeven_vs_bedrock_tok_s is not None:
+            how.append(f"beats Bedrock above {row.breakeven_vs_bedrock_tok_s:.0f} tok/s")
+        provenance = row.provenance
+        billed = row.billed_by
         table.add_row(
-            row["backend"],
-            BILLING_LABELS.get(row.get("billing") or "", row.get("billing") or "-"),
+            row.backend,
+            BILLING_LABELS.get(row.billing.value, row.billing.value),
             f"[bold red]NOT AWS: {provenance}[/bold red]" if provenance else "AWS",
-            row.get("region") or "-",
-            f"{billed} ${rate_text(row.get('price') or {})}" if billed else "-",
+            row.region or "-",
+            f"{billed} ${rate_text(row.price)}" if billed else "-",
             monthly_text,
-            row.get("level") or "-",
-            fmt(row.get("output_tok_s"), 1),
-            fmt(row.get("usd_per_million_output"), 2),
-            accuracy_text(accuracy.get(row["backend"])),
+            row.level or "-",
+            fmt(row.output_tok_s, 1),
+            fmt(row.usd_per_million_output, 2),
+            accuracy_text(accuracy.get(row.backend)),
             " ".join(part for part in how if part),
             source_text(row),
         )
     out.print(table)
-    for scaling in evidence.get("scaling", []):
-        out.print(f"{scaling['backend']}: second instance: {scaling['verdict']}")
+    for scaling in scaling_in(evidence, where):
+        out.print(f"{scaling.backend}: second instance: {scaling.verdict}")
     sources = {(p.get("source"), str(p.get("as_of"))[:10]) for p in evidence.get("prices", [])}
     for source, as_of in sorted(sources, key=str):
         out.print(f"[dim]price source: {source} ({as_of})[/dim]")

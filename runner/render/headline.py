@@ -21,6 +21,7 @@ from rich.table import Table
 
 from runner.core.stats import median
 from runner.costing.measured import offline_cost_rows
+from runner.costing.rows import CostRow, cost_rows_in
 from runner.figures.levels import level_groups, level_summary
 from runner.measure.load import CLOSED
 from runner.render.tables import add_columns, models
@@ -223,13 +224,13 @@ def cost_evidence_rows(path: Path, data: Evidence) -> list[Row]:
     served = models(data)
     ids = {b["name"]: b.get("model_id") for b in data.get("backends", [])}
     levels: dict[tuple[str, str], list[tuple[float | None, str]]] = {}
-    for record in data.get("records", []):
-        if record.get("level") in NOT_LEVELS:
+    for record in cost_rows_in(data, path):
+        if record.level in NOT_LEVELS:
             continue
-        key = (Path(str(record.get("evidence") or path)).name, record["backend"])
+        key = (Path(record.evidence or str(path)).name, record.backend)
         levels.setdefault(key, [])
-        if record.get("level"):
-            levels[key].append((record.get("output_tok_s"), record["level"]))
+        if record.level:
+            levels[key].append((record.output_tok_s, record.level))
     rows = []
     for (source, backend), figures in levels.items():
         model = served.get(backend, "-")
@@ -248,39 +249,39 @@ def cost_evidence_rows(path: Path, data: Evidence) -> list[Row]:
     return rows
 
 
-def priced_rows(sources: list[Source]) -> dict[tuple[str, str], tuple[list[dict[str, Any]], str]]:
+def priced_rows(sources: list[Source]) -> dict[tuple[str, str], tuple[list[CostRow], str]]:
     """Per (bench evidence file name, backend): its cost rows, in the shape `runner.cost` keeps them
     (`runner.costing.measured.cost_rows`), and where they came from. Cost evidence given to the
     report wins; bench evidence it does not cover is priced at the offline prices (`offline_cost_rows`)."""
-    priced: dict[tuple[str, str], tuple[list[dict[str, Any]], str]] = {}
+    priced: dict[tuple[str, str], tuple[list[CostRow], str]] = {}
     for path, data in sources:
         if data.get("command") != "cost":
             continue
         how = f"{path.name} ({(data.get('config') or {}).get('pricing') or 'offline'} prices)"
-        for record in data.get("records", []):
-            key = (Path(str(record.get("evidence") or path)).name, record["backend"])
+        for record in cost_rows_in(data, path):
+            key = (Path(record.evidence or str(path)).name, record.backend)
             priced.setdefault(key, ([], how))[0].append(record)
     covered = {name for name, _ in priced}
     for path, data in sources:
         if data.get("command") == "bench" and path.name not in covered and not (data.get("config") or {}).get("agent"):
             how = f"the offline price table for {path.name} (no cost evidence given for it)"
             for record in offline_cost_rows(str(path), data):
-                priced.setdefault((path.name, record["backend"]), ([], how))[0].append(record)
+                priced.setdefault((path.name, record.backend), ([], how))[0].append(record)
     return priced
 
 
-def cost_cell(rows: list[dict[str, Any]] | None, how: str | None) -> Cell:
+def cost_cell(rows: list[CostRow] | None, how: str | None) -> Cell:
     if not rows:
         return Cell(why="no price: neither cost evidence nor a priced backend")
-    levels = [r for r in rows if r.get("level") not in NOT_LEVELS]
-    figures = [(r["usd_per_million_output"], r.get("level") or "") for r in levels if r.get("usd_per_million_output")]
-    provenance = next((r.get("provenance") for r in rows if r.get("provenance")), None)
+    levels = [r for r in rows if r.level not in NOT_LEVELS]
+    figures = [(r.usd_per_million_output, r.level or "") for r in levels if r.usd_per_million_output]
+    provenance = next((r.provenance for r in rows if r.provenance), None)
     if not figures:
         first = levels[0] if levels else rows[0]
-        why = first.get("note") or first.get("basis") or "no $ per million in its cost rows"
+        why = first.note or first.basis or "no $ per million in its cost rows"
         return Cell(why=why + (f" ({provenance})" if provenance else ""))
     value, level = min(figures)
-    as_of = next((str((r.get("price") or {}).get("as_of") or "")[:10] for r in levels if r.get("price")), "")
+    as_of = next((str(r.price.as_of or "")[:10] for r in levels if r.price), "")
     flag = f"priced as AWS, but measured on: {provenance}" if provenance else None
     at = level if len(figures) > 1 or level != SINGLE else None
     return Cell(value, at=at, flag=flag, source=how, as_of=as_of or None)
@@ -326,7 +327,9 @@ def is_plain_bench(data: Evidence) -> bool:
     return data.get("command") == "bench" and not config.get("workload") and not config.get("agent")
 
 
-def capacity_cells(rows: list[Row], sources: list[Source], priced: dict[tuple[str, str], Any]) -> None:
+def capacity_cells(
+    rows: list[Row], sources: list[Source], priced: dict[tuple[str, str], tuple[list[CostRow], str]]
+) -> None:
     """Each row's most load within a workload's objectives, from the newest search for its backend,
     and the $ per million at that load (the cost row of that level of that evidence file)."""
     searches: dict[str, tuple[Path, Evidence, dict[str, Any]]] = {}
@@ -353,7 +356,7 @@ def capacity_cells(rows: list[Row], sources: list[Source], priced: dict[tuple[st
         at = f"{search['capacity']:g} {unit}, {objectives}"
         row.good_rps = Cell(best["goodput_rps"], at=at)
         cost_rows, how = priced.get((path.name, row.backend), (None, None))
-        level = [r for r in cost_rows or [] if r.get("level") == search.get("label")]
+        level = [r for r in cost_rows or [] if r.level == search.get("label")]
         row.usd_at_slo = cost_cell(level, how) if level else Cell(why="no price at that level")
         if row.usd_at_slo.value is not None:
             row.usd_at_slo.at = at

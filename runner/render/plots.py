@@ -24,6 +24,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from runner.core.stats import median
+from runner.costing.rows import CostRow, LevelFigures
 from runner.figures.levels import level_groups, prefill_fit
 from runner.measure.load import CLOSED
 from runner.render.headline import (
@@ -242,22 +243,24 @@ def cost_levels(sources: list[Source]) -> tuple[dict[str, list[tuple[dict[str, A
         name = f"{backend} ({runs.get(source, source)})" if several else backend
         points = []
         for row in rows:
-            label = row.get("level")
-            if not label or label in NOT_LEVELS or not row.get("usd_per_million_output"):
+            label = row.level
+            if not label or label in NOT_LEVELS or not row.usd_per_million_output:
                 continue
             level = levels_of.get((source, backend, label)) or level_from_figures(row, label)
-            points.append((level, row["usd_per_million_output"]))
+            points.append((level, row.usd_per_million_output))
         if points:
             curves[name] = points
         else:
-            why = next((r.get("note") for r in rows if r.get("note")), None) or "no $ per million"
+            why = next((r.note for r in rows if r.note), None) or "no $ per million"
             missing.append(f"{backend}: {why}")
     return curves, missing
 
 
-def level_from_figures(row: dict[str, Any], label: str) -> dict[str, Any]:
-    figures = row.get("figures") or {}
-    return {"mode": figures.get("mode") or CLOSED, "value": figures.get("value") or 1, "label": label}
+def level_from_figures(row: CostRow, label: str) -> dict[str, Any]:
+    """A load level (as bench evidence writes one) from a cost row's own figures."""
+    figures = row.figures if isinstance(row.figures, LevelFigures) else None
+    mode, value = (figures.mode, figures.value) if figures else (None, None)
+    return {"mode": mode or CLOSED, "value": value or 1, "label": label}
 
 
 def cost_against_load(sources: list[Source]) -> Figure | str:
