@@ -112,6 +112,10 @@ def pytest_collection_modifyitems(config, items):
     one; every other test goes wherever a worker is free."""
     for item in items:
         path = str(item.fspath).replace("\\", "/")
+        if "instances" in getattr(item, "fixturenames", ()):
+            # Run Command's commands under sh with the real AWS CLI against moto
+            # (tests/runner/in_region_host.py): the stand-in hosts' tier, as the boot scripts are.
+            item.add_marker(pytest.mark.host)
         if "/tests/vllm/" in path:
             item.add_marker(pytest.mark.xdist_group("vllm"))
         elif "/tests/emulator/" in path and "deployed" in getattr(item, "fixturenames", ()):

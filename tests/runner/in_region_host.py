@@ -1,4 +1,6 @@
-"""The instances' side of SSM Run Command for the in-region tests, and the `aws` fixture.
+"""The instances' side of SSM Run Command for the in-region tests, and the `instances` fixture
+(moto in server mode, the real AWS CLI, Run Command's commands run under `sh` here): the tests
+that use it are the stand-in hosts' tier (`host`, tests/conftest.py).
 
 moto gap filled here (`RunCommandHost`): moto records SendCommand and reports every invocation
 `Success` at once, running nothing. Here an `AWS-RunShellScript` command runs its `commands` under
@@ -78,7 +80,7 @@ def cli_server(tmp_path_factory) -> Iterator[CliServer]:
 
 
 @pytest.fixture
-def aws(moto_url, cli_server, monkeypatch, tmp_path) -> Iterator[RunCommandHost]:
+def instances(moto_url, cli_server, monkeypatch, tmp_path) -> Iterator[RunCommandHost]:
     urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=30).read()
     for name, value in {
         "AWS_ENDPOINT_URL": moto_url,

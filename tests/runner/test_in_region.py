@@ -10,7 +10,7 @@ back with ListCommands), and the commands run under `sh` with the real AWS CLI, 
 kit from S3 and writes its result to the evidence bucket; the runner reads it back and deletes it.
 
 The instances' side of Run Command, which moto does not run, is tests/runner/in_region_host.py
-(the `aws` fixture, from tests/runner/conftest.py).
+(the `instances` fixture, from tests/runner/conftest.py).
 """
 
 from __future__ import annotations
@@ -409,7 +409,7 @@ def check_against_the_document(command: dict[str, Any]) -> None:
     assert len(command["Comment"]) <= 100
 
 
-def test_each_server_gets_a_row_on_its_own_host_beside_its_tunnel_row(aws, tmp_path, dead_url, capsys):
+def test_each_server_gets_a_row_on_its_own_host_beside_its_tunnel_row(instances, tmp_path, dead_url, capsys):
     with FakeOpenAI([text(OCEAN)]) as g6, FakeOpenAI([text(OCEAN)]) as inf2:
         servers = {
             "g6": ("ec2-vllm", "us-east-1", g6.httpd.server_address[1], "g6.xlarge"),
@@ -432,7 +432,7 @@ def test_each_server_gets_a_row_on_its_own_host_beside_its_tunnel_row(aws, tmp_p
             "--forward",
             f"g5g={dead_port}",
         )
-    assert code == 0, [r.stderr for r in aws.runs]
+    assert code == 0, [r.stderr for r in instances.runs]
 
     # One command per ready server, in its own region, to the instance its readiness names.
     for name, region in (("g6", "us-east-1"), ("inf2", "us-east-2")):
@@ -443,7 +443,7 @@ def test_each_server_gets_a_row_on_its_own_host_beside_its_tunnel_row(aws, tmp_p
         script = "\n".join(command["Parameters"]["commands"])
         assert f"s3://{ACCOUNT_BUCKET.format(region=region)}/0123abcd.zip" in script
         assert f"s3://{EVIDENCE_BUCKET.format(region=region)}/in-region/{name}/" in script
-    assert len(aws.runs) == 2 and all(r.returncode == 0 for r in aws.runs)
+    assert len(instances.runs) == 2 and all(r.returncode == 0 for r in instances.runs)
     # The kit sent exactly the tunnel row's warm-up and bodies, against the server's own port.
     for server in (g6, inf2):
         assert len(server.requests) == 6 and server.requests[:3] == server.requests[3:]
@@ -488,14 +488,14 @@ def test_each_server_gets_a_row_on_its_own_host_beside_its_tunnel_row(aws, tmp_p
     assert table.columns[2]._cells[names.index("g6@host")] == "2/2"
 
 
-def test_load_levels_run_on_the_servers_own_host_as_they_run_through_the_tunnel(aws, tmp_path):
+def test_load_levels_run_on_the_servers_own_host_as_they_run_through_the_tunnel(instances, tmp_path):
     with FakeOpenAI([text(OCEAN, first_token_delay_s=0.1)]) as g6:
         port = g6.httpd.server_address[1]
         outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={})
         code, evidence = run_bench(
             tmp_path, outputs, "--concurrency", "1,2", "--requests", "4", "--backends", "g6", "--forward", f"g6={port}"
         )
-    assert code == 0, [r.stderr for r in aws.runs]
+    assert code == 0, [r.stderr for r in instances.runs]
     (command,) = boto3.client("ssm", region_name="us-east-1").list_commands()["Commands"]
     # Every request and warm-up of both levels at its timeout: 4 + 1 and 4 + 2.
     assert int(command["Parameters"]["executionTimeout"][0]) == in_region.execution_timeout_s(11, 5.0)
@@ -513,7 +513,7 @@ def test_load_levels_run_on_the_servers_own_host_as_they_run_through_the_tunnel(
     assert sorted(host_warm) == ["1 at a time", "2 at a time", "2 at a time"]
 
 
-def test_a_command_that_fails_on_the_instance_is_its_status_and_its_last_lines(aws, tmp_path, capsys):
+def test_a_command_that_fails_on_the_instance_is_its_status_and_its_last_lines(instances, tmp_path, capsys):
     with FakeOpenAI([text(OCEAN)]) as g6:
         port = g6.httpd.server_address[1]
         outputs = deploy(tmp_path, {"g6": ("ec2-vllm", "us-east-1", port, "g6.xlarge")}, ready={})

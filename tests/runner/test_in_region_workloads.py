@@ -4,7 +4,7 @@ host, graded on the same objectives, with the server's own metrics read on the h
 
 The kit half is held to the runner's load engine against the same scripted server (the same
 bodies, the same records); the whole path runs against moto in server mode with the real AWS CLI
-(tests/runner/test_in_region.py's `aws` fixture: Run Command's commands run under `sh` here), and a
+(tests/runner/in_region_host.py's `instances` fixture: Run Command's commands run under `sh` here), and a
 server whose costs the test sets (tests/runner/known_server.py), so each figure is computed in
 the test beforehand.
 """
@@ -177,7 +177,7 @@ def summaries(evidence: dict) -> dict[tuple[str, str], dict]:
     return {key: level_summary(records, slo) for key, records in level_groups(evidence).items()}
 
 
-def test_a_workload_sweep_runs_on_the_servers_own_host_graded_on_the_same_objectives(aws, tmp_path):
+def test_a_workload_sweep_runs_on_the_servers_own_host_graded_on_the_same_objectives(instances, tmp_path):
     """TTFT = 50 ms + prompt tokens / 2,000: about 100 ms at 100 tokens, 200 ms at 300; an
     objective of 150 ms meets the first and misses the second, on both rows."""
     with g6_on(tmp_path, ttft=BASE_TTFT, rate=100.0, tokens=500, prefill_rate=PREFILL, prefix_cache=True) as g6:
@@ -186,10 +186,10 @@ def test_a_workload_sweep_runs_on_the_servers_own_host_graded_on_the_same_object
             "--goodput", "ttft:150",
         )  # fmt: skip
         seen = list(g6.server.server.seen)
-    assert code == 0, [r.stderr for r in aws.runs]
+    assert code == 0, [r.stderr for r in instances.runs]
     # One command per input length, each fetching its request bodies from the run's folder.
     commands = boto3.client("ssm", region_name="us-east-1").list_commands()["Commands"]
-    assert len(commands) == 2 and all(r.returncode == 0 for r in aws.runs)
+    assert len(commands) == 2 and all(r.returncode == 0 for r in instances.runs)
     for command in commands:
         script = "\n".join(command["Parameters"]["commands"])
         assert f"s3://{EVIDENCE_BUCKET.format(region='us-east-1')}/in-region/g6/" in script
@@ -227,7 +227,7 @@ def test_a_workload_sweep_runs_on_the_servers_own_host_graded_on_the_same_object
     assert median(r["ttft_s"] for r in evidence["records"] if r["backend"] == "g6@host") > BASE_TTFT
 
 
-def test_the_capacity_search_runs_on_the_host_one_command_a_step(aws, tmp_path):
+def test_the_capacity_search_runs_on_the_host_one_command_a_step(instances, tmp_path):
     """Each other decoding stream stretches a token's gap by half: TPOT 10, 15, 20, 25 ms at 1..4
     streams, so within 22.5 ms the capacity is 3 on the host as through the tunnel."""
     slowdown, tpot_limit = 0.5, 22.5
@@ -237,7 +237,7 @@ def test_the_capacity_search_runs_on_the_host_one_command_a_step(aws, tmp_path):
             "--input-tokens", "50", "--output-tokens", "12", "--goodput", f"tpot:{tpot_limit}",
             "--find-capacity", "--requests", "4",
         )  # fmt: skip
-    assert code == 0, [r.stderr for r in aws.runs]
+    assert code == 0, [r.stderr for r in instances.runs]
     searches = {s["backend"]: s for s in evidence["capacity"]}
     assert searches["g6"]["capacity"] == searches["g6@host"]["capacity"] == expected == 3
     tried = [(t["value"], t["met"]) for t in searches["g6@host"]["tried"]]
@@ -250,7 +250,7 @@ def test_the_capacity_search_runs_on_the_host_one_command_a_step(aws, tmp_path):
         assert tpot == pytest.approx(10 * (1 + slowdown * (value - 1)), rel=0.1), value
 
 
-def test_a_server_that_is_not_ready_gets_no_host_row_and_the_workload_goes_on(aws, tmp_path, capsys):
+def test_a_server_that_is_not_ready_gets_no_host_row_and_the_workload_goes_on(instances, tmp_path, capsys):
     with g6_on(tmp_path, ttft=0.02, rate=200.0, tokens=500, ready="booting") as g6:
         code, evidence = g6.bench("--input-tokens", "40", "--output-tokens", "4", "--repeats", "2")
     assert code == 0
@@ -261,7 +261,7 @@ def test_a_server_that_is_not_ready_gets_no_host_row_and_the_workload_goes_on(aw
     assert "g6@host" not in evidence["workload_backends"]
 
 
-def test_a_command_that_fails_on_the_host_fails_the_host_rows_levels_only(aws, tmp_path):
+def test_a_command_that_fails_on_the_host_fails_the_host_rows_levels_only(instances, tmp_path):
     with g6_on(tmp_path, ttft=0.02, rate=200.0, tokens=500) as g6:
         boto3.client("s3", region_name="us-east-1").delete_object(
             Bucket=ACCOUNT_BUCKET.format(region="us-east-1"), Key="0123abcd.zip"
@@ -309,7 +309,7 @@ def test_agent_traffic_is_not_run_from_a_servers_host_and_says_why(tmp_path):
     assert "\n" not in str(refused.value) and not list(tmp_path.glob("*/bench-*.json"))
 
 
-def test_a_kit_deployed_before_workloads_in_the_region_is_told_to_redeploy(aws, tmp_path):
+def test_a_kit_deployed_before_workloads_in_the_region_is_told_to_redeploy(instances, tmp_path):
     """A stack deployed by an earlier version ships a kit without --requests: argparse refuses it
     on the host, and the line says what to do."""
     import zipfile
@@ -338,7 +338,7 @@ def test_a_kit_deployed_before_workloads_in_the_region_is_told_to_redeploy(aws, 
     )
 
 
-def test_a_datasets_prompts_are_taken_on_from_where_the_tunnel_row_stopped(aws, tmp_path):
+def test_a_datasets_prompts_are_taken_on_from_where_the_tunnel_row_stopped(instances, tmp_path):
     """Five prompts, three requests a row: the tunnel row sends the first three, the host row the
     fourth, the fifth and then the first again (the dataset comes round only once it is spent),
     and the bodies go once each."""
@@ -350,13 +350,13 @@ def test_a_datasets_prompts_are_taken_on_from_where_the_tunnel_row_stopped(aws, 
             "--dataset", str(dataset), "--output-tokens", "4", "--repeats", "3",
         )  # fmt: skip
         sent = [" ".join(words) for words in g6.server.server.seen if len(words) > 1]
-    assert code == 0, [r.stderr for r in aws.runs]
+    assert code == 0, [r.stderr for r in instances.runs]
     assert sent == [prompts[0], prompts[1], prompts[2], prompts[3], prompts[4], prompts[0]]
     host = [r for r in evidence["records"] if r["backend"] == "g6@host"]
     assert [r["ok"] for r in host] == [True] * 3 and all(r["output_tokens"] == 4 for r in host)
 
 
-def test_nothing_of_a_run_stays_in_the_bucket_when_its_command_cannot_be_sent(aws, tmp_path, monkeypatch):
+def test_nothing_of_a_run_stays_in_the_bucket_when_its_command_cannot_be_sent(instances, tmp_path, monkeypatch):
     from botocore.exceptions import ClientError
 
     from runner.cloud.reach import in_region
@@ -380,7 +380,7 @@ def test_nothing_of_a_run_stays_in_the_bucket_when_its_command_cannot_be_sent(aw
     assert listed.get("KeyCount", 0) == 0  # the uploaded bodies went too
 
 
-def test_a_role_that_cannot_read_the_requests_is_told_to_redeploy(aws, tmp_path, monkeypatch):
+def test_a_role_that_cannot_read_the_requests_is_told_to_redeploy(instances, tmp_path, monkeypatch):
     """A stack from before workloads in the region: its instance role has no s3:GetObject on its
     prefix (moto does not enforce IAM, so here the object is simply not there: the same failed copy)."""
     from runner.cloud.reach import in_region

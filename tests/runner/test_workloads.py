@@ -83,16 +83,33 @@ def test_goodput_is_the_share_within_every_objective_and_good_requests_per_secon
     assert all(r["slo"]["met"] is (r["target_input_tokens"] == 200) for r in evidence["records"])
 
 
-def test_the_capacity_search_finds_the_most_concurrency_within_the_objective(tmp_path):
-    """Each other decoding stream stretches a token's gap by half: TPOT = 10 ms × (1 + 0.5 × (c − 1)),
-    so 10, 15, 20, 25 ms at 1..4 streams; within 22.5 ms the capacity is 3."""
-    slowdown, tpot_limit = 0.5, 22.5
-    expected = max(c for c in range(1, 20) if 10 * (1 + slowdown * (c - 1)) <= tpot_limit)
-    with known_server(ttft=BASE_TTFT, rate=100.0, tokens=500, prefill_rate=PREFILL, slowdown=slowdown) as server:
-        code, evidence = run(
-            tmp_path, server, "--input-tokens", "100", "--output-tokens", "30", "--goodput", f"tpot:{tpot_limit}",
-            "--find-capacity",
+# The capacity search's server: each other decoding stream stretches a token's gap by half.
+SLOWDOWN, TPOT_LIMIT = 0.5, 22.5
+
+
+@pytest.fixture(scope="module")
+def capacity_search(tmp_path_factory) -> tuple[int, Path]:
+    """One capacity search on g6 (a known server) at 100 tokens in, 30 out, within tpot:22.5, which
+    two tests read: the search's own steps, and advise sizing instances by what it found."""
+    folder = tmp_path_factory.mktemp("capacity")
+    with known_server(ttft=BASE_TTFT, rate=100.0, tokens=500, prefill_rate=PREFILL, slowdown=SLOWDOWN) as server:
+        code = bench.run(
+            ["--endpoint", f"g6={server.url}/v1,model={known.MODEL}", "--no-aws", "--local", "never",
+             "--input-tokens", "100", "--output-tokens", "30", "--goodput", f"tpot:{TPOT_LIMIT}", "--find-capacity",
+             "--results-dir", str(folder)]
         )  # fmt: skip
+    (path,) = folder.glob("*/bench-*.json")
+    return code, path
+
+
+@pytest.mark.xdist_group("capacity-search")
+def test_the_capacity_search_finds_the_most_concurrency_within_the_objective(capacity_search):
+    """TPOT = 10 ms × (1 + 0.5 × (c − 1)), so 10, 15, 20, 25 ms at 1..4 streams; within 22.5 ms the
+    capacity is 3."""
+    slowdown = SLOWDOWN
+    expected = max(c for c in range(1, 20) if 10 * (1 + slowdown * (c - 1)) <= TPOT_LIMIT)
+    code, path = capacity_search
+    evidence = json.loads(path.read_text())
     assert code == 0
     (search,) = evidence["capacity"]
     assert search["capacity"] == expected == 3
@@ -232,25 +249,23 @@ def test_bad_workload_input_is_one_line_before_anything_is_sent(argv, line, caps
     assert len(err) == 1 and line in err[0], err
 
 
-def test_advise_sizes_instances_by_the_capacity_measured_within_the_objectives(tmp_path):
+@pytest.mark.xdist_group("capacity-search")
+def test_advise_sizes_instances_by_the_capacity_measured_within_the_objectives(capacity_search, tmp_path):
     """g6 measured on the workload with a capacity search; g5g only on the survey's prompt. advise
     sizes g6 by its good requests an hour at that capacity, and labels g5g an extrapolation."""
-    tpot_limit = 22.5
-    with known_server(ttft=BASE_TTFT, rate=100.0, tokens=500, prefill_rate=PREFILL, slowdown=0.5) as server:
-        endpoint = f"g6={server.url}/v1,model={known.MODEL}"
-        bench.run(["--endpoint", endpoint, "--no-aws", "--local", "never", "--input-tokens", "100",
-                   "--output-tokens", "30", "--goodput", f"tpot:{tpot_limit}", "--find-capacity",
-                   "--results-dir", str(tmp_path / "workload")])  # fmt: skip
+    tpot_limit = TPOT_LIMIT
+    with known_server(ttft=BASE_TTFT, rate=100.0, tokens=500, prefill_rate=PREFILL, slowdown=SLOWDOWN) as server:
         bench.run(["--endpoint", f"g5g={server.url}/v1,model={known.MODEL}", "--no-aws", "--local", "never",
                    "--repeats", "3", "--results-dir", str(tmp_path / "prompt")])  # fmt: skip
-    measured = json.loads(next((tmp_path / "workload").glob("*/bench-*.json")).read_text())
+    _, workload = capacity_search
+    measured = json.loads(workload.read_text())
     prompt_only = next((tmp_path / "prompt").glob("*/bench-*.json"))
     (search,) = measured["capacity"]
     per_instance = search["at_capacity"]["goodput_rps"] * 3600  # good requests an hour at capacity 3
 
     def advised(per_day: float) -> dict[str, Any]:
         out = tmp_path / f"advice-{per_day:.0f}"
-        advise.run(["--evidence", str(next((tmp_path / "workload").glob("*/bench-*.json"))), str(prompt_only),
+        advise.run(["--evidence", str(workload), str(prompt_only),
                     "--offline", "--allow-unmeasured-sources", "--requests-per-day", f"{per_day:.0f}",
                     "--input-tokens", "100", "--output-tokens", "30", "--goodput", f"tpot:{tpot_limit}",
                     "--results-dir", str(out)])  # fmt: skip
