@@ -24,7 +24,7 @@ from runner.cli.options import add_aws_switch, add_outputs_and_region, add_resul
 from runner.cli.session import main_guard
 from runner.cloud.aws import boto_client, check_region, credentials_configured
 from runner.cloud.jobs.custom_model_import import ImportFailed, check_output
-from runner.cloud.jobs.import_steps import StepOptions, delete_model, import_model, show_status
+from runner.cloud.jobs.custom_model_import_steps import StepOptions, delete_model, import_model, show_status
 from runner.cloud.outputs import OutputsReading, read_outputs_file, read_stack_outputs
 from runner.core.console import console
 from runner.core.errors import RunnerError, as_fault, describe

@@ -37,7 +37,7 @@ from runner.flow.plan import plan
 from runner.flow.report_steps import cost_step, report_step
 from runner.flow.state import SurveyState
 from runner.flow.steps import FAILED, INTERRUPTED, KEPT, PASSED
-from runner.flow.up_steps import bring_up
+from runner.flow.up_steps import up_step
 from runner.flow.way_back import close, decide
 
 
@@ -54,7 +54,7 @@ class SurveyRun(SurveyState):
                     if not plan(self, preflight):
                         self.summary()
                         return 1
-                    bring_up(self)
+                    up_step(self)
                     measure(self, self.evidence.data["measured"])
                     measure_late(self)
                     self.step_once("cost", None, lambda: cost_step(self))

@@ -14,7 +14,7 @@ from runner.flow.state import SurveyState
 from runner.flow.steps import INTERRUPTED, PASSED, StepRecord, skipped
 
 
-def bring_up(state: SurveyState) -> None:
+def up_step(state: SurveyState) -> None:
     data = state.evidence.data
     plan = data["plan"]
     deployable = list(plan["runs"])
