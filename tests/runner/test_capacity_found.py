@@ -118,3 +118,25 @@ def test_a_malformed_entry_is_refused_in_one_line_naming_its_backend(data, says)
 
 def test_evidence_without_a_search_has_none():
     assert capacity_of({"command": "bench"}) == [] and capacity_of({"capacity": None}) == []
+
+
+def test_the_readers_refuse_a_malformed_entry_in_one_line():
+    """The bench's capacity table and the advice's measured capacity read the entries typed."""
+    from runner.costing.advice import Workload, measured_capacity
+    from runner.render.bench import capacity_table
+
+    workload = Workload(1000, (1.0,), "flat", 100, 50, name="chat", slo=(("tpot", 16.0),))
+    config = {
+        "workload": {"name": "chat", "input_tokens": [100], "output_tokens": 50},
+        "slo": {"limits_ms": {"tpot": 16}, "text": "tpot:16"},
+        "slo_share": 0.9,
+    }
+    evidence = {"config": config, "capacity": [entry(tried=[{"value": 1}])]}
+    with pytest.raises(RunnerError, match=r"^a capacity search of g6, its level 1: no 'met'$"):
+        capacity_table(evidence)
+    with pytest.raises(RunnerError, match=r"^results/bench.json: a capacity search of g6, its level 1: no 'met'$"):
+        measured_capacity("results/bench.json", evidence, "g6", workload)
+    evidence["capacity"] = [entry()]
+    point, why = measured_capacity("results/bench.json", evidence, "g6", workload)
+    assert why == "" and point is not None and point.capacity_per_h == 3.0 * 3600
+    assert point.level == "capacity 3 at a time within tpot:16"
