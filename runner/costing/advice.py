@@ -72,6 +72,7 @@ from runner.costing.prices import (
     serverless_memory_mb,
 )
 from runner.costing.rows import Advice
+from runner.figures.capacity import capacity_of
 from runner.figures.latency import time_per_output_token
 from runner.figures.levels import level_groups
 
@@ -273,33 +274,36 @@ def workload_matches(config: dict[str, Any], workload: Workload) -> str | None:
     return None
 
 
-def measured_capacity(evidence: dict[str, Any], name: str, workload: Workload) -> tuple[Point | None, str]:
-    """The most load `name` carried within the workload's objectives in this evidence, as a point
-    whose capacity is the good requests an hour (goodput x 3600); else None and why not."""
+def measured_capacity(path: str, evidence: dict[str, Any], name: str, workload: Workload) -> tuple[Point | None, str]:
+    """The most load `name` carried within the workload's objectives in this evidence (the file at
+    `path`), as a point whose capacity is the good requests an hour (goodput x 3600); else None and
+    why not."""
     why = workload_matches(evidence.get("config") or {}, workload)
     if why:
         return None, why
     # The search at the workload's own input length (a sweep searched each of its lengths).
     searches = [
         c
-        for c in evidence.get("capacity") or []
-        if c.get("backend") == name
-        and (c.get("input_tokens") is None or abs(c["input_tokens"] / workload.input_tokens - 1) <= LENGTH_MATCH)
+        for c in capacity_of(evidence, path)
+        if c.backend == name
+        and (c.input_tokens is None or abs(c.input_tokens / workload.input_tokens - 1) <= LENGTH_MATCH)
     ]
-    found = [c for c in searches if c.get("capacity") is not None and (c.get("at_capacity") or {}).get("goodput_rps")]
+    found = [
+        (best.goodput_rps, c, best)
+        for c in searches
+        if c.capacity is not None and (best := c.at_capacity) and best.goodput_rps
+    ]
     if not found:
-        return None, searches[0]["stopped"] if searches else "no capacity search for it (bench --find-capacity)"
-    search = max(found, key=lambda c: c["at_capacity"]["goodput_rps"])
-    best = search["at_capacity"]
-    unit = "at a time" if search["mode"] == "concurrency" else "requests/s"
+        return None, searches[0].stopped if searches else "no capacity search for it (bench --find-capacity)"
+    goodput_rps, search, best = max(found, key=lambda f: f[0])
     point = Point(
-        level=f"capacity {search['capacity']:g} {unit} within {workload.slo_text}",
-        tok_s=best.get("output_tok_s") or 0.0,
-        capacity_per_h=best["goodput_rps"] * 3600,
+        level=f"capacity {search.capacity:g} {search.unit} within {workload.slo_text}",
+        tok_s=best.output_tok_s or 0.0,
+        capacity_per_h=goodput_rps * 3600,
         p95_s=None,
         p95_ttft_s=None,
         mean_s=None,
-        slo_met=best.get("share_met"),
+        slo_met=best.share_met,
     )
     return point, ""
 
@@ -352,7 +356,7 @@ def measured_options(
         records = [r for r in evidence.get("records", []) if r.get("backend") == backend["name"]]
         warm = [r for r in records if r.get("ok") and not is_cold(r)]
         capacity, capacity_why = (
-            measured_capacity(evidence, backend["name"], workload) if workload and workload.slo else (None, "")
+            measured_capacity(path, evidence, backend["name"], workload) if workload and workload.slo else (None, "")
         )
         options.append(
             Measured(

@@ -10,65 +10,18 @@ before the version was recorded holds version 1's rows and is read as such.
 
 from __future__ import annotations
 
-import types
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass, fields
-from functools import cache
-from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 from catalog.backends import Billing
 from catalog.prices import Price
 from runner.core.errors import RunnerError
+from runner.core.typed_json import fits, named, read_fields
 
 ROWS_SCHEMA = 1
 ROW_COMMANDS = ("cost", "advise")
 R = TypeVar("R")
-
-
-def _is(value: object, hint: Any) -> bool:
-    """Whether a JSON value fits a field's type (numbers: an int is a float; a bool is neither)."""
-    origin = get_origin(hint)
-    if origin in (Union, types.UnionType):
-        return any(_is(value, arg) for arg in get_args(hint))
-    if hint is Any:
-        return True
-    if hint is type(None):
-        return value is None
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if origin in (list, tuple):
-        return isinstance(value, list | tuple) and all(_is(item, get_args(hint)[0]) for item in value)
-    if origin is dict:
-        return isinstance(value, dict)
-    return isinstance(value, hint)
-
-
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    return get_type_hints(cls)
-
-
-def _read(cls: type, data: object, what: str, *, apart: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The fields of dataclass `cls` (all but `apart`, which the caller reads) from a JSON object,
-    each checked against its type; a missing required field or a value of the wrong type is one line."""
-    if not isinstance(data, dict):
-        raise RunnerError(f"{what}: expected a JSON object, got {type(data).__name__}")
-    hints = _hints(cls)
-    found: dict[str, Any] = {}
-    for spec in fields(cls):
-        if spec.name in apart:
-            continue
-        if spec.name not in data:
-            if spec.default is MISSING and spec.default_factory is MISSING:
-                raise RunnerError(f"{what}: no {spec.name!r}")
-            continue
-        value = data[spec.name]
-        if not _is(value, hints[spec.name]):
-            raise RunnerError(f"{what}: {spec.name!r} is {value!r}, not {hints[spec.name]}")
-        found[spec.name] = value
-    return found
 
 
 def _billing(data: dict[str, Any], what: str) -> Billing:
@@ -81,13 +34,7 @@ def _billing(data: dict[str, Any], what: str) -> Billing:
 def _price(data: dict[str, Any], what: str) -> Price | None:
     if data.get("price") is None:
         return None
-    return Price(**_read(Price, data["price"], f"{what}, its price"))
-
-
-def _named(data: object, key: str, what: str) -> str:
-    """What a row is, for a line that refuses it: `a cost row of g6`."""
-    name = data.get(key) if isinstance(data, dict) else None
-    return what + (f" of {name}" if isinstance(name, str) else "")
+    return Price(**read_fields(Price, data["price"], f"{what}, its price"))
 
 
 @dataclass
@@ -152,15 +99,15 @@ def _figures(data: object, what: str) -> Figures:
     """The figures of a row, told apart by their own fields: a job's billable time, a cold start's
     median, else a load level's."""
     if isinstance(data, dict) and "billable_s" in data:
-        return JobFigures(**_read(JobFigures, data, f"{what}, its figures"))
+        return JobFigures(**read_fields(JobFigures, data, f"{what}, its figures"))
     if isinstance(data, dict) and "median_e2e_s" in data:
         phase = next((key for key in COLD_PHASES if key in data), None)
-        cold = _read(ColdFigures, data, f"{what}, its figures", apart=("phase", "phase_s"))
+        cold = read_fields(ColdFigures, data, f"{what}, its figures", apart=("phase", "phase_s"))
         phase_s = data.get(phase) if phase else None
-        if not _is(phase_s, float | None):
+        if not fits(phase_s, float | None):
             raise RunnerError(f"{what}, its figures: {phase!r} is {phase_s!r}, not a number")
         return ColdFigures(**cold, phase=phase, phase_s=phase_s)
-    return LevelFigures(**_read(LevelFigures, data, f"{what}, its figures"))
+    return LevelFigures(**read_fields(LevelFigures, data, f"{what}, its figures"))
 
 
 @dataclass
@@ -233,8 +180,8 @@ class CostRow:
 
     @classmethod
     def from_json(cls, data: object) -> CostRow:
-        what = _named(data, "backend", "a cost row")
-        found = _read(cls, data, what, apart=("billing", "price", "figures"))
+        what = named(data, "backend", "a cost row")
+        found = read_fields(cls, data, what, apart=("billing", "price", "figures"))
         assert isinstance(data, dict)  # _read refused anything else
         figures = _figures(data["figures"], what) if data.get("figures") is not None else None
         return cls(**found, billing=_billing(data, what), price=_price(data, what), figures=figures)
@@ -290,7 +237,7 @@ class Scaling:
 
     @classmethod
     def from_json(cls, data: object) -> Scaling:
-        return cls(**_read(cls, data, _named(data, "backend", "a second-instance verdict")))
+        return cls(**read_fields(cls, data, named(data, "backend", "a second-instance verdict")))
 
 
 SCALING_CAPACITY = (
@@ -358,8 +305,8 @@ class Advice:
 
     @classmethod
     def from_json(cls, data: object) -> Advice:
-        what = _named(data, "option", "an advice row")
-        found = _read(cls, data, what, apart=("billing", "price"))
+        what = named(data, "option", "an advice row")
+        found = read_fields(cls, data, what, apart=("billing", "price"))
         assert isinstance(data, dict)  # _read refused anything else
         return cls(**found, billing=_billing(data, what), price=_price(data, what))
 

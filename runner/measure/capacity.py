@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.figures.capacity import CapacityFound, Tried
+
 # More load that gains less than this share of throughput is past saturation.
 SATURATION_GAIN = 0.05
 
@@ -40,16 +42,19 @@ class Search:
     capacity: float | None = None
     stopped: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        best = next((t for t in self.tried if t["value"] == self.capacity), None)
-        return {
-            "mode": self.mode,
-            "slo_share": self.slo_share,
-            "capacity": self.capacity,
-            "at_capacity": best,
-            "tried": self.tried,
-            "stopped": self.stopped,
-        }
+    def found(self, backend: str, input_tokens: int | None, label: str | None) -> CapacityFound:
+        """The answer as the evidence keeps it, for `backend` at `input_tokens` (`label`: the
+        level at the capacity)."""
+        return CapacityFound(
+            backend=backend,
+            input_tokens=input_tokens,
+            label=label,
+            mode=self.mode,
+            slo_share=self.slo_share,
+            capacity=self.capacity,
+            stopped=self.stopped,
+            tried=tuple(Tried(**t) for t in self.tried),
+        )
 
 
 def find_capacity(

@@ -293,14 +293,13 @@ class BackendRun:
             requests_at=lambda value: plan.level_at(value, input_tokens).requests,
         )
         label = plan.level_at(search.capacity, input_tokens).label if search.capacity is not None else None
-        found = search.to_json() | {"backend": self.row, "input_tokens": input_tokens, "label": label}
-        self.evidence.data.setdefault("capacity", []).append(found)
+        found = search.found(self.row, input_tokens, label)
+        self.evidence.data.setdefault("capacity", []).append(found.to_json())
         self.evidence.save()
-        if search.capacity is None:
-            self.note(f"capacity at {plan.slo.text}: none ({search.stopped})")
+        if found.capacity is None:
+            self.note(f"capacity at {plan.slo.text}: none ({found.stopped})")
         else:
-            unit = "at a time" if search.mode == "concurrency" else "requests/s"
-            console.print(f"{self.row}: capacity {search.capacity:g} {unit} at {plan.slo.text} ({search.stopped})")
+            console.print(f"{self.row}: capacity {found.capacity:g} {found.unit} at {plan.slo.text} ({found.stopped})")
 
     def fail_all(self, line: str) -> None:
         """Every request this backend would still have sent (levels already measured keep their

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
+from runner.figures.capacity import capacity_of
 from runner.figures.levels import agent_levels, level_groups, level_summary, prefill_fit, roofline
 from runner.measure.benchmark import COLD_ASSUMED
 from runner.render.tables import accuracy_text, add_columns, models
@@ -385,7 +386,7 @@ def workload_table(evidence: dict[str, Any]) -> Table:
 
 def capacity_table(evidence: dict[str, Any]) -> Table | None:
     """Per backend (and input length): the most load within the objectives, and its figures."""
-    searches = evidence.get("capacity") or []
+    searches = capacity_of(evidence)
     if not searches:
         return None
     config = evidence["config"]
@@ -405,17 +406,18 @@ def capacity_table(evidence: dict[str, Any]) -> Table | None:
     ]
     add_columns(table, columns, left=("backend", "how it ended"))
     for search in searches:
-        best = search.get("at_capacity") or {}
-        unit = " at a time" if search["mode"] == "concurrency" else "/s"
+        best = search.at_capacity
+        share_met = best.share_met if best else None
+        unit = " at a time" if search.mode == "concurrency" else "/s"
         table.add_row(
-            search["backend"],
-            str(search.get("input_tokens") or "-"),
-            f"{search['capacity']:g}{unit}" if search.get("capacity") is not None else "none",
-            f"{best['share_met']:.0%}" if best.get("share_met") is not None else "-",
-            fmt(best.get("output_tok_s"), 1),
-            fmt(best.get("goodput_rps"), 2),
-            ", ".join(f"{t['value']:g}{'✓' if t['met'] else '✗'}" for t in search["tried"]),
-            search.get("stopped") or "",
+            search.backend,
+            str(search.input_tokens or "-"),
+            f"{search.capacity:g}{unit}" if search.capacity is not None else "none",
+            f"{share_met:.0%}" if share_met is not None else "-",
+            fmt(best.output_tok_s if best else None, 1),
+            fmt(best.goodput_rps if best else None, 2),
+            ", ".join(f"{t.value:g}{'✓' if t.met else '✗'}" for t in search.tried),
+            search.stopped,
         )
     return table
 

@@ -22,6 +22,7 @@ from rich.table import Table
 from runner.core.stats import median
 from runner.costing.measured import offline_cost_rows
 from runner.costing.rows import CostRow, cost_rows_in
+from runner.figures.capacity import CapacityFound, capacity_of
 from runner.figures.levels import level_groups, level_summary
 from runner.measure.load import CLOSED
 from runner.render.tables import add_columns, models
@@ -332,11 +333,11 @@ def capacity_cells(
 ) -> None:
     """Each row's most load within a workload's objectives, from the newest search for its backend,
     and the $ per million at that load (the cost row of that level of that evidence file)."""
-    searches: dict[str, tuple[Path, Evidence, dict[str, Any]]] = {}
+    searches: dict[str, tuple[Path, Evidence, CapacityFound]] = {}
     for path, data in sources:
         if data.get("command") == "bench":
-            for search in data.get("capacity") or []:
-                searches[search["backend"]] = (path, data, search)
+            for search in capacity_of(data, path):
+                searches[search.backend] = (path, data, search)
     if not searches:
         return
     for row in rows:
@@ -347,16 +348,16 @@ def capacity_cells(
         path, data, search = searches[row.backend]
         config = data.get("config") or {}
         objectives = f"{(config.get('workload') or {}).get('name')} {(config.get('slo') or {}).get('text')}"
-        best = search.get("at_capacity") or {}
-        if search.get("capacity") is None or not best.get("goodput_rps"):
-            row.good_rps = Cell(why=f"no load within {objectives}: {search.get('stopped')}")
+        best = search.at_capacity
+        if search.capacity is None or best is None or not best.goodput_rps:
+            row.good_rps = Cell(why=f"no load within {objectives}: {search.stopped}")
             row.usd_at_slo = Cell(why=row.good_rps.why)
             continue
-        unit = "at a time" if search["mode"] == "concurrency" else "req/s offered"
-        at = f"{search['capacity']:g} {unit}, {objectives}"
-        row.good_rps = Cell(best["goodput_rps"], at=at)
+        unit = "at a time" if search.mode == "concurrency" else "req/s offered"
+        at = f"{search.capacity:g} {unit}, {objectives}"
+        row.good_rps = Cell(best.goodput_rps, at=at)
         cost_rows, how = priced.get((path.name, row.backend), (None, None))
-        level = [r for r in cost_rows or [] if r.level == search.get("label")]
+        level = [r for r in cost_rows or [] if r.level == search.label]
         row.usd_at_slo = cost_cell(level, how) if level else Cell(why="no price at that level")
         if row.usd_at_slo.value is not None:
             row.usd_at_slo.at = at

@@ -1,0 +1,65 @@
+"""Evidence read back into dataclasses: a JSON object's fields checked against the dataclass's
+types, a missing required field or a value of the wrong type refused in one line. Shared by every
+package that types its evidence at its boundary (`runner.figures`, `runner.costing`).
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import MISSING, fields
+from functools import cache
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from runner.core.errors import RunnerError
+
+
+def fits(value: object, hint: Any) -> bool:
+    """Whether a JSON value fits a field's type (numbers: an int is a float; a bool is neither)."""
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        return any(fits(value, arg) for arg in get_args(hint))
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin in (list, tuple):
+        return isinstance(value, list | tuple) and all(fits(item, get_args(hint)[0]) for item in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    return isinstance(value, hint)
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls)
+
+
+def read_fields(cls: type, data: object, what: str, *, apart: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The fields of dataclass `cls` (all but `apart`, which the caller reads) from a JSON object,
+    each checked against its type; a missing required field or a value of the wrong type is one line."""
+    if not isinstance(data, dict):
+        raise RunnerError(f"{what}: expected a JSON object, got {type(data).__name__}")
+    hints = _hints(cls)
+    found: dict[str, Any] = {}
+    for spec in fields(cls):
+        if spec.name in apart:
+            continue
+        if spec.name not in data:
+            if spec.default is MISSING and spec.default_factory is MISSING:
+                raise RunnerError(f"{what}: no {spec.name!r}")
+            continue
+        value = data[spec.name]
+        if not fits(value, hints[spec.name]):
+            raise RunnerError(f"{what}: {spec.name!r} is {value!r}, not {hints[spec.name]}")
+        found[spec.name] = value
+    return found
+
+
+def named(data: object, key: str, what: str) -> str:
+    """What an entry is, for a line that refuses it: `a cost row of g6`."""
+    name = data.get(key) if isinstance(data, dict) else None
+    return what + (f" of {name}" if isinstance(name, str) else "")
