@@ -49,8 +49,8 @@ def mark_tunnel_rows(names: set[str], evidence: Evidence) -> None:
 
 def host_note(run: Run, *, accelerator: bool = True) -> str:
     """The second row's label: on the server's host, sharing its CPUs (how many, where the kit said)."""
-    host = (run.result or {}).get("host") or {}
-    client = (run.result or {}).get("client") or {}
+    host = run.result.host if run.result else {}
+    client = run.result.client if run.result else {}
     vcpus = host.get("vcpus")
     what = ", ".join(filter(None, [run.output.instance_type, f"{vcpus} vCPUs" if vcpus else None]))
     note = (
@@ -58,7 +58,7 @@ def host_note(run: Run, *, accelerator: bool = True) -> str:
     )
     if client.get("cpu_s") is not None and client.get("wall_s"):
         note += f"; the client used {client['cpu_s'] / client['wall_s']:.0%} of one vCPU"
-    return note + (accelerator_note((run.result or {}).get("accelerator")) if accelerator else "")
+    return note + (accelerator_note(run.result.accelerator if run.result else None) if accelerator else "")
 
 
 def accelerator_note(accelerator: dict[str, Any] | None) -> str:
@@ -132,9 +132,9 @@ def add_host_row(run: Run, levels: list[Any], evidence: Evidence) -> None:
                 record = RequestRecord(backend=row, run=number, error=run.problem, level=level.to_json())
                 evidence.data["records"].append(record.to_json() | {"path": "in-region"})
         return
-    for warm in run.result.get("warm_ups") or [run.result.get("warm_up") or {}]:
+    for warm in run.result.warm_ups:
         evidence.data["warm_up"].append(kit_record(warm, row))
-    for record in run.result["records"]:
+    for record in run.result.records:
         evidence.data["records"].append(kit_record(record, row))
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner.cloud.reach.in_region import no_instance_reason, row_name, run_in_region
+from runner.cloud.reach.in_region import REDEPLOY, no_instance_reason, row_name, run_in_region
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.measure.host_rows import (
@@ -147,14 +147,17 @@ class HostRun(BackendRun):
             self.added = True
         if outcome.problem:
             raise RunnerError(outcome.problem.removeprefix(f"{backend.name}: "))
-        result = outcome.result or {}
-        self.evidence.data.setdefault("warm_up", []).extend(kit_record(w, self.row) for w in result["warm_ups"])
-        (span,) = result.get("level_spans") or [[0.0, 0.0]]
-        (metrics,) = result.get("server_metrics") or [None]
-        readings: dict[str, Any] = {"accelerator": accelerator_within(result.get("accelerator"), span)}
+        result = outcome.result
+        assert result is not None  # a run without a problem was read back
+        if result.kit < 3:
+            raise RunnerError(f"its kit is version {result.kit}, before workloads in the region: {REDEPLOY}")
+        self.evidence.data.setdefault("warm_up", []).extend(kit_record(w, self.row) for w in result.warm_ups)
+        (span,) = result.level_spans or [[0.0, 0.0]]
+        (metrics,) = result.server_metrics or [None]
+        readings: dict[str, Any] = {"accelerator": accelerator_within(result.accelerator, span)}
         if metrics is not None:
             readings["server_metrics"] = server_metrics_of(metrics)
-        return self.keep_level(level, [kit_record(r, self.row) for r in result["records"]], readings)
+        return self.keep_level(level, [kit_record(r, self.row) for r in result.records], readings)
 
 
 def bench_workload_in_region(tunnel: BackendRun, advance: Advance) -> bool:

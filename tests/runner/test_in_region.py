@@ -624,3 +624,28 @@ def test_ctrl_c_cancels_the_commands_still_running(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         in_region.run_in_region([backend], {}, repeats=1, timeout_s=5.0, poll_s=0)
     assert ssm.cancelled == [{"CommandId": "c-1", "InstanceIds": [INSTANCE["g6"]]}]
+
+
+def test_the_kits_result_is_read_back_typed_and_a_result_it_cannot_read_is_one_line(tmp_path):
+    """What the kit writes reads back as a KitResult (this kit's own result, and a version-2 one,
+    which kept its one-at-a-time warm-up apart); a kit this runner does not know, or records that
+    are not a list of objects, are one line each."""
+    kit = load_kit()
+    with FakeOpenAI([text(OCEAN)]) as server:
+        written = json.loads(json.dumps(kit["bench"](kit_config(server.url, 2))))
+    result = in_region.KitResult.from_json(written, "r.json")
+    assert result.kit == kit["KIT_VERSION"] == 3 and len(result.records) == 2 and len(result.warm_ups) == 1
+    assert result.host["vcpus"] == os.cpu_count() and result.accelerator["tool"] is None
+    older = {k: v for k, v in written.items() if k not in ("warm_ups", "level_spans")} | {"kit": 2}
+    assert in_region.KitResult.from_json(older, "r.json").warm_ups == [written["warm_up"]]
+    refusals = {
+        "from a newer kit": (written | {"kit": 4}, "r.json was written by bench kit 4; this runner reads kits 2, 3: "),
+        "records not a list": (written | {"records": {"a": 1}}, "r.json: 'records' is {'a': 1}, not"),
+        "a record not an object": (written | {"records": [1]}, "r.json: 'records' is [1], not"),
+        "a warm-up not an object": (written | {"warm_ups": ["hi"]}, "r.json: its warm-ups must be JSON objects"),
+        "no host": ({k: v for k, v in written.items() if k != "host"}, "r.json: no 'host'"),
+    }
+    for case, (data, words) in refusals.items():
+        with pytest.raises(RunnerError) as refused:
+            in_region.KitResult.from_json(data, "r.json")
+        assert str(refused.value).startswith(words) and "\n" not in str(refused.value), case

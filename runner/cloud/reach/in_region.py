@@ -37,7 +37,8 @@ from catalog.serving import serving
 from runner.cloud.aws import boto_client
 from runner.cloud.readiness import read_readiness
 from runner.core.backends import Backend
-from runner.core.errors import aws_error_code, describe
+from runner.core.errors import RunnerError, aws_error_code, describe
+from runner.core.typed_json import read_fields
 
 DOCUMENT = "AWS-RunShellScript"
 # SendCommand's TimeoutSeconds: how long the command may wait for the instance's agent to take it.
@@ -129,6 +130,43 @@ def kit_commands(output: Any, run_prefix: str, config: dict[str, Any], requests:
     ]
 
 
+# The kit versions whose results this runner reads (inference_constructs/bench_kit KIT_VERSION): 2
+# measured the config's prompt, one at a time or at load levels; 3 adds a workload's requests, and
+# per level when its timed requests ran and the server's metrics.
+KIT_VERSIONS = (2, 3)
+
+
+@dataclass(frozen=True)
+class KitResult:
+    """What the kit wrote, read back typed: its records and warm-ups (RequestRecord's shape, rebuilt
+    as RequestRecords by runner/measure/host_rows.py), what it read of the host and the client, and
+    per level (kit 3) the span of its timed requests and the server's metrics."""
+
+    kit: int
+    host: dict[str, Any]
+    client: dict[str, Any]
+    records: list[dict[str, Any]]
+    warm_ups: list[dict[str, Any]] = field(default_factory=list)
+    accelerator: dict[str, Any] | None = None
+    level_spans: list[list[float]] = field(default_factory=list)
+    server_metrics: list[dict[str, Any] | None] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: object, where: str) -> KitResult:
+        """The result, or one line saying why it is not one this runner reads."""
+        if isinstance(data, dict) and data.get("kit") not in KIT_VERSIONS:
+            raise RunnerError(
+                f"{where} was written by bench kit {data.get('kit')!r}; this runner reads kits "
+                f"{', '.join(map(str, KIT_VERSIONS))}: {REDEPLOY}"
+            )
+        values = read_fields(cls, data, where, apart=("warm_ups",))
+        assert isinstance(data, dict)
+        warm_ups = data.get("warm_ups") or ([data["warm_up"]] if isinstance(data.get("warm_up"), dict) else [])
+        if not isinstance(warm_ups, list) or not all(isinstance(w, dict) for w in warm_ups):
+            raise RunnerError(f"{where}: its warm-ups must be JSON objects")
+        return cls(**values, warm_ups=warm_ups)
+
+
 @dataclass
 class Run:
     """One server's in-region run: where it goes, the command, how it ended."""
@@ -140,7 +178,7 @@ class Run:
     command_id: str | None = None
     invocation: dict[str, Any] = field(default_factory=dict)
     problem: str | None = None
-    result: dict[str, Any] | None = None
+    result: KitResult | None = None
     # True once the run's objects were deleted from the bucket (their content is in the evidence).
     deleted: bool = False
     # The workload's request bodies the kit fetches (None: the config's own prompt), and whether
@@ -173,10 +211,10 @@ class Run:
             "evidence_deleted_after_read": self.deleted,
             "kit": self.output.bench_kit,
             "problem": self.problem,
-            "host": (self.result or {}).get("host"),
-            "client": (self.result or {}).get("client"),
-            "kit_version": (self.result or {}).get("kit"),
-            "accelerator": (self.result or {}).get("accelerator"),
+            "host": self.result.host if self.result else None,
+            "client": self.result.client if self.result else None,
+            "kit_version": self.result.kit if self.result else None,
+            "accelerator": self.result.accelerator if self.result else None,
         }
 
 
@@ -274,10 +312,11 @@ def read_back(run: Run, s3: Any) -> None:
     except json.JSONDecodeError as error:
         run.problem = f"{run.backend.name}: the kit's result s3://{bucket}/{run.result_key} is not JSON ({error.msg})"
         return
-    if not isinstance(result, dict) or not isinstance(result.get("records"), list):
-        run.problem = f"{run.backend.name}: the kit's result s3://{bucket}/{run.result_key} holds no records"
+    try:
+        run.result = KitResult.from_json(result, f"the kit's result s3://{bucket}/{run.result_key}")
+    except RunnerError as error:
+        run.problem = f"{run.backend.name}: {error}"
         return
-    run.result = result
     discard(run, s3)
 
 
