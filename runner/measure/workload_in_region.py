@@ -94,14 +94,8 @@ class HostRun(BackendRun):
             )
             return
         self.built = self.tunnel.built
-        output = plan.workload.output_tokens or plan.max_tokens
         try:
-            for length in plan.workload.input_tokens or [None]:
-                if length and plan.workload.beyond_context(length, self.backend.max_total_tokens, output):
-                    continue  # the tunnel row said so
-                self.measure_levels(None, plan.levels(length))
-                if plan.find_capacity:
-                    self.search(None, length)
+            self.measure_lengths(None)
         except NotInRegion as line:
             if not self.added:
                 console.print(f"[yellow]note:[/yellow] {self.backend.name}: {line}")
@@ -111,6 +105,9 @@ class HostRun(BackendRun):
             self.fail_all(str(line))
         except Exception as error:  # one line for this row; the other backends go on
             self.fail_all(str(error) if isinstance(error, RunnerError) else self.backend.explain(error))
+
+    def not_sent(self, line: str) -> None:
+        """A length the model's context cannot hold: the tunnel row said so."""
 
     def measure_level(self, client, level: LoadLevel) -> dict[str, Any]:
         """One level in one Run Command (a command that fails or times out loses that level only):

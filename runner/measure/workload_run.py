@@ -122,20 +122,29 @@ class BackendRun:
             return
         try:
             self.prepare(client)
-            output = plan.workload.output_tokens or plan.max_tokens
-            for length in plan.workload.input_tokens or [None]:
-                too_long = length and plan.workload.beyond_context(length, backend.max_total_tokens, output)
-                if too_long:
-                    self.note(too_long)
-                    self.info.setdefault("not_sent", []).append(too_long)
-                    continue
-                self.measure_levels(client, plan.levels(length))
-                if plan.find_capacity:
-                    self.search(client, length)
+            self.measure_lengths(client)
         except Exception as error:  # one line for this backend; the others go on
             self.fail_all(str(error) if isinstance(error, RunnerError) else backend.explain(error))
         finally:
             client.close()
+
+    def measure_lengths(self, client) -> None:
+        """Every input length's levels, then, if asked, its capacity search; a length the model's
+        context cannot hold is not sent."""
+        plan = self.plan
+        output = plan.workload.output_tokens or plan.max_tokens
+        for length in plan.workload.input_tokens or [None]:
+            too_long = length and plan.workload.beyond_context(length, self.backend.max_total_tokens, output)
+            if too_long:
+                self.not_sent(too_long)
+                continue
+            self.measure_levels(client, plan.levels(length))
+            if plan.find_capacity:
+                self.search(client, length)
+
+    def not_sent(self, line: str) -> None:
+        self.note(line)
+        self.info.setdefault("not_sent", []).append(line)
 
     def prepare(self, client) -> None:
         """What this path can do for the workload, each missing capability one line; the count of

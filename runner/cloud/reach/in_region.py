@@ -116,7 +116,8 @@ def kit_commands(output: Any, run_prefix: str, config: dict[str, Any], requests:
     return [
         "set -eu",
         # The AWS CLI as the boot script installed it (a snap on a bare image), and the Neuron
-        # tools where the Neuron DLAMI puts them (aws-neuronx-tools: neuron-monitor).
+        # tools where aws-neuronx-tools installs them (neuron-monitor; the Neuron setup guides add
+        # /opt/aws/neuron/bin to PATH after installing it).
         'export PATH="$PATH:/usr/local/bin:/snap/bin:/opt/aws/neuron/bin"',
         'work=$(mktemp -d "${TMPDIR:-/tmp}/inference-bench.XXXXXX")',
         "trap 'rm -rf \"$work\"' EXIT",
