@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import gzip
+import io
 import json
 import secrets
 import shlex
@@ -242,8 +243,6 @@ def upload_requests(run: Run, s3: Any) -> None:
     """The workload's bodies into the run's folder, where the instance's role may read them
     (gzipped: a level of long prompts is tens of megabytes of JSON; boto3's managed upload goes in
     parts and retries them)."""
-    import io
-
     s3.upload_fileobj(
         io.BytesIO(gzip.compress(run.requests or b"")),
         run.output.evidence_bucket,
