@@ -23,7 +23,8 @@ from runner.cli.session import main_guard, run_session
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError
-from runner.measure import ChatRequest, RequestRecord, timed_client_for
+from runner.core.records import RequestRecord
+from runner.measure import ChatRequest, timed_client_for
 from runner.measure.sse import streaming_text_to
 from runner.render.ask import timing_line
 from runner.render.tables import models

@@ -16,9 +16,10 @@ from runner.agent.run import run_agent
 from runner.cloud.aws import boto_client
 from runner.core.backends import Backend
 from runner.core.errors import describe
+from runner.core.records import RequestRecord
 from runner.measure.clients import timed_client_for
 from runner.measure.health import Health, wait_healthy
-from runner.measure.records import ChatRequest, RequestRecord
+from runner.measure.records import ChatRequest
 
 PLAIN_PROMPT = "What is the capital of France? Answer in one word."
 

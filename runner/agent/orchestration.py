@@ -14,8 +14,9 @@ from runner.agent.run import run_agent
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError
+from runner.core.records import RequestRecord
 from runner.core.stats import fmt, median
-from runner.measure import ChatRequest, RequestRecord, TimedClient, timed_client_for, warm_up
+from runner.measure import ChatRequest, TimedClient, timed_client_for, warm_up
 
 QUESTION = "What is the capital of France? Answer in one word."
 

@@ -38,8 +38,9 @@ from runner.agent.run import AgentRun, run_agent
 from runner.agent.tasks import TOOL_SYSTEM, Task, ToolTask, call_label
 from runner.core.backends import BATCH_COMMAND, Backend
 from runner.core.errors import as_fault, backend_down
+from runner.core.records import RequestRecord
 from runner.core.stats import wilson_interval
-from runner.measure import ChatRequest, RequestRecord, timed_client_for
+from runner.measure import ChatRequest, timed_client_for
 
 CLIENTS = {
     "counting": "timed client",

@@ -1,4 +1,5 @@
-"""Measuring requests and load: what one timed request records (`records`), a timed client per
+"""Measuring requests and load: what a timed request asks (`records`; what it records is
+`runner.core.records`), a timed client per
 provider (`openai_sync`, `openai_async`, `bedrock`, `bedrock_import`, `sagemaker` with
 serverless, `sagemaker_async`, built by `clients`) over the
 shared stream reading (`sse`), the one load engine (`load`), health waits (`health`), the
@@ -15,6 +16,6 @@ Imports `runner.cloud` (AWS clients, readiness), `runner.costing` (prices), `run
 """
 
 from runner.measure.clients import timed_client_for
-from runner.measure.records import ChatRequest, RequestRecord, TimedClient, warm_up
+from runner.measure.records import ChatRequest, TimedClient, warm_up
 
-__all__ = ["ChatRequest", "RequestRecord", "TimedClient", "timed_client_for", "warm_up"]
+__all__ = ["ChatRequest", "TimedClient", "timed_client_for", "warm_up"]

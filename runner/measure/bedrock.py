@@ -10,7 +10,8 @@ from typing import Any
 
 from runner.cloud.aws import boto_client
 from runner.core.errors import StreamFault
-from runner.measure.records import ChatRequest, RequestRecord, Stopwatch, check_completion
+from runner.core.records import RequestRecord
+from runner.measure.records import ChatRequest, Stopwatch, check_completion
 
 
 class BedrockStreamClient:

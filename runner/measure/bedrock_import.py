@@ -27,7 +27,8 @@ from typing import Any
 
 from runner.cloud.aws import boto_client
 from runner.core.errors import StreamFault, TimedOut, aws_error_code
-from runner.measure.records import ChatRequest, RequestRecord, Stopwatch
+from runner.core.records import RequestRecord
+from runner.measure.records import ChatRequest, Stopwatch
 from runner.measure.sse import ChatStreamAccumulator
 
 NOT_READY = "ModelNotReadyException"

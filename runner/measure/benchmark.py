@@ -17,7 +17,8 @@ from runner.core.backends import BATCH_COMMAND, Backend
 from runner.core.console import console
 from runner.core.errors import backend_down
 from runner.core.evidence import Evidence
-from runner.measure import ChatRequest, RequestRecord, timed_client_for, warm_up
+from runner.core.records import RequestRecord
+from runner.measure import ChatRequest, timed_client_for, warm_up
 from runner.measure.load import (
     LoadLevel,
     Prompt,
@@ -34,7 +35,7 @@ def bench_backend(
     backend: Backend, request: ChatRequest, repeats: int, timeout_s: float, evidence: Evidence, advance
 ) -> None:
     """Warm one client, then time `repeats` requests; a backend that is down is not retried."""
-    level = LoadLevel("concurrency", 1, repeats).to_json()
+    level = LoadLevel("concurrency", 1, repeats).recorded()
     if not backend.timed_chat:
         skip_batch(backend, evidence)
         advance(repeats)
@@ -128,7 +129,7 @@ def sweep_backend(
         for level in levels:
             for run in range(1, level.requests + 1):
                 evidence.data["records"].append(
-                    RequestRecord(backend=backend.name, run=run, error=line, level=level.to_json()).to_json()
+                    RequestRecord(backend=backend.name, run=run, error=line, level=level.recorded()).to_json()
                 )
             advance(level.requests)
         evidence.save()
@@ -163,7 +164,7 @@ async def sweep_openai(
             opening = min(level.in_flight, WARM_CONNECTIONS_MAX)
             warm = await asyncio.gather(*(warm_up_async(client, backend.name) for _ in range(opening)))
             for record in warm:
-                record.level = level.to_json()
+                record.level = level.recorded()
             evidence.data["warm_up"].extend(r.to_json() for r in warm)
             records = await run_level_async(client.chat, backend.explain, backend.name, level, requests, args.seed)
             keep_level(backend, level, records, evidence, advance)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from runner.measure.records import RequestRecord
+from runner.core.records import RequestRecord
 
 ATTEMPTS = (1, 2)
 

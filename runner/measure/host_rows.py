@@ -15,7 +15,8 @@ from typing import Any
 from runner.cloud.reach.in_region import Run, row_name
 from runner.core.backends import Backend
 from runner.core.evidence import Evidence
-from runner.measure.records import WARM_UP, RequestRecord
+from runner.core.records import RequestRecord
+from runner.measure.records import WARM_UP
 from runner.measure.server_metrics import metric_names, parse, summarize
 
 TUNNEL_NOTE = "through the SSM tunnel from this machine"
@@ -129,7 +130,7 @@ def add_host_row(run: Run, levels: list[Any], evidence: Evidence) -> None:
     if run.result is None:
         for level in levels:
             for number in range(1, level.requests + 1):
-                record = RequestRecord(backend=row, run=number, error=run.problem, level=level.to_json())
+                record = RequestRecord(backend=row, run=number, error=run.problem, level=level.recorded())
                 evidence.data["records"].append(record.to_json() | {"path": "in-region"})
         return
     for warm in run.result.warm_ups:
@@ -138,7 +139,13 @@ def add_host_row(run: Run, levels: list[Any], evidence: Evidence) -> None:
         evidence.data["records"].append(kit_record(record, row))
 
 
-def kit_record(data: dict[str, Any], row: str) -> dict[str, Any]:
+def kit_request(data: dict[str, Any], row: str) -> RequestRecord:
+    """One of the kit's records, under the row it is kept as (`<backend>@host`), typed."""
     values = {k: v for k, v in data.items() if k in RECORD_FIELDS} | {"backend": row}
     values.setdefault("run", 0)
-    return RequestRecord(**values).to_json() | {"path": "in-region"}
+    return RequestRecord.from_json(values, f"the kit's record {values['run']} of {row}")
+
+
+def kit_record(data: dict[str, Any], row: str) -> dict[str, Any]:
+    """One of the kit's records as the evidence keeps it, marked as measured in the region."""
+    return kit_request(data, row).to_json() | {"path": "in-region"}

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.errors import RunnerError
-from runner.measure import ChatRequest, RequestRecord
-from runner.measure.records import Conversation
+from runner.core.records import Level, RequestRecord
+from runner.measure import ChatRequest
+from runner.measure.records import Conversation, stamp
 
 CLOSED = "concurrency"
 OPEN = "rate"
@@ -53,6 +54,10 @@ class LoadLevel:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self) | {"label": self.label}
+
+    def recorded(self) -> Level:
+        """The level as each of its requests' records keeps it."""
+        return Level(self.mode, self.value, self.requests, self.max_concurrency, self.input_tokens, self.label)
 
 
 def parse_numbers(text: str, flag: str, *, integer: bool) -> list[float]:
@@ -130,7 +135,7 @@ def poisson_offsets(rate: float, count: int, seed: int) -> list[float]:
 
 def start_record(backend: str, index: int, level: LoadLevel, scheduled: float | None, started: float) -> RequestRecord:
     """The record of request `index` of a level, stamped with when it goes (s from the level start)."""
-    record = RequestRecord(backend=backend, run=index + 1, level=level.to_json(), scheduled_s=scheduled)
+    record = RequestRecord(backend=backend, run=index + 1, level=level.recorded(), scheduled_s=scheduled)
     record.sent_s = time.perf_counter() - started
     return record
 
@@ -153,7 +158,7 @@ async def run_level_async(
     started = time.perf_counter()
 
     async def send(request: ChatRequest, record: RequestRecord) -> bool:
-        record.stamp(request)
+        stamp(record, request)
         try:
             await chat(request, record)
         except Exception as error:

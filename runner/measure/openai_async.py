@@ -17,9 +17,10 @@ from types import SimpleNamespace
 import aiohttp
 
 from runner.core.errors import StreamFault, TimedOut, Unreachable, describe, status_fault
+from runner.core.records import RequestRecord
 from runner.core.tls import tls_context
 from runner.measure.connections import ATTEMPTS, ConnectionLog
-from runner.measure.records import WARM_UP, ChatRequest, RequestRecord, Stopwatch
+from runner.measure.records import WARM_UP, ChatRequest, Stopwatch
 from runner.measure.sse import ChatStreamAccumulator, LineSplitter
 
 # A kept-alive connection the server closed since: the request never reached it.

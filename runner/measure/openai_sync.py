@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from runner.core.records import RequestRecord
 from runner.measure.openai_async import AsyncOpenAIStreamClient
-from runner.measure.records import ChatRequest, RequestRecord
+from runner.measure.records import ChatRequest
 
 
 class OpenAIStreamClient:

@@ -20,7 +20,8 @@ from typing import Any
 
 from runner.cloud.aws import boto_client
 from runner.core.errors import RunnerError, ServiceError, StreamFault, describe
-from runner.measure.records import ChatRequest, RequestRecord, Stopwatch, check_completion
+from runner.core.records import RequestRecord
+from runner.measure.records import ChatRequest, Stopwatch, check_completion
 from runner.measure.sse import ChatStreamAccumulator, sse_lines
 
 # The error codes SageMaker answers a request it has no capacity for right now with: a serverless

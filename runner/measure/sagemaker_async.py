@@ -48,7 +48,8 @@ from typing import Any
 
 from runner.cloud.aws import boto_client
 from runner.core.errors import ServiceError, TimedOut, aws_error_code
-from runner.measure.records import ChatRequest, RequestRecord, Stopwatch
+from runner.core.records import RequestRecord
+from runner.measure.records import ChatRequest, Stopwatch
 from runner.measure.sagemaker import parse_completion, whole_answer_body
 
 # An instance of the vLLM DLC from zero: launch, image pull, weight load (the real-time endpoint's

@@ -17,7 +17,8 @@ from contextvars import ContextVar
 from typing import Any
 
 from runner.core.errors import StreamFault
-from runner.measure.records import RequestRecord, check_completion
+from runner.core.records import RequestRecord
+from runner.measure.records import check_completion
 
 
 def check_stream_end(chunks: int, finish_reason: str | None) -> None:

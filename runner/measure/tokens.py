@@ -20,8 +20,9 @@ import httpx
 
 from runner.core.backends import Backend
 from runner.core.errors import RunnerError
+from runner.core.records import RequestRecord
 from runner.core.tls import tls_context
-from runner.measure.records import ChatRequest, RequestRecord, TimedClient
+from runner.measure.records import ChatRequest, TimedClient
 from runner.workloads.text import OPENING, passage
 
 Messages = list[dict[str, str]]

@@ -29,6 +29,7 @@ from runner.measure.host_rows import (
     add_host_entry,
     kit_metrics,
     kit_record,
+    kit_request,
     kit_warm_up,
     server_metrics_of,
 )
@@ -154,7 +155,7 @@ class HostRun(BackendRun):
         readings: dict[str, Any] = {"accelerator": accelerator_within(result.accelerator, span)}
         if metrics is not None:
             readings["server_metrics"] = server_metrics_of(metrics)
-        return self.keep_level(level, [kit_record(r, self.row) for r in result.records], readings)
+        return self.keep_level(level, [kit_request(r, self.row) for r in result.records], readings)
 
 
 def bench_workload_in_region(tunnel: BackendRun, advance: Advance) -> bool:

@@ -20,8 +20,9 @@ from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import Evidence
+from runner.core.records import RequestRecord
 from runner.figures.levels import level_summary
-from runner.measure import ChatRequest, RequestRecord, timed_client_for
+from runner.measure import ChatRequest, timed_client_for
 from runner.measure.benchmark import skip_batch, warm_up_once
 from runner.measure.capacity import Budget, find_capacity
 from runner.measure.load import CLOSED, OPEN, LoadLevel, run_level, run_level_async
@@ -245,14 +246,15 @@ class BackendRun:
         if sampler:
             metrics = sampler.summary()
             metrics["series"] = sampler.samples
-        return self.keep_level(level, [r.to_json() for r in records], {"server_metrics": metrics} if sampler else {})
+        return self.keep_level(level, records, {"server_metrics": metrics} if sampler else {})
 
-    def keep_level(self, level: LoadLevel, rows: list[dict[str, Any]], readings: dict[str, Any]) -> dict[str, Any]:
+    def keep_level(self, level: LoadLevel, records: list[RequestRecord], readings: dict[str, Any]) -> dict[str, Any]:
         """A measured level's records graded on the objectives and kept, with what was read of the
         server meanwhile (`readings`); its summary."""
         if self.plan.slo:
-            for row in rows:
-                row["slo"] = judge(row, self.plan.slo)
+            for record in records:
+                record.slo = judge(record, self.plan.slo)
+        rows = [r.to_json() | self.record_extra for r in records]
         self.evidence.data["records"].extend(rows)
         meta = {"backend": self.row, "label": level.label, "level": level.to_json()} | readings
         self.evidence.data.setdefault("levels", []).append(meta)
@@ -272,7 +274,7 @@ class BackendRun:
         ) as client:
             warm = await asyncio.gather(*(warm_up_async(client, backend.name) for _ in range(min(level.in_flight, 64))))
             for record in warm:
-                record.level = level.to_json()
+                record.level = level.recorded()
             self.evidence.data.setdefault("warm_up", []).extend(r.to_json() for r in warm)
             return await run_level_async(client.chat, backend.explain, backend.name, level, requests, self.plan.seed)
 
@@ -320,7 +322,7 @@ class BackendRun:
                 if level.label in self.measured:
                     continue
                 for run in range(1, level.requests + 1):
-                    record = RequestRecord(backend=self.row, run=run, error=line, level=level.to_json())
+                    record = RequestRecord(backend=self.row, run=run, error=line, level=level.recorded())
                     self.evidence.data["records"].append(record.to_json() | self.record_extra)
         self.evidence.save()
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.core.errors import RunnerError
+from runner.core.records import RequestRecord, SloVerdict
 
 KEYS = {
     "ttft": "time to first token",
@@ -61,9 +62,9 @@ def parse_goodput(items: list[str] | None, source: str = "--goodput") -> Slo:
     return Slo(tuple(limits.items()), source)
 
 
-def request_figures(record: dict[str, Any]) -> dict[str, float | None]:
+def request_figures(record: RequestRecord) -> dict[str, float | None]:
     """A record's TTFT, TPOT and end-to-end latency in ms (None where not measured)."""
-    ttft, e2e, tokens = record.get("ttft_s"), record.get("e2e_s"), record.get("output_tokens") or 0
+    ttft, e2e, tokens = record.ttft_s, record.e2e_s, record.output_tokens or 0
     tpot = None
     if ttft is not None and e2e is not None:
         tpot = (e2e - ttft) / (tokens - 1) if tokens > 1 else 0.0
@@ -74,16 +75,16 @@ def request_figures(record: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
-def judge(record: dict[str, Any], slo: Slo) -> dict[str, Any]:
-    """{"met": True/False/None, "missed": [keys], "unjudged": reason}. A failed request misses."""
-    if not record.get("ok"):
-        return {"met": False, "missed": ["failed"]}
+def judge(record: RequestRecord, slo: Slo) -> SloVerdict:
+    """Met, the objectives missed, or why it could not be judged. A failed request misses."""
+    if not record.ok:
+        return SloVerdict(False, ["failed"])
     figures = request_figures(record)
     unmeasured = [key for key, _ in slo.limits if figures[key] is None]
     if unmeasured:
-        return {"met": None, "missed": [], "unjudged": f"{', '.join(unmeasured)} not measured on this path"}
+        return SloVerdict(None, [], f"{', '.join(unmeasured)} not measured on this path")
     missed = [key for key, limit in slo.limits if figures[key] > limit]  # type: ignore[operator]
-    return {"met": not missed, "missed": missed}
+    return SloVerdict(not missed, missed)
 
 
 def goodput(records: list[dict[str, Any]], duration_s: float | None) -> dict[str, Any]:

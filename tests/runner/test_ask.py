@@ -68,7 +68,7 @@ def test_the_default_printer_writes_to_the_terminal(tmp_path, capsys):
 
 
 def test_an_accumulator_without_a_listener_behaves_as_before():
-    from runner.measure.records import RequestRecord
+    from runner.core.records import RequestRecord
 
     stream = ChatStreamAccumulator(RequestRecord(backend="b", run=1))
     assert stream.on_text is None

@@ -13,8 +13,9 @@ import pytest
 
 from runner import bench
 from runner.core.errors import HttpStatus, StreamFault, TimedOut, Unreachable, as_fault, describe
+from runner.core.records import RequestRecord
 from runner.figures.levels import level_summary
-from runner.measure import ChatRequest, RequestRecord
+from runner.measure import ChatRequest
 from runner.measure.load import OPEN, LoadLevel, poisson_offsets, run_level_async
 from runner.measure.openai_async import AsyncOpenAIStreamClient
 from tests.runner.fake_openai import FakeOpenAI, Step, text

@@ -10,10 +10,11 @@ from strands import Agent
 from runner.agent.models import StrictOpenAIModel
 from runner.cloud.aws import boto_client
 from runner.core.backends import local_backend
+from runner.core.records import RequestRecord
 from runner.core.tls import tls_context
 from runner.measure.health import wait_healthy
 from runner.measure.openai_sync import OpenAIStreamClient
-from runner.measure.records import ChatRequest, RequestRecord
+from runner.measure.records import ChatRequest
 from tests.runner.fake_openai import FakeOpenAI, text
 
 

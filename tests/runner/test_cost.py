@@ -244,13 +244,13 @@ def backend_entry(name: str, *, source: str = "stack output", region: str = "us-
 
 
 def request(backend: str, run: int, e2e: float, tokens: int, *, ttft: float = 0.1, prompt: int = 20, **fields):
-    from runner.measure.records import RequestRecord
+    from runner.core.records import Level, RequestRecord
 
     record = RequestRecord(
         backend=backend, run=run, ok=True, e2e_s=e2e, ttft_s=ttft, output_tokens=tokens, prompt_tokens=prompt
     )
     for key, value in fields.items():
-        setattr(record, key, value)
+        setattr(record, key, Level.from_json(value, "a level") if key == "level" else value)
     return record.to_json()
 
 

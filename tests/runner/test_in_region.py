@@ -36,7 +36,8 @@ from runner.cloud.reach import in_region
 from runner.core.backends import Backend
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, load
-from runner.measure import ChatRequest, RequestRecord, host_rows
+from runner.core.records import RequestRecord
+from runner.measure import ChatRequest, host_rows
 from runner.measure.benchmark import bench_backend, sweep_backend
 from runner.measure.load import LoadLevel, Prompt, poisson_offsets
 from runner.render import bench as bench_tables

@@ -15,10 +15,11 @@ import pytest
 from runner import bench
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
+from runner.core.records import RequestRecord
 from runner.core.stats import percentile
 from runner.figures.latency import distribution, time_per_output_token, token_gaps
 from runner.figures.levels import level_summary
-from runner.measure import ChatRequest, RequestRecord
+from runner.measure import ChatRequest
 from runner.measure.load import (
     CLOSED,
     OPEN,
@@ -122,7 +123,7 @@ def test_closed_loop_holds_its_level_and_failed_requests_are_kept():
     assert len(records) == 12 and [r.run for r in records] == list(range(1, 13))
     assert sum(1 for r in records if not r.ok) == 4
     assert all(r.error == "scripted failure" for r in records if not r.ok)
-    assert all(r.level["label"] == "4 at a time" for r in records)
+    assert all(r.level.label == "4 at a time" for r in records)
 
 
 def test_open_loop_cap_delays_sends_and_says_so():

@@ -17,7 +17,8 @@ from runner.agent import checks
 from runner.agent.counting import count_once
 from runner.core.backends import local_backend
 from runner.core.evidence import load
-from runner.measure import ChatRequest, RequestRecord, warm_up
+from runner.core.records import RequestRecord
+from runner.measure import ChatRequest, warm_up
 from runner.measure.openai_sync import OpenAIStreamClient
 from runner.servers.llama_cpp import MODEL_ALIAS, LocalServer, LocalServerConfig, ensure_model
 

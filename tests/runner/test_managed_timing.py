@@ -9,7 +9,8 @@ import json
 import pytest
 
 from runner.core.errors import BadCompletion, ServiceError, StreamFault, as_fault, describe, gave_no_answer
-from runner.measure import ChatRequest, RequestRecord, warm_up
+from runner.core.records import RequestRecord
+from runner.measure import ChatRequest, warm_up
 from runner.measure.bedrock import BedrockStreamClient
 from runner.measure.sagemaker import SageMakerStreamClient
 from tests.runner.fake_aws_stream import FakeAwsStream, Reply, event, exception, payload_part

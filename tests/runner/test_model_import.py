@@ -19,8 +19,9 @@ from runner import model_import
 from runner.cli.session import main_guard
 from runner.cloud.jobs.custom_model_import import PRICE_LINE
 from runner.core.errors import TimedOut
+from runner.core.records import RequestRecord
 from runner.measure.bedrock_import import BedrockImportStreamClient
-from runner.measure.records import ChatRequest, RequestRecord
+from runner.measure.records import ChatRequest
 from tests.runner.fake_bedrock_import import ANSWER, FakeBedrockImport, qwen_files, weights_copy
 
 REGION = "us-east-1"

@@ -20,7 +20,8 @@ from runner import bench
 from runner.core.backends import Backend
 from runner.core.errors import as_fault, describe
 from runner.core.evidence import load
-from runner.measure import ChatRequest, RequestRecord
+from runner.core.records import RequestRecord
+from runner.measure import ChatRequest
 from runner.measure.health import wait_healthy
 from runner.measure.sagemaker_async import AsyncInferenceFailed, SageMakerAsyncClient
 from runner.render.bench import bench_summary, bench_table, cold_note, cold_summary

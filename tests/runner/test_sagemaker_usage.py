@@ -19,7 +19,8 @@ from strands.models.sagemaker import SageMakerAIModel
 
 from runner.agent.models import clean_event_stream, clean_usage, sagemaker_model
 from runner.core.errors import BadCompletion, ServiceError, StreamFault, as_fault, describe, gave_no_answer
-from runner.measure import ChatRequest, RequestRecord
+from runner.core.records import RequestRecord
+from runner.measure import ChatRequest
 from runner.measure.sagemaker import SageMakerServerlessClient, Throttled
 from tests.runner.fake_aws_stream import FakeAwsStream, Reply, payload_part
 

@@ -18,7 +18,8 @@ from runner.core.errors import (
     describe,
     gave_no_answer,
 )
-from runner.measure import ChatRequest, RequestRecord, warm_up
+from runner.core.records import RequestRecord
+from runner.measure import ChatRequest, warm_up
 from runner.measure.openai_sync import OpenAIStreamClient
 from tests.runner.fake_openai import FakeOpenAI, Step, text
 

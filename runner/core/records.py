@@ -1,0 +1,183 @@
+"""What one timed request records, typed: written by `runner.measure` as it times a request, read
+back from a bench evidence file's `records` (and `warm_up`) by `runner.figures`, `runner.costing`
+and the reports, which read attributes, not keys.
+
+It sits in the lowest layer so that every package reading evidence can hold a record without
+depending on the measuring machinery. `RequestRecord.to_json` writes exactly the entry the
+evidence holds; `from_json` reads it back (the derived rates are recomputed, not read), a
+malformed entry refused in one line that names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from typing import Any
+
+from runner.core.errors import RunnerError
+from runner.core.typed_json import read_fields
+
+# The level a record without one ran in: the survey's requests, one at a time.
+SINGLE = "1 at a time"
+
+
+@dataclass(frozen=True)
+class Level:
+    """The load level a request ran in, as its record keeps it (runner/measure/load.py
+    `LoadLevel.to_json`): closed loop (`concurrency`, `value` at a time) or open (`rate`, `value`
+    a second), its label as the reports show it."""
+
+    mode: str = "concurrency"
+    value: float = 1
+    requests: int | None = None
+    max_concurrency: int | None = None
+    # A workload's prompt length at this level (a prompt-length sweep crosses lengths with levels).
+    input_tokens: int | None = None
+    label: str = SINGLE
+
+    def to_json(self) -> dict[str, Any]:
+        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> Level:
+        return cls(**read_fields(cls, data, what))
+
+
+@dataclass(frozen=True)
+class SloVerdict:
+    """One request against the service-level objectives (runner/workloads/slo.py `judge`): met
+    (None: not judged here, `unjudged` says why), and the objectives it missed (`failed` for a
+    request that failed)."""
+
+    met: bool | None
+    missed: list[str] = field(default_factory=list)
+    unjudged: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"met": self.met, "missed": list(self.missed)}
+        if self.unjudged is not None:
+            data["unjudged"] = self.unjudged
+        return data
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> SloVerdict:
+        return cls(**read_fields(cls, data, what))
+
+
+@dataclass
+class RequestRecord:
+    """One request's raw figures; derived rates are computed here, once, from the raw times."""
+
+    backend: str
+    run: int
+    ok: bool = False
+    error: str | None = None
+    started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="milliseconds"))
+    ttft_s: float | None = None
+    e2e_s: float | None = None
+    output_tokens: int | None = None
+    prompt_tokens: int | None = None
+    token_source: str | None = None
+    finish_reason: str | None = None
+    text: str = ""
+    chunks: int = 0
+    # The server's own figures where it reports them (llama.cpp's `timings`; vLLM has none).
+    server_timings: dict[str, float] | None = None
+    # False when the request went out on the connection the previous one used (None: not knowable).
+    new_connection: bool | None = None
+    # True when the reused connection turned out closed by the server and the request went again.
+    stale_connection_retry: bool = False
+    # Arrival time (s from the request start) of every chunk that carried output, and, where the
+    # server reports a running count in each chunk, the completion tokens after that chunk.
+    chunk_times: list[float] = field(default_factory=list)
+    chunk_token_counts: list[int] | None = None
+    # The load level this request ran in (bench sweeps), and when it was meant to go and went
+    # (s from the level's start; open loop: a late send means the client fell behind).
+    level: Level | None = None
+    scheduled_s: float | None = None
+    sent_s: float | None = None
+    # True for the first request after idle on a path that scales from zero (serverless, async,
+    # Custom Model Import): timed and kept, but summarised apart from the warm requests.
+    cold_start: bool | None = None
+    # A path's own stages in seconds (async: queued_s, leave_zero_s, work_s; import: not_ready_s).
+    phases: dict[str, float] | None = None
+    # The workload's targets: the prompt's tokens as meant, the output asked for, and whether the
+    # path was told to produce exactly that many (False: the model chose the length).
+    target_input_tokens: int | None = None
+    target_output_tokens: int | None = None
+    forced_length: bool | None = None
+    # A conversation's index in its level and the turn within it (multi-turn workloads).
+    session: int | None = None
+    turn: int | None = None
+    # The service-level objectives' verdict (runner/workloads/slo.py `judge`), set when the level ends.
+    slo: SloVerdict | None = None
+
+    @property
+    def label(self) -> str:
+        """The label of the level it ran in (one at a time when it kept none)."""
+        return self.level.label if self.level else SINGLE
+
+    @property
+    def client_overhead_s(self) -> float | None:
+        """End-to-end time the server's own prompt and decode times do not account for."""
+        timings = self.server_timings or {}
+        if not self.ok or self.e2e_s is None or "prompt_ms" not in timings or "predicted_ms" not in timings:
+            return None
+        return self.e2e_s - (timings["prompt_ms"] + timings["predicted_ms"]) / 1000
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Output tokens over end-to-end time (network and prompt included), as the survey reports."""
+        if not self.ok or not self.output_tokens or not self.e2e_s:
+            return None
+        return self.output_tokens / self.e2e_s
+
+    @property
+    def decode_tokens_per_s(self) -> float | None:
+        """Tokens after the first over the time after the first token: the server's decode rate."""
+        if not self.ok or not self.output_tokens or self.output_tokens < 2 or self.ttft_s is None or not self.e2e_s:
+            return None
+        span = self.e2e_s - self.ttft_s
+        return (self.output_tokens - 1) / span if span > 0 else None
+
+    def to_json(self) -> dict[str, Any]:
+        data = {spec.name: getattr(self, spec.name) for spec in fields(self)}
+        data["server_timings"] = dict(self.server_timings) if self.server_timings is not None else None
+        data["chunk_times"] = list(self.chunk_times)
+        data["chunk_token_counts"] = list(self.chunk_token_counts) if self.chunk_token_counts is not None else None
+        data["level"] = self.level.to_json() if self.level else None
+        data["phases"] = dict(self.phases) if self.phases is not None else None
+        data["slo"] = self.slo.to_json() if self.slo else None
+        data["tokens_per_s"] = self.tokens_per_s
+        data["decode_tokens_per_s"] = self.decode_tokens_per_s
+        data["client_overhead_s"] = self.client_overhead_s
+        return data
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> RequestRecord:
+        """The entry read back; the derived rates (tokens_per_s, decode_tokens_per_s,
+        client_overhead_s) are not read: they are recomputed from the raw times."""
+        found = read_fields(cls, data, what, apart=("level", "slo"))
+        assert isinstance(data, dict)  # read_fields refused anything else
+        level, slo = data.get("level"), data.get("slo")
+        return cls(
+            **found,
+            level=Level.from_json(level, f"{what}, its level") if level is not None else None,
+            slo=SloVerdict.from_json(slo, f"{what}, its verdict") if slo is not None else None,
+        )
+
+
+def records_of(evidence: Mapping[str, Any], key: str = "records", where: object = None) -> list[RequestRecord]:
+    """A bench evidence file's request records (`key`: `records`, or `warm_up`), typed, in order;
+    a malformed one is one line naming it (prefixed with `where`, the file, when given)."""
+    entries = evidence.get(key) or []
+    records = []
+    for number, entry in enumerate(entries, 1):
+        backend = entry.get("backend") if isinstance(entry, dict) else None
+        what = f"{key}[{number}]" + (f" of {backend}" if isinstance(backend, str) else "")
+        try:
+            records.append(RequestRecord.from_json(entry, what))
+        except RunnerError as error:
+            raise RunnerError(f"{where}: {error}" if where is not None else str(error)) from None
+    return records

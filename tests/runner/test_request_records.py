@@ -1,0 +1,67 @@
+"""A request record typed as its evidence holds it (runner/core/records.py): a record with a level
+and a verdict writes exactly the entry written before it was typed (keys, values and their order),
+reads back through `from_json` (the derived rates recomputed, not read) and writes the same again;
+a malformed entry is refused in one line that names it and its file."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pytest
+
+from runner.core.errors import RunnerError
+from runner.core.records import RequestRecord, SloVerdict, records_of
+from runner.measure.load import LoadLevel
+from runner.workloads.slo import judge, parse_goodput
+
+
+def measured() -> RequestRecord:
+    level = LoadLevel("rate", 2.5, 8, max_concurrency=4, input_tokens=200)
+    record = RequestRecord(
+        "g6", 3, ok=True, ttft_s=0.2, e2e_s=1.2, output_tokens=41, prompt_tokens=200, token_source="server",
+        server_timings={"prompt_ms": 150.0, "predicted_ms": 900.0}, chunk_times=[0.2, 0.5, 1.2],
+        chunk_token_counts=[1, 20, 41], level=level.recorded(), scheduled_s=0.4, sent_s=0.41,
+    )  # fmt: skip
+    record.slo = judge(record, parse_goodput(["ttft:300", "e2el:1000"]))
+    return record
+
+
+def test_a_record_writes_the_entry_it_wrote_untyped_and_reads_back_the_same():
+    record = measured()
+    untyped = asdict(record) | {"level": LoadLevel("rate", 2.5, 8, 4, 200).to_json(), "slo": record.slo.to_json()}
+    untyped |= {"tokens_per_s": record.tokens_per_s, "decode_tokens_per_s": record.decode_tokens_per_s}
+    untyped |= {"client_overhead_s": record.client_overhead_s}
+    written = json.dumps(record.to_json())
+    assert written == json.dumps(untyped)
+    assert record.slo == SloVerdict(False, ["e2el"])
+    (back,) = records_of(json.loads(json.dumps({"records": [record.to_json() | {"path": "tunnel"}]})))
+    assert back == record and json.dumps(back.to_json()) == written
+
+
+def test_derived_rates_are_recomputed_not_read():
+    entry = measured().to_json() | {"tokens_per_s": 1e9}
+    assert RequestRecord.from_json(entry, "x").to_json()["tokens_per_s"] == pytest.approx(41 / 1.2)
+
+
+def test_an_unjudged_verdict_says_why_and_a_record_without_level_or_verdict_reads():
+    record = RequestRecord("serverless", 1, ok=True, e2e_s=2.0, output_tokens=10)
+    verdict = judge(record, parse_goodput(["ttft:300"]))
+    assert verdict.to_json() == {"met": None, "missed": [], "unjudged": "ttft not measured on this path"}
+    assert RequestRecord.from_json(record.to_json(), "x") == record and record.label == "1 at a time"
+
+
+@pytest.mark.parametrize(
+    ("entry", "line"),
+    [
+        ({"backend": "g6"}, "bench.json: records[2] of g6: no 'run'"),
+        ({"backend": "g6", "run": 1, "e2e_s": "slow"}, "bench.json: records[2] of g6: 'e2e_s' is 'slow'"),
+        ({"backend": "g6", "run": 1, "level": {"value": "x"}}, "bench.json: records[2] of g6, its level: 'value'"),
+        ({"backend": "g6", "run": 1, "slo": {"missed": []}}, "bench.json: records[2] of g6, its verdict: no 'met'"),
+        ("text", "bench.json: records[2]: expected a JSON object"),
+    ],
+)
+def test_a_malformed_record_is_one_line_naming_it(entry, line):
+    with pytest.raises(RunnerError) as refused:
+        records_of({"records": [measured().to_json(), entry]}, where="bench.json")
+    assert str(refused.value).startswith(line) and "\n" not in str(refused.value)
