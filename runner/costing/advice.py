@@ -45,6 +45,7 @@ from catalog.backends import Billing
 from catalog.prices import DAYS_PER_MONTH, HOURS_PER_MONTH, MODEL_IMPORT_WINDOW_MINUTES, Price
 from catalog.serving import serving
 from runner.core.errors import RunnerError
+from runner.core.records import RequestRecord, records_of
 from runner.core.stats import median, percentile
 from runner.costing.arithmetic import (
     instance_seconds_usd,
@@ -161,10 +162,10 @@ def cold_share(per_hour: list[float], idle_s: float) -> float:
     return found_zero / total if total else 0.0
 
 
-def predicted_e2e(record: dict[str, Any], output_tokens: int) -> float | None:
+def predicted_e2e(record: RequestRecord, output_tokens: int) -> float | None:
     """A measured request's time scaled to the workload's output tokens: time to first token +
     (T - 1) x its time per output token; e2e x T / its tokens where it has no first token."""
-    e2e, ttft, tokens = record.get("e2e_s"), record.get("ttft_s"), record.get("output_tokens")
+    e2e, ttft, tokens = record.e2e_s, record.ttft_s, record.output_tokens
     if e2e is None:
         return None
     if ttft is not None and tokens and tokens >= 2:
@@ -209,8 +210,9 @@ class Measured:
     billing: Billing
     provenance: str | None
     points: list[Point] = field(default_factory=list)
-    warm: list[dict[str, Any]] = field(default_factory=list)
+    warm: list[RequestRecord] = field(default_factory=list)
     cold: Cold | None = None
+    # The backend's entries as the file holds them: a Custom Model Import's units may be on one.
     records: list[dict[str, Any]] = field(default_factory=list)
     jobs: list[dict[str, Any]] = field(default_factory=list)
     # The most load within the workload's objectives, as measured (runner.bench --find-capacity),
@@ -225,15 +227,15 @@ class Measured:
         return price_request(self.backend)
 
 
-def _points(records: list[dict[str, Any]], output_tokens: int) -> list[Point]:
+def _points(records: list[RequestRecord], output_tokens: int) -> list[Point]:
     points = []
-    for (_, label), group in level_groups({"records": records}).items():
+    for (_, label), group in level_groups(records).items():
         figures = level_figures(label, group)
         if figures is None or not figures.output_tok_s:
             continue
-        done = [r for r in group if r.get("ok") and not is_cold(r)]
+        done = [r for r in group if r.ok and not is_cold(r)]
         times = [t for t in (predicted_e2e(r, output_tokens) for r in done) if t is not None]
-        ttfts = [r["ttft_s"] for r in done if r.get("ttft_s") is not None]
+        ttfts = [r.ttft_s for r in done if r.ttft_s is not None]
         tpots = [t for t in map(time_per_output_token, done) if t is not None]
         points.append(
             Point(
@@ -308,28 +310,28 @@ def measured_capacity(path: str, evidence: dict[str, Any], name: str, workload: 
     return point, ""
 
 
-def cold_time(record: dict[str, Any], warm: list[dict[str, Any]], output_tokens: int) -> float | None:
+def cold_time(record: RequestRecord, warm: list[RequestRecord], output_tokens: int) -> float | None:
     """A cold request's time for the workload: what it took beyond a warm request of its own size
     (the bench's cold start is its 4-token warm-up) plus a warm request of the workload's size."""
-    e2e, tokens = record.get("e2e_s"), record.get("output_tokens") or 0
+    e2e, tokens = record.e2e_s, record.output_tokens or 0
     if e2e is None:
         return None
     same_size = mean_of([t for t in (predicted_e2e(w, tokens) for w in warm) if t is not None]) if tokens else None
     workload = mean_of([t for t in (predicted_e2e(w, output_tokens) for w in warm) if t is not None])
     if same_size is None or workload is None:
-        return predicted_e2e(record, output_tokens) if record.get("ttft_s") is not None else e2e
+        return predicted_e2e(record, output_tokens) if record.ttft_s is not None else e2e
     return max(0.0, e2e - same_size) + workload
 
 
-def _cold(cold: list[dict[str, Any]], warm: list[dict[str, Any]], output_tokens: int) -> Cold | None:
+def _cold(cold: list[RequestRecord], warm: list[RequestRecord], output_tokens: int) -> Cold | None:
     if not cold:
         return None
     times = [t for t in (cold_time(r, warm, output_tokens) for r in cold) if t is not None]
-    leave = [(r.get("phases") or {}).get("leave_zero_s") for r in cold]
+    leave = [(r.phases or {}).get("leave_zero_s") for r in cold]
     return Cold(
         requests=len(cold),
         p95_s=percentile(times, 95),
-        p95_ttft_s=percentile([r["ttft_s"] for r in cold if r.get("ttft_s") is not None], 95),
+        p95_ttft_s=_p95_ttft(cold),
         mean_s=mean_of(times),
         leave_zero_s=median(v for v in leave if isinstance(v, int | float)),
     )
@@ -351,10 +353,12 @@ def measured_options(
             option.jobs.append(job)
         return list(by_backend.values())
     options = []
-    colds = cold_records(evidence)
+    colds = cold_records(evidence, path)
+    typed = records_of(evidence, where=path)
     for backend in evidence.get("backends", []):
-        records = [r for r in evidence.get("records", []) if r.get("backend") == backend["name"]]
-        warm = [r for r in records if r.get("ok") and not is_cold(r)]
+        entries = [r for r in evidence.get("records", []) if r.get("backend") == backend["name"]]
+        records = [r for r in typed if r.backend == backend["name"]]
+        warm = [r for r in records if r.ok and not is_cold(r)]
         capacity, capacity_why = (
             measured_capacity(path, evidence, backend["name"], workload) if workload and workload.slo else (None, "")
         )
@@ -368,7 +372,7 @@ def measured_options(
                 points=_points(records, output_tokens),
                 warm=warm,
                 cold=_cold(colds.get(backend["name"], []), warm, output_tokens),
-                records=records,
+                records=entries,
                 capacity=capacity,
                 capacity_why=capacity_why,
             )
@@ -378,9 +382,9 @@ def measured_options(
 
 def measured_tokens(evidences: list[dict[str, Any]]) -> tuple[int | None, int | None]:
     """The mean prompt and output tokens of every successful warm request (the default workload)."""
-    records = [r for e in evidences for r in e.get("records", []) if r.get("ok") and not is_cold(r)]
-    prompt = [r["prompt_tokens"] for r in records if isinstance(r.get("prompt_tokens"), int)]
-    output = [r["output_tokens"] for r in records if isinstance(r.get("output_tokens"), int) and r["output_tokens"]]
+    records = [r for e in evidences for r in records_of(e) if r.ok and not is_cold(r)]
+    prompt = [r.prompt_tokens for r in records if isinstance(r.prompt_tokens, int)]
+    output = [r.output_tokens for r in records if isinstance(r.output_tokens, int) and r.output_tokens]
     return (round(mean_of(prompt)) if prompt else None), (round(mean_of(output)) if output else None)
 
 
@@ -584,8 +588,8 @@ def advise_serverless(option: Measured, workload: Workload, price: Price) -> Adv
     return advice
 
 
-def _p95_ttft(records: list[dict[str, Any]]) -> float | None:
-    return percentile([r["ttft_s"] for r in records if r.get("ttft_s") is not None], 95)
+def _p95_ttft(records: list[RequestRecord]) -> float | None:
+    return percentile([r.ttft_s for r in records if r.ttft_s is not None], 95)
 
 
 def advise_model_import(option: Measured, workload: Workload, price: Price) -> Advice:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from catalog.prices import (
 from catalog.serving import UNKNOWN, serving
 from runner.core.errors import RunnerError
 from runner.core.evidence import accuracy_by_backend, load
+from runner.core.records import RequestRecord, records_of
 from runner.core.stats import median, percentile
 from runner.costing.arithmetic import (
     bedrock_per_million_output,
@@ -128,27 +130,28 @@ def custom_model_units(backend: dict[str, Any], records: list[dict[str, Any]]) -
     return DEFAULT_CUSTOM_MODEL_UNITS, DEFAULT_CUSTOM_MODEL_UNITS_NOTE
 
 
-def is_cold(record: dict[str, Any]) -> bool:
-    return bool(record.get("cold_start"))
+def is_cold(record: RequestRecord) -> bool:
+    return bool(record.cold_start)
 
 
-def level_figures(label: str, records: list[dict[str, Any]]) -> LevelFigures | None:
+def level_figures(label: str, records: list[RequestRecord]) -> LevelFigures | None:
     """One level's figures from its warm records (cold starts left out); None when none succeeded."""
     warm = [r for r in records if not is_cold(r)]
-    done = [r for r in warm if r.get("ok")]
+    done = [r for r in warm if r.ok]
     if not done:
         return None
-    prompt = [r.get("prompt_tokens") for r in done]
-    output = sum(r.get("output_tokens") or 0 for r in done)
-    known_prompt = all(isinstance(p, int) for p in prompt)
-    ratio = sum(prompt) / output if output and known_prompt else None
+    prompt = [r.prompt_tokens for r in done]
+    output = sum(r.output_tokens or 0 for r in done)
+    known = [p for p in prompt if isinstance(p, int)]
+    known_prompt = len(known) == len(prompt)
+    ratio = sum(known) / output if output and known_prompt else None
     summary = level_summary(warm)
-    if label == "1 at a time" or summary["output_tok_s"] is None:
-        rate, method = median(r.get("tokens_per_s") for r in done), "median of single requests"
+    if label == "1 at a time" or summary.output_tok_s is None:
+        rate, method = median(r.tokens_per_s for r in done), "median of single requests"
     else:
-        rate, method = summary["output_tok_s"], "all output tokens / level wall time"
-    level = done[0].get("level") or {}
-    counts = [(r.get("phases") or {}).get("instances") for r in done] + [level.get("instances")]
+        rate, method = summary.output_tok_s, "all output tokens / level wall time"
+    level = done[0].level
+    counts = [(r.phases or {}).get("instances") for r in done]
     instances = max((c for c in counts if isinstance(c, int | float)), default=None)
     return LevelFigures(
         level=label,
@@ -156,34 +159,34 @@ def level_figures(label: str, records: list[dict[str, Any]]) -> LevelFigures | N
         output_tok_s=rate,
         method=method,
         input_per_output=ratio,
-        mode=level.get("mode"),
-        value=level.get("value"),
-        duration_s=summary["duration_s"],
+        mode=level.mode if level else None,
+        value=level.value if level else None,
+        duration_s=summary.duration_s,
         output_tokens=output,
-        prompt_tokens=sum(prompt) if known_prompt else 0,
-        e2e_sum_s=sum(r.get("e2e_s") or 0.0 for r in done),
-        p95_e2e_s=percentile([r["e2e_s"] for r in done if r.get("e2e_s") is not None], 95),
+        prompt_tokens=sum(known) if known_prompt else 0,
+        e2e_sum_s=sum(r.e2e_s or 0.0 for r in done),
+        p95_e2e_s=percentile([r.e2e_s for r in done if r.e2e_s is not None], 95),
         instances=int(instances) if instances else None,
     )
 
 
-def load_levels(evidence: dict[str, Any]) -> dict[str, list[LevelFigures]]:
+def load_levels(records: list[RequestRecord]) -> dict[str, list[LevelFigures]]:
     """Per backend and load level: its figures (see `level_figures`)."""
     levels: dict[str, list[LevelFigures]] = defaultdict(list)
-    for (backend, label), records in level_groups(evidence).items():
-        figures = level_figures(label, records)
+    for (backend, label), group in level_groups(records).items():
+        figures = level_figures(label, group)
         if figures is not None:
             levels[backend].append(figures)
     return levels
 
 
-def cold_records(evidence: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def cold_records(evidence: Mapping[str, Any], where: object = None) -> dict[str, list[RequestRecord]]:
     """Per backend, its successful cold starts (the first request after idle): the bench's warm-up
     on a path that scales from zero (kept under `warm_up`), and any timed request marked cold."""
-    cold: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for record in [*evidence.get("warm_up", []), *evidence.get("records", [])]:
-        if is_cold(record) and record.get("ok"):
-            cold[record["backend"]].append(record)
+    cold: dict[str, list[RequestRecord]] = defaultdict(list)
+    for record in [*records_of(evidence, "warm_up", where), *records_of(evidence, "records", where)]:
+        if is_cold(record) and record.ok:
+            cold[record.backend].append(record)
     return cold
 
 
@@ -376,11 +379,11 @@ def level_rows(
     return rows
 
 
-def cold_rows(base: CostRow, backend: dict[str, Any], cold: list[dict[str, Any]], price: Price) -> list[CostRow]:
+def cold_rows(base: CostRow, backend: dict[str, Any], cold: list[RequestRecord], price: Price) -> list[CostRow]:
     """What a request that finds zero instances costs and takes, apart from the levels."""
     billing = billing_of(backend)
-    e2e = [r["e2e_s"] for r in cold if r.get("e2e_s") is not None]
-    output = sum(r.get("output_tokens") or 0 for r in cold)
+    e2e = [r.e2e_s for r in cold if r.e2e_s is not None]
+    output = sum(r.output_tokens or 0 for r in cold)
     figures = ColdFigures(requests=len(cold), median_e2e_s=median(e2e), output_tokens=output)
     if billing is Billing.SERVERLESS_SECONDS and cold:
         usd = sum(e2e) * (price.usd_per_second or 0.0)
@@ -395,7 +398,7 @@ def cold_rows(base: CostRow, backend: dict[str, Any], cold: list[dict[str, Any]]
             )
         ]
     if billing is Billing.INSTANCE_HOURS_WHILE_RUNNING and price.usd_per_hour:
-        leave = [(r.get("phases") or {}).get("leave_zero_s") for r in cold]
+        leave = [(r.phases or {}).get("leave_zero_s") for r in cold]
         leave_s = median(v for v in leave if isinstance(v, int | float))
         measured = leave_s is not None
         leave_s = leave_s or 0.0
@@ -414,7 +417,7 @@ def cold_rows(base: CostRow, backend: dict[str, Any], cold: list[dict[str, Any]]
             )
         ]
     if billing is Billing.MODEL_UNIT_MINUTES and cold:
-        not_ready = [(r.get("phases") or {}).get("not_ready_s") for r in cold]
+        not_ready = [(r.phases or {}).get("not_ready_s") for r in cold]
         waited = median(v for v in not_ready if isinstance(v, int | float))
         return [
             replace(
@@ -475,8 +478,8 @@ def cost_rows(
     if evidence.get("command") == "batch":
         return batch_rows(source, evidence, prices)
     bedrock_reference = prices.get(bedrock_reference_request())
-    levels = load_levels(evidence)
-    cold = cold_records(evidence)
+    levels = load_levels(records_of(evidence, where=source))
+    cold = cold_records(evidence, source)
     rows = []
     for backend in evidence.get("backends", []) if backends is None else backends:
         request = price_request(backend)
@@ -530,7 +533,11 @@ def second_instance(
         return None
     hourly = price.usd_per_hour
     levels = sorted(
-        (f for f in load_levels(evidence).get(backend["name"], []) if f.mode == "concurrency" and f.output_tok_s),
+        (
+            f
+            for f in load_levels(records_of(evidence)).get(backend["name"], [])
+            if f.mode == "concurrency" and f.output_tok_s
+        ),
         key=lambda f: f.value or 0,
     )
     result = Scaling(backend=backend["name"], max_instances=max_instances(backend), bound_s=bound_s)

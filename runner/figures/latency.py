@@ -10,9 +10,9 @@ chunk are spread evenly over the later chunks, and the record says so.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
 
+from runner.core.records import RequestRecord
 from runner.core.stats import percentile, weighted_mean
 
 
@@ -29,12 +29,12 @@ class TokenGaps:
         return sum(self.weights)
 
 
-def token_gaps(record: dict[str, Any]) -> TokenGaps:
-    times = record.get("chunk_times") or []
+def token_gaps(record: RequestRecord) -> TokenGaps:
+    times = record.chunk_times
     if len(times) < 2:
         return TokenGaps([], [], "fewer than two chunks")
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
-    counts = record.get("chunk_token_counts")
+    counts = record.chunk_token_counts
     if counts and len(counts) == len(times):
         brought = [later - earlier for earlier, later in itertools.pairwise(counts)]
         values, weights = [], []
@@ -43,26 +43,36 @@ def token_gaps(record: dict[str, Any]) -> TokenGaps:
                 values.append(gap / tokens)
                 weights.append(float(tokens))
         return TokenGaps(values, weights, "server running count")
-    output = record.get("output_tokens") or 0
+    output = record.output_tokens or 0
     after_first = output - output / len(times)  # the first chunk's share is not a gap
     per_chunk = after_first / len(gaps) if after_first > 0 else 1.0
     return TokenGaps([g / per_chunk for g in gaps], [per_chunk] * len(gaps), "tokens spread evenly over chunks")
 
 
-def time_per_output_token(record: dict[str, Any]) -> float | None:
+def time_per_output_token(record: RequestRecord) -> float | None:
     """(end-to-end - time to first token) / (output tokens - 1): the decode time per token."""
-    tokens, ttft, e2e = record.get("output_tokens"), record.get("ttft_s"), record.get("e2e_s")
-    if not record.get("ok") or not tokens or tokens < 2 or ttft is None or e2e is None:
+    tokens, ttft, e2e = record.output_tokens, record.ttft_s, record.e2e_s
+    if not record.ok or not tokens or tokens < 2 or ttft is None or e2e is None:
         return None
     return (e2e - ttft) / (tokens - 1)
 
 
-def distribution(values: list[float], weights: list[float] | None = None) -> dict[str, float | None]:
+@dataclass(frozen=True)
+class Distribution:
+    """One figure over a level's requests (None where there was none to take)."""
+
+    mean: float | None
+    median: float | None
+    p90: float | None
+    p99: float | None
+
+    def to_json(self) -> dict[str, float | None]:
+        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
+
+
+def distribution(values: list[float], weights: list[float] | None = None) -> Distribution:
     """mean, median, p90 and p99 of one figure."""
     mean = weighted_mean(values, weights if weights is not None else [1.0] * len(values))
-    return {
-        "mean": mean,
-        "median": percentile(values, 50, weights),
-        "p90": percentile(values, 90, weights),
-        "p99": percentile(values, 99, weights),
-    }
+    return Distribution(
+        mean, percentile(values, 50, weights), percentile(values, 90, weights), percentile(values, 99, weights)
+    )

@@ -1,20 +1,30 @@
 """Load levels summarised from their records: per backend and level (counts, throughputs, latency
-distributions), and the roofline share of single-request decoding. A pure pass over evidence."""
+distributions), and the roofline share of single-request decoding. A pure pass over typed
+records; each figure a dataclass whose `to_json` is the entry the reports and evidence hold."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
+from runner.core.records import RequestRecord
 from runner.core.stats import mean, median, percentile
-from runner.figures.latency import distribution, time_per_output_token, token_gaps
-from runner.workloads.slo import goodput
+from runner.figures.latency import Distribution, distribution, time_per_output_token, token_gaps
+from runner.workloads.slo import Goodput, goodput
 
 
-def level_groups(evidence: dict[str, Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for record in evidence.get("records", []):
-        groups[(record["backend"], (record.get("level") or {}).get("label", "1 at a time"))].append(record)
+def _json(figures: object) -> dict[str, Any]:
+    """A flat dataclass's fields, in order, as its JSON entry."""
+    return {spec.name: getattr(figures, spec.name) for spec in fields(figures)}  # type: ignore[arg-type]
+
+
+def level_groups(records: Sequence[RequestRecord]) -> dict[tuple[str, str], list[RequestRecord]]:
+    """Records by backend and the label of the level they ran in, in the order first met."""
+    groups: dict[tuple[str, str], list[RequestRecord]] = defaultdict(list)
+    for record in records:
+        groups[(record.backend, record.label)].append(record)
     return groups
 
 
@@ -22,32 +32,50 @@ def level_groups(evidence: dict[str, Any]) -> dict[tuple[str, str], list[dict[st
 TARGET_MISS = 0.05
 
 
-def token_figures(done: list[dict[str, Any]]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TokenFigures:
+    """What the workload asked of a level's prompts and outputs beside what the server counted
+    (means), the share by which each missed when more than TARGET_MISS, whether the path was told
+    to produce exactly the output asked for, and how many ended short on their own regardless."""
+
+    input_target: float | None
+    input_counted: float | None
+    output_target: float | None
+    output_counted: float | None
+    forced: bool
+    input_miss: float | None
+    output_miss: float | None
+    force_ignored: int
+
+    def to_json(self) -> dict[str, Any]:
+        return _json(self)
+
+
+def token_figures(done: list[RequestRecord]) -> TokenFigures:
     """What the workload asked of a level's prompts and outputs beside what the server counted:
     the mean target and the mean count, whether they are more than 5 % apart, whether the path
     was told to produce exactly the output asked for, and whether it did."""
-    asked_in = [r["target_input_tokens"] for r in done if r.get("target_input_tokens")]
-    counted_in = [r["prompt_tokens"] for r in done if r.get("target_input_tokens") and r.get("prompt_tokens")]
-    asked_out = [r["target_output_tokens"] for r in done if r.get("target_output_tokens")]
-    counted_out = [r.get("output_tokens") or 0 for r in done if r.get("target_output_tokens")]
-    forced = [r for r in done if r.get("forced_length")]
-    figures: dict[str, Any] = {
-        "input_target": mean(asked_in),
-        "input_counted": mean(counted_in),
-        "output_target": mean(asked_out),
-        "output_counted": mean(counted_out),
-        "forced": bool(forced) and len(forced) == len(done),
-    }
-    figures["input_miss"] = miss(figures["input_target"], figures["input_counted"])
-    figures["output_miss"] = miss(figures["output_target"], figures["output_counted"]) if forced else None
+    asked_in = [r.target_input_tokens for r in done if r.target_input_tokens]
+    counted_in = [r.prompt_tokens for r in done if r.target_input_tokens and r.prompt_tokens]
+    asked_out = [r.target_output_tokens for r in done if r.target_output_tokens]
+    counted_out = [r.output_tokens or 0 for r in done if r.target_output_tokens]
+    forced = [r for r in done if r.forced_length]
+    input_target, input_counted = mean(asked_in), mean(counted_in)
+    output_target, output_counted = mean(asked_out), mean(counted_out)
     # Told to produce exactly N and ending short on its own: a server that ignores the field.
     short = [
-        r
-        for r in forced
-        if (r.get("output_tokens") or 0) < r["target_output_tokens"] and r.get("finish_reason") != "length"
+        r for r in forced if (r.output_tokens or 0) < (r.target_output_tokens or 0) and r.finish_reason != "length"
     ]
-    figures["force_ignored"] = len(short)
-    return figures
+    return TokenFigures(
+        input_target=input_target,
+        input_counted=input_counted,
+        output_target=output_target,
+        output_counted=output_counted,
+        forced=bool(forced) and len(forced) == len(done),
+        input_miss=miss(input_target, input_counted),
+        output_miss=miss(output_target, output_counted) if forced else None,
+        force_ignored=len(short),
+    )
 
 
 def miss(target: float | None, counted: float | None) -> float | None:
@@ -58,24 +86,39 @@ def miss(target: float | None, counted: float | None) -> float | None:
     return share if abs(share) > TARGET_MISS else None
 
 
-def prefill_rate(done: list[dict[str, Any]]) -> float | None:
+def prefill_rate(done: list[RequestRecord]) -> float | None:
     """Input tokens over time to first token (median over requests): the prefill rate at this level."""
-    return median(r["prompt_tokens"] / r["ttft_s"] for r in done if r.get("prompt_tokens") and r.get("ttft_s"))
+    return median(r.prompt_tokens / r.ttft_s for r in done if r.prompt_tokens and r.ttft_s)
 
 
-def prefill_fit(evidence: dict[str, Any]) -> dict[str, dict[str, float]]:
+@dataclass(frozen=True)
+class PrefillFit:
+    """The line through (prompt tokens, median TTFT) of one backend's one-at-a-time levels: its
+    slope as a rate, its intercept, and the lengths it was drawn through."""
+
+    prefill_tok_s: float
+    fixed_s: float
+    lengths: int
+    from_tokens: float
+    to_tokens: float
+
+    def to_json(self) -> dict[str, Any]:
+        return _json(self)
+
+
+def prefill_fit(records: Sequence[RequestRecord]) -> dict[str, PrefillFit]:
     """Per backend measured one request at a time at two or more input lengths: the line through
     (prompt tokens counted, median TTFT) by least squares. Its slope is the prefill rate the sweep
     shows (tokens per second of TTFT added per token), its intercept the fixed part of the first
     token (the path, the queue, the first decode step), separated as no single length can."""
     points: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for (backend, _label), records in level_groups(evidence).items():
-        done = [r for r in records if r.get("ok") and not r.get("cold_start")]
-        level = (done[0].get("level") or {}) if done else {}
-        if level.get("mode", "concurrency") != "concurrency" or level.get("value", 1) != 1:
+    for (backend, _label), group in level_groups(records).items():
+        done = [r for r in group if r.ok and not r.cold_start]
+        level = done[0].level if done else None
+        if level is not None and (level.mode != "concurrency" or level.value != 1):
             continue
-        tokens = median(r.get("prompt_tokens") for r in done)
-        ttft = median(r.get("ttft_s") for r in done)
+        tokens = median(r.prompt_tokens for r in done)
+        ttft = median(r.ttft_s for r in done)
         if tokens and ttft:
             points[backend].append((tokens, ttft))
     fits = {}
@@ -88,26 +131,58 @@ def prefill_fit(evidence: dict[str, Any]) -> dict[str, dict[str, float]]:
         slope = sum((x - mean_x) * (y - mean_y) for x, y in pairs) / sxx
         if slope <= 0:
             continue  # TTFT did not grow with the prompt: no prefill rate to read
-        fits[backend] = {
-            "prefill_tok_s": 1 / slope,
-            "fixed_s": mean_y - slope * mean_x,
-            "lengths": len(pairs),
-            "from_tokens": min(x for x, _ in pairs),
-            "to_tokens": max(x for x, _ in pairs),
-        }
+        fits[backend] = PrefillFit(
+            prefill_tok_s=1 / slope,
+            fixed_s=mean_y - slope * mean_x,
+            lengths=len(pairs),
+            from_tokens=min(x for x, _ in pairs),
+            to_tokens=max(x for x, _ in pairs),
+        )
     return fits
 
 
-def level_summary(records: list[dict[str, Any]], slo: Any = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LevelSummary:
+    """One backend at one level: counts, throughputs over the level's wall time, latency
+    distributions, the tokens beside their targets, the prefill rate and the goodput (None
+    without objectives)."""
+
+    requests: int
+    completed: int
+    failed: int
+    duration_s: float | None
+    request_throughput: float | None
+    output_tok_s: float | None
+    ttft_s: Distribution
+    itl_s: Distribution
+    itl_method: list[str]
+    tpot_s: Distribution
+    e2e_s: Distribution
+    max_send_lag_s: float | None
+    first_error: str | None
+    tokens: TokenFigures
+    prefill_tok_s: float | None
+    goodput: Goodput | None
+
+    def to_json(self) -> dict[str, Any]:
+        data = _json(self)
+        for key in ("ttft_s", "itl_s", "tpot_s", "e2e_s", "tokens"):
+            data[key] = data[key].to_json()
+        data["itl_method"] = list(self.itl_method)
+        data["goodput"] = self.goodput.to_json() if self.goodput else None
+        return data
+
+
+def level_summary(records: list[RequestRecord], slo: Any = None) -> LevelSummary:
     """One backend at one level: counts, throughputs over the level's wall time, and latency
     distributions (time to first token, inter-token latency per token, time per output token,
     end-to-end); with a workload, its tokens beside their targets, the prefill rate, and the
     share of requests within the objectives (goodput)."""
-    done = [r for r in records if r.get("ok")]
-    sent = [r["sent_s"] for r in records if r.get("sent_s") is not None]
-    ends = [r["sent_s"] + r["e2e_s"] for r in done if r.get("sent_s") is not None and r.get("e2e_s") is not None]
+    done = [r for r in records if r.ok]
+    sent = [r.sent_s for r in records if r.sent_s is not None]
+    ends = [r.sent_s + r.e2e_s for r in done if r.sent_s is not None and r.e2e_s is not None]
     duration = (max(ends) - min(sent)) if ends and sent else None
-    output = sum(r.get("output_tokens") or 0 for r in done)
+    output = sum(r.output_tokens or 0 for r in done)
     gaps_values: list[float] = []
     gaps_weights: list[float] = []
     methods = set()
@@ -116,48 +191,53 @@ def level_summary(records: list[dict[str, Any]], slo: Any = None) -> dict[str, A
         gaps_values += gaps.values
         gaps_weights += gaps.weights
         methods.add(gaps.method)
-    late = [
-        r["sent_s"] - r["scheduled_s"]
-        for r in records
-        if r.get("scheduled_s") is not None and r.get("sent_s") is not None
-    ]
-    return {
-        "requests": len(records),
-        "completed": len(done),
-        "failed": len(records) - len(done),
-        "duration_s": duration,
-        "request_throughput": len(done) / duration if duration else None,
-        "output_tok_s": output / duration if duration else None,
-        "ttft_s": distribution([r["ttft_s"] for r in done if r.get("ttft_s") is not None]),
-        "itl_s": distribution(gaps_values, gaps_weights),
-        "itl_method": sorted(methods),
-        "tpot_s": distribution([t for t in map(time_per_output_token, done) if t is not None]),
-        "e2e_s": distribution([r["e2e_s"] for r in done]),
-        "max_send_lag_s": max(late) if late else None,
-        "first_error": next((r["error"] for r in records if r.get("error")), None),
-        "tokens": token_figures(done),
-        "prefill_tok_s": prefill_rate(done),
-        "goodput": goodput(records, duration) if slo or any(r.get("slo") for r in records) else None,
-    }
+    late = [r.sent_s - r.scheduled_s for r in records if r.scheduled_s is not None and r.sent_s is not None]
+    return LevelSummary(
+        requests=len(records),
+        completed=len(done),
+        failed=len(records) - len(done),
+        duration_s=duration,
+        request_throughput=len(done) / duration if duration else None,
+        output_tok_s=output / duration if duration else None,
+        ttft_s=distribution([r.ttft_s for r in done if r.ttft_s is not None]),
+        itl_s=distribution(gaps_values, gaps_weights),
+        itl_method=sorted(methods),
+        tpot_s=distribution([t for t in map(time_per_output_token, done) if t is not None]),
+        e2e_s=distribution([r.e2e_s for r in done if r.e2e_s is not None]),
+        max_send_lag_s=max(late) if late else None,
+        first_error=next((r.error for r in records if r.error), None),
+        tokens=token_figures(done),
+        prefill_tok_s=prefill_rate(done),
+        goodput=goodput(records, duration) if slo or any(r.slo for r in records) else None,
+    )
 
 
-def roofline(evidence: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+@dataclass(frozen=True)
+class Roofline:
+    """One backend's decode ceiling (bandwidth / bytes read per token), the median single-request
+    decode rate, and the share of the ceiling it reached."""
+
+    ceiling_tok_s: float
+    decode_tok_s: float | None
+    share: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return _json(self)
+
+
+def roofline(records: Sequence[RequestRecord], backends: Sequence[Mapping[str, Any]]) -> dict[str, Roofline]:
     """Per backend with a catalog bandwidth and bytes per token: the decode ceiling (bandwidth /
     bytes read per token) and the share of it the median single-request decode rate reached."""
     ceilings = {}
-    for backend in evidence.get("backends", []):
+    for backend in backends:
         spec = backend.get("catalog") or {}
         if spec.get("memory_bandwidth_gbs") and spec.get("decode_read_gb"):
             ceilings[backend["name"]] = spec["memory_bandwidth_gbs"] / spec["decode_read_gb"]
     result = {}
-    for (name, label), records in level_groups(evidence).items():
+    for (name, label), group in level_groups(records).items():
         if name in ceilings and label == "1 at a time":
-            rate = median(r.get("decode_tokens_per_s") for r in records if r.get("ok"))
-            result[name] = {
-                "ceiling_tok_s": ceilings[name],
-                "decode_tok_s": rate,
-                "share": rate / ceilings[name] if rate else None,
-            }
+            rate = median(r.decode_tokens_per_s for r in group if r.ok)
+            result[name] = Roofline(ceilings[name], rate, rate / ceilings[name] if rate else None)
     return result
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.figures.capacity import CapacityFound, Tried
+from runner.figures.levels import LevelSummary
 
 # More load that gains less than this share of throughput is past saturation.
 SATURATION_GAIN = 0.05
@@ -58,7 +59,7 @@ class Search:
 
 
 def find_capacity(
-    measure: Callable[[float], dict[str, Any]],
+    measure: Callable[[float], LevelSummary],
     *,
     mode: str,
     slo_share: float,
@@ -90,13 +91,13 @@ def find_capacity(
             search.stopped = why
             return None
         summary = measure(value)
-        spent += summary.get("requests") or 0
-        share = (summary.get("goodput") or {}).get("share_met")
+        spent += summary.requests
+        share = summary.goodput.share_met if summary.goodput else None
         met = share is not None and share >= slo_share
         search.tried.append({"value": value, "met": met, "share_met": share,
-                             "output_tok_s": summary.get("output_tok_s"),
-                             "request_throughput": summary.get("request_throughput"),
-                             "goodput_rps": (summary.get("goodput") or {}).get("goodput_rps")})  # fmt: skip
+                             "output_tok_s": summary.output_tok_s,
+                             "request_throughput": summary.request_throughput,
+                             "goodput_rps": summary.goodput.goodput_rps if summary.goodput else None})  # fmt: skip
         return met
 
     good: float | None = None

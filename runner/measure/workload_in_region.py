@@ -24,6 +24,7 @@ from typing import Any
 from runner.cloud.reach.in_region import REDEPLOY, no_instance_reason, row_name, run_in_region
 from runner.core.console import console
 from runner.core.errors import RunnerError
+from runner.figures.levels import LevelSummary
 from runner.measure.host_rows import (
     accelerator_within,
     add_host_entry,
@@ -110,7 +111,7 @@ class HostRun(BackendRun):
     def not_sent(self, line: str) -> None:
         """A length the model's context cannot hold: the tunnel row said so."""
 
-    def measure_level(self, client, level: LoadLevel) -> dict[str, Any]:
+    def measure_level(self, client, level: LoadLevel) -> LevelSummary:
         """One level in one Run Command (a command that fails or times out loses that level only):
         its requests built here, sent by the kit on the host, its records and readings kept."""
         plan, backend = self.plan, self.backend

@@ -21,7 +21,7 @@ from runner.core.console import console
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import Evidence
 from runner.core.records import RequestRecord
-from runner.figures.levels import level_summary
+from runner.figures.levels import LevelSummary, level_summary
 from runner.measure import ChatRequest, timed_client_for
 from runner.measure.benchmark import skip_batch, warm_up_once
 from runner.measure.capacity import Budget, find_capacity
@@ -221,11 +221,11 @@ class BackendRun:
             for t in turns
         ]
 
-    def measure_levels(self, client, levels: list[LoadLevel]) -> list[dict[str, Any]]:
+    def measure_levels(self, client, levels: list[LoadLevel]) -> list[LevelSummary]:
         """Each level in turn (the in-region row sends them together); their summaries."""
         return [self.measure_level(client, level) for level in levels]
 
-    def measure_level(self, client, level: LoadLevel) -> dict[str, Any]:
+    def measure_level(self, client, level: LoadLevel) -> LevelSummary:
         """One level: its requests sent by the one load engine, the server watched meanwhile; its
         records graded and kept when it ends. Returns its summary."""
         requests = self.requests_for(level)
@@ -248,7 +248,7 @@ class BackendRun:
             metrics["series"] = sampler.samples
         return self.keep_level(level, records, {"server_metrics": metrics} if sampler else {})
 
-    def keep_level(self, level: LoadLevel, records: list[RequestRecord], readings: dict[str, Any]) -> dict[str, Any]:
+    def keep_level(self, level: LoadLevel, records: list[RequestRecord], readings: dict[str, Any]) -> LevelSummary:
         """A measured level's records graded on the objectives and kept, with what was read of the
         server meanwhile (`readings`); its summary."""
         if self.plan.slo:
@@ -261,11 +261,11 @@ class BackendRun:
         self.measured.add(level.label)
         self.evidence.save()
         self.advance(level.requests)
-        failed = [r for r in rows if not r["ok"]]
+        failed = [r for r in records if not r.ok]
         if failed:
-            first = next((r["error"] for r in failed if r["error"]), None)
+            first = next((r.error for r in failed if r.error), None)
             console.print(f"[red]{self.row} {level.label}:[/red] {len(failed)} of {len(rows)} failed; first: {first}")
-        return level_summary(rows, self.plan.slo)
+        return level_summary(records, self.plan.slo)
 
     async def openai_level(self, level: LoadLevel, requests: list[ChatRequest | Conversation]) -> list[RequestRecord]:
         backend = self.backend

@@ -14,44 +14,55 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from runner.core.records import RequestRecord, records_of
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
 from runner.figures.capacity import capacity_of
-from runner.figures.levels import agent_levels, level_groups, level_summary, prefill_fit, roofline
+from runner.figures.latency import Distribution
+from runner.figures.levels import (
+    LevelSummary,
+    TokenFigures,
+    agent_levels,
+    level_groups,
+    level_summary,
+    prefill_fit,
+    roofline,
+)
 from runner.measure.benchmark import COLD_ASSUMED
 from runner.render.tables import accuracy_text, add_columns, models
+from runner.workloads.slo import Goodput
 
 BATCH_KIND = "sagemaker-batch"
 
 
-def cold_records(evidence: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def cold_records(evidence: dict[str, Any]) -> dict[str, list[RequestRecord]]:
     """Per backend, its cold starts: warm-ups and timed requests marked `cold_start`."""
-    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for record in [*evidence.get("warm_up", []), *evidence.get("records", [])]:
-        if record.get("cold_start"):
-            grouped[record["backend"]].append(record)
+    grouped: dict[str, list[RequestRecord]] = defaultdict(list)
+    for record in [*records_of(evidence, "warm_up"), *records_of(evidence)]:
+        if record.cold_start:
+            grouped[record.backend].append(record)
     return grouped
 
 
-def work_tok_s(record: dict[str, Any]) -> float | None:
+def work_tok_s(record: RequestRecord) -> float | None:
     """Output tokens over the work after an instance existed (async phases), else None."""
-    work = (record.get("phases") or {}).get("work_s")
-    if not record.get("ok") or not record.get("output_tokens") or not work:
+    work = (record.phases or {}).get("work_s")
+    if not record.ok or not record.output_tokens or not work:
         return None
-    return record["output_tokens"] / work
+    return record.output_tokens / work
 
 
-def cold_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
-    ok = [r for r in records if r.get("ok")]
-    phases = [r.get("phases") or {} for r in ok]
+def cold_summary(records: list[RequestRecord]) -> dict[str, Any]:
+    ok = [r for r in records if r.ok]
+    phases = [r.phases or {} for r in ok]
     return {
         "count": len(records),
         "ok": len(ok),
-        "median_s": median(r.get("e2e_s") for r in ok),
+        "median_s": median(r.e2e_s for r in ok),
         "median_leave_zero_s": median(p.get("leave_zero_s") for p in phases),
         "median_work_s": median(p.get("work_s") for p in phases if "leave_zero_s" in p),
-        "median_work_tok_s": median(work_tok_s(r) for r in ok if "leave_zero_s" in (r.get("phases") or {})),
-        "first_error": next((r["error"] for r in records if r.get("error")), None),
-        "assumed": any((r.get("phases") or {}).get(COLD_ASSUMED) for r in records),
+        "median_work_tok_s": median(work_tok_s(r) for r in ok if "leave_zero_s" in (r.phases or {})),
+        "first_error": next((r.error for r in records if r.error), None),
+        "assumed": any((r.phases or {}).get(COLD_ASSUMED) for r in records),
     }
 
 
@@ -72,38 +83,38 @@ def cold_note(row: dict[str, Any]) -> str:
 
 def bench_summary(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Per backend: the figures the bench table shows, computed from the raw records."""
-    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    grouped: dict[str, list[RequestRecord]] = defaultdict(list)
     kinds = {}
     for backend in evidence.get("backends", []):
         grouped[backend["name"]] = []
         kinds[backend["name"]] = backend.get("kind")
-    for record in evidence.get("records", []):
-        if not record.get("cold_start"):
-            grouped[record["backend"]].append(record)
+    for record in records_of(evidence):
+        if not record.cold_start:
+            grouped[record.backend].append(record)
     colds = cold_records(evidence)
     summary = {}
     for name, records in grouped.items():
-        ok = [r for r in records if r["ok"]]
-        rates = [r["tokens_per_s"] for r in ok]
-        tokens = [r["output_tokens"] for r in ok]
-        server_rates = [(r.get("server_timings") or {}).get("predicted_per_second") for r in ok]
+        ok = [r for r in records if r.ok]
+        rates = [r.tokens_per_s for r in ok]
+        tokens = [r.output_tokens for r in ok]
+        server_rates = [(r.server_timings or {}).get("predicted_per_second") for r in ok]
         summary[name] = {
             "runs": len(records),
             "ok": len(ok),
             "errors": len(records) - len(ok),
-            "median_s": median(r["e2e_s"] for r in ok),
-            "median_ttft_s": median(r["ttft_s"] for r in ok),
+            "median_s": median(r.e2e_s for r in ok),
+            "median_ttft_s": median(r.ttft_s for r in ok),
             "median_tok_s": median(rates),
             "tok_s_range": value_range(rates),
             "token_range": value_range(tokens),
-            "distinct_completions": len({r["text"] for r in ok}),
-            "token_sources": sorted({r["token_source"] for r in ok if r.get("token_source")}),
+            "distinct_completions": len({r.text for r in ok}),
+            "token_sources": sorted({r.token_source for r in ok if r.token_source}),
             "median_server_tok_s": median(server_rates),
-            "median_overhead_s": median(r.get("client_overhead_s") for r in ok),
-            "new_connections": sum(1 for r in records if r.get("new_connection")),
-            "stale_retries": sum(1 for r in records if r.get("stale_connection_retry")),
-            "first_error": next((r["error"] for r in records if r.get("error")), None),
-            "not_streamed": bool(ok) and all(r.get("ttft_s") is None for r in ok),
+            "median_overhead_s": median(r.client_overhead_s for r in ok),
+            "new_connections": sum(1 for r in records if r.new_connection),
+            "stale_retries": sum(1 for r in records if r.stale_connection_retry),
+            "first_error": next((r.error for r in records if r.error), None),
+            "not_streamed": bool(ok) and all(r.ttft_s is None for r in ok),
             "cold": cold_summary(colds[name]) if colds.get(name) else None,
             "batch": kinds.get(name) == BATCH_KIND,
         }
@@ -138,7 +149,7 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     add_columns(table, columns, left=("backend", "model"))
     if baseline is not None:
         table.add_column("tok/s change", justify="right")
-    ceilings = roofline(evidence)
+    ceilings = roofline(records_of(evidence), evidence.get("backends", []))
     if ceilings:
         table.add_column("decode ceiling tok/s", justify="right")
         table.add_column("share", justify="right")
@@ -189,9 +200,9 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
         if baseline is not None:
             cells.append(change_percent(old.get(name, {}).get("median_tok_s"), row["median_tok_s"]))
         if ceilings:
-            figures = ceilings.get(name, {})
-            share = figures.get("share")
-            cells += [fmt(figures.get("ceiling_tok_s"), 1), f"{share:.0%}" if share is not None else "-"]
+            figures = ceilings.get(name)
+            share = figures.share if figures else None
+            cells += [fmt(figures.ceiling_tok_s if figures else None, 1), f"{share:.0%}" if share is not None else "-"]
         table.add_row(*cells, "; ".join(notes))
     return table
 
@@ -205,9 +216,9 @@ def same_text(evidence: dict[str, Any]) -> dict[str, list[str]]:
     """Backends whose completions were word for word the same set (the survey found g6 = SageMaker,
     one model and engine on two services, and inf2 = trn1, one image on two chips)."""
     texts: dict[str, frozenset[str]] = {}
-    for record in evidence.get("records", []):
-        if record.get("ok"):
-            texts[record["backend"]] = texts.get(record["backend"], frozenset()) | {" ".join(record["text"].split())}
+    for record in records_of(evidence):
+        if record.ok:
+            texts[record.backend] = texts.get(record.backend, frozenset()) | {" ".join(record.text.split())}
     return {
         name: sorted(other for other, theirs in texts.items() if other != name and theirs == mine)
         for name, mine in texts.items()
@@ -239,31 +250,31 @@ def sweep_table(evidence: dict[str, Any]) -> Table:
     served = models(evidence)
     colds = cold_records(evidence)
     noted: set[str] = set()
-    for (backend, label), records in level_groups(evidence).items():
+    for (backend, label), records in level_groups(records_of(evidence)).items():
         # Cold starts never enter a level's figures: they are one note, on the backend's first row.
-        row = level_summary([r for r in records if not r.get("cold_start")])
+        row = level_summary([r for r in records if not r.cold_start])
         notes = []
         if colds.get(backend) and backend not in noted:
             noted.add(backend)
             cold = cold_summary(colds[backend])
             notes.append(cold_note(cold) + (f" ({fmt(cold['median_s'], 2)} s)" if cold["median_s"] is not None else ""))
-        if row["itl_method"] and row["itl_method"] != ["server running count"]:
-            notes.append("ITL: " + "; ".join(row["itl_method"]))
-        if row["max_send_lag_s"] is not None and row["max_send_lag_s"] > 0.05:
-            notes.append(f"sends up to {row['max_send_lag_s'] * 1000:.0f} ms late")
-        if row["first_error"]:
-            notes.append(row["first_error"])
+        if row.itl_method and row.itl_method != ["server running count"]:
+            notes.append("ITL: " + "; ".join(row.itl_method))
+        if row.max_send_lag_s is not None and row.max_send_lag_s > 0.05:
+            notes.append(f"sends up to {row.max_send_lag_s * 1000:.0f} ms late")
+        if row.first_error:
+            notes.append(row.first_error)
         table.add_row(
             backend,
             escape(served.get(backend, "-")),
             label,
-            f"{row['completed']}/{row['failed']}",
-            fmt(row["request_throughput"], 2),
-            fmt(row["output_tok_s"], 1),
-            ms_triple(row["ttft_s"]),
-            ms_triple(row["itl_s"]),
-            fmt(_ms(row["tpot_s"]["median"]), 1),
-            f"{fmt(row['e2e_s']['median'], 2)}/{fmt(row['e2e_s']['p99'], 2)}",
+            f"{row.completed}/{row.failed}",
+            fmt(row.request_throughput, 2),
+            fmt(row.output_tok_s, 1),
+            ms_triple(row.ttft_s),
+            ms_triple(row.itl_s),
+            fmt(_ms(row.tpot_s.median), 1),
+            f"{fmt(row.e2e_s.median, 2)}/{fmt(row.e2e_s.p99, 2)}",
             "; ".join(notes),
         )
     return table
@@ -273,8 +284,8 @@ def _ms(value: float | None) -> float | None:
     return None if value is None else value * 1000
 
 
-def ms_triple(figures: dict[str, float | None]) -> str:
-    return "/".join(fmt(_ms(figures[key]), 1) for key in ("median", "p90", "p99"))
+def ms_triple(figures: Distribution) -> str:
+    return "/".join(fmt(_ms(value), 1) for value in (figures.median, figures.p90, figures.p99))
 
 
 def is_workload(evidence: dict[str, Any]) -> bool:
@@ -286,12 +297,15 @@ def level_meta(evidence: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]
     return {(m["backend"], m["label"]): m for m in evidence.get("levels", [])}
 
 
-def tokens_cell(figures: dict[str, Any], side: str) -> str:
-    target, counted = figures.get(f"{side}_target"), figures.get(f"{side}_counted")
+def tokens_cell(figures: TokenFigures, side: str) -> str:
+    if side == "input":
+        target, counted, missed = figures.input_target, figures.input_counted, figures.input_miss
+    else:
+        target, counted, missed = figures.output_target, figures.output_counted, figures.output_miss
     if target is None:
         return fmt(counted, 0) if counted is not None else "-"
     text = f"{target:.0f} → {fmt(counted, 0)}"
-    return text + " (!)" if figures.get(f"{side}_miss") is not None else text
+    return text + " (!)" if missed is not None else text
 
 
 def server_cell(metrics: dict[str, Any] | None, accelerator: dict[str, Any] | None = None) -> str:
@@ -310,33 +324,32 @@ def server_cell(metrics: dict[str, Any] | None, accelerator: dict[str, Any] | No
     return ", ".join(parts) or "-"
 
 
-def workload_notes(row: dict[str, Any], metrics: dict[str, Any] | None, asked_output: bool) -> list[str]:
+def workload_notes(row: LevelSummary, metrics: dict[str, Any] | None, asked_output: bool) -> list[str]:
     notes = []
-    figures = row["tokens"]
-    if figures.get("input_miss") is not None:
-        notes.append(f"prompts counted {figures['input_miss']:+.0%} off their target (more than 5 %)")
-    if asked_output and not figures.get("forced"):
+    figures = row.tokens
+    if figures.input_miss is not None:
+        notes.append(f"prompts counted {figures.input_miss:+.0%} off their target (more than 5 %)")
+    if asked_output and not figures.forced:
         notes.append("the model chose the output length (this path cannot force it)")
-    if figures.get("force_ignored"):
+    if figures.force_ignored:
         notes.append(
-            f"told to ignore the end of the answer, {figures['force_ignored']} ended early: the server ignores it"
+            f"told to ignore the end of the answer, {figures.force_ignored} ended early: the server ignores it"
         )
     if metrics and metrics.get("queueing"):
         notes.append("queueing at the server: requests waited there (more load buys latency, not throughput)")
     if metrics and metrics.get("problem"):
         notes.append(metrics["problem"])
-    goodput = row.get("goodput") or {}
-    if goodput.get("unjudged"):
-        notes.append(f"objectives not judged: {goodput['unjudged']}")
-    if row["first_error"]:
-        notes.append(row["first_error"])
+    if row.goodput and row.goodput.unjudged:
+        notes.append(f"objectives not judged: {row.goodput.unjudged}")
+    if row.first_error:
+        notes.append(row.first_error)
     return notes
 
 
-def goodput_cell(goodput: dict[str, Any] | None) -> str:
-    if not goodput or goodput.get("share_met") is None:
+def goodput_cell(goodput: Goodput | None) -> str:
+    if not goodput or goodput.share_met is None:
         return "-"
-    return f"{goodput['share_met']:.0%}, {fmt(goodput['goodput_rps'], 2)}/s"
+    return f"{goodput.share_met:.0%}, {fmt(goodput.goodput_rps, 2)}/s"
 
 
 def workload_table(evidence: dict[str, Any]) -> Table:
@@ -357,27 +370,26 @@ def workload_table(evidence: dict[str, Any]) -> Table:
     # Prefill is input over TTFT only for one prompt at a time computed whole (no shared prefix
     # or earlier turns in the cache, no queue).
     plain = not workload.get("prefix_tokens") and (workload.get("turns") or 1) == 1
-    for (backend, label), records in level_groups(evidence).items():
-        row = level_summary([r for r in records if not r.get("cold_start")], slo_config)
+    for (backend, label), records in level_groups(records_of(evidence)).items():
+        row = level_summary([r for r in records if not r.cold_start], slo_config)
         metrics = (meta.get((backend, label)) or {}).get("server_metrics")
         accelerator = (meta.get((backend, label)) or {}).get("accelerator")
-        level = (records[0].get("level") or {}) if records else {}
-        one_at_a_time = level.get("mode", "concurrency") == "concurrency" and level.get("value", 1) == 1
+        level = records[0].level if records else None
+        one_at_a_time = level is None or (level.mode == "concurrency" and level.value == 1)
         table.add_row(
             backend,
             escape(served.get(backend, "-")),
             label,
-            f"{row['completed']}/{row['failed']}",
-            tokens_cell(row["tokens"], "input"),
-            tokens_cell(row["tokens"], "output")
-            + (" (chosen)" if asked_output and not row["tokens"].get("forced") else ""),
-            ms_triple(row["ttft_s"]),
-            fmt(_ms(row["tpot_s"]["median"]), 1),
-            f"{fmt(row['e2e_s']['median'], 2)}/{fmt(row['e2e_s']['p99'], 2)}",
-            fmt(row["request_throughput"], 2),
-            fmt(row["output_tok_s"], 1),
-            fmt(row["prefill_tok_s"] if plain and one_at_a_time else None, 0),
-            goodput_cell(row["goodput"]),
+            f"{row.completed}/{row.failed}",
+            tokens_cell(row.tokens, "input"),
+            tokens_cell(row.tokens, "output") + (" (chosen)" if asked_output and not row.tokens.forced else ""),
+            ms_triple(row.ttft_s),
+            fmt(_ms(row.tpot_s.median), 1),
+            f"{fmt(row.e2e_s.median, 2)}/{fmt(row.e2e_s.p99, 2)}",
+            fmt(row.request_throughput, 2),
+            fmt(row.output_tok_s, 1),
+            fmt(row.prefill_tok_s if plain and one_at_a_time else None, 0),
+            goodput_cell(row.goodput),
             server_cell(metrics, accelerator),
             "; ".join(workload_notes(row, metrics, asked_output)),
         )
@@ -435,11 +447,11 @@ def workload_lines(evidence: dict[str, Any]) -> list[str]:
             parts.append(f"server metrics from {info['metrics']}")
         if parts:
             lines.append(f"{name}: " + "; ".join(parts))
-    for name, fit in prefill_fit(evidence).items():
+    for name, fit in prefill_fit(records_of(evidence)).items():
         lines.append(
-            f"{name}: prefill {fit['prefill_tok_s']:,.0f} tok/s from the sweep, one at a time "
-            f"(TTFT ≈ {fit['fixed_s'] * 1000:.0f} ms + prompt tokens / {fit['prefill_tok_s']:,.0f}; "
-            f"{fit['lengths']} lengths, {fit['from_tokens']:.0f} to {fit['to_tokens']:.0f} tokens)"
+            f"{name}: prefill {fit.prefill_tok_s:,.0f} tok/s from the sweep, one at a time "
+            f"(TTFT ≈ {fit.fixed_s * 1000:.0f} ms + prompt tokens / {fit.prefill_tok_s:,.0f}; "
+            f"{fit.lengths} lengths, {fit.from_tokens:.0f} to {fit.to_tokens:.0f} tokens)"
         )
     source = (evidence["config"].get("workload") or {}).get("source")
     if source:

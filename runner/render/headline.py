@@ -19,11 +19,12 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from runner.core.records import Level, RequestRecord, records_of
 from runner.core.stats import median
 from runner.costing.measured import offline_cost_rows
 from runner.costing.rows import CostRow, cost_rows_in
 from runner.figures.capacity import CapacityFound, capacity_of
-from runner.figures.levels import level_groups, level_summary
+from runner.figures.levels import LevelSummary, level_groups, level_summary
 from runner.measure.load import CLOSED
 from runner.render.tables import add_columns, models
 
@@ -136,12 +137,12 @@ def columns_for(rows: list[Row]) -> tuple[Column, ...]:
     return COLUMNS + SLO_COLUMNS if searched else COLUMNS
 
 
-def warm(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def warm(records: list[RequestRecord]) -> list[RequestRecord]:
     """Cold starts (the first request after idle on a path that scales from zero) never count."""
-    return [r for r in records if not r.get("cold_start")]
+    return [r for r in records if not r.cold_start]
 
 
-LevelRow = tuple[str, dict[str, Any], dict[str, Any]]
+LevelRow = tuple[str, Level, LevelSummary]
 # The last evidence files' level summaries, by identity and record count: the headline and several
 # plots draw from the same ones, and a summary walks every token gap of every request.
 _SUMMARIES: dict[int, tuple[Evidence, int, list[LevelRow]]] = {}
@@ -155,8 +156,8 @@ def level_rows(evidence: Evidence) -> list[LevelRow]:
     if cached is not None and cached[0] is evidence and cached[1] == count:
         return cached[2]
     rows = []
-    for (backend, _label), records in level_groups(evidence).items():
-        level = records[0].get("level") or {"mode": CLOSED, "value": 1, "label": SINGLE}
+    for (backend, _label), records in level_groups(records_of(evidence)).items():
+        level = records[0].level or Level(CLOSED, 1, label=SINGLE)
         rows.append((backend, level, level_summary(warm(records))))
     if len(_SUMMARIES) >= 8:
         _SUMMARIES.clear()
@@ -170,7 +171,7 @@ def run_label(data: Evidence) -> str:
 
 
 def speed_cells(
-    records_by_level: list[tuple[str, list[dict[str, Any]]]], throughput: dict[str, float | None]
+    records_by_level: list[tuple[str, list[RequestRecord]]], throughput: dict[str, float | None]
 ) -> tuple[Cell, Cell, Cell]:
     """(tok/s one stream, peak tok/s, TTFT) of one backend from its levels in the order measured,
     and each level's output tok/s over its wall time."""
@@ -178,15 +179,15 @@ def speed_cells(
         why = "no timed request in its bench evidence"
         return Cell(why=why), Cell(why=why), Cell(why=why)
     label, records = next(((lb, rs) for lb, rs in records_by_level if lb == SINGLE), records_by_level[0])
-    ok = [r for r in records if r.get("ok")]
+    ok = [r for r in records if r.ok]
     at = None if label == SINGLE else label
     if not ok:
-        error = next((r.get("error") for r in records if r.get("error")), None)
+        error = next((r.error for r in records if r.error), None)
         why = f"no request succeeded at {label}" + (f": {error}" if error else "")
         stream, ttft = Cell(why=why), Cell(why=why)
     else:
-        stream = Cell(median(r.get("tokens_per_s") for r in ok), at=at)
-        first = [r["ttft_s"] for r in ok if r.get("ttft_s") is not None]
+        stream = Cell(median(r.tokens_per_s for r in ok), at=at)
+        first = [r.ttft_s for r in ok if r.ttft_s is not None]
         ttft = Cell(median(first), at=at) if first else Cell(why="whole answers (not streamed): no time to first token")
         if stream.value is None:
             stream = Cell(why="no output tokens counted")
@@ -200,14 +201,14 @@ def speed_cells(
 
 
 def bench_rows(path: Path, data: Evidence) -> list[Row]:
-    by_backend: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {}
+    by_backend: dict[str, list[tuple[str, list[RequestRecord]]]] = {}
     for backend in data.get("backends", []):
         by_backend[backend["name"]] = []
-    for (backend, label), records in level_groups(data).items():
+    for (backend, label), records in level_groups(records_of(data, where=path)).items():
         by_backend.setdefault(backend, []).append((label, warm(records)))
     throughput: dict[str, dict[str, float | None]] = {}
     for backend, level, summary in level_rows(data):
-        throughput.setdefault(backend, {})[str(level.get("label"))] = summary["output_tok_s"]
+        throughput.setdefault(backend, {})[level.label] = summary.output_tok_s
     served = models(data)
     ids = {b["name"]: b.get("model_id") for b in data.get("backends", [])}
     rows = []

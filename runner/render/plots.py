@@ -23,9 +23,10 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from runner.core.records import Level, records_of
 from runner.core.stats import median
 from runner.costing.rows import CostRow, LevelFigures
-from runner.figures.levels import level_groups, prefill_fit
+from runner.figures.levels import LevelSummary, level_groups, prefill_fit
 from runner.measure.load import CLOSED
 from runner.render.headline import (
     NOT_LEVELS,
@@ -105,24 +106,24 @@ def legend_below(figure: Figure, handles: list[Any] | None = None, labels: list[
     figure.legend(handles, labels, loc="outside lower center", ncols=min(columns, len(handles)), frameon=False)
 
 
-def level_key(level: dict[str, Any]) -> tuple[int, float, str]:
-    return (0 if level.get("mode") == CLOSED else 1, float(level.get("value") or 0), str(level.get("label")))
+def level_key(level: Level) -> tuple[int, float, str]:
+    return (0 if level.mode == CLOSED else 1, float(level.value or 0), level.label)
 
 
-def tick_text(level: dict[str, Any], mixed: bool) -> str:
+def tick_text(level: Level, mixed: bool) -> str:
     """A level on an axis: the number in flight, or the arrival rate."""
     if mixed:
-        return str(level.get("label"))
-    if level.get("mode") == CLOSED:
-        return f"{int(level.get('value') or 0)}"
-    return str(level.get("label"))
+        return level.label
+    if level.mode == CLOSED:
+        return f"{int(level.value or 0)}"
+    return level.label
 
 
-def level_axis(levels: list[dict[str, Any]]) -> tuple[dict[str, int], list[str], str]:
+def level_axis(levels: list[Level]) -> tuple[dict[str, int], list[str], str]:
     """Positions of the load levels on a shared categorical axis (closed loop by streams, then open
     loop by rate), their tick texts, and the axis label."""
-    ordered = sorted({str(lv["label"]): lv for lv in levels}.values(), key=level_key)
-    modes = {lv.get("mode") for lv in ordered}
+    ordered = sorted({lv.label: lv for lv in levels}.values(), key=level_key)
+    modes = {lv.mode for lv in ordered}
     mixed = len(modes) > 1
     label = (
         "load level"
@@ -131,7 +132,7 @@ def level_axis(levels: list[dict[str, Any]]) -> tuple[dict[str, int], list[str],
         if modes == {CLOSED}
         else "arrival rate (open loop)"
     )
-    return {str(lv["label"]): i for i, lv in enumerate(ordered)}, [tick_text(lv, mixed) for lv in ordered], label
+    return {lv.label: i for i, lv in enumerate(ordered)}, [tick_text(lv, mixed) for lv in ordered], label
 
 
 def set_level_ticks(axes: Any, ticks: list[str], xlabel: str) -> None:
@@ -169,9 +170,9 @@ def throughput_against_concurrency(sources: list[Source]) -> Figure | str:
     curves: dict[str, list[tuple[float, float]]] = {}
     for _, evidence in bench_files(sources):
         for backend, level, summary in level_rows(evidence):
-            if level.get("mode") == CLOSED and summary["output_tok_s"]:
+            if level.mode == CLOSED and summary.output_tok_s:
                 name = series_name(backend, evidence, sources)
-                curves.setdefault(name, []).append((float(level["value"]), summary["output_tok_s"]))
+                curves.setdefault(name, []).append((float(level.value), summary.output_tok_s))
     if not any(len(points) > 1 for points in curves.values()):
         return "no closed-loop sweep in the bench evidence (bench --concurrency 1,4,16 draws it)"
     figure = new_figure()
@@ -194,10 +195,10 @@ def throughput_against_concurrency(sources: list[Source]) -> Figure | str:
 def latency_percentiles(sources: list[Source]) -> Figure | str:
     if not bench_files(sources):
         return NO_BENCH
-    series: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    series: dict[str, list[tuple[Level, LevelSummary]]] = {}
     for _, evidence in bench_files(sources):
         for backend, level, summary in level_rows(evidence):
-            if summary["completed"]:
+            if summary.completed:
                 series.setdefault(series_name(backend, evidence, sources), []).append((level, summary))
     if not series:
         return "no request completed in the bench evidence"
@@ -211,10 +212,11 @@ def latency_percentiles(sources: list[Source]) -> Figure | str:
     ):
         values = []
         for name, points in sorted(series.items()):
-            points = sorted(points, key=lambda p: positions[str(p[0]["label"])])
+            points = sorted(points, key=lambda p: positions[p[0].label])
             for quantile, line, _ in PERCENTILES:
-                xs = [positions[str(level["label"])] for level, s in points if s[key][quantile] is not None]
-                ys = [s[key][quantile] * 1000 for _, s in points if s[key][quantile] is not None]
+                figures = [(level, getattr(getattr(s, key), quantile)) for level, s in points]
+                xs = [positions[level.label] for level, value in figures if value is not None]
+                ys = [value * 1000 for _, value in figures if value is not None]
                 values += ys
                 axes.plot(xs, ys, linestyle=line, marker="o" if quantile == "median" else None, color=colour[name])
         axes.set_title(title)
@@ -228,16 +230,16 @@ def latency_percentiles(sources: list[Source]) -> Figure | str:
     return figure
 
 
-def cost_levels(sources: list[Source]) -> tuple[dict[str, list[tuple[dict[str, Any], float]]], list[str]]:
+def cost_levels(sources: list[Source]) -> tuple[dict[str, list[tuple[Level, float]]], list[str]]:
     """Per series, ($ per million output tokens) at each load level, from the cost evidence given
     or priced from the bench evidence at the offline prices; and why any backend has none."""
-    levels_of: dict[tuple[str, str, str], dict[str, Any]] = {}
+    levels_of: dict[tuple[str, str, str], Level] = {}
     for path, evidence in bench_files(sources):
         for backend, level, _ in level_rows(evidence):
-            levels_of[(path.name, backend, str(level["label"]))] = level
+            levels_of[(path.name, backend, level.label)] = level
     several = len(bench_files(sources)) > 1
     runs = {p.name: run_label(d) for p, d in sources}
-    curves: dict[str, list[tuple[dict[str, Any], float]]] = {}
+    curves: dict[str, list[tuple[Level, float]]] = {}
     missing = []
     for (source, backend), (rows, _how) in priced_rows(sources).items():
         name = f"{backend} ({runs.get(source, source)})" if several else backend
@@ -256,11 +258,11 @@ def cost_levels(sources: list[Source]) -> tuple[dict[str, list[tuple[dict[str, A
     return curves, missing
 
 
-def level_from_figures(row: CostRow, label: str) -> dict[str, Any]:
+def level_from_figures(row: CostRow, label: str) -> Level:
     """A load level (as bench evidence writes one) from a cost row's own figures."""
     figures = row.figures if isinstance(row.figures, LevelFigures) else None
     mode, value = (figures.mode, figures.value) if figures else (None, None)
-    return {"mode": mode or CLOSED, "value": value or 1, "label": label}
+    return Level(mode or CLOSED, value or 1, label=label)
 
 
 def cost_against_load(sources: list[Source]) -> Figure | str:
@@ -276,8 +278,8 @@ def cost_against_load(sources: list[Source]) -> Figure | str:
     values = []
     colour = colours(sources)
     for name, points in sorted(curves.items()):
-        points = sorted(points, key=lambda p: positions[str(p[0]["label"])])
-        xs = [positions[str(lv["label"])] for lv, _ in points]
+        points = sorted(points, key=lambda p: positions[p[0].label])
+        xs = [positions[lv.label] for lv, _ in points]
         axes.plot(xs, [v for _, v in points], marker="o", label=name, color=colour.get(name))
         values += [v for _, v in points]
     set_level_ticks(axes, ticks, xlabel)
@@ -333,11 +335,9 @@ def run_to_run(sources: list[Source]) -> Figure | str:
     runs = []
     for _, evidence in bench_files(sources):
         medians = {}
-        for (backend, label), records in level_groups(evidence).items():
+        for (backend, label), records in level_groups(records_of(evidence)).items():
             if label == SINGLE:
-                medians[backend] = median(
-                    r.get("tokens_per_s") for r in records if r.get("ok") and not r.get("cold_start")
-                )
+                medians[backend] = median(r.tokens_per_s for r in records if r.ok and not r.cold_start)
         runs.append((run_label(evidence), medians))
     if len(runs) < 2:
         return "one bench evidence file (give two or more runs to compare them)"
@@ -366,10 +366,10 @@ def roofline_share(sources: list[Source]) -> Figure | str:
     if not bench_files(sources):
         return NO_BENCH
     bars = {
-        series_name(name, evidence, sources): figures["share"]
+        series_name(name, evidence, sources): figures.share
         for _, evidence in bench_files(sources)
-        for name, figures in roofline(evidence).items()
-        if figures["share"] is not None
+        for name, figures in roofline(records_of(evidence), evidence.get("backends", [])).items()
+        if figures.share is not None
     }
     if not bars:
         return "no backend with a catalog memory bandwidth and weight size measured one at a time"
@@ -404,16 +404,16 @@ def ttft_against_input(sources: list[Source]) -> Figure | str:
     curves: dict[str, list[tuple[float, float]]] = {}
     rates: dict[str, float] = {}
     for _, evidence in workload_files(sources):
-        fits = prefill_fit(evidence)
+        fits = prefill_fit(records_of(evidence))
         for backend, level, summary in level_rows(evidence):
-            if level.get("mode") != CLOSED or level.get("value") != 1 or not level.get("input_tokens"):
+            if level.mode != CLOSED or level.value != 1 or not level.input_tokens:
                 continue
-            counted = summary["tokens"].get("input_counted") or level["input_tokens"]
-            if summary["ttft_s"]["median"] is not None:
+            counted = summary.tokens.input_counted or level.input_tokens
+            if summary.ttft_s.median is not None:
                 name = workload_series(backend, evidence, sources)
-                curves.setdefault(name, []).append((counted, summary["ttft_s"]["median"] * 1000))
+                curves.setdefault(name, []).append((counted, summary.ttft_s.median * 1000))
                 if backend in fits:
-                    rates[name] = fits[backend]["prefill_tok_s"]
+                    rates[name] = fits[backend].prefill_tok_s
     if not any(len(points) > 1 for points in curves.values()):
         return "no prompt-length sweep in the bench evidence (bench --input-tokens 128,512,2048 draws it)"
     figure, axes = curve_figure(
@@ -447,14 +447,14 @@ def throughput_against_latency(sources: list[Source]) -> Figure | str:
     curves: dict[str, list[tuple[float, float]]] = {}
     for _, evidence in files:
         for backend, level, summary in level_rows(evidence):
-            tpot = summary["tpot_s"]["median"]
-            if level.get("mode") == CLOSED and tpot and summary["output_tok_s"]:
+            tpot = summary.tpot_s.median
+            if level.mode == CLOSED and tpot and summary.output_tok_s:
                 name = (
-                    workload_series(backend, evidence, sources, level.get("input_tokens"))
+                    workload_series(backend, evidence, sources, level.input_tokens)
                     if (evidence.get("config") or {}).get("workload")
                     else series_name(backend, evidence, sources)
                 )
-                curves.setdefault(name, []).append((tpot * 1000, summary["output_tok_s"]))
+                curves.setdefault(name, []).append((tpot * 1000, summary.output_tok_s))
     if not any(len(points) > 1 for points in curves.values()):
         return "no closed-loop sweep in the bench evidence (bench --concurrency 1,4,16 draws it)"
     figure, axes = curve_figure(curves)
@@ -477,10 +477,10 @@ def goodput_against_load(sources: list[Source]) -> Figure | str:
     for _, evidence in graded:
         shares.add(float(evidence["config"].get("slo_share") or 0.9))
         for backend, level, summary in level_rows(evidence):
-            share = (summary.get("goodput") or {}).get("share_met")
-            if share is not None and level.get("mode") == CLOSED:
-                name = workload_series(backend, evidence, sources, level.get("input_tokens"))
-                curves.setdefault(name, []).append((float(level["value"]), share * 100))
+            share = summary.goodput.share_met if summary.goodput else None
+            if share is not None and level.mode == CLOSED:
+                name = workload_series(backend, evidence, sources, level.input_tokens)
+                curves.setdefault(name, []).append((float(level.value), share * 100))
     if not curves:
         return "no level was graded on the objectives"
     values = sorted({x for points in curves.values() for x, _ in points})

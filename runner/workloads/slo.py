@@ -11,7 +11,7 @@ with that reason rather than counted as good or bad.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from runner.core.errors import RunnerError
@@ -87,21 +87,37 @@ def judge(record: RequestRecord, slo: Slo) -> SloVerdict:
     return SloVerdict(not missed, missed)
 
 
-def goodput(records: list[dict[str, Any]], duration_s: float | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Goodput:
+    """A level against the objectives: judged requests, those that met every one (their share and
+    rate over the level's wall time), how many missed each, and why any went unjudged."""
+
+    judged: int
+    met: int
+    share_met: float | None
+    goodput_rps: float | None
+    missed_by: dict[str, int]
+    unjudged: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
+
+
+def goodput(records: list[RequestRecord], duration_s: float | None) -> Goodput:
     """Per level: the share of judged requests that met every objective, and good requests per second."""
-    verdicts = [r.get("slo") or {} for r in records]
-    judged = [v for v in verdicts if v.get("met") is not None]
-    met = sum(1 for v in judged if v["met"])
+    verdicts = [r.slo for r in records if r.slo]
+    judged = [v for v in verdicts if v.met is not None]
+    met = sum(1 for v in judged if v.met)
     missed: dict[str, int] = {}
     for verdict in judged:
-        for key in verdict.get("missed", []):
+        for key in verdict.missed:
             missed[key] = missed.get(key, 0) + 1
-    unjudged = next((v["unjudged"] for v in verdicts if v.get("unjudged")), None)
-    return {
-        "judged": len(judged),
-        "met": met,
-        "share_met": met / len(judged) if judged else None,
-        "goodput_rps": met / duration_s if duration_s and judged else None,
-        "missed_by": missed,
-        "unjudged": unjudged,
-    }
+    unjudged = next((v.unjudged for v in verdicts if v.unjudged), None)
+    return Goodput(
+        judged=len(judged),
+        met=met,
+        share_met=met / len(judged) if judged else None,
+        goodput_rps=met / duration_s if duration_s and judged else None,
+        missed_by=missed,
+        unjudged=unjudged,
+    )

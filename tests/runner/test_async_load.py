@@ -13,7 +13,7 @@ import pytest
 
 from runner import bench
 from runner.core.errors import HttpStatus, StreamFault, TimedOut, Unreachable, as_fault, describe
-from runner.core.records import RequestRecord
+from runner.core.records import RequestRecord, records_of
 from runner.figures.levels import level_summary
 from runner.measure import ChatRequest
 from runner.measure.load import OPEN, LoadLevel, poisson_offsets, run_level_async
@@ -112,7 +112,7 @@ def test_the_open_loop_sends_at_the_seeded_offsets_honours_its_cap_and_measures_
     records = sorted(evidence["records"], key=lambda r: r["run"])
     assert busiest == 2  # the cap, reached and never passed (warm-ups come before the level)
     assert [r["scheduled_s"] for r in records] == pytest.approx(poisson_offsets(40.0, 10, 7))
-    summary = level_summary(records)
+    summary = level_summary(records_of({"records": records})).to_json()
     assert summary["completed"] == 10
     # Ten requests of at least 0.15 s through two slots: the last cannot go before ~0.6 s, far
     # past its arrival at ~0.25 s.

@@ -12,18 +12,21 @@ import pytest
 
 from runner.core.errors import RunnerError
 from runner.figures.capacity import CapacityFound, Tried, capacity_of
+from runner.figures.latency import distribution
+from runner.figures.levels import LevelSummary, token_figures
 from runner.measure.capacity import Budget, Search, find_capacity
+from runner.workloads.slo import Goodput
 
 
-def summary(share_met: float, output_tok_s: float, requests: int = 8) -> dict[str, Any]:
+def summary(share_met: float, output_tok_s: float, requests: int = 8) -> LevelSummary:
     """A level's summary as `level_summary` returns it, with the figures the search records."""
-    return {
-        "requests": requests,
-        "completed": requests,
-        "output_tok_s": output_tok_s,
-        "request_throughput": output_tok_s / 100,
-        "goodput": {"share_met": share_met, "goodput_rps": share_met * output_tok_s / 100},
-    }
+    none = distribution([])
+    good = Goodput(requests, round(share_met * requests), share_met, share_met * output_tok_s / 100, {}, None)
+    return LevelSummary(
+        requests=requests, completed=requests, failed=0, duration_s=None, request_throughput=output_tok_s / 100,
+        output_tok_s=output_tok_s, ttft_s=none, itl_s=none, itl_method=[], tpot_s=none, e2e_s=none,
+        max_send_lag_s=None, first_error=None, tokens=token_figures([]), prefill_tok_s=None, goodput=good,
+    )  # fmt: skip
 
 
 def concurrency_search() -> Search:

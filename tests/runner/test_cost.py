@@ -62,7 +62,7 @@ def bench_file(tmp_path, rates: dict[str, float], command: str = "bench"):
             "tokens_per_s": rate + delta,
             "output_tokens": 94,
             "prompt_tokens": 17,
-            "e2e_s": 1.0,
+            "e2e_s": 94 / (rate + delta),
         }
         for name, rate in rates.items()
         for run, delta in enumerate((-1.0, 0.0, 1.0), start=1)
@@ -74,7 +74,7 @@ def bench_file(tmp_path, rates: dict[str, float], command: str = "bench"):
             "tokens_per_s": 111.9,
             "output_tokens": 100,
             "prompt_tokens": 25,
-            "e2e_s": 0.9,
+            "e2e_s": 100 / 111.9,
         }
     ]
     path = tmp_path / f"{command}.json"

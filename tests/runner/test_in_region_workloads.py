@@ -28,6 +28,7 @@ from catalog import BackendKind
 from runner import bench
 from runner.core.backends import Backend
 from runner.core.errors import RunnerError
+from runner.core.records import records_of
 from runner.figures.levels import level_groups, level_summary
 from runner.measure.host_rows import accelerator_within, server_metrics_of
 from runner.measure.load import LoadLevel, run_level_async
@@ -174,7 +175,7 @@ BASE_TTFT, PREFILL = 0.05, 2000.0
 
 def summaries(evidence: dict) -> dict[tuple[str, str], dict]:
     slo = evidence["config"].get("slo")
-    return {key: level_summary(records, slo) for key, records in level_groups(evidence).items()}
+    return {key: level_summary(records, slo).to_json() for key, records in level_groups(records_of(evidence)).items()}
 
 
 def test_a_workload_sweep_runs_on_the_servers_own_host_graded_on_the_same_objectives(instances, tmp_path):

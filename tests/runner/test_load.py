@@ -15,7 +15,7 @@ import pytest
 from runner import bench
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
-from runner.core.records import RequestRecord
+from runner.core.records import RequestRecord, records_of
 from runner.core.stats import percentile
 from runner.figures.latency import distribution, time_per_output_token, token_gaps
 from runner.figures.levels import level_summary
@@ -34,6 +34,16 @@ from tests.runner.fake_openai import FakeOpenAI, Step, text
 WORDS = " ".join(f"w{i}" for i in range(12))
 
 
+def record(**fields) -> RequestRecord:
+    """A hand-made record, read back as the evidence's records are."""
+    return RequestRecord.from_json({"backend": "b", "run": 1} | fields, "a test record")
+
+
+def typed(entries: list[dict]) -> list[RequestRecord]:
+    """An evidence file's records (as written) read back typed."""
+    return records_of({"records": entries})
+
+
 def test_percentiles_by_hand():
     data = [1.0, 2.0, 3.0, 4.0]
     # numpy's linear method: rank (n-1)q, interpolated between neighbours.
@@ -44,32 +54,31 @@ def test_percentiles_by_hand():
     # Weighted: 1 token at 10 ms and 3 tokens at 2 ms: the median token waited 2 ms.
     assert percentile([0.010, 0.002], 50, [1, 3]) == 0.002
     assert percentile([0.010, 0.002], 90, [1, 3]) == 0.010
-    assert distribution([0.010, 0.002], [1, 3])["mean"] == pytest.approx((0.010 + 3 * 0.002) / 4)
+    assert distribution([0.010, 0.002], [1, 3]).to_json()["mean"] == pytest.approx((0.010 + 3 * 0.002) / 4)
 
 
 def test_inter_token_latency_is_per_token_not_per_chunk():
     # Chunks at 0.1, 0.2 and 0.4 s; the running count says they brought 1, 1 and 4 tokens.
-    record = {"ok": True, "chunk_times": [0.1, 0.2, 0.4], "chunk_token_counts": [1, 2, 6], "output_tokens": 6}
-    gaps = token_gaps(record)
+    gaps = token_gaps(record(ok=True, chunk_times=[0.1, 0.2, 0.4], chunk_token_counts=[1, 2, 6], output_tokens=6))
     assert gaps.values == pytest.approx([0.1, 0.05]) and gaps.weights == [1.0, 4.0]
     assert gaps.method == "server running count"
     # Per token the median gap is 50 ms (four of five tokens); per chunk it would be 150 ms.
     assert percentile(gaps.values, 50, gaps.weights) == pytest.approx(0.05)
     assert statistics.median([0.1, 0.2]) == pytest.approx(0.15)
     # Without a running count, the 6 tokens are spread evenly: 2 per chunk, so each gap halves.
-    estimated = token_gaps({"ok": True, "chunk_times": [0.1, 0.2, 0.4], "output_tokens": 6})
+    estimated = token_gaps(record(ok=True, chunk_times=[0.1, 0.2, 0.4], output_tokens=6))
     assert estimated.values == pytest.approx([0.05, 0.1]) and estimated.method == "tokens spread evenly over chunks"
-    assert time_per_output_token({"ok": True, "output_tokens": 6, "ttft_s": 0.1, "e2e_s": 0.6}) == pytest.approx(0.1)
+    assert time_per_output_token(record(ok=True, output_tokens=6, ttft_s=0.1, e2e_s=0.6)) == pytest.approx(0.1)
 
 
 def test_throughput_over_the_level_wall_time_by_hand():
     records = [
-        {"ok": True, "sent_s": 0.0, "e2e_s": 1.0, "ttft_s": 0.1, "output_tokens": 10},
-        {"ok": True, "sent_s": 0.0, "e2e_s": 2.0, "ttft_s": 0.3, "output_tokens": 10},
-        {"ok": True, "sent_s": 1.0, "e2e_s": 1.0, "ttft_s": 0.2, "output_tokens": 10},
-        {"ok": False, "sent_s": 1.5, "e2e_s": None, "error": "unreachable"},
+        record(ok=True, sent_s=0.0, e2e_s=1.0, ttft_s=0.1, output_tokens=10),
+        record(ok=True, sent_s=0.0, e2e_s=2.0, ttft_s=0.3, output_tokens=10),
+        record(ok=True, sent_s=1.0, e2e_s=1.0, ttft_s=0.2, output_tokens=10),
+        record(ok=False, sent_s=1.5, e2e_s=None, error="unreachable"),
     ]
-    summary = level_summary(records)
+    summary = level_summary(records).to_json()
     # First send at 0 s, last end at 2 s: 3 completed requests and 30 tokens in 2 s.
     assert summary["duration_s"] == 2.0
     assert summary["request_throughput"] == 1.5 and summary["output_tok_s"] == 15.0
@@ -130,7 +139,7 @@ def test_open_loop_cap_delays_sends_and_says_so():
     chat = SlowChat()
     records = run_level(chat, str, "b", LoadLevel(OPEN, 200.0, 20, max_concurrency=2), [ChatRequest("p")], seed=3)
     assert chat.most <= 2 and len(records) == 20
-    summary = level_summary([r.to_json() for r in records])
+    summary = level_summary(records).to_json()
     # 200/s arrivals into two slots of 50 ms: the later sends go out well after their schedule.
     assert summary["max_send_lag_s"] > 0.2
 
@@ -199,14 +208,14 @@ def test_sweep_against_a_server_that_batches_tokens(tmp_path):
     assert record["chunk_token_counts"] == [3, 6, 9, 11] and len(record["chunk_times"]) == 4
     assert (record["finish_reason"], record["output_tokens"]) == ("length", 11)
     one = [r for r in records if r["level"]["value"] == 1]
-    summary = level_summary(one)
+    summary = level_summary(typed(one)).to_json()
     assert summary["itl_method"] == ["server running count"]
     # The level's figures come from its records' own arrival times (the arithmetic itself is
     # checked on fixed times above): every token gap of every request, weighted by its tokens.
-    pooled = [token_gaps(r) for r in one]
+    pooled = [token_gaps(r) for r in typed(one)]
     values = [v for gaps in pooled for v in gaps.values]
     assert summary["itl_s"]["median"] == percentile(values, 50, [w for gaps in pooled for w in gaps.weights])
-    assert summary["tpot_s"]["median"] == percentile([time_per_output_token(r) for r in one], 50)
+    assert summary["tpot_s"]["median"] == percentile([time_per_output_token(r) for r in typed(one)], 50)
     # Four in flight at once: their connections were opened by the level's four warm-ups, so no
     # timed request opened one.
     four = [r for r in records if r["level"]["value"] == 4]
@@ -232,7 +241,7 @@ def test_embedded_model_swept_at_one_and_four(tmp_path, local_server):
         groups.setdefault(record["level"]["label"], []).append(record)
     assert sorted(groups) == ["1 at a time", "4 at a time"]
     for records in groups.values():
-        summary = level_summary(records)
+        summary = level_summary(typed(records)).to_json()
         assert summary["completed"] == 4 and summary["output_tok_s"] > 0
         assert summary["ttft_s"]["p99"] >= summary["ttft_s"]["median"] > 0
     saved = json.loads(Path(next(tmp_path.glob("*/bench-*.json"))).read_text())
@@ -268,7 +277,7 @@ def test_roofline_share_from_the_catalog_bandwidth_and_bytes_per_token(tmp_path)
     assert code == 0
     spec = get_backend("g6")
     ceiling = spec.memory_bandwidth_gbs / spec.decode_read_gb  # 300 GB/s over 3.06 GB: 98 tok/s
-    figures = roofline(evidence)["g6"]
+    figures = roofline(typed(evidence["records"]), evidence["backends"])["g6"].to_json()
     assert figures["ceiling_tok_s"] == pytest.approx(ceiling) and round(ceiling) == 98
     decode = statistics.median(r["decode_tokens_per_s"] for r in evidence["records"])
     assert figures["share"] == pytest.approx(decode / ceiling)

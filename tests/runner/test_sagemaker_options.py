@@ -279,7 +279,7 @@ def test_an_async_result_found_before_any_instance_was_reported_is_all_leave_zer
     assert record.ok and record.cold_start is True and record.output_tokens == 3
     assert record.phases["leave_zero_s"] == record.phases["queued_s"] == record.e2e_s >= 0.3
     assert record.phases["work_s"] == 0.0
-    row = cold_summary([record.to_json()])
+    row = cold_summary([record])
     assert (row["median_leave_zero_s"], row["median_work_s"], row["median_work_tok_s"]) == (record.e2e_s, 0.0, None)
     assert cold_note(row) == f"1 cold start, timed apart; leave zero {record.e2e_s:.1f} s; work 0.00 s"
 

@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from runner import advise, bench
-from runner.figures.levels import level_groups, level_summary, prefill_fit
+from runner.core.records import records_of
+from runner.figures.levels import LevelSummary, level_groups, level_summary, prefill_fit
 from tests.runner.known_server import TEMPLATE_TOKENS, Running, known, known_server
+from tests.runner.test_capacity_found import summary
 
 # The server's costs: a base time to first token, a prefill rate, a decode rate per stream.
 BASE_TTFT = 0.02
@@ -36,7 +38,10 @@ def run(tmp_path: Path, server, *argv: str) -> tuple[int, dict[str, Any]]:
 
 def levels(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
     slo = evidence["config"].get("slo")
-    return {label: level_summary(records, slo) for (_, label), records in level_groups(evidence).items()}
+    return {
+        label: level_summary(records, slo).to_json()
+        for (_, label), records in level_groups(records_of(evidence)).items()
+    }
 
 
 def test_prompts_reach_their_length_on_the_servers_tokenizer_and_ttft_follows_the_prefill_rate(tmp_path):
@@ -63,7 +68,7 @@ def test_prompts_reach_their_length_on_the_servers_tokenizer_and_ttft_follows_th
     assert long["tokens"]["input_miss"] is None and long["tokens"]["forced"] is True
     assert evidence["workload_backends"]["known"]["token_count"].startswith("the server's tokenizer")
     # The sweep's line separates the two: its slope is the set prefill rate, its intercept the base.
-    fit = prefill_fit(evidence)["known"]
+    fit = prefill_fit(records_of(evidence))["known"].to_json()
     assert fit["prefill_tok_s"] == pytest.approx(PREFILL, rel=0.1)
     assert fit["fixed_s"] == pytest.approx(BASE_TTFT, abs=0.004)
 
@@ -312,7 +317,8 @@ def test_a_server_without_a_tokenizer_has_its_lengths_calibrated_from_its_usage(
     assert evidence["workload_backends"]["known"]["token_count"].startswith("calibrated from the path's usage")
     for record in evidence["records"]:
         assert abs(record["prompt_tokens"] / record["target_input_tokens"] - 1) <= 0.05, record
-    assert all(level_summary(r)["tokens"]["input_miss"] is None for r in level_groups(evidence).values())
+    groups = level_groups(records_of(evidence)).values()
+    assert all(level_summary(r).to_json()["tokens"]["input_miss"] is None for r in groups)
 
 
 def test_a_length_the_models_context_cannot_hold_is_one_line_and_the_rest_are_measured(tmp_path, capsys):
@@ -334,8 +340,8 @@ def test_a_rate_search_whose_first_rate_misses_goes_down_to_one_that_meets():
     (missed), 0.25 (met), then narrows the gap to within 10 % of the met rate."""
     from runner.measure.capacity import Budget, find_capacity
 
-    def level(rate: float) -> dict[str, Any]:
-        return {"goodput": {"share_met": 1.0 if rate <= 0.3 else 0.0}, "output_tok_s": rate * 100, "requests": 8}
+    def level(rate: float) -> LevelSummary:
+        return summary(share_met=1.0 if rate <= 0.3 else 0.0, output_tok_s=rate * 100, requests=8)
 
     search = find_capacity(level, mode="rate", slo_share=0.9, start=1.0, budget=Budget(levels=20))
     tried = [t["value"] for t in search.tried]
