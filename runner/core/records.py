@@ -181,3 +181,55 @@ def records_of(evidence: Mapping[str, Any], key: str = "records", where: object 
         except RunnerError as error:
             raise RunnerError(f"{where}: {error}" if where is not None else str(error)) from None
     return records
+
+
+@dataclass(frozen=True)
+class AgentTask:
+    """One task of agent traffic (`bench --workload agent`, runner/agent/traffic.py writes them
+    under `tasks`): a different record from a request's, read back typed. A task whose session
+    had no model keeps only its backend, number, kind, failure and error."""
+
+    backend: str
+    task: int
+    kind: str
+    item: str | None = None
+    ok: bool = False
+    passed: bool = False
+    seconds: float | None = None
+    model_calls: int | None = None
+    tool_calls: int | None = None
+    tool_calls_right: bool = False
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    answer: str | None = None
+    error: str | None = None
+    # The session that ran it, when it went (s from the level's start), and the level: `sessions`
+    # at a time.
+    session: int | None = None
+    sent_s: float | None = None
+    level: Level | None = None
+
+    @property
+    def sessions(self) -> float:
+        """The sessions its level ran at once (one when it kept no level)."""
+        return self.level.value if self.level else 1
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> AgentTask:
+        found = read_fields(cls, data, what, apart=("level",))
+        assert isinstance(data, dict)  # read_fields refused anything else
+        level = data.get("level")
+        return cls(**found, level=Level.from_json(level, f"{what}, its level") if level is not None else None)
+
+
+def tasks_of(evidence: Mapping[str, Any], where: object = None) -> list[AgentTask]:
+    """A bench evidence file's agent tasks (`tasks`), typed, in order; a malformed one is one line."""
+    tasks = []
+    for number, entry in enumerate(evidence.get("tasks") or [], 1):
+        backend = entry.get("backend") if isinstance(entry, dict) else None
+        what = f"tasks[{number}]" + (f" of {backend}" if isinstance(backend, str) else "")
+        try:
+            tasks.append(AgentTask.from_json(entry, what))
+        except RunnerError as error:
+            raise RunnerError(f"{where}: {error}" if where is not None else str(error)) from None
+    return tasks

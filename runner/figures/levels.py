@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from runner.core.records import RequestRecord
+from runner.core.records import AgentTask, RequestRecord
 from runner.core.stats import mean, median, percentile
 from runner.figures.latency import Distribution, distribution, time_per_output_token, token_gaps
 from runner.workloads.slo import Goodput, goodput
@@ -241,34 +241,58 @@ def roofline(records: Sequence[RequestRecord], backends: Sequence[Mapping[str, A
     return result
 
 
-def agent_levels(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Agent traffic's tasks (runner/agent/traffic.py) per backend and number of sessions: tasks, passed, task latency, calls per task, tool calls
-    right, and tasks per second over the level's wall time (first start to last end)."""
-    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
-    for record in records:
-        groups.setdefault((record["backend"], (record.get("level") or {}).get("value", 1)), []).append(record)
+@dataclass(frozen=True)
+class AgentLevel:
+    """Agent traffic on one backend at one number of sessions: tasks, finished, passed, task
+    latency, calls per task, tool calls right, and tasks per second over the level's wall time."""
+
+    backend: str
+    sessions: float
+    tasks: int
+    finished: int
+    passed: int
+    task_s_median: float | None
+    task_s_p95: float | None
+    model_calls_per_task: float | None
+    tool_calls_per_task: float | None
+    tool_calls_right: int
+    tasks_per_s: float | None
+    wall_s: float | None
+    first_error: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return _json(self)
+
+
+def agent_levels(tasks: Sequence[AgentTask]) -> list[AgentLevel]:
+    """Agent traffic's tasks (runner/agent/traffic.py) per backend and number of sessions: tasks,
+    passed, task latency, calls per task, tool calls right, and tasks per second over the level's
+    wall time (first start to last end)."""
+    groups: dict[tuple[str, float], list[AgentTask]] = {}
+    for task in tasks:
+        groups.setdefault((task.backend, task.sessions), []).append(task)
     rows = []
     for (backend, sessions), group in groups.items():
-        done = [r for r in group if r.get("seconds") is not None and r.get("ok")]
-        ends = [r["sent_s"] + r["seconds"] for r in done if r.get("sent_s") is not None]
-        starts = [r["sent_s"] for r in group if r.get("sent_s") is not None]
+        done = [t for t in group if t.seconds is not None and t.ok]
+        ends = [t.sent_s + t.seconds for t in done if t.sent_s is not None and t.seconds is not None]
+        starts = [t.sent_s for t in group if t.sent_s is not None]
         wall = max(ends) - min(starts) if ends and starts else None
-        latencies = [r["seconds"] for r in done]
+        latencies = [t.seconds for t in done if t.seconds is not None]
         rows.append(
-            {
-                "backend": backend,
-                "sessions": sessions,
-                "tasks": len(group),
-                "finished": len(done),
-                "passed": sum(1 for r in group if r.get("passed")),
-                "task_s_median": median(latencies),
-                "task_s_p95": percentile(latencies, 95) if latencies else None,
-                "model_calls_per_task": mean([r["model_calls"] for r in done]),
-                "tool_calls_per_task": mean([r["tool_calls"] for r in done]),
-                "tool_calls_right": sum(1 for r in group if r.get("tool_calls_right")),
-                "tasks_per_s": len(done) / wall if wall else None,
-                "wall_s": wall,
-                "first_error": next((r["error"] for r in group if r.get("error")), None),
-            }
+            AgentLevel(
+                backend=backend,
+                sessions=sessions,
+                tasks=len(group),
+                finished=len(done),
+                passed=sum(1 for t in group if t.passed),
+                task_s_median=median(latencies),
+                task_s_p95=percentile(latencies, 95) if latencies else None,
+                model_calls_per_task=mean([t.model_calls for t in done if t.model_calls is not None]),
+                tool_calls_per_task=mean([t.tool_calls for t in done if t.tool_calls is not None]),
+                tool_calls_right=sum(1 for t in group if t.tool_calls_right),
+                tasks_per_s=len(done) / wall if wall else None,
+                wall_s=wall,
+                first_error=next((t.error for t in group if t.error), None),
+            )
         )
     return rows

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from runner.core.records import RequestRecord, records_of
+from runner.core.records import RequestRecord, records_of, tasks_of
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
 from runner.figures.capacity import capacity_of
 from runner.figures.latency import Distribution
@@ -466,18 +466,18 @@ def agent_table(evidence: dict[str, Any]) -> Table:
                "tool calls/task", "tool calls right", "tasks/s", "first error"]  # fmt: skip
     add_columns(table, columns, left=("backend", "model", "first error"))
     served = models(evidence)
-    for row in agent_levels(evidence.get("tasks") or []):
+    for row in agent_levels(tasks_of(evidence)):
         table.add_row(
-            row["backend"],
-            escape(served.get(row["backend"], "-")),
-            str(row["sessions"]),
-            f"{row['passed']}/{row['tasks']}",
-            f"{fmt(row['task_s_median'], 2)}/{fmt(row['task_s_p95'], 2)}",
-            fmt(row["model_calls_per_task"], 1),
-            fmt(row["tool_calls_per_task"], 1),
-            f"{row['tool_calls_right']}/{row['tasks']}",
-            fmt(row["tasks_per_s"], 2),
-            escape((row["first_error"] or "")[:80]),
+            row.backend,
+            escape(served.get(row.backend, "-")),
+            str(row.sessions),
+            f"{row.passed}/{row.tasks}",
+            f"{fmt(row.task_s_median, 2)}/{fmt(row.task_s_p95, 2)}",
+            fmt(row.model_calls_per_task, 1),
+            fmt(row.tool_calls_per_task, 1),
+            f"{row.tool_calls_right}/{row.tasks}",
+            fmt(row.tasks_per_s, 2),
+            escape((row.first_error or "")[:80]),
         )
     return table
 

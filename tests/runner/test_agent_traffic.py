@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from runner import bench
+from runner.core.records import tasks_of
 from runner.figures.levels import agent_levels
 from tests.runner.agent_model import AgentModel
 
@@ -36,7 +37,7 @@ def test_sessions_of_the_agent_are_timed_per_task_and_tasks_per_second_grow_with
     assert [t["kind"] for t in tasks[:4]] == ["counting-demo", "tool-use"] * 2
     # Every task: the call the question asks for, then the answer from its result; all graded right.
     assert all(t["passed"] and t["tool_calls_right"] and t["model_calls"] == 2 for t in tasks), tasks
-    one, four = sorted(agent_levels(tasks), key=lambda row: row["sessions"])
+    one, four = sorted((row.to_json() for row in agent_levels(tasks_of(evidence))), key=lambda row: row["sessions"])
     assert (one["tasks"], one["passed"], one["tool_calls_right"]) == (8, 8, 8)
     assert one["model_calls_per_task"] == 2 and one["tool_calls_per_task"] == 1
     # A task is two model calls long at the server, plus the agent's own time (small, bounded here).
@@ -59,7 +60,7 @@ def test_a_wrong_tool_call_is_counted_and_fails_its_task(tmp_path, capsys):
     wrong = {t["task"] for t in tasks if not t["tool_calls_right"]}
     assert wrong == {3, 7}
     assert {t["task"] for t in tasks if not t["passed"]} == wrong
-    (row,) = agent_levels(tasks)
+    (row,) = (row.to_json() for row in agent_levels(tasks_of(evidence)))
     assert (row["passed"], row["tool_calls_right"], row["tasks"]) == (6, 6, 8)
     assert "6/8" in capsys.readouterr().out
 

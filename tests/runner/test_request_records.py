@@ -11,7 +11,7 @@ from dataclasses import asdict
 import pytest
 
 from runner.core.errors import RunnerError
-from runner.core.records import RequestRecord, SloVerdict, records_of
+from runner.core.records import RequestRecord, SloVerdict, records_of, tasks_of
 from runner.measure.load import LoadLevel
 from runner.workloads.slo import judge, parse_goodput
 
@@ -65,3 +65,14 @@ def test_a_malformed_record_is_one_line_naming_it(entry, line):
     with pytest.raises(RunnerError) as refused:
         records_of({"records": [measured().to_json(), entry]}, where="bench.json")
     assert str(refused.value).startswith(line) and "\n" not in str(refused.value)
+
+
+def test_agent_tasks_read_back_typed_beside_the_request_records():
+    level = {"mode": "sessions", "value": 4, "label": "4 sessions"}
+    done = {"backend": "g6", "task": 0, "kind": "counting-demo", "ok": True, "passed": True, "seconds": 0.5,
+            "model_calls": 2, "tool_calls": 1, "tool_calls_right": True, "session": 1, "sent_s": 0.0, "level": level}  # fmt: skip
+    refused = {"backend": "g6", "task": 1, "kind": "tool-use", "ok": False, "passed": False, "error": "no model"}
+    first, second = tasks_of({"tasks": [done, refused | {"level": level}]})
+    assert (first.sessions, first.model_calls, second.seconds, second.error) == (4, 2, None, "no model")
+    with pytest.raises(RunnerError, match=r"^bench.json: tasks\[2\] of g6: no 'task'$"):
+        tasks_of({"tasks": [done, {"backend": "g6", "kind": "x"}]}, where="bench.json")
