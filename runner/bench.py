@@ -26,10 +26,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
 from runner.cloud.reach.in_region import no_instance_reason, row_name, run_in_region
+from runner.core.accuracy import Accuracy, accuracy_by_backend, accuracy_json
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError
-from runner.core.evidence import Evidence, accuracy_by_backend, load
+from runner.core.evidence import Evidence, load
 from runner.measure import ChatRequest
 from runner.measure.benchmark import bench_backend, sweep_backend
 from runner.measure.capacity import Budget
@@ -168,7 +169,7 @@ def run(argv: list[str] | None = None) -> int:
 
     def measure(discovery: Discovery, evidence: Evidence) -> None:
         if accuracy:
-            evidence.data["accuracy"] = accuracy
+            evidence.data["accuracy"] = accuracy_json(accuracy)
         servers = plan_in_region(discovery, evidence) if args.in_region else []
         evidence.data["warm_up"] = []
         progress = Progress(
@@ -384,7 +385,7 @@ def run_agent_traffic(args: argparse.Namespace) -> int:
     return run_command("bench", args, config, measure, measured=lambda _: any(t["ok"] for t in tasks))
 
 
-def quality_accuracy(path: Path) -> dict[str, dict]:
+def quality_accuracy(path: Path) -> dict[str, Accuracy]:
     """The accuracy per backend of a runner.quality evidence file; another command's is one line."""
     data = load(path)
     if data["command"] != "quality":

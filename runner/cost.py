@@ -25,6 +25,7 @@ from catalog.prices import PRICING_API_REGION
 from runner.cli.options import add_aws_switch, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import boto_client, credentials_configured
+from runner.core.accuracy import accuracy_json
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
@@ -89,7 +90,7 @@ def run(argv: list[str] | None = None) -> int:
     evidence.data["pricing_queries"] = price_list.queries if price_list else []
     evidence.data["backends"] = [b for _, data in groups for b in data.get("backends", [])]
     evidence.data["scaling"] = []
-    evidence.data["accuracy"] = accuracy
+    evidence.data["accuracy"] = accuracy_json(accuracy)
     evidence.data["rows_schema"] = ROWS_SCHEMA
     rows: list[CostRow] = []
     for path, data in groups:

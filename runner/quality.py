@@ -76,7 +76,9 @@ def run(argv: list[str] | None = None) -> int:
                         evidence.notice(line)
         finally:
             backends = [(b.name, model_of(b)) for b in discovery.backends]
-            evidence.data["summary"] = summarise(evidence.data["records"], backends, families, skipped)
+            evidence.data["summary"] = [
+                s.to_json() for s in summarise(evidence.data["records"], backends, families, skipped)
+            ]
 
     # Exit 1 when no item was graded on any backend (none answered at all).
     return run_command("quality", args, config, measure, measured=lambda records: any(r.get("graded") for r in records))

@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 
 from runner.cli.session import main_guard
+from runner.core.accuracy import summaries_of
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
 from runner.core.files import write_atomically
@@ -59,6 +60,7 @@ def run(argv: list[str] | None = None) -> int:
     for path, evidence in sources:
         check_tables(path, evidence["command"])
         check_rows_schema(evidence, path)
+        summaries_of(evidence, path)  # a malformed quality summary: one line, before anything is written
     if args.html or args.markdown:
         from runner.render.page import check_page_sources, render_html, render_markdown
 

@@ -36,6 +36,7 @@ from runner.agent.limits import AgentLimits
 from runner.agent.models import strands_model
 from runner.agent.run import AgentRun, run_agent
 from runner.agent.tasks import TOOL_SYSTEM, Task, ToolTask, call_label
+from runner.core.accuracy import Accuracy, QualitySummary
 from runner.core.backends import BATCH_COMMAND, Backend
 from runner.core.errors import as_fault, backend_down
 from runner.core.records import RequestRecord
@@ -342,20 +343,21 @@ def run_backend(
 # --- the summary ---------------------------------------------------------------------------------
 
 
-def tally(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def tally(records: Iterable[dict[str, Any]], skipped: str | None = None) -> Accuracy:
     """Correct over graded, with its 95 % Wilson interval; errors (no answer at all) counted apart."""
     records = list(records)
     graded = [r for r in records if r.get("graded")]
     correct = sum(1 for r in graded if r.get("correct"))
     bounds = wilson_interval(correct, len(graded))
-    return {
-        "correct": correct,
-        "total": len(graded),
-        "accuracy": correct / len(graded) if graded else None,
-        "low": bounds[0] if bounds else None,
-        "high": bounds[1] if bounds else None,
-        "errors": len(records) - len(graded),
-    }
+    return Accuracy(
+        correct=correct,
+        total=len(graded),
+        accuracy=correct / len(graded) if graded else None,
+        low=bounds[0] if bounds else None,
+        high=bounds[1] if bounds else None,
+        errors=len(records) - len(graded),
+        skipped=skipped,
+    )
 
 
 def summarise(
@@ -363,19 +365,17 @@ def summarise(
     backends: list[tuple[str, str]],
     families: list[str],
     skipped: dict[str, dict[str, str]] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[QualitySummary]:
     """Per backend (name, model): overall and per family; a family a backend skipped says why."""
     skipped = skipped or {}
     summary = []
     for name, model in backends:
         mine = [r for r in records if r.get("backend") == name]
-        per_family = {}
-        for family in families:
-            entry = tally(r for r in mine if r.get("family") == family)
-            if family in skipped.get(name, {}):
-                entry["skipped"] = skipped[name][family]
-            per_family[family] = entry
-        summary.append({"backend": name, "model": model, "overall": tally(mine), "families": per_family})
+        per_family = {
+            family: tally((r for r in mine if r.get("family") == family), skipped.get(name, {}).get(family))
+            for family in families
+        }
+        summary.append(QualitySummary(name, model, tally(mine), per_family))
     return summary
 
 

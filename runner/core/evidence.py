@@ -115,17 +115,3 @@ def _emulated() -> str | None:
     if not overrides:
         return None
     return "AWS endpoints overridden (" + ", ".join(f"{k}={v}" for k, v in overrides.items()) + "): not measured on AWS"
-
-
-def accuracy_by_backend(evidence: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per backend, its overall accuracy from `runner.quality` evidence (`summary[].overall`:
-    correct, total, accuracy, low, high), with the file's start time; a later file wins."""
-    found: dict[str, dict[str, Any]] = {}
-    for data in sorted(evidence, key=lambda d: str(d.get("started_at"))):
-        if data.get("command") != "quality":
-            continue
-        for entry in data.get("summary", []):
-            overall = entry.get("overall") or {}
-            if entry.get("backend") and overall.get("total"):
-                found[entry["backend"]] = overall | {"measured_at": data.get("started_at")}
-    return found

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
-from runner.core.errors import RunnerError
-from runner.core.typed_json import read_fields
+from runner.core.typed_json import read_entries, read_fields
 
 # The level a record without one ran in: the survey's requests, one at a time.
 SINGLE = "1 at a time"
@@ -171,16 +170,7 @@ class RequestRecord:
 def records_of(evidence: Mapping[str, Any], key: str = "records", where: object = None) -> list[RequestRecord]:
     """A bench evidence file's request records (`key`: `records`, or `warm_up`), typed, in order;
     a malformed one is one line naming it (prefixed with `where`, the file, when given)."""
-    entries = evidence.get(key) or []
-    records = []
-    for number, entry in enumerate(entries, 1):
-        backend = entry.get("backend") if isinstance(entry, dict) else None
-        what = f"{key}[{number}]" + (f" of {backend}" if isinstance(backend, str) else "")
-        try:
-            records.append(RequestRecord.from_json(entry, what))
-        except RunnerError as error:
-            raise RunnerError(f"{where}: {error}" if where is not None else str(error)) from None
-    return records
+    return read_entries(evidence, key, RequestRecord.from_json, where)
 
 
 @dataclass(frozen=True)
@@ -224,12 +214,4 @@ class AgentTask:
 
 def tasks_of(evidence: Mapping[str, Any], where: object = None) -> list[AgentTask]:
     """A bench evidence file's agent tasks (`tasks`), typed, in order; a malformed one is one line."""
-    tasks = []
-    for number, entry in enumerate(evidence.get("tasks") or [], 1):
-        backend = entry.get("backend") if isinstance(entry, dict) else None
-        what = f"tasks[{number}]" + (f" of {backend}" if isinstance(backend, str) else "")
-        try:
-            tasks.append(AgentTask.from_json(entry, what))
-        except RunnerError as error:
-            raise RunnerError(f"{where}: {error}" if where is not None else str(error)) from None
-    return tasks
+    return read_entries(evidence, "tasks", AgentTask.from_json, where)

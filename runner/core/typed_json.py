@@ -6,9 +6,10 @@ package that types its evidence at its boundary (`runner.figures`, `runner.costi
 from __future__ import annotations
 
 import types
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, fields
 from functools import cache
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from runner.core.errors import RunnerError
 
@@ -63,3 +64,25 @@ def named(data: object, key: str, what: str) -> str:
     """What an entry is, for a line that refuses it: `a cost row of g6`."""
     name = data.get(key) if isinstance(data, dict) else None
     return what + (f" of {name}" if isinstance(name, str) else "")
+
+
+T = TypeVar("T")
+
+
+def read_entries(
+    evidence: Mapping[str, Any], key: str, read: Callable[[object, str], T], where: object = None
+) -> list[T]:
+    """An evidence file's list under `key`, each entry read by `read(entry, what)`, in order; a
+    malformed one is one line naming it (`records[3] of g6`), prefixed with `where` (the file)."""
+    entries = evidence.get(key) or []
+    if not isinstance(entries, list):
+        raise RunnerError(f"{where}: {key!r} is not a list" if where is not None else f"{key!r} is not a list")
+    found = []
+    for number, entry in enumerate(entries, 1):
+        backend = entry.get("backend") if isinstance(entry, dict) else None
+        what = f"{key}[{number}]" + (f" of {backend}" if isinstance(backend, str) else "")
+        try:
+            found.append(read(entry, what))
+        except RunnerError as error:
+            raise RunnerError(f"{where}: {error}" if where is not None else str(error)) from None
+    return found

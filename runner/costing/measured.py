@@ -40,8 +40,9 @@ from catalog.prices import (
     Price,
 )
 from catalog.serving import UNKNOWN, serving
+from runner.core.accuracy import Accuracy, accuracy_by_backend
 from runner.core.errors import RunnerError
-from runner.core.evidence import accuracy_by_backend, load
+from runner.core.evidence import load
 from runner.core.records import RequestRecord, records_of
 from runner.core.stats import median, percentile
 from runner.costing.arithmetic import (
@@ -221,7 +222,7 @@ def read_cost_evidence(path: Path, reader: str = "runner.cost") -> dict[str, Any
     return data
 
 
-def split_quality(paths: list[Path], reader: str) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, dict[str, Any]]]:
+def split_quality(paths: list[Path], reader: str) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, Accuracy]]:
     """The cost inputs (bench, batch) read and checked, and the accuracy per backend that any
     quality evidence among them gives (runner.quality), shown beside the cost, never priced."""
     loaded = [(path, load(path)) for path in paths]

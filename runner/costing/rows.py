@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from catalog.backends import Billing
 from catalog.prices import Price
+from runner.core.accuracy import Accuracy
 from runner.core.errors import RunnerError
 from runner.core.typed_json import fits, named, read_fields
 
@@ -274,7 +275,7 @@ class Advice:
     measured_capacity: bool | None = None
     extrapolated: str | None = None
     # From the quality evidence given beside (runner.quality's overall figures), set by runner.advise.
-    accuracy: dict[str, Any] | None = None
+    accuracy: Accuracy | None = None
 
     def to_json(self) -> dict[str, Any]:
         row: dict[str, Any] = {
@@ -300,15 +301,21 @@ class Advice:
         for key in ("cold_share", "notes", "measured_capacity", "extrapolated"):
             if getattr(self, key) is not None:
                 row[key] = getattr(self, key)
-        row["accuracy"] = self.accuracy
+        row["accuracy"] = self.accuracy.to_json() if self.accuracy is not None else None
         return row
 
     @classmethod
     def from_json(cls, data: object) -> Advice:
         what = named(data, "option", "an advice row")
-        found = read_fields(cls, data, what, apart=("billing", "price"))
+        found = read_fields(cls, data, what, apart=("billing", "price", "accuracy"))
         assert isinstance(data, dict)  # _read refused anything else
-        return cls(**found, billing=_billing(data, what), price=_price(data, what))
+        accuracy = data.get("accuracy")
+        return cls(
+            **found,
+            billing=_billing(data, what),
+            price=_price(data, what),
+            accuracy=Accuracy.from_json(accuracy, f"{what}, its accuracy") if accuracy is not None else None,
+        )
 
 
 def check_rows_schema(evidence: dict[str, Any], where: object) -> None:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from runner.core.accuracy import accuracy_of
 from runner.core.records import RequestRecord, records_of, tasks_of
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
 from runner.figures.capacity import capacity_of
@@ -143,7 +144,7 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     cold_column = any(row["cold"] for row in summary.values())
     if cold_column:
         columns.append("cold start s")
-    accuracy = evidence.get("accuracy") or {}
+    accuracy = accuracy_of(evidence)
     if accuracy:
         columns.append("accuracy")
     add_columns(table, columns, left=("backend", "model"))

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from catalog.prices import HOURS_PER_MONTH, Price
+from runner.core.accuracy import accuracy_of
 from runner.core.stats import fmt
 from runner.costing.rows import CostRow, cost_rows_in, scaling_in
 from runner.render.tables import accuracy_text, add_columns
@@ -73,7 +74,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
     )
     for column in table.columns[:2]:
         column.no_wrap = True
-    accuracy = evidence.get("accuracy") or {}
+    accuracy = accuracy_of(evidence)
     where = f"cost evidence of {evidence.get('started_at')}"
     for row in cost_rows_in(evidence, where):
         monthly = row.usd_per_month_24x7

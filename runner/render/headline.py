@@ -19,6 +19,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from runner.core.accuracy import QualitySummary, summaries_of
 from runner.core.records import Level, RequestRecord, records_of
 from runner.core.stats import median
 from runner.costing.measured import offline_cost_rows
@@ -289,13 +290,13 @@ def cost_cell(rows: list[CostRow] | None, how: str | None) -> Cell:
     return Cell(value, at=at, flag=flag, source=how, as_of=as_of or None)
 
 
-def quality_summaries(sources: list[Source]) -> list[dict[str, Any]]:
-    """Every summary row of the quality evidence given, later runs last."""
+def quality_summaries(sources: list[Source]) -> list[QualitySummary]:
+    """Every summary row of the quality evidence given, typed, later runs last."""
     entries = []
-    for _, data in sorted(
+    for path, data in sorted(
         ((p, d) for p, d in sources if d.get("command") == "quality"), key=lambda s: str(s[1].get("started_at"))
     ):
-        entries += [s for s in data.get("summary") or [] if isinstance(s, dict) and s.get("backend")]
+        entries += summaries_of(data, path)
     return entries
 
 
@@ -306,20 +307,19 @@ def fraction(value: Any) -> float | None:
     return value / 100 if value > 1 else float(value)
 
 
-def accuracy_cell(summary: dict[str, Any]) -> Cell:
-    overall = summary.get("overall") or {}
-    total, correct = overall.get("total"), overall.get("correct")
-    if not total:
-        errors = overall.get("errors")
+def accuracy_cell(summary: QualitySummary) -> Cell:
+    overall = summary.overall
+    if not overall.total:
+        errors = overall.errors
         return Cell(why="no item graded in its quality evidence" + (f" ({errors} without an answer)" if errors else ""))
-    value = fraction(overall.get("accuracy"))
-    if value is None and isinstance(correct, int | float):
-        value = correct / total
+    value = fraction(overall.accuracy)
+    if value is None:
+        value = overall.correct / overall.total
     return Cell(
         value,
-        low=fraction(overall.get("low")),
-        high=fraction(overall.get("high")),
-        count=f"{correct}/{total}" if correct is not None else None,
+        low=fraction(overall.low),
+        high=fraction(overall.high),
+        count=f"{overall.correct}/{overall.total}",
     )
 
 
@@ -394,11 +394,11 @@ def headline_rows(sources: list[Source]) -> list[Row]:
     for row in rows:
         row.accuracy = Cell(why=NO_QUALITY if not summaries else "not in the quality evidence")
     for summary in summaries:
-        model = str(summary.get("model") or "-")
-        matches = [r for r in rows if r.backend == summary["backend"] and (model in r.aliases or model == "-")]
+        model = summary.model or "-"
+        matches = [r for r in rows if r.backend == summary.backend and (model in r.aliases or model == "-")]
         if not matches:
             why = "no bench evidence for it"
-            row = Row(summary["backend"], model, aliases={model}, source="quality")
+            row = Row(summary.backend, model, aliases={model}, source="quality")
             row.stream_tok_s, row.peak_tok_s, row.ttft_s = Cell(why=why), Cell(why=why), Cell(why=why)
             row.usd_per_million = Cell(why="no bench or cost evidence for it")
             rows.append(row)
@@ -607,17 +607,15 @@ def quality_table(evidence: Evidence) -> Table:
         ["backend", "model", "family", "right/items", "accuracy %", "95 % interval"],
         ("backend", "model", "family"),
     )
-    for summary in evidence.get("summary") or []:
-        families = [("all", summary.get("overall") or {})]
-        families += sorted((summary.get("families") or {}).items())
+    for summary in summaries_of(evidence):
+        families = [("all", summary.overall), *sorted(summary.families.items())]
         for name, figures in families:
-            figures = figures if isinstance(figures, dict) else {}
-            accuracy, low, high = (fraction(figures.get(k)) for k in ("accuracy", "low", "high"))
+            accuracy, low, high = (fraction(figures.accuracy), fraction(figures.low), fraction(figures.high))
             table.add_row(
-                str(summary.get("backend")),
-                escape(str(summary.get("model") or "-")),
+                summary.backend,
+                escape(summary.model or "-"),
                 name,
-                f"{figures.get('correct', '-')}/{figures.get('total', '-')}",
+                f"{figures.correct}/{figures.total}",
                 f"{accuracy * 100:.1f}" if accuracy is not None else "-",
                 f"{low * 100:.0f}-{high * 100:.0f}" if low is not None and high is not None else "-",
             )

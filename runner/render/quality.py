@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from runner.agent.quality import summarise
+from runner.core.accuracy import Accuracy, QualitySummary, summaries_of
 from runner.core.stats import counts
 from runner.render.tables import add_columns, models
 
@@ -18,16 +19,16 @@ def percent(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f} %"
 
 
-def interval(entry: dict[str, Any]) -> str:
-    if entry.get("low") is None or entry.get("high") is None:
+def interval(entry: Accuracy) -> str:
+    if entry.low is None or entry.high is None:
         return "-"
-    return f"{entry['low'] * 100:.1f}-{entry['high'] * 100:.1f} %"
+    return f"{entry.low * 100:.1f}-{entry.high * 100:.1f} %"
 
 
-def summary_of(evidence: dict[str, Any]) -> list[dict[str, Any]]:
-    """The evidence's own summary; recomputed from its records when it has none."""
+def summary_of(evidence: dict[str, Any]) -> list[QualitySummary]:
+    """The evidence's own summary, typed; recomputed from its records when it has none."""
     if evidence.get("summary") is not None:
-        return evidence["summary"]
+        return summaries_of(evidence)
     served = models(evidence)
     names = list(dict.fromkeys(r["backend"] for r in evidence.get("records", [])))
     families = evidence.get("config", {}).get("families") or list(
@@ -46,23 +47,23 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
     add_columns(table, columns, left=("backend", "model", "family", "failures"))
     records = evidence.get("records", [])
     for row in summary_of(evidence):
-        name = row["backend"]
+        name = row.backend
         mine = [r for r in records if r.get("backend") == name]
-        entries = [("all", row["overall"]), *row["families"].items()]
+        entries = [("all", row.overall), *row.families.items()]
         for index, (family, entry) in enumerate(entries):
             failed = [r for r in mine if r.get("graded") and not r.get("correct") and family in ("all", r["family"])]
-            if entry.get("skipped"):
-                failures = f"skipped: {entry['skipped']}"
+            if entry.skipped:
+                failures = f"skipped: {entry.skipped}"
             else:
                 failures = counts([r.get("verdict") or "-" for r in failed]) if failed else "-"
             table.add_row(
                 name if index == 0 else "",
-                escape(row["model"]) if index == 0 else "",
+                escape(row.model) if index == 0 else "",
                 family,
-                str(entry["correct"]),
-                str(entry["total"]),
-                str(entry.get("errors", 0)),
-                percent(entry["accuracy"]),
+                str(entry.correct),
+                str(entry.total),
+                str(entry.errors or 0),
+                percent(entry.accuracy),
                 interval(entry),
                 failures,
                 end_section=index == len(entries) - 1,

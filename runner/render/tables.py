@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from runner.core.accuracy import Accuracy
 from runner.core.errors import RunnerError
 
 stdout = Console(highlight=False, soft_wrap=False, width=200)
@@ -55,10 +56,10 @@ def models(evidence: dict[str, Any]) -> dict[str, str]:
     return {b["name"]: b.get("model_label") or b.get("model_id") or "-" for b in evidence.get("backends", [])}
 
 
-def accuracy_text(accuracy: dict[str, Any] | None) -> str:
+def accuracy_text(accuracy: Accuracy | None) -> str:
     """`62 % (52-71)`: accuracy and its 95 % Wilson interval, in percent; `-` when not measured."""
-    if not accuracy or accuracy.get("accuracy") is None:
+    if accuracy is None or accuracy.accuracy is None:
         return "-"
-    low, high = accuracy.get("low"), accuracy.get("high")
+    low, high = accuracy.low, accuracy.high
     interval = f" ({low * 100:.0f}-{high * 100:.0f})" if low is not None and high is not None else ""
-    return f"{accuracy['accuracy'] * 100:.0f} %{interval}"
+    return f"{accuracy.accuracy * 100:.0f} %{interval}"

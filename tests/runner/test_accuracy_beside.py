@@ -9,6 +9,7 @@ import json
 import pytest
 
 from runner import advise, bench, cost, report
+from runner.core.accuracy import Accuracy
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
 from runner.core.stats import wilson_interval
@@ -40,7 +41,7 @@ def measured(tmp_path):
 
 def test_bench_cost_and_advise_show_the_accuracy_beside_their_figures(measured, tmp_path, capsys):
     bench_file, quality = measured
-    expected = accuracy_text(json.loads(quality.read_text())["summary"][0]["overall"])
+    expected = accuracy_text(Accuracy.from_json(json.loads(quality.read_text())["summary"][0]["overall"], "overall"))
     low, high = wilson_interval(CORRECT, TOTAL)
     assert expected == f"65 % ({low * 100:.0f}-{high * 100:.0f})"
     saved = json.loads(bench_file.read_text())

@@ -252,8 +252,8 @@ def test_a_backend_without_tools_skips_the_tool_family_with_a_note():
     assert [r["family"] for r in records] == ["counting", "arithmetic", "extraction"]
     assert all("tools" not in r for r in fake.requests)
     (row,) = summarise(records, [("plain", "fake-model")], list(FAMILIES), {"plain": skipped})
-    assert row["families"]["tool_use"]["skipped"] == "its server ignores tool definitions"
-    assert row["families"]["tool_use"]["total"] == 0 and row["families"]["tool_use"]["accuracy"] is None
+    assert row.families["tool_use"].skipped == "its server ignores tool definitions"
+    assert row.families["tool_use"].total == 0 and row.families["tool_use"].accuracy is None
 
 
 def test_one_broken_backend_never_stops_the_others(tmp_path, dead_url):
