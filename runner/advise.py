@@ -218,7 +218,7 @@ def run(argv: list[str] | None = None) -> int:
         evidence.notice(line)
     evidence.data["prices"] = [asdict(r) | p.to_json() for r, p in prices.items()]
     evidence.data["pricing_queries"] = price_list.queries if price_list else []
-    evidence.data["backends"] = [option.backend for option in options]
+    evidence.data["backends"] = [option.backend.to_json() for option in options]
     ranked = rank([advise(o, workload, prices.get(requests[o.name]) if requests[o.name] else None) for o in options])
     for row in ranked:
         row.accuracy = accuracy.get(row.option)

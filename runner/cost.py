@@ -26,6 +26,7 @@ from runner.cli.options import add_aws_switch, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import boto_client, credentials_configured
 from runner.core.accuracy import accuracy_json
+from runner.core.backend_entries import entries_of
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
@@ -97,7 +98,7 @@ def run(argv: list[str] | None = None) -> int:
         for row in cost_rows(path, data, prices):
             rows.append(row)
             evidence.add_record(row.to_json())
-        for backend in data.get("backends", []) if path != "catalog" else []:
+        for backend in entries_of(data, path) if path != "catalog" else []:
             request = price_request(backend)
             scaling = second_instance(data, backend, prices.get(request) if request else None, args.latency_bound)
             if scaling is not None:

@@ -64,6 +64,10 @@ class SloVerdict:
         return cls(**read_fields(cls, data, what))
 
 
+# The record's fields an entry holds only where they were given (written back only when set).
+KEPT_WHERE_GIVEN = ("emulated", "scripted", "custom_model_units")
+
+
 @dataclass
 class RequestRecord:
     """One request's raw figures; derived rates are computed here, once, from the raw times."""
@@ -111,6 +115,13 @@ class RequestRecord:
     turn: int | None = None
     # The service-level objectives' verdict (runner/workloads/slo.py `judge`), set when the level ends.
     slo: SloVerdict | None = None
+    # Kept only where the entry has them (no measuring path writes them; runner.costing reads
+    # them): a mark that the figure came from emulated AWS or a scripted server (True, or what it
+    # was), and a Custom Model Import's units per model copy (a number, or GetImportedModel's
+    # `customModelUnits` object).
+    emulated: str | bool | None = None
+    scripted: str | bool | None = None
+    custom_model_units: int | dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -151,6 +162,9 @@ class RequestRecord:
         data["tokens_per_s"] = self.tokens_per_s
         data["decode_tokens_per_s"] = self.decode_tokens_per_s
         data["client_overhead_s"] = self.client_overhead_s
+        for key in KEPT_WHERE_GIVEN:
+            if data[key] is None:
+                del data[key]
         return data
 
     @classmethod

@@ -79,7 +79,8 @@ def read_entries(
         raise RunnerError(f"{where}: {key!r} is not a list" if where is not None else f"{key!r} is not a list")
     found = []
     for number, entry in enumerate(entries, 1):
-        backend = entry.get("backend") if isinstance(entry, dict) else None
+        # Named by its backend: a record's `backend`, a backend entry's own `name`.
+        backend = (entry.get("backend") or entry.get("name")) if isinstance(entry, dict) else None
         what = f"{key}[{number}]" + (f" of {backend}" if isinstance(backend, str) else "")
         try:
             found.append(read(entry, what))

@@ -44,6 +44,7 @@ from typing import Any
 from catalog.backends import Billing
 from catalog.prices import DAYS_PER_MONTH, HOURS_PER_MONTH, MODEL_IMPORT_WINDOW_MINUTES, Price
 from catalog.serving import serving
+from runner.core.backend_entries import BackendEntry, entries_of
 from runner.core.errors import RunnerError
 from runner.core.records import RequestRecord, records_of
 from runner.core.stats import median, percentile
@@ -206,14 +207,14 @@ class Measured:
 
     name: str
     evidence: str
-    backend: dict[str, Any]
+    backend: BackendEntry
     billing: Billing
     provenance: str | None
     points: list[Point] = field(default_factory=list)
     warm: list[RequestRecord] = field(default_factory=list)
     cold: Cold | None = None
-    # The backend's entries as the file holds them: a Custom Model Import's units may be on one.
-    records: list[dict[str, Any]] = field(default_factory=list)
+    # The backend's records (cold starts and failures too): a Custom Model Import's units may be on one.
+    records: list[RequestRecord] = field(default_factory=list)
     jobs: list[dict[str, Any]] = field(default_factory=list)
     # The most load within the workload's objectives, as measured (runner.bench --find-capacity),
     # or why there is none.
@@ -345,34 +346,33 @@ def measured_options(
     if evidence.get("command") == "batch":
         by_backend: dict[str, Measured] = {}
         for job in evidence.get("jobs", []):
-            backend = batch_backend(evidence, job)
+            backend = batch_backend(evidence, job, path)
             option = by_backend.setdefault(
-                backend["name"],
-                Measured(backend["name"], path, backend, Billing.JOB_INSTANCE_HOURS, provenance(evidence, backend)),
+                backend.name,
+                Measured(backend.name, path, backend, Billing.JOB_INSTANCE_HOURS, provenance(evidence, backend)),
             )
             option.jobs.append(job)
         return list(by_backend.values())
     options = []
     colds = cold_records(evidence, path)
     typed = records_of(evidence, where=path)
-    for backend in evidence.get("backends", []):
-        entries = [r for r in evidence.get("records", []) if r.get("backend") == backend["name"]]
-        records = [r for r in typed if r.backend == backend["name"]]
+    for backend in entries_of(evidence, path):
+        records = [r for r in typed if r.backend == backend.name]
         warm = [r for r in records if r.ok and not is_cold(r)]
         capacity, capacity_why = (
-            measured_capacity(path, evidence, backend["name"], workload) if workload and workload.slo else (None, "")
+            measured_capacity(path, evidence, backend.name, workload) if workload and workload.slo else (None, "")
         )
         options.append(
             Measured(
-                name=backend["name"],
+                name=backend.name,
                 evidence=path,
                 backend=backend,
                 billing=billing_of(backend),
-                provenance=provenance(evidence, backend),
+                provenance=provenance(evidence, backend, records),
                 points=_points(records, output_tokens),
                 warm=warm,
-                cold=_cold(colds.get(backend["name"], []), warm, output_tokens),
-                records=entries,
+                cold=_cold(colds.get(backend.name, []), warm, output_tokens),
+                records=records,
                 capacity=capacity,
                 capacity_why=capacity_why,
             )
@@ -444,7 +444,7 @@ def advise_instance_hours(option: Measured, workload: Workload, price: Price) ->
     base = _advice(option, price)
     if point is None:
         return replace(base, arithmetic="no measured level", meets=None, why="not measured")
-    low = max(1, int((option.backend.get("catalog") or {}).get("min_instances") or 1))
+    low = max(1, int(option.backend.spec.min_instances or 1))
     high = max_instances(option.backend)
     per_hour = workload.per_hour()
     autoscaled = serving(priced_kind(option.backend)).scales_out and high >= 2
@@ -578,9 +578,7 @@ def advise_serverless(option: Measured, workload: Workload, price: Price) -> Adv
     )
     point = Point("all warm requests", 0.0, 0.0, percentile(times, 95), _p95_ttft(option.warm), warm_s)
     advice = _finish(option, workload, base, point, True, share, monthly, arithmetic, notes)
-    limit = (option.backend.get("stack_output") or {}).get("max_concurrency") or (
-        option.backend.get("catalog") or {}
-    ).get("max_concurrency")
+    limit = option.backend.output.max_concurrency or option.backend.spec.max_concurrency
     busiest = workload.peak_per_hour / 3600 * warm_s
     if limit and busiest > limit:
         advice.meets = False

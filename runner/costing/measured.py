@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from catalog.prices import (
 )
 from catalog.serving import UNKNOWN, serving
 from runner.core.accuracy import Accuracy, accuracy_by_backend
+from runner.core.backend_entries import BackendEntry, entries_of, model_units
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
 from runner.core.records import RequestRecord, records_of
@@ -77,14 +78,14 @@ PLATEAU_SHARE = 0.05
 NOT_EMULATED = "needs a real account: scaling under load is not emulated"
 
 
-def billing_of(backend: dict[str, Any]) -> Billing:
+def billing_of(backend: BackendEntry) -> Billing:
     """How AWS bills a backend as an evidence file lists it: by the kind it is priced as (a known
     backend given with --endpoint is priced as its catalog entry), else by its catalog entry."""
     path = serving(priced_kind(backend))
     if path is not UNKNOWN:
         return path.billing
     try:
-        return Billing((backend.get("catalog") or {}).get("billing"))
+        return Billing(backend.spec.billing)
     except ValueError:
         return Billing.NONE
 
@@ -95,39 +96,39 @@ def _flag(value: Any, what: str) -> str | None:
     return f"{what} ({value})" if isinstance(value, str) else what
 
 
-def provenance(evidence: dict[str, Any], backend: dict[str, Any]) -> str | None:
+def provenance(evidence: Mapping[str, Any], backend: BackendEntry, records: Sequence[RequestRecord] = ()) -> str | None:
     """None when the figures came from AWS; otherwise what they came from. Not AWS: the embedded
     model, any `--endpoint` server (not known to be AWS, even under a known backend's name), a
     plain OpenAI-compatible server, and anything marked `emulated` or `scripted` (on the evidence,
-    its config, the backend, or any of the backend's records)."""
-    name = backend.get("name")
+    its config, the backend, or any of the backend's records, `records`)."""
     config = evidence.get("config") or {}
-    records = [r for r in evidence.get("records", []) if r.get("backend") == name]
-    for holder in (evidence, config, backend, *records):
-        for key, what in (("emulated", "emulated AWS"), ("scripted", "scripted server")):
-            label = _flag(holder.get(key), what)
-            if label:
-                return label
-    source = str(backend.get("source") or "")
+    marks = [
+        (evidence.get("emulated"), evidence.get("scripted")),
+        (config.get("emulated"), config.get("scripted")),
+        (backend.emulated, backend.scripted),
+        *((r.emulated, r.scripted) for r in records if r.backend == backend.name),
+    ]
+    for emulated, scripted in marks:
+        label = _flag(emulated, "emulated AWS") or _flag(scripted, "scripted server")
+        if label:
+            return label
+    source = backend.source or ""
     if source == "embedded":
         return serving(BackendKind.LOCAL).provenance
     if "--endpoint" in source:
         return "--endpoint server, not known to be AWS"
-    return serving(backend.get("kind")).provenance
+    return serving(backend.kind).provenance
 
 
-def custom_model_units(backend: dict[str, Any], records: list[dict[str, Any]]) -> tuple[int, str | None]:
+def custom_model_units(backend: BackendEntry, records: Sequence[RequestRecord]) -> tuple[int, str | None]:
     """CMUs per model copy: an evidence field `custom_model_units` (on the backend, its stack
     output or a record; a number, or GetImportedModel's `customModelUnits` object) wins; else 1,
     with the note that says it is assumed."""
-    holders = [backend, backend.get("stack_output") or {}, *records]
-    for holder in holders:
-        for key in ("custom_model_units", "customModelUnits"):
-            value = holder.get(key)
-            if isinstance(value, dict):
-                value = value.get("customModelUnitsPerModelCopy")
-            if isinstance(value, int) and value > 0:
-                return value, None
+    given = [backend.custom_model_units, backend.output.custom_model_units]
+    given += [model_units(r.custom_model_units) for r in records]
+    units = next((u for u in given if u is not None), None)
+    if units is not None:
+        return units, None
     return DEFAULT_CUSTOM_MODEL_UNITS, DEFAULT_CUSTOM_MODEL_UNITS_NOTE
 
 
@@ -231,31 +232,25 @@ def split_quality(paths: list[Path], reader: str) -> tuple[list[tuple[str, dict[
     return inputs, accuracy_by_backend(quality)
 
 
-def batch_backend(evidence: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+def batch_backend(evidence: Mapping[str, Any], job: dict[str, Any], where: object = None) -> BackendEntry:
     """The backend a batch job ran on: the evidence's own entry where it lists one, else the catalog's."""
     name = job.get("backend") or "sagemaker-batch"
-    listed = next((b for b in evidence.get("backends", []) if b.get("name") == name), None)
+    listed = next((b for b in entries_of(evidence, where) if b.name == name), None)
     if listed is not None:
         return listed
     spec = get_backend("sagemaker-batch")
-    return {
+    entry = {
         "name": name,
         "kind": spec.kind.value,
         "region": job.get("region") or (spec.regions[0] if spec.regions else None),
         "source": "batch evidence",
         "catalog": _spec_json(spec),
     }
+    return BackendEntry.from_json(entry, f"the catalog's {name}")
 
 
-def batch_region(backend: dict[str, Any], job: dict[str, Any]) -> str | None:
-    output = backend.get("stack_output") or {}
-    catalog = backend.get("catalog") or {}
-    return (
-        job.get("region")
-        or backend.get("region")
-        or output.get("region")
-        or next(iter(catalog.get("regions") or []), None)
-    )
+def batch_region(backend: BackendEntry, job: dict[str, Any]) -> str | None:
+    return job.get("region") or backend.region or backend.output.region or next(iter(backend.spec.regions), None)
 
 
 def evidence_price_requests(evidence: dict[str, Any]) -> list[PriceRequest]:
@@ -268,7 +263,7 @@ def evidence_price_requests(evidence: dict[str, Any]) -> list[PriceRequest]:
             if request is not None:
                 requests.append(request)
         return requests
-    return [r for r in map(price_request, evidence.get("backends", [])) if r is not None]
+    return [r for r in map(price_request, entries_of(evidence)) if r is not None]
 
 
 def bedrock_reference_request() -> PriceRequest:
@@ -289,16 +284,21 @@ def offline_cost_rows(source: str, evidence: dict[str, Any]) -> list[CostRow]:
 
 
 def _base_row(
-    source: str, evidence: dict[str, Any], backend: dict[str, Any], request: PriceRequest | None, price: Price | None
+    source: str,
+    evidence: dict[str, Any],
+    backend: BackendEntry,
+    request: PriceRequest | None,
+    price: Price | None,
+    records: Sequence[RequestRecord] = (),
 ) -> CostRow:
     billing = billing_of(backend)
     hourly = price.usd_per_hour if price else None
     return CostRow(
         evidence=source,
-        backend=backend["name"],
+        backend=backend.name,
         billing=billing,
-        provenance=provenance(evidence, backend),
-        region=request.region if request else backend.get("region"),
+        provenance=provenance(evidence, backend, records),
+        region=request.region if request else backend.region,
         billed_by=request.item if request else None,
         price=price,
         usd_per_hour=hourly,
@@ -331,11 +331,11 @@ def model_import_level_cost(figures: LevelFigures, price: Price, units: int) -> 
 
 def level_rows(
     base: CostRow,
-    backend: dict[str, Any],
+    backend: BackendEntry,
     figures_list: list[LevelFigures],
     price: Price,
     bedrock_reference: Price | None,
-    records: list[dict[str, Any]],
+    records: Sequence[RequestRecord],
 ) -> list[CostRow]:
     billing = billing_of(backend)
     rows = []
@@ -380,7 +380,7 @@ def level_rows(
     return rows
 
 
-def cold_rows(base: CostRow, backend: dict[str, Any], cold: list[RequestRecord], price: Price) -> list[CostRow]:
+def cold_rows(base: CostRow, backend: BackendEntry, cold: list[RequestRecord], price: Price) -> list[CostRow]:
     """What a request that finds zero instances costs and takes, apart from the levels."""
     billing = billing_of(backend)
     e2e = [r.e2e_s for r in cold if r.e2e_s is not None]
@@ -436,7 +436,7 @@ def batch_rows(source: str, evidence: dict[str, Any], prices: dict[PriceRequest,
     """One row per transform job: its instances for its billable time, over its output tokens."""
     rows = []
     for job in evidence.get("jobs", []):
-        backend = batch_backend(evidence, job)
+        backend = batch_backend(evidence, job, source)
         request = batch_price_request(job, batch_region(backend, job))
         price = prices.get(request) if request else None
         base = _base_row(source, evidence, backend, request, price)
@@ -472,20 +472,22 @@ def cost_rows(
     evidence: dict[str, Any],
     prices: dict[PriceRequest, Price],
     *,
-    backends: list[dict[str, Any]] | None = None,
+    backends: list[BackendEntry] | None = None,
 ) -> list[CostRow]:
     """One row per backend and measured load level (one without figures when none was measured),
     a row apart for cold starts, and for Custom Model Import a storage row (a fixed monthly line)."""
     if evidence.get("command") == "batch":
         return batch_rows(source, evidence, prices)
     bedrock_reference = prices.get(bedrock_reference_request())
-    levels = load_levels(records_of(evidence, where=source))
+    typed = records_of(evidence, where=source)
+    levels = load_levels(typed)
     cold = cold_records(evidence, source)
     rows = []
-    for backend in evidence.get("backends", []) if backends is None else backends:
+    for backend in entries_of(evidence, source) if backends is None else backends:
+        records = [r for r in typed if r.backend == backend.name]
         request = price_request(backend)
         price = prices.get(request) if request else None
-        base = _base_row(source, evidence, backend, request, price)
+        base = _base_row(source, evidence, backend, request, price, records)
         billing = billing_of(backend)
         if billing is Billing.JOB_INSTANCE_HOURS:
             rows.append(replace(base, note="priced from batch evidence (python -m runner.batch)"))
@@ -496,9 +498,8 @@ def cost_rows(
         if price is None:
             rows.append(replace(base, note="no price found"))
             continue
-        records = [r for r in evidence.get("records", []) if r.get("backend") == backend["name"]]
-        rows += level_rows(base, backend, levels.get(backend["name"], []), price, bedrock_reference, records)
-        rows += cold_rows(base, backend, cold.get(backend["name"], []), price)
+        rows += level_rows(base, backend, levels.get(backend.name, []), price, bedrock_reference, records)
+        rows += cold_rows(base, backend, cold.get(backend.name, []), price)
         if billing is Billing.MODEL_UNIT_MINUTES and price.usd_per_unit_month is not None:
             units, note = custom_model_units(backend, records)
             rows.append(
@@ -513,15 +514,12 @@ def cost_rows(
     return rows
 
 
-def max_instances(backend: dict[str, Any]) -> int:
-    output = backend.get("stack_output") or {}
-    catalog = backend.get("catalog") or {}
-    value = output.get("max_instances") or catalog.get("max_instances") or 1
-    return int(value)
+def max_instances(backend: BackendEntry) -> int:
+    return int(backend.output.max_instances or backend.spec.max_instances or 1)
 
 
 def second_instance(
-    evidence: dict[str, Any], backend: dict[str, Any], price: Price | None, bound_s: float | None = None
+    evidence: dict[str, Any], backend: BackendEntry, price: Price | None, bound_s: float | None = None
 ) -> Scaling | None:
     """For the real-time endpoint: from the closed-loop levels, where one instance stops growing
     (the first level whose tok/s is within 5 % of the next level's, or the last whose p95
@@ -533,15 +531,12 @@ def second_instance(
     if not serving(priced_kind(backend)).scales_out or price is None or not price.usd_per_hour:
         return None
     hourly = price.usd_per_hour
+    records = records_of(evidence)
     levels = sorted(
-        (
-            f
-            for f in load_levels(records_of(evidence)).get(backend["name"], [])
-            if f.mode == "concurrency" and f.output_tok_s
-        ),
+        (f for f in load_levels(records).get(backend.name, []) if f.mode == "concurrency" and f.output_tok_s),
         key=lambda f: f.value or 0,
     )
-    result = Scaling(backend=backend["name"], max_instances=max_instances(backend), bound_s=bound_s)
+    result = Scaling(backend=backend.name, max_instances=max_instances(backend), bound_s=bound_s)
     if len(levels) < 2:
         result.verdict = (
             "not enough closed-loop levels: bench --concurrency 1,4,16,64 finds where one instance stops growing"
@@ -570,7 +565,7 @@ def second_instance(
         f"at {following.level} it gives {following.output_tok_s:.1f} tok/s"
         + (f", p95 {following.p95_e2e_s:.2f} s" if following.p95_e2e_s is not None else "")
     )
-    if provenance(evidence, backend) is not None:
+    if provenance(evidence, backend, records) is not None:
         result.verdict = f"{NOT_EMULATED} ({facts})"
         return result
     later = levels[capacity + 1 :]

@@ -37,6 +37,7 @@ from catalog.prices import (
     serverless_item,
 )
 from catalog.serving import serving
+from runner.core.backend_entries import BackendEntry
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import now_iso
 from runner.costing.arithmetic import with_raised_throughput
@@ -334,40 +335,36 @@ def bedrock_price_name(model_id: str) -> str:
 REFERENCE_BEDROCK = next(spec for spec in BACKENDS if serving(spec.kind).billing is Billing.PER_TOKEN)
 
 
-def priced_kind(backend: dict[str, Any]) -> str | None:
+def priced_kind(backend: BackendEntry) -> str | None:
     """The kind a backend is billed as: its own, or for a known backend's name given with
     `--endpoint NAME=URL` (the survey's own manual forward), its catalog entry's."""
-    kind = backend.get("kind")
-    catalog = backend.get("catalog") or {}
-    if serving(kind).openai and catalog.get("kind") in PRICED_AS_CATALOG:
-        return catalog["kind"]
-    return kind
+    catalog_kind = backend.spec.kind
+    if serving(backend.kind).openai and catalog_kind in PRICED_AS_CATALOG:
+        return catalog_kind
+    return backend.kind
 
 
-def serverless_memory_mb(backend: dict[str, Any]) -> int | None:
+def serverless_memory_mb(backend: BackendEntry) -> int | None:
     """The memory size a serverless endpoint was deployed with (stack output, else catalog)."""
-    output = backend.get("stack_output") or {}
-    catalog = backend.get("catalog") or {}
-    memory = output.get("memory_mb") or catalog.get("memory_mb")
-    return memory if isinstance(memory, int) and memory in SERVERLESS_MEMORY_SIZES_MB else None
+    memory = backend.output.memory_mb or backend.spec.memory_mb
+    return memory if memory in SERVERLESS_MEMORY_SIZES_MB else None
 
 
-def price_request(backend: dict[str, Any]) -> PriceRequest | None:
+def price_request(backend: BackendEntry) -> PriceRequest | None:
     """What a backend (as an evidence file lists it) is billed by; None when AWS does not bill it.
 
     A known backend's name given with `--endpoint NAME=URL` (the survey's own manual forward:
     `--endpoint g6=http://127.0.0.1:8001`) is that backend on its AWS instance, so it is priced
     as the catalog's entry, in its first region when the evidence names none."""
     kind = priced_kind(backend)
-    output = backend.get("stack_output") or {}
-    catalog = backend.get("catalog") or {}
-    region = backend.get("region") or output.get("region") or next(iter(catalog.get("regions") or []), None)
-    instance_type = output.get("instance_type") or catalog.get("instance_type")
+    output, catalog = backend.output, backend.spec
+    region = backend.region or output.region or next(iter(catalog.regions), None)
+    instance_type = output.instance_type or catalog.instance_type
     request = PRICE_REQUESTS.get(kind or "")
     return request(backend, instance_type, region) if request else None
 
 
-Request = Callable[[dict[str, Any], str | None, str | None], "PriceRequest | None"]
+Request = Callable[[BackendEntry, str | None, str | None], "PriceRequest | None"]
 
 
 def by_instance(service: str, item: Callable[[str], str] = lambda instance_type: instance_type) -> Request:
@@ -384,13 +381,13 @@ def by_server() -> Request:
     )
 
 
-def volume_throughput(backend: dict[str, Any]) -> int:
+def volume_throughput(backend: BackendEntry) -> int:
     """The root volume's gp3 throughput above the included one (its catalog entry's), else 0."""
-    throughput = (backend.get("catalog") or {}).get("root_volume_throughput_mbs")
-    return throughput if isinstance(throughput, int) and throughput > GP3_BASELINE_MBS else 0
+    throughput = backend.spec.root_volume_throughput_mbs
+    return throughput if throughput is not None and throughput > GP3_BASELINE_MBS else 0
 
 
-def serverless_request(backend: dict[str, Any], instance_type: str | None, region: str | None) -> PriceRequest | None:
+def serverless_request(backend: BackendEntry, instance_type: str | None, region: str | None) -> PriceRequest | None:
     memory = serverless_memory_mb(backend)
     return PriceRequest(SAGEMAKER, serverless_item(memory), region) if memory and region else None
 
@@ -407,7 +404,7 @@ PRICE_REQUESTS: dict[str, Request] = {
         BEDROCK, MODEL_IMPORT_ITEM, region or PRICING_API_REGION
     ),
     BackendKind.BEDROCK.value: lambda backend, _, region: PriceRequest(
-        BEDROCK, bedrock_price_name(backend.get("model_id", "")), region or PRICING_API_REGION
+        BEDROCK, bedrock_price_name(backend.model_id or ""), region or PRICING_API_REGION
     ),
 }
 # The kinds a known backend given with `--endpoint` is priced as (its catalog entry's kind): every

@@ -5,10 +5,11 @@ records; each figure a dataclass whose `to_json` is the entry the reports and ev
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from runner.core.backend_entries import BackendEntry
 from runner.core.records import AgentTask, RequestRecord
 from runner.core.stats import mean, median, percentile
 from runner.figures.latency import Distribution, distribution, time_per_output_token, token_gaps
@@ -225,14 +226,14 @@ class Roofline:
         return _json(self)
 
 
-def roofline(records: Sequence[RequestRecord], backends: Sequence[Mapping[str, Any]]) -> dict[str, Roofline]:
+def roofline(records: Sequence[RequestRecord], backends: Sequence[BackendEntry]) -> dict[str, Roofline]:
     """Per backend with a catalog bandwidth and bytes per token: the decode ceiling (bandwidth /
     bytes read per token) and the share of it the median single-request decode rate reached."""
     ceilings = {}
     for backend in backends:
-        spec = backend.get("catalog") or {}
-        if spec.get("memory_bandwidth_gbs") and spec.get("decode_read_gb"):
-            ceilings[backend["name"]] = spec["memory_bandwidth_gbs"] / spec["decode_read_gb"]
+        spec = backend.spec
+        if spec.memory_bandwidth_gbs and spec.decode_read_gb:
+            ceilings[backend.name] = spec.memory_bandwidth_gbs / spec.decode_read_gb
     result = {}
     for (name, label), group in level_groups(records).items():
         if name in ceilings and label == "1 at a time":

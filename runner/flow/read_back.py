@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.core.backend_entries import entries_of
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
 from runner.costing.billing_now import BillingNow
@@ -109,6 +110,6 @@ class BatchEvidence:
     @classmethod
     def read(cls, path: Path) -> BatchEvidence:
         data = read_command(path, "batch")
-        region = next((b.get("region") for b in data.get("backends", []) if b.get("region")), None)
+        region = next((b.region for b in entries_of(data, path) if b.region), None)
         names = [job.get("job_name") for job in data.get("jobs", [])]
         return cls(tuple(TransformJob(region, name) for name in names if name and region))

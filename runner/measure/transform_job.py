@@ -11,6 +11,7 @@ from typing import Any
 from catalog.prices import SAGEMAKER
 from runner.cloud.aws import boto_client
 from runner.cloud.jobs import batch_transform
+from runner.core.backend_entries import BackendEntry
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError, as_fault, describe
@@ -155,7 +156,8 @@ def stop_job(sagemaker: Any, job_name: str, job: dict[str, Any], why: str) -> No
 def price_job(backend: Backend, job: dict[str, Any], evidence: Evidence) -> None:
     """The job's price: its instances' hourly rate (offline table) over its billable seconds."""
     region = backend.region or "us-east-1"
-    request = price_request(backend.to_json()) or PriceRequest(SAGEMAKER, job["instance_type"], region)
+    entry = BackendEntry.from_json(backend.to_json(), f"backend {backend.name}")
+    request = price_request(entry) or PriceRequest(SAGEMAKER, job["instance_type"], region)
     prices, notices = price_all([request], None)
     for line in notices:
         evidence.notice(line)

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from runner.core.accuracy import accuracy_of
+from runner.core.backend_entries import entries_of
 from runner.core.records import RequestRecord, records_of, tasks_of
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
 from runner.figures.capacity import capacity_of
@@ -86,9 +87,9 @@ def bench_summary(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Per backend: the figures the bench table shows, computed from the raw records."""
     grouped: dict[str, list[RequestRecord]] = defaultdict(list)
     kinds = {}
-    for backend in evidence.get("backends", []):
-        grouped[backend["name"]] = []
-        kinds[backend["name"]] = backend.get("kind")
+    for backend in entries_of(evidence):
+        grouped[backend.name] = []
+        kinds[backend.name] = backend.kind
     for record in records_of(evidence):
         if not record.cold_start:
             grouped[record.backend].append(record)
@@ -150,7 +151,8 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     add_columns(table, columns, left=("backend", "model"))
     if baseline is not None:
         table.add_column("tok/s change", justify="right")
-    ceilings = roofline(records_of(evidence), evidence.get("backends", []))
+    entries = entries_of(evidence)
+    ceilings = roofline(records_of(evidence), entries)
     if ceilings:
         table.add_column("decode ceiling tok/s", justify="right")
         table.add_column("share", justify="right")
@@ -160,7 +162,7 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     same = same_text(evidence)
     served = models(evidence)
     # bench --in-region: each server's row through the tunnel and its row on its own host say so.
-    paths = {b["name"]: b.get("path_note") for b in evidence.get("backends", [])}
+    paths = {b.name: b.path_note for b in entries}
 
     for name, row in summary.items():
         notes = [paths[name]] if paths.get(name) else []
@@ -210,7 +212,7 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
 
 def survey_figures(evidence: dict[str, Any]) -> dict[str, tuple[float, ...]]:
     """Per backend, the survey's published single-request tok/s (catalog, with its source)."""
-    return {b["name"]: tuple((b.get("catalog") or {}).get("survey_tok_s") or ()) for b in evidence.get("backends", [])}
+    return {b.name: tuple(b.spec.survey_tok_s) for b in entries_of(evidence)}
 
 
 def same_text(evidence: dict[str, Any]) -> dict[str, list[str]]:
@@ -439,7 +441,7 @@ def workload_lines(evidence: dict[str, Any]) -> list[str]:
     """How each backend's prompts were sized, where its metrics came from, and (with
     `--in-region`) which path each row measured."""
     lines = []
-    paths = {b["name"]: b.get("path_note") for b in evidence.get("backends", [])}
+    paths = {b.name: b.path_note for b in entries_of(evidence)}
     for name, info in (evidence.get("workload_backends") or {}).items():
         parts = [paths[name]] if paths.get(name) else []
         if info.get("token_count"):

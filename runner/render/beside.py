@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.table import Table
 
+from runner.core.backend_entries import CatalogFacts, entries_of
 from runner.core.stats import fmt, median
 from runner.costing.arithmetic import usd_per_million_output
 from runner.costing.rows import cost_rows_in
@@ -19,16 +20,18 @@ from runner.render.tables import add_columns
 from runner.render.up import phase_line, slow_ways
 
 Source = tuple[Path, dict[str, Any]]
+# A backend whose catalog entry no file recorded: the survey has no figure for it.
+NONE = CatalogFacts()
 SURVEY_RUNS = "the survey: runs of 2026-10-04/05 (repository xbill9/aws-inference-strands)"
 
 
-def catalog_of(sources: list[Source]) -> dict[str, dict[str, Any]]:
+def catalog_of(sources: list[Source]) -> dict[str, CatalogFacts]:
     """Per backend, the catalog entry an evidence file recorded (the last file wins)."""
-    found: dict[str, dict[str, Any]] = {}
-    for _, data in sources:
-        for backend in data.get("backends", []):
-            if backend.get("catalog"):
-                found[backend["name"]] = backend["catalog"]
+    found: dict[str, CatalogFacts] = {}
+    for path, data in sources:
+        for backend in entries_of(data, path):
+            if backend.catalog:
+                found[backend.name] = backend.catalog
     return found
 
 
@@ -36,7 +39,7 @@ def of(sources: list[Source], command: str) -> list[dict[str, Any]]:
     return [d for _, d in sources if d.get("command") == command]
 
 
-def launch_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> Table | None:
+def launch_table(sources: list[Source], catalog: dict[str, CatalogFacts]) -> Table | None:
     records = [r for d in of(sources, "up") for r in d.get("records", []) if "backend" in r]
     if not records:
         return None
@@ -47,8 +50,8 @@ def launch_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> T
         ("backend", "outcome", "your phases s", "slow ways"),
     )
     for record in records:
-        survey = record.get("survey_launch_to_ready_min") or catalog.get(record["backend"], {}).get(
-            "survey_launch_to_ready_min"
+        survey = (
+            record.get("survey_launch_to_ready_min") or catalog.get(record["backend"], NONE).survey_launch_to_ready_min
         )
         outcome = record["outcome"] + (f": {record['reason']}" if record.get("reason") else "")
         table.add_row(
@@ -62,7 +65,7 @@ def launch_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> T
     return table
 
 
-def demo1_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> Table | None:
+def demo1_table(sources: list[Source], catalog: dict[str, CatalogFacts]) -> Table | None:
     runs = of(sources, "counting")
     if not runs:
         return None
@@ -75,7 +78,7 @@ def demo1_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> Ta
             grouped.setdefault(record["backend"], []).append(record)
         for name, records in grouped.items():
             n = len(records)
-            survey = {m: (c, r) for m, c, r in catalog.get(name, {}).get("survey_demo1") or ()}
+            survey = {m: (c, r) for m, c, r in catalog.get(name, NONE).survey_demo1}
             theirs = survey.get(mode)
             table.add_row(
                 name,
@@ -87,7 +90,7 @@ def demo1_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> Ta
     return table
 
 
-def demo2_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> Table | None:
+def demo2_table(sources: list[Source], catalog: dict[str, CatalogFacts]) -> Table | None:
     runs = [r for d in of(sources, "orchestrator") for r in d.get("records", [])]
     if not runs:
         return None
@@ -105,12 +108,12 @@ def demo2_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> Ta
             name,
             ", ".join(sorted(set(answers[name]))),
             fmt(median(seconds.get(name, []))),
-            fmt(catalog.get(name, {}).get("survey_demo2_median_s")),
+            fmt(catalog.get(name, NONE).survey_demo2_median_s),
         )
     return table
 
 
-def bench_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> Table | None:
+def bench_table(sources: list[Source], catalog: dict[str, CatalogFacts]) -> Table | None:
     singles = [d for d in of(sources, "bench") if not is_sweep(d)]
     if not singles:
         return None
@@ -118,7 +121,7 @@ def bench_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> Ta
     add_columns(table, ("backend", "ok/runs", "yours tok/s", "survey tok/s"), ("backend",))
     for data in singles:
         for name, row in bench_summary(data).items():
-            survey = catalog.get(name, {}).get("survey_tok_s") or ()
+            survey = catalog.get(name, NONE).survey_tok_s
             table.add_row(
                 name,
                 f"{row['ok']}/{row['runs']}",
@@ -128,19 +131,19 @@ def bench_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> Ta
     return table
 
 
-def survey_cost(entry: dict[str, Any]) -> float | None:
+def survey_cost(entry: CatalogFacts) -> float | None:
     """The survey's $ per million output tokens: its price over its run-2 tok/s (Bedrock: its
     output-token price)."""
-    if entry.get("survey_usd_per_million_output") is not None:
-        return entry["survey_usd_per_million_output"]
-    tok_s = entry.get("survey_tok_s") or ()
-    price = entry.get("survey_usd_per_hour")
+    if entry.survey_usd_per_million_output is not None:
+        return entry.survey_usd_per_million_output
+    tok_s = entry.survey_tok_s
+    price = entry.survey_usd_per_hour
     if not tok_s or not price:
         return None
     return usd_per_million_output(price, tok_s[-1])
 
 
-def cost_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> Table | None:
+def cost_table(sources: list[Source], catalog: dict[str, CatalogFacts]) -> Table | None:
     records = [
         r
         for path, data in sources
@@ -160,12 +163,12 @@ def cost_table(sources: list[Source], catalog: dict[str, dict[str, Any]]) -> Tab
         if key in seen:
             continue
         seen.add(key)
-        entry = catalog.get(row.backend, {})
+        entry = catalog.get(row.backend, NONE)
         theirs = survey_cost(entry)
         basis = (
             "its output price"
-            if entry.get("survey_usd_per_million_output") is not None
-            else f"${entry.get('survey_usd_per_hour')}/h over {entry['survey_tok_s'][-1]:g} tok/s"
+            if entry.survey_usd_per_million_output is not None
+            else f"${entry.survey_usd_per_hour}/h over {entry.survey_tok_s[-1]:g} tok/s"
             if theirs is not None
             else "-"
         )

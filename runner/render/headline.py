@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from runner.core.accuracy import QualitySummary, summaries_of
+from runner.core.backend_entries import entries_of
 from runner.core.records import Level, RequestRecord, records_of
 from runner.core.stats import median
 from runner.costing.measured import offline_cost_rows
@@ -203,15 +204,16 @@ def speed_cells(
 
 def bench_rows(path: Path, data: Evidence) -> list[Row]:
     by_backend: dict[str, list[tuple[str, list[RequestRecord]]]] = {}
-    for backend in data.get("backends", []):
-        by_backend[backend["name"]] = []
+    entries = entries_of(data, path)
+    for entry in entries:
+        by_backend[entry.name] = []
     for (backend, label), records in level_groups(records_of(data, where=path)).items():
         by_backend.setdefault(backend, []).append((label, warm(records)))
     throughput: dict[str, dict[str, float | None]] = {}
     for backend, level, summary in level_rows(data):
         throughput.setdefault(backend, {})[level.label] = summary.output_tok_s
     served = models(data)
-    ids = {b["name"]: b.get("model_id") for b in data.get("backends", [])}
+    ids = {b.name: b.model_id for b in entries}
     rows = []
     for backend, levels in by_backend.items():
         model = served.get(backend, "-")
@@ -225,7 +227,7 @@ def cost_evidence_rows(path: Path, data: Evidence) -> list[Row]:
     """Rows for backends only cost evidence names (its bench evidence not given): the speed it
     priced, and no latency (cost evidence keeps none)."""
     served = models(data)
-    ids = {b["name"]: b.get("model_id") for b in data.get("backends", [])}
+    ids = {b.name: b.model_id for b in entries_of(data, path)}
     levels: dict[tuple[str, str], list[tuple[float | None, str]]] = {}
     for record in cost_rows_in(data, path):
         if record.level in NOT_LEVELS:

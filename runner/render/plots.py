@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from runner.core.backend_entries import entries_of
 from runner.core.records import Level, records_of
 from runner.core.stats import median
 from runner.costing.rows import CostRow, LevelFigures
@@ -368,7 +369,7 @@ def roofline_share(sources: list[Source]) -> Figure | str:
     bars = {
         series_name(name, evidence, sources): figures.share
         for _, evidence in bench_files(sources)
-        for name, figures in roofline(records_of(evidence), evidence.get("backends", [])).items()
+        for name, figures in roofline(records_of(evidence), entries_of(evidence)).items()
         if figures.share is not None
     }
     if not bars:

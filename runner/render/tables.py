@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runner.core.accuracy import Accuracy
+from runner.core.backend_entries import entries_of
 from runner.core.errors import RunnerError
 
 stdout = Console(highlight=False, soft_wrap=False, width=200)
@@ -53,7 +54,7 @@ def models(evidence: dict[str, Any]) -> dict[str, str]:
     """Per backend, the model column of every table: rows are not all the same weights, and the
     tables say so (the model, its precision and lane where the stack output says them)."""
     # Plain text: a rich table cell escapes it (a lane's `[open]` is not a style).
-    return {b["name"]: b.get("model_label") or b.get("model_id") or "-" for b in evidence.get("backends", [])}
+    return {b.name: b.model_label or b.model_id or "-" for b in entries_of(evidence)}
 
 
 def accuracy_text(accuracy: Accuracy | None) -> str:

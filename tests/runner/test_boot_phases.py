@@ -178,11 +178,13 @@ def test_a_server_whose_root_volume_throughput_was_raised_costs_that_much_more_a
     from dataclasses import asdict
 
     from catalog import get_backend
+    from runner.core.backend_entries import BackendEntry
     from runner.costing.prices import price_all, price_request
 
     def request(name: str):
         spec = get_backend(name)
-        return price_request({"name": name, "kind": spec.kind.value, "region": "us-east-1", "catalog": asdict(spec)})
+        entry = {"name": name, "kind": spec.kind.value, "region": "us-east-1", "catalog": asdict(spec)}
+        return price_request(BackendEntry.from_json(entry, name))
 
     g5g, g6 = request("g5g"), request("g6")
     assert (g5g.item, g5g.volume_throughput_mbs, g6.volume_throughput_mbs) == ("g5g.2xlarge", 500, 0)

@@ -268,6 +268,7 @@ def test_sweep_faults_are_counted_per_request(tmp_path, dead_url):
 
 def test_roofline_share_from_the_catalog_bandwidth_and_bytes_per_token(tmp_path):
     from catalog import get_backend
+    from runner.core.backend_entries import entries_of
     from runner.figures.levels import roofline
     from runner.render.bench import bench_table
 
@@ -277,7 +278,7 @@ def test_roofline_share_from_the_catalog_bandwidth_and_bytes_per_token(tmp_path)
     assert code == 0
     spec = get_backend("g6")
     ceiling = spec.memory_bandwidth_gbs / spec.decode_read_gb  # 300 GB/s over 3.06 GB: 98 tok/s
-    figures = roofline(typed(evidence["records"]), evidence["backends"])["g6"].to_json()
+    figures = roofline(typed(evidence["records"]), entries_of(evidence))["g6"].to_json()
     assert figures["ceiling_tok_s"] == pytest.approx(ceiling) and round(ceiling) == 98
     decode = statistics.median(r["decode_tokens_per_s"] for r in evidence["records"])
     assert figures["share"] == pytest.approx(decode / ceiling)

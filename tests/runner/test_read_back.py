@@ -38,7 +38,9 @@ def test_up_evidence_reads_outcomes_billing_expiry_and_errors(tmp_path):
 def test_import_and_batch_evidence_read_what_the_teardown_needs(tmp_path):
     assert ImportEvidence.read(write(tmp_path, "model_import", records=[{"outcome": "started"}])).started
     assert not ImportEvidence.read(write(tmp_path, "model_import", records=[{"outcome": "exists"}])).started
-    batch = write(tmp_path, "batch", backends=[{"region": "us-east-2"}], jobs=[{"job_name": "j-1"}, {}])
+    batch = write(
+        tmp_path, "batch", backends=[{"name": "sagemaker-batch", "region": "us-east-2"}], jobs=[{"job_name": "j-1"}, {}]
+    )
     assert [(j.region, j.name) for j in BatchEvidence.read(batch).jobs] == [("us-east-2", "j-1")]
 
 

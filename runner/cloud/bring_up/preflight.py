@@ -29,6 +29,7 @@ from catalog.config import AppConfig, BackendConfig, load_config
 from catalog.errors import NotOffered
 from catalog.offerings import CHECKED_ON, regions_offering
 from catalog.serving import HOURLY_NOTES, serving
+from runner.core.backend_entries import BackendEntry, CatalogFacts
 from runner.core.errors import RunnerError, aws_error_code
 from runner.costing.billing_now import hourly
 from runner.costing.prices import price_request
@@ -250,8 +251,10 @@ def price_of(backend: BackendConfig) -> tuple[float | None, str]:
     """The offline hourly price of what the backend bills by the hour (prices' one request per
     kind), and what the price means under its billing model."""
     spec = backend.spec
-    request = price_request({"kind": spec.kind.value, "region": backend.region,
-                             "catalog": {"instance_type": spec.instance_type}})  # fmt: skip
+    entry = BackendEntry(
+        spec.name, spec.kind.value, region=backend.region, catalog=CatalogFacts(instance_type=spec.instance_type)
+    )
+    request = price_request(entry)
     billing = serving(spec.kind).billing
     if spec.instance_type and request is not None and billing in HOURLY_NOTES:
         price, note = hourly(request.service, request.item, backend.region)

@@ -1,0 +1,145 @@
+"""A bench or batch evidence file's backends (`backends`), read back typed: each entry as
+`Backend.to_json` (runner/core/backends.py) wrote it, with the keys added to it elsewhere (the
+row's path and its note, `runner.measure.host_rows`; a Custom Model Import's units; a mark that
+it was emulated or scripted), its catalog entry (`catalog`) and its stack output
+(`stack_output`) as far as the readers (`runner.costing`, `runner.figures`, the reports) use
+them.
+
+The entry as the file holds it is kept beside the typed fields (`to_json` gives it back as it
+was), so evidence that copies its backends on (runner.advise) writes them unchanged. Only `name`
+is required: files written before a field existed, and the entries other commands list (a
+stack output of `runner.model_import`), still read. A malformed entry is refused in one line that
+names it and the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.core.typed_json import read_entries, read_fields
+
+
+def model_units(value: object) -> int | None:
+    """Custom Model Import units per model copy, as evidence may hold them: a number, or
+    GetImportedModel's `customModelUnits` object; None when neither gives a positive count."""
+    if isinstance(value, dict):
+        value = value.get("customModelUnitsPerModelCopy")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _units_in(data: Mapping[str, Any]) -> int | None:
+    """The units an entry holds under either of the names evidence has used (the first that gives one)."""
+    return next(
+        (units for key in ("custom_model_units", "customModelUnits") if (units := model_units(data.get(key)))), None
+    )
+
+
+@dataclass(frozen=True)
+class CatalogFacts:
+    """The catalog entry an evidence file recorded for a backend (catalog/backends.py
+    `BackendSpec`, enums as their values), the fields its readers use."""
+
+    kind: str | None = None
+    billing: str | None = None
+    regions: list[str] = field(default_factory=list)
+    instance_type: str | None = None
+    # Serverless: memory size and the most requests at once; endpoints that scale: instance bounds.
+    memory_mb: int | None = None
+    max_concurrency: int | None = None
+    min_instances: int | None = None
+    max_instances: int | None = None
+    root_volume_throughput_mbs: int | None = None
+    # The single-request decode ceiling's inputs (figures.levels `roofline`).
+    memory_bandwidth_gbs: float | None = None
+    decode_read_gb: float | None = None
+    # The survey's own figures, shown beside a user's (runner/render/beside.py, the bench table).
+    survey_tok_s: list[float] = field(default_factory=list)
+    survey_launch_to_ready_min: float | None = None
+    survey_demo1: list[list[str | int]] = field(default_factory=list)
+    survey_demo2_median_s: float | None = None
+    survey_usd_per_hour: float | None = None
+    survey_usd_per_million_output: float | None = None
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> CatalogFacts:
+        return cls(**read_fields(cls, data, what))
+
+
+@dataclass(frozen=True)
+class StackOutputFacts:
+    """The stack output an evidence file recorded for a deployed backend (catalog/contract.py
+    `BackendOutput`), the fields its readers use; `custom_model_units` where it gives them."""
+
+    region: str | None = None
+    instance_type: str | None = None
+    memory_mb: int | None = None
+    max_concurrency: int | None = None
+    max_instances: int | None = None
+    custom_model_units: int | None = None
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> StackOutputFacts:
+        found = read_fields(cls, data, what, apart=("custom_model_units",))
+        assert isinstance(data, dict)  # read_fields refused anything else
+        return cls(**found, custom_model_units=_units_in(data))
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    """One backend as an evidence file lists it."""
+
+    name: str
+    kind: str | None = None
+    model_id: str | None = None
+    # What the tables' model column shows (the model, its precision as served, its lane).
+    model_label: str | None = None
+    # Where the facts came from: `stack output`, `catalog`, `embedded`, `... --endpoint`.
+    source: str | None = None
+    region: str | None = None
+    # bench --in-region: which path the row measured (`tunnel`, `in-region`) and the note that says so.
+    path: str | None = None
+    path_note: str | None = None
+    # A mark that its figures came from emulated AWS or a scripted server (True, or what it was).
+    emulated: str | bool | None = None
+    scripted: str | bool | None = None
+    # Custom Model Import units per model copy, where the entry gives them (either name it has used).
+    custom_model_units: int | None = None
+    catalog: CatalogFacts | None = None
+    stack_output: StackOutputFacts | None = None
+    # The entry as the file holds it, every key included: what `to_json` gives back.
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as the file held it (runner.advise copies its options' entries on)."""
+        return dict(self.raw)
+
+    @property
+    def spec(self) -> CatalogFacts:
+        """Its catalog entry's facts (every one unknown where the file recorded none)."""
+        return self.catalog or CatalogFacts()
+
+    @property
+    def output(self) -> StackOutputFacts:
+        """Its stack output's facts (every one unknown where the file recorded none)."""
+        return self.stack_output or StackOutputFacts()
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> BackendEntry:
+        found = read_fields(cls, data, what, apart=("custom_model_units", "catalog", "stack_output", "raw"))
+        assert isinstance(data, dict)  # read_fields refused anything else
+        catalog, output = data.get("catalog"), data.get("stack_output")
+        return cls(
+            **found,
+            custom_model_units=_units_in(data),
+            catalog=CatalogFacts.from_json(catalog, f"{what}, its catalog entry") if catalog else None,
+            stack_output=StackOutputFacts.from_json(output, f"{what}, its stack output") if output else None,
+            raw=data,
+        )
+
+
+def entries_of(evidence: Mapping[str, Any], where: object = None) -> list[BackendEntry]:
+    """An evidence file's backends (`backends`), typed, in order; a malformed one is one line
+    naming it (prefixed with `where`, the file, when given)."""
+    return read_entries(evidence, "backends", BackendEntry.from_json, where)
