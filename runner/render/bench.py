@@ -16,6 +16,7 @@ from rich.table import Table
 
 from runner.core.accuracy import accuracy_of
 from runner.core.backend_entries import entries_of
+from runner.core.readings import AcceleratorReadings, ServerMetrics, readings_of
 from runner.core.records import RequestRecord, records_of, tasks_of
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
 from runner.figures.capacity import capacity_of
@@ -295,11 +296,6 @@ def is_workload(evidence: dict[str, Any]) -> bool:
     return bool(evidence.get("config", {}).get("workload"))
 
 
-def level_meta(evidence: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    """Per (backend, level label): what was watched while the level ran (the server's metrics)."""
-    return {(m["backend"], m["label"]): m for m in evidence.get("levels", [])}
-
-
 def tokens_cell(figures: TokenFigures, side: str) -> str:
     if side == "input":
         target, counted, missed = figures.input_target, figures.input_counted, figures.input_miss
@@ -311,23 +307,22 @@ def tokens_cell(figures: TokenFigures, side: str) -> str:
     return text + " (!)" if missed is not None else text
 
 
-def server_cell(metrics: dict[str, Any] | None, accelerator: dict[str, Any] | None = None) -> str:
+def server_cell(metrics: ServerMetrics | None, accelerator: AcceleratorReadings | None = None) -> str:
     """Requests running and waiting at most, KV cache use at most, prefix-cache hits; on a
     server's own host, how busy its accelerator was during the level."""
     parts = []
-    if metrics and metrics.get("samples"):
-        parts = [f"run {fmt(metrics.get('running_max'), 0)}", f"wait {fmt(metrics.get('waiting_max'), 0)}"]
-        if metrics.get("kv_cache_usage_max") is not None:
-            parts.append(f"KV {metrics['kv_cache_usage_max']:.0%}")
-        if metrics.get("prefix_cache_hit_rate") is not None:
-            parts.append(f"prefix hits {metrics['prefix_cache_hit_rate']:.0%}")
-    if accelerator and accelerator.get("utilization_pct_mean") is not None:
-        what = "NeuronCores" if accelerator.get("tool") == "neuron-monitor" else "GPU"
-        parts.append(f"{what} {accelerator['utilization_pct_mean']:.0f}% mean")
+    if metrics and metrics.samples:
+        parts = [f"run {fmt(metrics.running_max, 0)}", f"wait {fmt(metrics.waiting_max, 0)}"]
+        if metrics.kv_cache_usage_max is not None:
+            parts.append(f"KV {metrics.kv_cache_usage_max:.0%}")
+        if metrics.prefix_cache_hit_rate is not None:
+            parts.append(f"prefix hits {metrics.prefix_cache_hit_rate:.0%}")
+    if accelerator and accelerator.utilization_pct_mean is not None:
+        parts.append(f"{accelerator.unit} {accelerator.utilization_pct_mean:.0f}% mean")
     return ", ".join(parts) or "-"
 
 
-def workload_notes(row: LevelSummary, metrics: dict[str, Any] | None, asked_output: bool) -> list[str]:
+def workload_notes(row: LevelSummary, metrics: ServerMetrics | None, asked_output: bool) -> list[str]:
     notes = []
     figures = row.tokens
     if figures.input_miss is not None:
@@ -338,10 +333,10 @@ def workload_notes(row: LevelSummary, metrics: dict[str, Any] | None, asked_outp
         notes.append(
             f"told to ignore the end of the answer, {figures.force_ignored} ended early: the server ignores it"
         )
-    if metrics and metrics.get("queueing"):
+    if metrics and metrics.queueing:
         notes.append("queueing at the server: requests waited there (more load buys latency, not throughput)")
-    if metrics and metrics.get("problem"):
-        notes.append(metrics["problem"])
+    if metrics and metrics.problem:
+        notes.append(metrics.problem)
     if row.goodput and row.goodput.unjudged:
         notes.append(f"objectives not judged: {row.goodput.unjudged}")
     if row.first_error:
@@ -367,7 +362,7 @@ def workload_table(evidence: dict[str, Any]) -> Table:
                "e2e s p50/p99", "req/s", "out tok/s", "prefill tok/s", "goodput", "server", "notes"]  # fmt: skip
     add_columns(table, columns, left=("backend", "model", "load", "server", "notes"))
     served = models(evidence)
-    meta = level_meta(evidence)
+    readings = readings_of(evidence)
     slo_config = config.get("slo")
     asked_output = workload.get("output_tokens") is not None
     # Prefill is input over TTFT only for one prompt at a time computed whole (no shared prefix
@@ -375,8 +370,8 @@ def workload_table(evidence: dict[str, Any]) -> Table:
     plain = not workload.get("prefix_tokens") and (workload.get("turns") or 1) == 1
     for (backend, label), records in level_groups(records_of(evidence)).items():
         row = level_summary([r for r in records if not r.cold_start], slo_config)
-        metrics = (meta.get((backend, label)) or {}).get("server_metrics")
-        accelerator = (meta.get((backend, label)) or {}).get("accelerator")
+        read = readings.get((backend, label))
+        metrics, accelerator = (read.server_metrics, read.accelerator) if read else (None, None)
         level = records[0].level if records else None
         one_at_a_time = level is None or (level.mode == "concurrency" and level.value == 1)
         table.add_row(

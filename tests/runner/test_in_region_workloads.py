@@ -283,6 +283,7 @@ def test_a_command_that_fails_on_the_host_fails_the_host_rows_levels_only(instan
 
 
 def test_the_accelerators_readings_are_cut_to_the_level_they_were_read_in():
+    from runner.core.readings import AcceleratorReadings
     from runner.render.bench import server_cell
 
     accelerator = {
@@ -293,9 +294,12 @@ def test_the_accelerators_readings_are_cut_to_the_level_they_were_read_in():
     level = accelerator_within(accelerator, [0.5, 1.0])
     assert level["samples"] == [[0.6, 40.0, 2000.0], [0.9, 60.0, 3000.0]]
     assert (level["utilization_pct_mean"], level["utilization_pct_max"], level["memory_used_mib_max"]) == (50, 60, 3000)
-    assert server_cell(None, level) == "GPU 50% mean"
+    assert server_cell(None, AcceleratorReadings.from_json(level, "level")) == "GPU 50% mean"
     idle = accelerator_within(accelerator, [2.0, 3.0])
-    assert idle["problem"] == "no reading while this level ran" and server_cell(None, idle) == "-"
+    assert (
+        idle["problem"] == "no reading while this level ran"
+        and server_cell(None, AcceleratorReadings.from_json(idle, "idle")) == "-"
+    )
     # A host without a tool keeps the kit's own line for every level.
     none = {"tool": None, "problem": "no nvidia-smi or neuron-monitor on the host", "samples": []}
     assert accelerator_within(none, [0.0, 1.0]) == none

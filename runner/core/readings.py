@@ -1,0 +1,93 @@
+"""What was read of a server while a load level ran, typed: its own `/metrics` summarised
+(runner/measure/server_metrics.py `summarize`) and, on its own host, its accelerator's use
+(runner/measure/host_rows.py `accelerator_within`). A bench evidence file keeps one entry per
+backend and level under `levels`; the tables read them back here, attributes, not keys.
+
+A summary's figures are there only where the server reported them (llama.cpp has no KV-cache
+gauge; a counter needs two samples): a figure it lacks is None here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.core.records import Level
+from runner.core.typed_json import read_entries, read_fields
+
+
+@dataclass(frozen=True)
+class ServerMetrics:
+    """The server's own figures over one level: samples taken, requests running and waiting and
+    KV-cache use at most and on average, whether requests kept waiting (queueing at the server),
+    the prefix cache's queries and hits over the level and their rate, and why it could not read."""
+
+    samples: int
+    url: str | None = None
+    running_max: float | None = None
+    running_mean: float | None = None
+    waiting_max: float | None = None
+    waiting_mean: float | None = None
+    kv_cache_usage_max: float | None = None
+    kv_cache_usage_mean: float | None = None
+    queueing: bool = False
+    prefix_cache_queries_delta: float | None = None
+    prefix_cache_hits_delta: float | None = None
+    prefix_cache_hit_rate: float | None = None
+    problem: str | None = None
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> ServerMetrics:
+        return cls(**read_fields(cls, data, what))
+
+
+@dataclass(frozen=True)
+class AcceleratorReadings:
+    """The accelerator's use on the server's own host while the level ran (nvidia-smi or
+    neuron-monitor), or why there was none."""
+
+    tool: str | None = None
+    problem: str | None = None
+    # (seconds on the tool's clock, busy %, memory used MiB) per reading.
+    samples: list[Any] = field(default_factory=list)
+    utilization_pct_mean: float | None = None
+    utilization_pct_max: float | None = None
+    memory_used_mib_max: float | None = None
+
+    @property
+    def unit(self) -> str:
+        """What the tool calls busy: NeuronCores on Neuron, the GPU elsewhere."""
+        return "NeuronCores" if self.tool == "neuron-monitor" else "GPU"
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> AcceleratorReadings:
+        return cls(**read_fields(cls, data, what))
+
+
+@dataclass(frozen=True)
+class LevelReadings:
+    """One backend's row at one level: what was read of its server meanwhile."""
+
+    backend: str
+    label: str
+    level: Level | None = None
+    server_metrics: ServerMetrics | None = None
+    accelerator: AcceleratorReadings | None = None
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> LevelReadings:
+        found = read_fields(cls, data, what, apart=("level", "server_metrics", "accelerator"))
+        assert isinstance(data, dict)  # read_fields refused anything else
+        level, metrics, accelerator = data.get("level"), data.get("server_metrics"), data.get("accelerator")
+        return cls(
+            **found,
+            level=Level.from_json(level, f"{what}, its level") if level is not None else None,
+            server_metrics=ServerMetrics.from_json(metrics, f"{what}, its server metrics") if metrics else None,
+            accelerator=AcceleratorReadings.from_json(accelerator, f"{what}, its accelerator") if accelerator else None,
+        )
+
+
+def readings_of(evidence: Mapping[str, Any], where: object = None) -> dict[tuple[str, str], LevelReadings]:
+    """A bench evidence file's readings per (backend, level label), typed; a malformed one is one line."""
+    return {(r.backend, r.label): r for r in read_entries(evidence, "levels", LevelReadings.from_json, where)}
