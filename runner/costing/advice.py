@@ -45,6 +45,7 @@ from catalog.backends import Billing
 from catalog.prices import DAYS_PER_MONTH, HOURS_PER_MONTH, MODEL_IMPORT_WINDOW_MINUTES, Price
 from catalog.serving import serving
 from runner.core.backend_entries import BackendEntry, entries_of
+from runner.core.batch_jobs import BatchJob, jobs_of
 from runner.core.errors import RunnerError
 from runner.core.records import RequestRecord, records_of
 from runner.core.stats import median, percentile
@@ -215,7 +216,7 @@ class Measured:
     cold: Cold | None = None
     # The backend's records (cold starts and failures too): a Custom Model Import's units may be on one.
     records: list[RequestRecord] = field(default_factory=list)
-    jobs: list[dict[str, Any]] = field(default_factory=list)
+    jobs: list[BatchJob] = field(default_factory=list)
     # The most load within the workload's objectives, as measured (runner.bench --find-capacity),
     # or why there is none.
     capacity: Point | None = None
@@ -223,7 +224,7 @@ class Measured:
 
     def price_request(self) -> PriceRequest | None:
         if self.billing is Billing.JOB_INSTANCE_HOURS:
-            job = self.jobs[0] if self.jobs else {}
+            job = self.jobs[0] if self.jobs else BatchJob()
             return batch_price_request(job, batch_region(self.backend, job))
         return price_request(self.backend)
 
@@ -345,7 +346,7 @@ def measured_options(
     that has objectives, the capacity each was measured to carry within them."""
     if evidence.get("command") == "batch":
         by_backend: dict[str, Measured] = {}
-        for job in evidence.get("jobs", []):
+        for job in jobs_of(evidence, path):
             backend = batch_backend(evidence, job, path)
             option = by_backend.setdefault(
                 backend.name,
@@ -622,13 +623,12 @@ def advise_model_import(option: Measured, workload: Workload, price: Price) -> A
 
 def advise_batch(option: Measured, workload: Workload, price: Price) -> Advice:
     base = _advice(option, price)
-    jobs = [j for j in option.jobs if j.get("output_tok_s") and j.get("billable_s") is not None]
-    if not jobs:
+    timed = [(j, j.output_tok_s, j.billable_s) for j in option.jobs if j.output_tok_s and j.billable_s is not None]
+    if not timed:
         return replace(base, arithmetic="no job with a rate and billable time", meets=None, why="not measured")
-    job = max(jobs, key=lambda j: j.get("output_tokens") or 0)
-    rate = job["output_tok_s"]
-    start = max(0.0, job["billable_s"] - (job.get("output_tokens") or 0) / rate)
-    count = job.get("instance_count") or 1
+    job, rate, billable_s = max(timed, key=lambda t: t[0].output_tokens)
+    start = max(0.0, billable_s - job.output_tokens / rate)
+    count = job.instances
     tokens = workload.requests_per_day * workload.output_tokens
     run_s = start + tokens / rate
     hourly = price.usd_per_hour or 0.0
@@ -647,7 +647,7 @@ def advise_batch(option: Measured, workload: Workload, price: Price) -> Advice:
         meets=meets,
         why=(f"{why} (an answer waits for the day's job)" if why else ""),
         p95_s=BATCH_WAIT_S + run_s,
-        level=f"job {job.get('job_name') or ''}".strip(),
+        level=f"job {job.job_name or ''}".strip(),
         notes=["one job a day over the day's requests"],
     )
 

@@ -42,6 +42,7 @@ from catalog.prices import (
 from catalog.serving import UNKNOWN, serving
 from runner.core.accuracy import Accuracy, accuracy_by_backend
 from runner.core.backend_entries import BackendEntry, entries_of, model_units
+from runner.core.batch_jobs import BatchJob, jobs_of
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
 from runner.core.records import RequestRecord, records_of
@@ -232,9 +233,9 @@ def split_quality(paths: list[Path], reader: str) -> tuple[list[tuple[str, dict[
     return inputs, accuracy_by_backend(quality)
 
 
-def batch_backend(evidence: Mapping[str, Any], job: dict[str, Any], where: object = None) -> BackendEntry:
+def batch_backend(evidence: Mapping[str, Any], job: BatchJob, where: object = None) -> BackendEntry:
     """The backend a batch job ran on: the evidence's own entry where it lists one, else the catalog's."""
-    name = job.get("backend") or "sagemaker-batch"
+    name = job.backend or "sagemaker-batch"
     listed = next((b for b in entries_of(evidence, where) if b.name == name), None)
     if listed is not None:
         return listed
@@ -242,22 +243,22 @@ def batch_backend(evidence: Mapping[str, Any], job: dict[str, Any], where: objec
     entry = {
         "name": name,
         "kind": spec.kind.value,
-        "region": job.get("region") or (spec.regions[0] if spec.regions else None),
+        "region": job.region or (spec.regions[0] if spec.regions else None),
         "source": "batch evidence",
         "catalog": _spec_json(spec),
     }
     return BackendEntry.from_json(entry, f"the catalog's {name}")
 
 
-def batch_region(backend: BackendEntry, job: dict[str, Any]) -> str | None:
-    return job.get("region") or backend.region or backend.output.region or next(iter(backend.spec.regions), None)
+def batch_region(backend: BackendEntry, job: BatchJob) -> str | None:
+    return job.region or backend.region or backend.output.region or next(iter(backend.spec.regions), None)
 
 
 def evidence_price_requests(evidence: dict[str, Any]) -> list[PriceRequest]:
     """Everything one bench or batch evidence file needs priced."""
     if evidence.get("command") == "batch":
         requests = []
-        for job in evidence.get("jobs", []):
+        for job in jobs_of(evidence):
             backend = batch_backend(evidence, job)
             request = batch_price_request(job, batch_region(backend, job))
             if request is not None:
@@ -435,33 +436,31 @@ def cold_rows(base: CostRow, backend: BackendEntry, cold: list[RequestRecord], p
 def batch_rows(source: str, evidence: dict[str, Any], prices: dict[PriceRequest, Price]) -> list[CostRow]:
     """One row per transform job: its instances for its billable time, over its output tokens."""
     rows = []
-    for job in evidence.get("jobs", []):
+    for job in jobs_of(evidence, source):
         backend = batch_backend(evidence, job, source)
         request = batch_price_request(job, batch_region(backend, job))
         price = prices.get(request) if request else None
         base = _base_row(source, evidence, backend, request, price)
         row = replace(
             base,
-            level=f"job {job.get('job_name') or job.get('name') or ''}".strip(),
+            level=f"job {job.label}".strip(),
             figures=JobFigures(
-                billable_s=job.get("billable_s"),
-                instance_count=job.get("instance_count"),
-                output_tokens=job.get("output_tokens"),
-                records_per_s=job.get("records_per_s"),
+                billable_s=job.billable_s,
+                instance_count=job.instance_count,
+                output_tokens=job.output_tokens,
+                records_per_s=job.records_per_s,
             ),
-            output_tok_s=job.get("output_tok_s"),
+            output_tok_s=job.output_tok_s,
         )
         if price is None or not price.usd_per_hour:
             rows.append(replace(row, note="no price found"))
             continue
-        count = job.get("instance_count") or 1
-        usd = instance_seconds_usd(job.get("billable_s") or 0.0, count, price.usd_per_hour)
+        count = job.instances
+        usd = instance_seconds_usd(job.billable_s or 0.0, count, price.usd_per_hour)
         row.usd_per_job = usd
-        row.usd_per_million_output = _per_million(usd, job.get("output_tokens") or 0)
-        row.basis = f"{job.get('billable_s')} billable s x {count} x ${price.usd_per_hour}/h" + (
-            f" (runner.batch priced it ${job['price_usd']:.4f})"
-            if isinstance(job.get("price_usd"), int | float)
-            else ""
+        row.usd_per_million_output = _per_million(usd, job.output_tokens)
+        row.basis = f"{job.billable_s} billable s x {count} x ${price.usd_per_hour}/h" + (
+            f" (runner.batch priced it ${job.price_usd:.4f})" if job.price_usd is not None else ""
         )
         rows.append(row)
     return rows

@@ -38,6 +38,7 @@ from catalog.prices import (
 )
 from catalog.serving import serving
 from runner.core.backend_entries import BackendEntry
+from runner.core.batch_jobs import BatchJob
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import now_iso
 from runner.costing.arithmetic import with_raised_throughput
@@ -412,9 +413,9 @@ PRICE_REQUESTS: dict[str, Request] = {
 PRICED_AS_CATALOG = tuple(kind for kind in PRICE_REQUESTS if serving(kind).billing is not Billing.PER_TOKEN)
 
 
-def batch_price_request(job: dict[str, Any], region: str | None) -> PriceRequest | None:
+def batch_price_request(job: BatchJob, region: str | None) -> PriceRequest | None:
     """A batch transform job is billed by its instance type under the `Tsform` usage type."""
-    instance_type = job.get("instance_type")
+    instance_type = job.instance_type
     if not instance_type or not region:
         return None
     return PriceRequest(SAGEMAKER, batch_item(instance_type), region)

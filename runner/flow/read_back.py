@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.backend_entries import entries_of
+from runner.core.batch_jobs import jobs_of
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
 from runner.costing.billing_now import BillingNow
@@ -111,5 +112,5 @@ class BatchEvidence:
     def read(cls, path: Path) -> BatchEvidence:
         data = read_command(path, "batch")
         region = next((b.region for b in entries_of(data, path) if b.region), None)
-        names = [job.get("job_name") for job in data.get("jobs", [])]
+        names = [job.job_name for job in jobs_of(data, path)]
         return cls(tuple(TransformJob(region, name) for name in names if name and region))

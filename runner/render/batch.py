@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from runner.core.batch_jobs import jobs_of
+from runner.core.records import records_of
 from runner.core.stats import fmt
 from runner.render.tables import add_columns, models
 
@@ -32,29 +34,28 @@ def batch_table(evidence: dict[str, Any]) -> Table:
     add_columns(table, columns, left=("backend", "model", "job", "status", "instance", "notes"))
     table.columns[columns.index("job")].overflow = "fold"  # the whole name, to look the job up by
     served = models(evidence)
-    records = evidence.get("records", [])
-    for job in evidence.get("jobs", []):
+    records = records_of(evidence)
+    for job in jobs_of(evidence):
         notes = []
-        if job.get("failure_reason"):
-            notes.append(job["failure_reason"])
-        first_error = next((r["error"] for r in records if r.get("backend") == job["backend"] and r.get("error")), None)
+        if job.failure_reason:
+            notes.append(job.failure_reason)
+        first_error = next((r.error for r in records if r.backend == job.backend and r.error), None)
         if first_error:
             notes.append(f"first bad record: {first_error}")
-        if job.get("status") == "Stopping":
+        if job.status == "Stopping":
             notes.append("StopTransformJob sent")
-        price = job.get("price_usd")
         table.add_row(
-            job["backend"],
-            escape(served.get(job["backend"], "-")),
-            job["job_name"],
-            job.get("status") or "-",
-            f"{job.get('ok_records', 0)}/{job.get('records', 0)}",
-            fmt(job.get("billable_s"), 1),
-            fmt(job.get("records_per_s"), 3),
-            fmt(job.get("output_tok_s"), 1),
-            f"{job.get('instance_count', 1)} x {job.get('instance_type')}",
-            fmt(job.get("usd_per_hour"), 4),
-            f"{price:.4f}" if price is not None else "-",
+            job.backend or "-",
+            escape(served.get(job.backend or "", "-")),
+            job.label,
+            job.status or "-",
+            f"{job.ok_records}/{job.records}",
+            fmt(job.billable_s, 1),
+            fmt(job.records_per_s, 3),
+            fmt(job.output_tok_s, 1),
+            f"{job.instances} x {job.instance_type}",
+            fmt(job.usd_per_hour, 4),
+            f"{job.price_usd:.4f}" if job.price_usd is not None else "-",
             "; ".join(notes),
         )
     return table

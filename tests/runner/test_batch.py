@@ -13,6 +13,8 @@ from catalog.backends import OPEN_MODEL
 from runner import batch
 from runner.cli.session import main_guard
 from runner.cloud.jobs import batch_transform
+from runner.core.batch_jobs import BatchJob, jobs_of
+from runner.core.errors import RunnerError
 from runner.core.evidence import load
 from runner.render.batch import batch_table
 from tests.aws_emulator import emulated_aws
@@ -93,6 +95,9 @@ def test_a_six_prompt_job_completes_in_order_with_its_rates_and_price(emulator, 
     assert job["output_tok_s"] == pytest.approx(18 / job["billable_s"])
     assert job["usd_per_hour"] > 0
     assert job["price_usd"] == pytest.approx(job["usd_per_hour"] * job["billable_s"] / 3600)
+    # Read back typed as the batch table, cost and advise read it: every field as written.
+    (typed,) = jobs_of(evidence, "batch.json")
+    assert {k: getattr(typed, k) for k in job} == job and typed.label == job["job_name"] and typed.instances == 1
     assert evidence["prices"][0]["item"].endswith("ml.g6.xlarge")
     # Whole-answer bodies, one per line, the generated prompts in order.
     assert [b["messages"][0]["content"] for b in sent] == [
@@ -200,3 +205,12 @@ def test_a_job_the_account_refuses_leaves_no_input_behind(emulator, bucket, tmp_
     (job,) = evidence_of(tmp_path)["jobs"]
     assert job["status"] == "NotStarted" and "ml.g6.xlarge for transform job usage" in job["failure_reason"]
     assert keys(bucket) == []
+
+
+def test_a_job_from_before_job_name_reads_and_a_malformed_one_is_one_line():
+    (old,) = jobs_of({"jobs": [{"backend": "sagemaker-batch", "name": "t-0"}]})
+    assert (old.label, old.instances, old.records, old.billable_s) == ("t-0", 1, 0, None)
+    assert jobs_of({"jobs": [{}]}) == [BatchJob()]
+    with pytest.raises(RunnerError) as refused:
+        jobs_of({"jobs": [{"backend": "sagemaker-batch", "billable_s": "ten"}]}, "batch.json")
+    assert str(refused.value).startswith("batch.json: jobs[1] of sagemaker-batch: 'billable_s' is 'ten'")
