@@ -14,11 +14,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runner.core.errors import RunnerError
-from runner.core.typed_json import read_entries, read_fields
+from runner.core.typed_json import FlatJson, read_entries, read_fields
 
 
 @dataclass(frozen=True)
-class Accuracy:
+class Accuracy(FlatJson):
     """Correct over graded with its 95 % Wilson interval; `errors` counts items with no answer at
     all (not graded). A family a backend skipped says why; `bench --quality` and `advise` keep
     when the quality run started (`measured_at`)."""
@@ -44,10 +44,6 @@ class Accuracy:
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
         return data
-
-    @classmethod
-    def from_json(cls, data: object, what: str) -> Accuracy:
-        return cls(**read_fields(cls, data, what))
 
 
 @dataclass(frozen=True)

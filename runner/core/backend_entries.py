@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.core.typed_json import read_entries, read_fields
+from runner.core.typed_json import FlatJson, read_entries, read_fields
 
 
 def model_units(value: object) -> int | None:
@@ -37,7 +37,7 @@ def _units_in(data: Mapping[str, Any]) -> int | None:
 
 
 @dataclass(frozen=True)
-class CatalogFacts:
+class CatalogFacts(FlatJson):
     """The catalog entry an evidence file recorded for a backend (catalog/backends.py
     `BackendSpec`, enums as their values), the fields its readers use."""
 
@@ -61,10 +61,6 @@ class CatalogFacts:
     survey_demo2_median_s: float | None = None
     survey_usd_per_hour: float | None = None
     survey_usd_per_million_output: float | None = None
-
-    @classmethod
-    def from_json(cls, data: object, what: str) -> CatalogFacts:
-        return cls(**read_fields(cls, data, what))
 
 
 @dataclass(frozen=True)

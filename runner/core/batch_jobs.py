@@ -10,11 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runner.core.typed_json import read_entries, read_fields
+from runner.core.typed_json import FlatJson, read_entries
 
 
 @dataclass(frozen=True)
-class BatchJob:
+class BatchJob(FlatJson):
     """One transform job: its records and the good ones, tokens, status, billable seconds on its
     instances, rates over those seconds (start-up included), and its price where priced."""
 
@@ -48,10 +48,6 @@ class BatchJob:
     @property
     def instances(self) -> int:
         return self.instance_count or 1
-
-    @classmethod
-    def from_json(cls, data: object, what: str) -> BatchJob:
-        return cls(**read_fields(cls, data, what))
 
 
 def jobs_of(evidence: Mapping[str, Any], where: object = None) -> list[BatchJob]:

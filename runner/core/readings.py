@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.core.records import Level
-from runner.core.typed_json import read_entries, read_fields
+from runner.core.typed_json import FlatJson, read_entries, read_fields
 
 
 @dataclass(frozen=True)
-class ServerMetrics:
+class ServerMetrics(FlatJson):
     """The server's own figures over one level: samples taken, requests running and waiting and
     KV-cache use at most and on average, whether requests kept waiting (queueing at the server),
     the prefix cache's queries and hits over the level and their rate, and why it could not read."""
@@ -37,13 +37,9 @@ class ServerMetrics:
     prefix_cache_hit_rate: float | None = None
     problem: str | None = None
 
-    @classmethod
-    def from_json(cls, data: object, what: str) -> ServerMetrics:
-        return cls(**read_fields(cls, data, what))
-
 
 @dataclass(frozen=True)
-class AcceleratorReadings:
+class AcceleratorReadings(FlatJson):
     """The accelerator's use on the server's own host while the level ran (nvidia-smi or
     neuron-monitor), or why there was none."""
 
@@ -59,10 +55,6 @@ class AcceleratorReadings:
     def unit(self) -> str:
         """What the tool calls busy: NeuronCores on Neuron, the GPU elsewhere."""
         return "NeuronCores" if self.tool == "neuron-monitor" else "GPU"
-
-    @classmethod
-    def from_json(cls, data: object, what: str) -> AcceleratorReadings:
-        return cls(**read_fields(cls, data, what))
 
 
 @dataclass(frozen=True)

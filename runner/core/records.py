@@ -15,14 +15,14 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
-from runner.core.typed_json import read_entries, read_fields
+from runner.core.typed_json import FlatJson, read_entries, read_fields
 
 # The level a record without one ran in: the survey's requests, one at a time.
 SINGLE = "1 at a time"
 
 
 @dataclass(frozen=True)
-class Level:
+class Level(FlatJson):
     """The load level a request ran in, as its record keeps it (runner/measure/load.py
     `LoadLevel.to_json`): closed loop (`concurrency`, `value` at a time) or open (`rate`, `value`
     a second), its label as the reports show it."""
@@ -35,16 +35,9 @@ class Level:
     input_tokens: int | None = None
     label: str = SINGLE
 
-    def to_json(self) -> dict[str, Any]:
-        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
-
-    @classmethod
-    def from_json(cls, data: object, what: str) -> Level:
-        return cls(**read_fields(cls, data, what))
-
 
 @dataclass(frozen=True)
-class SloVerdict:
+class SloVerdict(FlatJson):
     """One request against the service-level objectives (runner/workloads/slo.py `judge`): met
     (None: not judged here, `unjudged` says why), and the objectives it missed (`failed` for a
     request that failed)."""
@@ -58,10 +51,6 @@ class SloVerdict:
         if self.unjudged is not None:
             data["unjudged"] = self.unjudged
         return data
-
-    @classmethod
-    def from_json(cls, data: object, what: str) -> SloVerdict:
-        return cls(**read_fields(cls, data, what))
 
 
 # The record's fields an entry holds only where they were given (written back only when set).

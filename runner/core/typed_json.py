@@ -9,7 +9,7 @@ import types
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, fields
 from functools import cache
-from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, Self, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from runner.core.errors import RunnerError
 
@@ -87,3 +87,15 @@ def read_entries(
         except RunnerError as error:
             raise RunnerError(f"{where}: {error}" if where is not None else str(error)) from None
     return found
+
+
+class FlatJson:
+    """For a dataclass of plain JSON values: its entry is its fields in order, and it reads back
+    field by field through `read_fields` (a malformed entry one line)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {spec.name: getattr(self, spec.name) for spec in fields(self)}  # type: ignore[arg-type]
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> Self:
+        return cls(**read_fields(cls, data, what))

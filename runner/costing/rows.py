@@ -11,14 +11,14 @@ before the version was recorded holds version 1's rows and is read as such.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from catalog.backends import Billing
 from catalog.prices import Price
 from runner.core.accuracy import Accuracy
 from runner.core.errors import RunnerError
-from runner.core.typed_json import fits, named, read_fields
+from runner.core.typed_json import FlatJson, fits, named, read_fields
 
 ROWS_SCHEMA = 1
 ROW_COMMANDS = ("cost", "advise")
@@ -39,7 +39,7 @@ def _price(data: dict[str, Any], what: str) -> Price | None:
 
 
 @dataclass
-class LevelFigures:
+class LevelFigures(FlatJson):
     """What one backend sustained at one load level, from its warm bench records."""
 
     level: str
@@ -55,9 +55,6 @@ class LevelFigures:
     e2e_sum_s: float = 0.0
     p95_e2e_s: float | None = None
     instances: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
 
 
 @dataclass
@@ -81,16 +78,13 @@ COLD_PHASES = ("leave_zero_s", "not_ready_s")
 
 
 @dataclass
-class JobFigures:
+class JobFigures(FlatJson):
     """A batch transform job's figures, as `runner.batch` recorded them."""
 
     billable_s: float | None
     instance_count: int | None
     output_tokens: int | None
     records_per_s: float | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
 
 
 Figures = LevelFigures | ColdFigures | JobFigures

@@ -9,15 +9,15 @@ entries back, a malformed one refused in one line that names its backend.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from runner.core.errors import RunnerError
-from runner.core.typed_json import named, read_fields
+from runner.core.typed_json import FlatJson, named, read_fields
 
 
 @dataclass(frozen=True)
-class Tried:
+class Tried(FlatJson):
     """One level the search measured: its load (concurrency or rate), whether at least the
     search's share of its requests met every objective, and what it sustained."""
 
@@ -27,13 +27,6 @@ class Tried:
     output_tok_s: float | None
     request_throughput: float | None
     goodput_rps: float | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
-
-    @classmethod
-    def from_json(cls, data: object, what: str) -> Tried:
-        return cls(**read_fields(cls, data, what))
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,11 @@ chunk are spread evenly over the later chunks, and the record says so.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from runner.core.records import RequestRecord
 from runner.core.stats import percentile, weighted_mean
+from runner.core.typed_json import FlatJson
 
 
 @dataclass
@@ -58,16 +59,13 @@ def time_per_output_token(record: RequestRecord) -> float | None:
 
 
 @dataclass(frozen=True)
-class Distribution:
+class Distribution(FlatJson):
     """One figure over a level's requests (None where there was none to take)."""
 
     mean: float | None
     median: float | None
     p90: float | None
     p99: float | None
-
-    def to_json(self) -> dict[str, float | None]:
-        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
 
 
 def distribution(values: list[float], weights: list[float] | None = None) -> Distribution:

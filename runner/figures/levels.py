@@ -6,19 +6,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from runner.core.backend_entries import BackendEntry
 from runner.core.records import AgentTask, RequestRecord
 from runner.core.stats import mean, median, percentile
+from runner.core.typed_json import FlatJson
 from runner.figures.latency import Distribution, distribution, time_per_output_token, token_gaps
 from runner.workloads.slo import Goodput, goodput
-
-
-def _json(figures: object) -> dict[str, Any]:
-    """A flat dataclass's fields, in order, as its JSON entry."""
-    return {spec.name: getattr(figures, spec.name) for spec in fields(figures)}  # type: ignore[arg-type]
 
 
 def level_groups(records: Sequence[RequestRecord]) -> dict[tuple[str, str], list[RequestRecord]]:
@@ -34,7 +30,7 @@ TARGET_MISS = 0.05
 
 
 @dataclass(frozen=True)
-class TokenFigures:
+class TokenFigures(FlatJson):
     """What the workload asked of a level's prompts and outputs beside what the server counted
     (means), the share by which each missed when more than TARGET_MISS, whether the path was told
     to produce exactly the output asked for, and how many ended short on their own regardless."""
@@ -47,9 +43,6 @@ class TokenFigures:
     input_miss: float | None
     output_miss: float | None
     force_ignored: int
-
-    def to_json(self) -> dict[str, Any]:
-        return _json(self)
 
 
 def token_figures(done: list[RequestRecord]) -> TokenFigures:
@@ -93,7 +86,7 @@ def prefill_rate(done: list[RequestRecord]) -> float | None:
 
 
 @dataclass(frozen=True)
-class PrefillFit:
+class PrefillFit(FlatJson):
     """The line through (prompt tokens, median TTFT) of one backend's one-at-a-time levels: its
     slope as a rate, its intercept, and the lengths it was drawn through."""
 
@@ -102,9 +95,6 @@ class PrefillFit:
     lengths: int
     from_tokens: float
     to_tokens: float
-
-    def to_json(self) -> dict[str, Any]:
-        return _json(self)
 
 
 def prefill_fit(records: Sequence[RequestRecord]) -> dict[str, PrefillFit]:
@@ -143,7 +133,7 @@ def prefill_fit(records: Sequence[RequestRecord]) -> dict[str, PrefillFit]:
 
 
 @dataclass(frozen=True)
-class LevelSummary:
+class LevelSummary(FlatJson):
     """One backend at one level: counts, throughputs over the level's wall time, latency
     distributions, the tokens beside their targets, the prefill rate and the goodput (None
     without objectives)."""
@@ -166,7 +156,7 @@ class LevelSummary:
     goodput: Goodput | None
 
     def to_json(self) -> dict[str, Any]:
-        data = _json(self)
+        data = super().to_json()
         for key in ("ttft_s", "itl_s", "tpot_s", "e2e_s", "tokens"):
             data[key] = data[key].to_json()
         data["itl_method"] = list(self.itl_method)
@@ -214,16 +204,13 @@ def level_summary(records: list[RequestRecord], slo: Any = None) -> LevelSummary
 
 
 @dataclass(frozen=True)
-class Roofline:
+class Roofline(FlatJson):
     """One backend's decode ceiling (bandwidth / bytes read per token), the median single-request
     decode rate, and the share of the ceiling it reached."""
 
     ceiling_tok_s: float
     decode_tok_s: float | None
     share: float | None
-
-    def to_json(self) -> dict[str, Any]:
-        return _json(self)
 
 
 def roofline(records: Sequence[RequestRecord], backends: Sequence[BackendEntry]) -> dict[str, Roofline]:
@@ -243,7 +230,7 @@ def roofline(records: Sequence[RequestRecord], backends: Sequence[BackendEntry])
 
 
 @dataclass(frozen=True)
-class AgentLevel:
+class AgentLevel(FlatJson):
     """Agent traffic on one backend at one number of sessions: tasks, finished, passed, task
     latency, calls per task, tool calls right, and tasks per second over the level's wall time."""
 
@@ -260,9 +247,6 @@ class AgentLevel:
     tasks_per_s: float | None
     wall_s: float | None
     first_error: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return _json(self)
 
 
 def agent_levels(tasks: Sequence[AgentTask]) -> list[AgentLevel]:

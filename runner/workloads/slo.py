@@ -11,11 +11,12 @@ with that reason rather than counted as good or bad.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from runner.core.errors import RunnerError
 from runner.core.records import RequestRecord, SloVerdict
+from runner.core.typed_json import FlatJson
 
 KEYS = {
     "ttft": "time to first token",
@@ -88,7 +89,7 @@ def judge(record: RequestRecord, slo: Slo) -> SloVerdict:
 
 
 @dataclass(frozen=True)
-class Goodput:
+class Goodput(FlatJson):
     """A level against the objectives: judged requests, those that met every one (their share and
     rate over the level's wall time), how many missed each, and why any went unjudged."""
 
@@ -98,9 +99,6 @@ class Goodput:
     goodput_rps: float | None
     missed_by: dict[str, int]
     unjudged: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
 
 
 def goodput(records: list[RequestRecord], duration_s: float | None) -> Goodput:
