@@ -12,11 +12,39 @@ that names it (`*_of` prefixes the file).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from runner.core.records import RequestRecord
 from runner.core.typed_json import read_entries, read_fields
+
+# --- one run of the shared agent ----------------------------------------------------------------
+
+
+@dataclass
+class AgentRun:
+    """One run of the shared Strands agent (runner/agent/run.py `run_agent`): what it said, every
+    tool call the model asked for, how many model calls, and why it stopped, if it did."""
+
+    ok: bool
+    seconds: float
+    answer: str = ""
+    error: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    model_calls: int = 0
+    stopped: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    # False when the backend never gave a usable response (unreachable, HTTP error, cut stream).
+    reached: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> AgentRun:
+        return cls(**read_fields(cls, data, what))
+
 
 # --- runner.ask ----------------------------------------------------------------------------------
 
@@ -49,3 +77,111 @@ class AskRecord:
 def asks_of(evidence: Mapping[str, Any], where: object = None) -> list[AskRecord]:
     """An ask evidence file's records, typed, in order; a malformed one is one line."""
     return read_entries(evidence, "records", AskRecord.from_json, where)
+
+
+# --- runner.check --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckHealth:
+    """What waiting for the backend found: healthy or not, after how long, and what it last saw."""
+
+    healthy: bool
+    waited_s: float
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"healthy": self.healthy, "waited_s": self.waited_s, "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> CheckHealth:
+        return cls(**read_fields(cls, data, what))
+
+
+@dataclass
+class TimedAnswer:
+    """A plain answer through the path's own timed client (a path no agent runs on): the timed
+    request, and its text as the check's `answer`."""
+
+    request: RequestRecord
+    answer: str = ""
+
+    @property
+    def error(self) -> str | None:
+        return self.request.error
+
+    def to_json(self) -> dict[str, Any]:
+        return self.request.to_json() | {"answer": self.answer}
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> TimedAnswer:
+        return cls(RequestRecord.from_json(data, what), **read_fields(cls, data, what, apart=("request",)))
+
+
+@dataclass
+class CheckResult:
+    """One backend checked: its health, then one plain answer (through the shared agent, or the
+    path's own timed client where no agent runs) and one tool call through the agent. None: the
+    check does not apply (`tool_note` says why; a batch model has nothing to converse with)."""
+
+    backend: str
+    health: CheckHealth
+    reached: bool | None = None
+    plain_ok: bool | None = None
+    tool_ok: bool | None = None
+    plain: AgentRun | TimedAnswer | None = None
+    plain_says_paris: bool | None = None
+    tool: AgentRun | None = None
+    tool_args_seen: list[dict[str, Any]] | None = None
+    tool_note: str | None = None
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        if self.plain_ok is None and self.tool_ok is None and self.reached is None:
+            return True  # nothing to converse with (a batch model): its health is the check
+        return bool(self.plain_ok or self.tool_ok)
+
+    def to_json(self) -> dict[str, Any]:
+        """The keys in the order each way of checking wrote them."""
+        data: dict[str, Any] = {"backend": self.backend, "health": self.health.to_json()}
+        if isinstance(self.plain, AgentRun):  # through the shared agent
+            data |= {"plain": self.plain.to_json(), "plain_ok": self.plain_ok}
+            data |= {"plain_says_paris": self.plain_says_paris, "reached": self.reached}
+            if self.tool is None:
+                return data | {"tool_ok": self.tool_ok, "tool_note": self.tool_note}
+            data |= {"tool": self.tool.to_json(), "tool_args_seen": self.tool_args_seen}
+            return data | {"tool_ok": self.tool_ok}
+        if self.tool_note is not None:  # through the path's own timed client, or nothing to ask
+            data |= {"tool_ok": self.tool_ok, "tool_note": self.tool_note}
+            if self.plain is not None:
+                data["plain"] = self.plain.to_json()
+            data |= {"reached": self.reached, "plain_ok": self.plain_ok}
+            if self.plain is not None:
+                data["plain_says_paris"] = self.plain_says_paris
+            return data | ({"error": self.error} if self.error is not None else {})
+        # not healthy, or no model to ask
+        return data | {"reached": self.reached, "plain_ok": self.plain_ok, "tool_ok": self.tool_ok, "error": self.error}
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> CheckResult:
+        found = read_fields(cls, data, what, apart=("health", "plain", "tool"))
+        assert isinstance(data, dict)  # read_fields refused anything else
+        plain, tool = data.get("plain"), data.get("tool")
+        if plain is None:
+            answer: AgentRun | TimedAnswer | None = None
+        elif isinstance(plain, dict) and "run" in plain:
+            answer = TimedAnswer.from_json(plain, f"{what}, its plain answer")
+        else:
+            answer = AgentRun.from_json(plain, f"{what}, its plain answer")
+        return cls(
+            **found,
+            health=CheckHealth.from_json(data.get("health"), f"{what}, its health"),
+            plain=answer,
+            tool=AgentRun.from_json(tool, f"{what}, its tool call") if tool is not None else None,
+        )
+
+
+def checks_of(evidence: Mapping[str, Any], where: object = None) -> list[CheckResult]:
+    """A check evidence file's results, typed, in order; a malformed one is one line."""
+    return read_entries(evidence, "records", CheckResult.from_json, where)
