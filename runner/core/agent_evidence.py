@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from runner.core.errors import RunnerError
 from runner.core.records import RequestRecord
 from runner.core.typed_json import read_entries, read_fields
 
@@ -185,3 +186,97 @@ class CheckResult:
 def checks_of(evidence: Mapping[str, Any], where: object = None) -> list[CheckResult]:
     """A check evidence file's results, typed, in order; a malformed one is one line."""
     return read_entries(evidence, "records", CheckResult.from_json, where)
+
+
+# --- runner.counting -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CountingGrade:
+    """One counting run graded (runner/agent/counting.py `grade`): the number the answer states and
+    how it was read, then whether the number, the filter sent and the finish were right."""
+
+    quoted: float | None
+    grading_route: str
+    graded_text: str
+    reading_problem: str | None
+    correct: bool
+    right_filter: bool
+    finished: bool
+    passed: bool
+    filters_sent: list[str] = field(default_factory=list)
+    tool_calls_requested: list[dict[str, Any]] = field(default_factory=list)
+    no_tool_call: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> CountingGrade:
+        return cls(**read_fields(cls, data, what))
+
+
+@dataclass
+class CountingRun:
+    """One run of the counting demo on one backend: the agent's run and its grade, side by side in
+    one entry, or (no model to run: `refused` says why) neither."""
+
+    backend: str
+    run: int
+    agent: AgentRun | None = None
+    grade: CountingGrade | None = None
+    refused: str | None = None
+
+    @property
+    def error(self) -> str | None:
+        return self.agent.error if self.agent else self.refused
+
+    @property
+    def reached(self) -> bool:
+        return self.agent.reached if self.agent else False
+
+    @property
+    def passed(self) -> bool:
+        return self.grade.passed if self.grade else False
+
+    @property
+    def correct(self) -> bool:
+        return self.grade.correct if self.grade else False
+
+    @property
+    def right_filter(self) -> bool:
+        return self.grade.right_filter if self.grade else False
+
+    @property
+    def seconds(self) -> float | None:
+        return self.agent.seconds if self.agent else None
+
+    @property
+    def filters_sent(self) -> list[str]:
+        return self.grade.filters_sent if self.grade else []
+
+    @property
+    def grading_route(self) -> str | None:
+        return self.grade.grading_route if self.grade else None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"backend": self.backend, "run": self.run}
+        if self.agent is None or self.grade is None:
+            return data | {"ok": False, "reached": False, "passed": False, "error": self.refused}
+        return data | self.agent.to_json() | self.grade.to_json()
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> CountingRun:
+        found = read_fields(cls, data, what, apart=("agent", "grade", "refused"))
+        assert isinstance(data, dict)  # read_fields refused anything else
+        if "seconds" not in data:  # no model to run
+            refused = data.get("error")
+            if refused is not None and not isinstance(refused, str):
+                raise RunnerError(f"{what}: 'error' is {refused!r}, not a string")
+            return cls(**found, refused=refused)
+        return cls(**found, agent=AgentRun.from_json(data, what), grade=CountingGrade.from_json(data, what))
+
+
+def counting_runs_of(evidence: Mapping[str, Any], where: object = None) -> list[CountingRun]:
+    """A counting evidence file's runs, typed, in order; a malformed one is one line."""
+    return read_entries(evidence, "records", CountingRun.from_json, where)
