@@ -280,3 +280,109 @@ class CountingRun:
 def counting_runs_of(evidence: Mapping[str, Any], where: object = None) -> list[CountingRun]:
     """A counting evidence file's runs, typed, in order; a malformed one is one line."""
     return read_entries(evidence, "records", CountingRun.from_json, where)
+
+
+# --- runner.orchestrator -------------------------------------------------------------------------
+
+
+@dataclass
+class OrchestratorAsk:
+    """One ask the agent made of a backend: the backend's title, the answer (one line, cut), and
+    the timed request."""
+
+    title: str
+    answer: str
+    request: RequestRecord
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "answer": self.answer, **self.request.to_json()}
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> OrchestratorAsk:
+        return cls(request=RequestRecord.from_json(data, what), **read_fields(cls, data, what, apart=("request",)))
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """A backend's row of the code's table: its asks, how many were measured, the last measured
+    answer, the median seconds and tokens/s over them, or the last error when none was."""
+
+    backend: str
+    title: str
+    asks: int
+    measured: int
+    answer: str
+    seconds: float | None
+    tokens_per_s: float | None
+    error: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> ScoreRow:
+        return cls(**read_fields(cls, data, what))
+
+
+@dataclass(frozen=True)
+class AgentFailure:
+    """An agent that never ran (no model for it): what the run keeps in place of its run."""
+
+    ok: bool
+    error: str | None
+    answer: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> AgentFailure:
+        return cls(**read_fields(cls, data, what))
+
+
+@dataclass
+class OrchestratorRun:
+    """One orchestrator run: the agent's run, the code's table and every ask behind it, the
+    backends never asked, and the agent's closing sentence checked against the table's winner."""
+
+    run: int
+    agent_backend: str
+    agent: AgentRun | AgentFailure
+    table: list[ScoreRow]
+    table_markdown: str
+    asks: list[OrchestratorAsk]
+    warm_ups: list[RequestRecord]
+    never_asked: list[str]
+    agent_table: str
+    closing_sentence: str
+    table_winner: str | None
+    sentence_names: list[str]
+    sentence_names_different_winner: bool
+
+    def to_json(self) -> dict[str, Any]:
+        data = {spec.name: getattr(self, spec.name) for spec in fields(self)}
+        data["agent"] = self.agent.to_json()
+        data["table"] = [row.to_json() for row in self.table]
+        data["asks"] = [ask.to_json() for ask in self.asks]
+        data["warm_ups"] = [record.to_json() for record in self.warm_ups]
+        return data
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> OrchestratorRun:
+        found = read_fields(cls, data, what, apart=("agent", "table", "asks", "warm_ups"))
+        assert isinstance(data, dict)  # read_fields refused anything else
+        agent = data.get("agent")
+        read_agent = AgentRun.from_json if isinstance(agent, dict) and "seconds" in agent else AgentFailure.from_json
+        return cls(
+            **found,
+            agent=read_agent(agent, f"{what}, its agent"),
+            table=read_entries(data, "table", ScoreRow.from_json, what),
+            asks=read_entries(data, "asks", OrchestratorAsk.from_json, what),
+            warm_ups=read_entries(data, "warm_ups", RequestRecord.from_json, what),
+        )
+
+
+def orchestrator_runs_of(evidence: Mapping[str, Any], where: object = None) -> list[OrchestratorRun]:
+    """An orchestrator evidence file's runs, typed, in order; a malformed one is one line."""
+    return read_entries(evidence, "records", OrchestratorRun.from_json, where)
