@@ -386,3 +386,103 @@ class OrchestratorRun:
 def orchestrator_runs_of(evidence: Mapping[str, Any], where: object = None) -> list[OrchestratorRun]:
     """An orchestrator evidence file's runs, typed, in order; a malformed one is one line."""
     return read_entries(evidence, "records", OrchestratorRun.from_json, where)
+
+
+# --- runner.quality ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ItemTiming:
+    """An item asked through the plain timed client: its figures as the bench's records keep them."""
+
+    seconds: float | None
+    ttft_s: float | None
+    output_tokens: int | None
+    token_source: str | None
+    finish_reason: str | None
+
+
+@dataclass(frozen=True)
+class ItemAgent:
+    """An item asked through the agent: how long its run took, its model calls and output tokens."""
+
+    seconds: float
+    model_calls: int
+    output_tokens: int | None
+
+
+@dataclass(frozen=True)
+class ItemReading:
+    """What grading read in the answer (runner/agent/grading.py): the value quoted, the route that
+    read it, the text it graded, why it does not count (if so), and the echoed sentences set aside."""
+
+    quoted: float | str | None
+    grading_route: str
+    graded_text: str
+    reading_problem: str | None
+    echoed_sentences_set_aside: int
+
+
+def _flat(part: Any) -> dict[str, Any]:
+    """A group's keys, flat in the item's entry (none when the item has no such group)."""
+    return {spec.name: getattr(part, spec.name) for spec in fields(part)} if part is not None else {}
+
+
+# What a quality item has only on some paths, written after its own keys.
+_ITEM_PARTS = ("timing", "agent", "reading", "right_call", "finished", "tools_run")
+
+
+@dataclass(frozen=True)
+class QualityItem:
+    """One quality item on one backend, graded (runner/agent/quality.py): the item and its
+    expected answer, the answer, the verdict and its one-line reason; an item with no answer at all
+    is an `error`, not graded. The figures of the client that asked (`timing`: the plain timed
+    client; `agent`: the agent), what grading read (`reading`), and for a tool item whether the
+    right call ran, the agent finished, and the calls that ran, where the item has them."""
+
+    backend: str
+    family: str
+    item: str
+    prompt: str = ""
+    expected: int | str = ""
+    answer: str = ""
+    correct: bool = False
+    reason: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    verdict: str | None = None
+    graded: bool = False
+    error: str | None = None
+    client: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+    timing: ItemTiming | None = None
+    agent: ItemAgent | None = None
+    reading: ItemReading | None = None
+    right_call: bool | None = None
+    finished: bool | None = None
+    tools_run: list[dict[str, Any]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The item's keys, then the client's figures, what grading read and the tool item's own,
+        each group where the item has it: the order the record was assembled in."""
+        data = {spec.name: getattr(self, spec.name) for spec in fields(self) if spec.name not in _ITEM_PARTS}
+        data |= _flat(self.timing) | _flat(self.agent) | _flat(self.reading)
+        for key in ("right_call", "finished", "tools_run"):
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
+        return data
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> QualityItem:
+        found = read_fields(cls, data, what, apart=("timing", "agent", "reading"))
+        assert isinstance(data, dict)  # read_fields refused anything else
+        return cls(
+            **found,
+            timing=ItemTiming(**read_fields(ItemTiming, data, what)) if "ttft_s" in data else None,
+            agent=ItemAgent(**read_fields(ItemAgent, data, what)) if "model_calls" in data else None,
+            reading=ItemReading(**read_fields(ItemReading, data, what)) if "grading_route" in data else None,
+        )
+
+
+def quality_items_of(evidence: Mapping[str, Any], where: object = None) -> list[QualityItem]:
+    """A quality evidence file's graded items, typed, in order; a malformed one is one line."""
+    return read_entries(evidence, "records", QualityItem.from_json, where)
