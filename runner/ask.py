@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from runner.cli.options import add_common_arguments
 from runner.cli.session import main_guard, run_session
+from runner.core.agent_evidence import AskRecord
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError
@@ -47,7 +47,7 @@ def write_out(piece: str) -> None:
     sys.stdout.flush()
 
 
-def ask(backend: Backend, request: ChatRequest, timeout_s: float, on_text: Callable[[str], None]) -> dict[str, Any]:
+def ask(backend: Backend, request: ChatRequest, timeout_s: float, on_text: Callable[[str], None]) -> AskRecord:
     """One timed request; each piece of text to `on_text` as it arrives (on a streaming path), or
     the whole answer once it is there. Never raises for the backend's fault: the record says it."""
     record = RequestRecord(backend=backend.name, run=1)
@@ -73,12 +73,9 @@ def ask(backend: Backend, request: ChatRequest, timeout_s: float, on_text: Calla
     record.text = record.text or "".join(pieces)
     if not pieces and record.text:
         on_text(record.text)  # a path that answers whole: the answer, now that it is there
-    return record.to_json() | {
-        "question": request.prompt,
-        "streamed": bool(pieces),
-        "pieces": len(pieces),
-        "interrupted": interrupted,
-    }
+    return AskRecord(
+        record, question=request.prompt, streamed=bool(pieces), pieces=len(pieces), interrupted=interrupted
+    )
 
 
 def run(argv: list[str] | None = None, on_text: Callable[[str], None] | None = None) -> int:
@@ -100,20 +97,21 @@ def run(argv: list[str] | None = None, on_text: Callable[[str], None] | None = N
             console.print(f"[dim]{backend.name} ({model}) answers whole: {whole}; printed when it arrives …[/dim]")
         else:
             console.print(f"[dim]{backend.name} ({model}), printed as it arrives:[/dim]")
-        record = ask(backend, request, args.timeout, on_text or write_out)
-        if record["text"] and not record["text"].endswith("\n") and on_text is None:
+        asked = ask(backend, request, args.timeout, on_text or write_out)
+        answer = asked.request
+        if answer.text and not answer.text.endswith("\n") and on_text is None:
             write_out("\n")
-        evidence.add_record(record)
-        path = evidence.finish(interrupted=record["interrupted"])
-        if record["interrupted"]:
+        evidence.add_record(asked.to_json())
+        path = evidence.finish(interrupted=asked.interrupted)
+        if asked.interrupted:
             print(f"evidence: {path}")
             raise KeyboardInterrupt
-        if record["ok"]:
-            console.print(f"[dim]{timing_line(record)}[/dim]")
+        if answer.ok:
+            console.print(f"[dim]{timing_line(asked)}[/dim]")
         else:
-            console.print(f"[red]error:[/red] {backend.name}: {record['error']}")
+            console.print(f"[red]error:[/red] {backend.name}: {answer.error}")
         print(f"evidence: {path}")
-        return 0 if record["ok"] else 1
+        return 0 if answer.ok else 1
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ import argparse
 
 from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
+from runner.core.agent_evidence import CheckResult
 from runner.core.console import console
 from runner.core.evidence import Evidence
 
@@ -25,9 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # The agent (Strands and the model SDKs, about 1 s of imports) only once there is work: --help stays quick.
-    from runner.agent.checks import PLAIN_PROMPT, TOOL_PROMPT, check_backend, passed, wait_all
+    from runner.agent.checks import PLAIN_PROMPT, TOOL_PROMPT, check_backend, wait_all
 
     config = {"plain_prompt": PLAIN_PROMPT, "tool_prompt": TOOL_PROMPT, "wait_s": args.wait}
+    results: list[CheckResult] = []
 
     def measure(discovery: Discovery, evidence: Evidence) -> None:
         if args.wait > 0:
@@ -37,10 +39,11 @@ def run(argv: list[str] | None = None) -> int:
         health = wait_all(discovery.backends, args, discovery.aws)
         for backend in discovery.backends:
             console.print(f"[dim]checking {backend.name} …[/dim]")
-            evidence.add_record(check_backend(backend, health[backend.name], args))
+            results.append(check_backend(backend, health[backend.name], args))
+            evidence.add_record(results[-1].to_json())
 
     # Exit 1 when no check passed: reaching a server that answers HTTP 500 is not a pass.
-    return run_command("check", args, config, measure, measured=lambda records: any(passed(r) for r in records))
+    return run_command("check", args, config, measure, measured=lambda _: any(r.passed for r in results))
 
 
 def main() -> None:

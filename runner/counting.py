@@ -18,6 +18,7 @@ from rich.progress import Progress
 
 from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
+from runner.core.agent_evidence import CountingRun
 from runner.core.console import console
 from runner.core.evidence import Evidence
 
@@ -56,6 +57,7 @@ def run(argv: list[str] | None = None) -> int:
         "tool_choice": "forced on the first call" if args.force_tool else "auto",
         "runs": args.runs,
     }
+    runs: list[CountingRun] = []
 
     def measure(discovery: Discovery, evidence: Evidence) -> None:
         with Progress(console=console) as progress:
@@ -66,12 +68,11 @@ def run(argv: list[str] | None = None) -> int:
                     progress.update(task, completed=args.runs)
                     continue
                 for run_number in range(1, args.runs + 1):
-                    evidence.add_record(count_once(backend, run_number, args))
+                    runs.append(count_once(backend, run_number, args))
+                    evidence.add_record(runs[-1].to_json())
                     progress.advance(task)
 
-    return run_command(
-        "counting", args, config, measure, measured=lambda records: any(r.get("reached") for r in records)
-    )
+    return run_command("counting", args, config, measure, measured=lambda _: any(r.reached for r in runs))
 
 
 def main() -> None:

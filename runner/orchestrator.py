@@ -12,6 +12,7 @@ import argparse
 
 from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
+from runner.core.agent_evidence import OrchestratorRun
 from runner.core.evidence import Evidence
 
 
@@ -30,14 +31,16 @@ def run(argv: list[str] | None = None) -> int:
     from runner.agent.orchestration import ASK_MAX_TOKENS, QUESTION, asks_measured, orchestrate_once, pick_agent
 
     config = {"question": QUESTION, "ask_max_tokens": ASK_MAX_TOKENS, "runs": args.runs}
+    runs: list[OrchestratorRun] = []
 
     def measure(discovery: Discovery, evidence: Evidence) -> None:
         agent_backend = pick_agent(discovery.backends, args.agent)
         evidence.data["config"]["agent_backend"] = agent_backend.name
         for run_number in range(1, args.runs + 1):
-            evidence.add_record(orchestrate_once(discovery.backends, agent_backend, run_number, args))
+            runs.append(orchestrate_once(discovery.backends, agent_backend, run_number, args))
+            evidence.add_record(runs[-1].to_json())
 
-    return run_command("orchestrator", args, config, measure, measured=asks_measured)
+    return run_command("orchestrator", args, config, measure, measured=lambda _: asks_measured(runs))
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ from rich.progress import Progress
 from runner.agent.tasks import DEFAULT_ITEMS, DEFAULT_SEED, FAMILIES, TOOL_SYSTEM, generate, parse_families
 from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
+from runner.core.agent_evidence import QualityItem
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
@@ -61,14 +62,20 @@ def run(argv: list[str] | None = None) -> int:
         "agent_limits": {"max_model_calls": settings.max_model_calls, "max_tool_calls": settings.max_tool_calls},
     }
 
+    items: list[QualityItem] = []
+
     def measure(discovery: Discovery, evidence: Evidence) -> None:
+        def emit(item: QualityItem) -> None:
+            items.append(item)
+            evidence.add_record(item.to_json())
+
         skipped: dict[str, dict[str, str]] = {}
         try:
             with Progress(console=console) as progress:
                 for backend in discovery.backends:
                     bar = progress.add_task(f"{backend.name:<10}", total=len(tasks))
                     skipped[backend.name] = run_backend(
-                        backend, tasks, settings, evidence.add_record, lambda bar=bar: progress.advance(bar)
+                        backend, tasks, settings, emit, lambda bar=bar: progress.advance(bar)
                     )
                     for family, why in skipped[backend.name].items():
                         line = f"{backend.name}: {family} skipped: {why}"
@@ -76,12 +83,10 @@ def run(argv: list[str] | None = None) -> int:
                         evidence.notice(line)
         finally:
             backends = [(b.name, model_of(b)) for b in discovery.backends]
-            evidence.data["summary"] = [
-                s.to_json() for s in summarise(evidence.data["records"], backends, families, skipped)
-            ]
+            evidence.data["summary"] = [s.to_json() for s in summarise(items, backends, families, skipped)]
 
     # Exit 1 when no item was graded on any backend (none answered at all).
-    return run_command("quality", args, config, measure, measured=lambda records: any(r.get("graded") for r in records))
+    return run_command("quality", args, config, measure, measured=lambda _: any(item.graded for item in items))
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from strands import tool
@@ -14,6 +15,7 @@ from runner.agent.limits import AgentLimits
 from runner.agent.models import strands_model
 from runner.agent.run import run_agent
 from runner.cloud.aws import boto_client
+from runner.core.agent_evidence import CheckHealth, CheckResult, TimedAnswer
 from runner.core.backends import Backend
 from runner.core.errors import describe
 from runner.core.records import RequestRecord
@@ -71,46 +73,45 @@ def wait_all(backends: list[Backend], args: argparse.Namespace, aws: bool) -> di
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def check_backend(backend: Backend, health: Health, args: argparse.Namespace) -> dict[str, Any]:
-    record: dict[str, Any] = {"backend": backend.name}
-    record["health"] = {"healthy": health.healthy, "waited_s": round(health.waited_s, 2), "detail": health.detail}
+def check_backend(backend: Backend, health: Health, args: argparse.Namespace) -> CheckResult:
+    record = CheckResult(backend.name, CheckHealth(health.healthy, round(health.waited_s, 2), health.detail))
     if not health.healthy:
-        record.update(reached=False, plain_ok=False, tool_ok=False, error=f"not healthy: {health.detail}")
-        return record
+        return replace(record, reached=False, plain_ok=False, tool_ok=False, error=f"not healthy: {health.detail}")
     if not backend.supports.agent:
         return plain_answer(backend, args, record)
     try:
         model = strands_model(backend, max_tokens=args.max_tokens, timeout_s=args.timeout)
     except Exception as error:
-        record.update(reached=False, plain_ok=False, tool_ok=False, error=backend.explain(error))
-        return record
+        return replace(record, reached=False, plain_ok=False, tool_ok=False, error=backend.explain(error))
     plain = run_agent(model, PLAIN_PROMPT, limits=AgentLimits(max_model_calls=2, max_tool_calls=0))
-    record["plain"] = plain.to_json()
-    record["plain_ok"] = plain.ok and bool(plain.answer)
-    record["plain_says_paris"] = "paris" in plain.answer.lower()
-    record["reached"] = plain.reached
+    record = replace(
+        record,
+        plain=plain,
+        plain_ok=plain.ok and bool(plain.answer),
+        plain_says_paris="paris" in plain.answer.lower(),
+        reached=plain.reached,
+    )
     if not backend.supports_tools:
-        record["tool_ok"] = None
-        record["tool_note"] = "server ignores tool definitions"
-        return record
+        return replace(record, tool_ok=None, tool_note="server ignores tool definitions")
     seen: list[dict[str, Any]] = []
     tooled = run_agent(
         model, TOOL_PROMPT, tools=[make_add_tool(seen)], limits=AgentLimits(max_model_calls=4, max_tool_calls=4)
     )
-    record["tool"] = tooled.to_json()
-    record["tool_args_seen"] = seen
     # A run stopped by its limits or by a backend error never passes, whatever it called.
-    record["tool_ok"] = tooled.ok and TOOL_ARGS in seen
-    record["reached"] = record["reached"] or tooled.reached
-    return record
+    return replace(
+        record,
+        tool=tooled,
+        tool_args_seen=seen,
+        tool_ok=tooled.ok and TOOL_ARGS in seen,
+        reached=record.reached or tooled.reached,
+    )
 
 
-def plain_answer(backend: Backend, args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
+def plain_answer(backend: Backend, args: argparse.Namespace, record: CheckResult) -> CheckResult:
     """One plain question through the path's own timed client; the tool check does not apply."""
-    record.update(tool_ok=None, tool_note=backend.supports.reason("agent"))
+    record = replace(record, tool_ok=None, tool_note=backend.supports.reason("agent"))
     if not backend.timed_chat:
-        record.update(reached=None, plain_ok=None)
-        return record
+        return replace(record, reached=None, plain_ok=None)
     answer = RequestRecord(backend=backend.name, run=1)
     try:
         client = timed_client_for(backend, args.timeout)
@@ -119,19 +120,12 @@ def plain_answer(backend: Backend, args: argparse.Namespace, record: dict[str, A
         finally:
             client.close()
     except Exception as error:
-        record.update(reached=False, plain_ok=False, error=backend.explain(error))
-        return record
-    record["plain"] = answer.to_json() | {"answer": answer.text}
-    record.update(
-        reached=True, plain_ok=bool(answer.ok and answer.text), plain_says_paris="paris" in answer.text.lower()
+        return replace(record, reached=False, plain_ok=False, error=backend.explain(error))
+    return replace(
+        record,
+        plain=TimedAnswer(answer, answer.text),
+        reached=True,
+        plain_ok=bool(answer.ok and answer.text),
+        plain_says_paris="paris" in answer.text.lower(),
+        error=None if answer.ok else answer.error or describe(RuntimeError("no answer")),
     )
-    if not answer.ok:
-        record["error"] = answer.error or describe(RuntimeError("no answer"))
-    return record
-
-
-def passed(record: dict[str, Any]) -> bool:
-    if record.get("plain_ok") is None and record.get("tool_ok") is None and record.get("reached") is None:
-        return True  # nothing to converse with (a batch model): its health is the check
-    return bool(record.get("plain_ok") or record.get("tool_ok"))
-    return bool(record.get("plain_ok") or record.get("tool_ok"))

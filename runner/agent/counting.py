@@ -15,6 +15,7 @@ from runner.agent.grading import read_count
 from runner.agent.limits import AgentLimits
 from runner.agent.models import strands_model
 from runner.agent.run import AgentRun, run_agent
+from runner.core.agent_evidence import CountingGrade, CountingRun
 from runner.core.backends import Backend
 from runner.core.console import console
 
@@ -116,48 +117,40 @@ def right_filter(call: dict[str, Any]) -> bool:
     return op in OPS and isinstance(value, int | float) and selected(op, value) == TRUTH
 
 
-def grade(agent: AgentRun, sent: list[dict[str, Any]], mode: str) -> dict[str, Any]:
+def grade(agent: AgentRun, sent: list[dict[str, Any]], mode: str) -> CountingGrade:
     """`sent`: the calls the tool executed; the agent run holds every call the model asked for."""
     reading = read_count(agent.answer)
     correct = reading.definite and reading.number == EXPECTED
     # rows mode: the model had to fetch the ids before counting them.
     filter_ok = any(right_filter(c) for c in sent) if mode == "filter" else bool(sent)
     finished = agent.ok and not agent.error
-    return {
-        **reading.to_json(),
-        "correct": correct,
-        "right_filter": filter_ok,
-        "finished": finished,
-        "passed": correct and filter_ok and finished,
-        "filters_sent": [filter_label(c) for c in sent],
-        "tool_calls_requested": agent.tool_calls,
-        "no_tool_call": not agent.tool_calls,
-    }
+    return CountingGrade(
+        **reading.to_json(),  # quoted, grading_route, graded_text, reading_problem
+        correct=correct,
+        right_filter=filter_ok,
+        finished=finished,
+        passed=correct and filter_ok and finished,
+        filters_sent=[filter_label(c) for c in sent],
+        tool_calls_requested=agent.tool_calls,
+        no_tool_call=not agent.tool_calls,
+    )
 
 
-def count_once(backend: Backend, run_number: int, args: argparse.Namespace) -> dict[str, Any]:
+def count_once(backend: Backend, run_number: int, args: argparse.Namespace) -> CountingRun:
     sent: list[dict[str, Any]] = []
     forced = ("count_ids" if args.tools == "filter" else "list_ids") if getattr(args, "force_tool", False) else None
     try:
         model = strands_model(backend, max_tokens=args.max_tokens, timeout_s=args.timeout, force_first_tool=forced)
     except Exception as error:
-        return {
-            "backend": backend.name,
-            "run": run_number,
-            "ok": False,
-            "reached": False,
-            "passed": False,
-            "error": backend.explain(error),
-        }
+        return CountingRun(backend.name, run_number, refused=backend.explain(error))
     tools = [make_count_tool(sent, bounded=bool(forced))] if args.tools == "filter" else [make_rows_tool(sent)]
     limits = AgentLimits(max_model_calls=getattr(args, "max_model_calls", 6), max_tool_calls=6)
     result = run_agent(model, QUESTION, tools=tools, system_prompt=SYSTEM, limits=limits)
-    record = {"backend": backend.name, "run": run_number, **result.to_json()}
-    record.update(grade(result, sent, args.tools))
-    status = "ok " if record["passed"] else "FAIL"
+    graded = grade(result, sent, args.tools)
+    status = "ok " if graded.passed else "FAIL"
     console.print(
-        f"{backend.name:<10} run {run_number}/{args.runs}  {status} quoted={record['quoted']} "
-        f"({record['grading_route']}) filters={record['filters_sent']} {result.seconds:.2f}s"
+        f"{backend.name:<10} run {run_number}/{args.runs}  {status} quoted={graded.quoted} "
+        f"({graded.grading_route}) filters={graded.filters_sent} {result.seconds:.2f}s"
         + (f"  [red]{result.error}[/red]" if result.error else "")
     )
-    return record
+    return CountingRun(backend.name, run_number, agent=result, grade=graded)

@@ -11,6 +11,7 @@ from strands.tools.decorator import tool
 from runner.agent.limits import AgentLimits
 from runner.agent.models import strands_model
 from runner.agent.run import run_agent
+from runner.core.agent_evidence import AgentFailure, AgentRun, OrchestratorAsk, OrchestratorRun, ScoreRow
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError
@@ -43,58 +44,58 @@ class Harness:
     def __init__(self, backends: list[Backend], timeout_s: float) -> None:
         self.backends = backends
         self.timeout_s = timeout_s
-        self.asks: list[dict[str, Any]] = []
-        self.warm_ups: list[dict[str, Any]] = []
+        self.asks: list[OrchestratorAsk] = []
+        self.warm_ups: list[RequestRecord] = []
         self.clients: dict[str, TimedClient] = {}
 
     def _client(self, backend: Backend) -> TimedClient:
         if backend.name not in self.clients:
             client = timed_client_for(backend, self.timeout_s)
-            self.warm_ups.append(warm_up(client, backend.name).to_json())
+            self.warm_ups.append(warm_up(client, backend.name))
             self.clients[backend.name] = client
         return self.clients[backend.name]
 
-    def ask(self, backend: Backend) -> dict[str, Any]:
+    def ask(self, backend: Backend) -> OrchestratorAsk:
         record = RequestRecord(backend=backend.name, run=len(self.asks) + 1)
         try:
             self._client(backend).chat(ChatRequest(prompt=QUESTION, max_tokens=ASK_MAX_TOKENS), record)
         except Exception as error:
             record.ok = False
             record.error = backend.explain(error)
-        row = {"title": backend.title, "answer": " ".join(record.text.split())[:60], **record.to_json()}
+        row = OrchestratorAsk(backend.title, " ".join(record.text.split())[:60], record)
         self.asks.append(row)
         return row
 
-    def table(self) -> list[dict[str, Any]]:
+    def table(self) -> list[ScoreRow]:
         """One row per backend asked, from all its asks; sorted in code: measured rows by median
         seconds, then the rows with no measured ask."""
         rows = []
         for backend in self.backends:
-            asks = [a for a in self.asks if a["backend"] == backend.name]
+            asks = [a for a in self.asks if a.request.backend == backend.name]
             if not asks:
                 continue
-            measured = [a for a in asks if a["ok"]]
+            measured = [a for a in asks if a.request.ok]
             rows.append(
-                {
-                    "backend": backend.name,
-                    "title": backend.title,
-                    "asks": len(asks),
-                    "measured": len(measured),
-                    "answer": measured[-1]["answer"] if measured else "",
-                    "seconds": median(a["e2e_s"] for a in measured),
-                    "tokens_per_s": median(a["tokens_per_s"] for a in measured),
-                    "error": None if measured else asks[-1]["error"],
-                }
+                ScoreRow(
+                    backend=backend.name,
+                    title=backend.title,
+                    asks=len(asks),
+                    measured=len(measured),
+                    answer=measured[-1].answer if measured else "",
+                    seconds=median(a.request.e2e_s for a in measured),
+                    tokens_per_s=median(a.request.tokens_per_s for a in measured),
+                    error=None if measured else asks[-1].request.error,
+                )
             )
-        return sorted(rows, key=lambda r: (r["seconds"] is None, r["seconds"] or 0))
+        return sorted(rows, key=lambda r: (r.seconds is None, r.seconds or 0))
 
     def markdown(self) -> str:
         lines = ["| Backend | Answer | Seconds | Tokens/s |", "|---|---|---|---|"]
         for row in self.table():
-            seconds = fmt(row["seconds"]) if row["seconds"] is not None else "-"
-            rate = fmt(row["tokens_per_s"], 1) if row["tokens_per_s"] else "-"
-            answer = row["answer"] if not row["error"] else f"error: {row['error']}"
-            lines.append(f"| {row['title']} | {answer} | {seconds} | {rate} |")
+            seconds = fmt(row.seconds) if row.seconds is not None else "-"
+            rate = fmt(row.tokens_per_s, 1) if row.tokens_per_s else "-"
+            answer = row.answer if not row.error else f"error: {row.error}"
+            lines.append(f"| {row.title} | {answer} | {seconds} | {rate} |")
         return "\n".join(lines)
 
     def tools(self) -> list[Any]:
@@ -110,9 +111,9 @@ class Harness:
     def _ask_tool(self, backend: Backend):
         def ask() -> str:
             row = self.ask(backend)
-            if row["error"]:
-                return f"{backend.title} failed: {row['error']}"
-            return f"{backend.title} answered {row['answer']!r} in {row['e2e_s']:.3f} s"
+            if row.request.error:
+                return f"{backend.title} failed: {row.request.error}"
+            return f"{backend.title} answered {row.answer!r} in {row.request.e2e_s:.3f} s"
 
         ask.__doc__ = f"Ask {backend.title} the benchmark question; returns its answer and the time it took."
         return tool(name=tool_name(backend.name))(ask)
@@ -146,8 +147,8 @@ def _starts_word(text: str, position: int) -> bool:
     return not before.isalnum()
 
 
-def winner_check(sentence: str, table: list[dict[str, Any]], backends: list[Backend]) -> dict[str, Any]:
-    winner = next((row["backend"] for row in table if row["seconds"] is not None), None)
+def winner_check(sentence: str, table: list[ScoreRow], backends: list[Backend]) -> dict[str, Any]:
+    winner = next((row.backend for row in table if row.seconds is not None), None)
     named = named_backends(sentence, backends)
     return {
         "table_winner": winner,
@@ -171,12 +172,12 @@ def pick_agent(backends: list[Backend], wanted: str | None) -> Backend:
     return tool_capable[0]
 
 
-def asks_measured(records: list[dict[str, Any]]) -> bool:
+def asks_measured(runs: list[OrchestratorRun]) -> bool:
     """An ask counts only when it was timed to a complete answer; an error in milliseconds is not one."""
-    return any(ask["ok"] for record in records for ask in record["asks"])
+    return any(ask.request.ok for run in runs for ask in run.asks)
 
 
-def orchestrate_once(backends: list[Backend], agent_backend: Backend, run_number: int, args) -> dict[str, Any]:
+def orchestrate_once(backends: list[Backend], agent_backend: Backend, run_number: int, args) -> OrchestratorRun:
     harness = Harness(backends, args.timeout)
     try:
         model = strands_model(agent_backend, max_tokens=args.max_tokens, timeout_s=args.timeout)
@@ -184,29 +185,29 @@ def orchestrate_once(backends: list[Backend], agent_backend: Backend, run_number
         result = run_agent(
             model, f"Question for every backend: {QUESTION}", tools=harness.tools(), system_prompt=SYSTEM, limits=limits
         )
-        agent_run = result.to_json()
+        agent_run: AgentRun | AgentFailure = result
     except Exception as error:
-        agent_run = {"ok": False, "error": agent_backend.explain(error), "answer": "", "tool_calls": []}
+        agent_run = AgentFailure(ok=False, error=agent_backend.explain(error))
     finally:
         harness.close()
-    asked = {ask["backend"] for ask in harness.asks}
+    asked = {ask.request.backend for ask in harness.asks}
     table = harness.table()
-    quoted_table, closing = split_closing(agent_run.get("answer", ""))
-    record = {
-        "run": run_number,
-        "agent_backend": agent_backend.name,
-        "agent": agent_run,
-        "table": table,
-        "table_markdown": harness.markdown(),
-        "asks": harness.asks,
-        "warm_ups": harness.warm_ups,
-        "never_asked": [b.name for b in backends if b.name not in asked],
-        "agent_table": quoted_table,
-        "closing_sentence": closing,
+    quoted_table, closing = split_closing(agent_run.answer)
+    record = OrchestratorRun(
+        run=run_number,
+        agent_backend=agent_backend.name,
+        agent=agent_run,
+        table=table,
+        table_markdown=harness.markdown(),
+        asks=harness.asks,
+        warm_ups=harness.warm_ups,
+        never_asked=[b.name for b in backends if b.name not in asked],
+        agent_table=quoted_table,
+        closing_sentence=closing,
         **winner_check(closing, table, backends),
-    }
+    )
     console.print(
-        f"run {run_number}: {len(harness.asks)} asks; never asked: {', '.join(record['never_asked']) or 'none'}"
-        + (f"  [red]{agent_run.get('error')}[/red]" if agent_run.get("error") else "")
+        f"run {run_number}: {len(harness.asks)} asks; never asked: {', '.join(record.never_asked) or 'none'}"
+        + (f"  [red]{agent_run.error}[/red]" if agent_run.error else "")
     )
     return record

@@ -37,6 +37,7 @@ from runner.agent.models import strands_model
 from runner.agent.run import AgentRun, run_agent
 from runner.agent.tasks import TOOL_SYSTEM, Task, ToolTask, call_label
 from runner.core.accuracy import Accuracy, QualitySummary
+from runner.core.agent_evidence import QualityItem
 from runner.core.backends import BATCH_COMMAND, Backend
 from runner.core.errors import as_fault, backend_down
 from runner.core.records import RequestRecord
@@ -230,14 +231,17 @@ class BackendQuality:
         self.down: str | None = None
         self.unanswered = 0
 
-    def ask(self, task: Task) -> dict[str, Any]:
+    def ask(self, task: Task) -> QualityItem:
+        """The item asked and graded, typed as the evidence keeps it (assembled from the item's
+        keys, the client's figures and the grade)."""
         if self.down:
-            return error_record(self.backend, task, f"not asked: {self.backend.name} is down ({self.down})")
-        record = self._agent_item(task) if task.tool else self._plain_item(task)
-        self.unanswered = self.unanswered + 1 if record["verdict"] == "error" else 0
-        if self.unanswered >= UNANSWERED_IN_A_ROW and not self.down:
-            self.down = f"{self.unanswered} items in a row got no answer: {record['error']}"
-        return record
+            record = error_record(self.backend, task, f"not asked: {self.backend.name} is down ({self.down})")
+        else:
+            record = self._agent_item(task) if task.tool else self._plain_item(task)
+            self.unanswered = self.unanswered + 1 if record["verdict"] == "error" else 0
+            if self.unanswered >= UNANSWERED_IN_A_ROW and not self.down:
+                self.down = f"{self.unanswered} items in a row got no answer: {record['error']}"
+        return QualityItem.from_json(record, f"{task.item} on {self.backend.name}")
 
     def _plain_item(self, task: Task) -> dict[str, Any]:
         try:
@@ -315,7 +319,7 @@ def run_backend(
     backend: Backend,
     tasks: list[Task],
     settings: QualitySettings,
-    emit: Callable[[dict[str, Any]], None],
+    emit: Callable[[QualityItem], None],
     advance: Callable[[], None] = lambda: None,
 ) -> dict[str, str]:
     """Every item on `backend`, each record handed to `emit` as it is graded; never raises for a
@@ -343,11 +347,11 @@ def run_backend(
 # --- the summary ---------------------------------------------------------------------------------
 
 
-def tally(records: Iterable[dict[str, Any]], skipped: str | None = None) -> Accuracy:
+def tally(records: Iterable[QualityItem], skipped: str | None = None) -> Accuracy:
     """Correct over graded, with its 95 % Wilson interval; errors (no answer at all) counted apart."""
     records = list(records)
-    graded = [r for r in records if r.get("graded")]
-    correct = sum(1 for r in graded if r.get("correct"))
+    graded = [r for r in records if r.graded]
+    correct = sum(1 for r in graded if r.correct)
     bounds = wilson_interval(correct, len(graded))
     return Accuracy(
         correct=correct,
@@ -361,7 +365,7 @@ def tally(records: Iterable[dict[str, Any]], skipped: str | None = None) -> Accu
 
 
 def summarise(
-    records: list[dict[str, Any]],
+    records: list[QualityItem],
     backends: list[tuple[str, str]],
     families: list[str],
     skipped: dict[str, dict[str, str]] | None = None,
@@ -370,9 +374,9 @@ def summarise(
     skipped = skipped or {}
     summary = []
     for name, model in backends:
-        mine = [r for r in records if r.get("backend") == name]
+        mine = [r for r in records if r.backend == name]
         per_family = {
-            family: tally((r for r in mine if r.get("family") == family), skipped.get(name, {}).get(family))
+            family: tally((r for r in mine if r.family == family), skipped.get(name, {}).get(family))
             for family in families
         }
         summary.append(QualitySummary(name, model, tally(mine), per_family))

@@ -3,31 +3,13 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from strands import Agent
 
 from runner.agent.limits import AgentLimits
+from runner.core.agent_evidence import AgentRun
 from runner.core.errors import describe, gave_no_answer
-
-
-@dataclass
-class AgentRun:
-    ok: bool
-    seconds: float
-    answer: str = ""
-    error: str | None = None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    model_calls: int = 0
-    stopped: str | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    # False when the backend never gave a usable response (unreachable, HTTP error, cut stream).
-    reached: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def run_agent(

@@ -74,7 +74,7 @@ def run_task(backend: Backend, model: Any, number: int, settings: AgentSettings)
         sent: list[dict[str, Any]] = []
         run = run_agent(model, QUESTION, tools=[make_count_tool(sent)], system_prompt=SYSTEM, limits=limits)
         graded = grade_counting(run, sent, "filter")
-        right, passed, item = graded["right_filter"], graded["passed"], "counting demo"
+        right, passed, item = graded.right_filter, graded.passed, "counting demo"
     else:
         (task,) = generate(1 + number // 2, seed=settings.seed, families=["tool_use"])[-1:]
         executed: list[dict[str, Any]] = []

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from runner.core.agent_evidence import checks_of
 from runner.render.tables import models
 
 
@@ -30,21 +31,20 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         "error",
     ):
         table.add_column(column)
-    for record in evidence["records"]:
-        health = record.get("health", {})
-        answer = (record.get("plain") or {}).get("answer", "")
+    for result in checks_of(evidence):
+        answer = result.plain.answer if result.plain else ""
         table.add_row(
-            record["backend"],
-            escape(served.get(record["backend"], "-")),
-            _mark(health.get("healthy")),
-            f"{health.get('waited_s', 0):.1f}",
-            _mark(record.get("plain_ok")),
+            result.backend,
+            escape(served.get(result.backend, "-")),
+            _mark(result.health.healthy),
+            f"{result.health.waited_s:.1f}",
+            _mark(result.plain_ok),
             " ".join(answer.split())[:40],
-            _mark(record.get("tool_ok")) if "tool_note" not in record else f"n/a ({record['tool_note']})",
-            str(record.get("tool_args_seen", "-")),
-            record.get("error")
-            or (record.get("plain") or {}).get("error")
-            or (record.get("tool") or {}).get("error")
+            _mark(result.tool_ok) if result.tool_note is None else f"n/a ({result.tool_note})",
+            str(result.tool_args_seen if result.tool_args_seen is not None else "-"),
+            result.error
+            or (result.plain.error if result.plain else None)
+            or (result.tool.error if result.tool else None)
             or "",
         )
     out.print(table)

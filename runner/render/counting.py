@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from runner.core.agent_evidence import CountingRun, counting_runs_of
 from runner.core.stats import counts, fmt, median
 from runner.render.tables import add_columns, models
 
@@ -32,16 +33,16 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
     )
     add_columns(table, columns, left=("backend", "model", "graded by", "filters sent"))
     served = models(evidence)
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for record in evidence["records"]:
-        grouped.setdefault(record["backend"], []).append(record)
+    grouped: dict[str, list[CountingRun]] = {}
+    for record in counting_runs_of(evidence):
+        grouped.setdefault(record.backend, []).append(record)
     for name, records in grouped.items():
         n = len(records)
-        correct = sum(1 for r in records if r.get("correct"))
-        right = sum(1 for r in records if r.get("right_filter"))
-        passed = sum(1 for r in records if r.get("passed"))
-        errors = sum(1 for r in records if r.get("error"))
-        filters = [f for r in records for f in r.get("filters_sent", [])] or (["none"] if records else [])
+        correct = sum(1 for r in records if r.correct)
+        right = sum(1 for r in records if r.right_filter)
+        passed = sum(1 for r in records if r.passed)
+        errors = sum(1 for r in records if r.error)
+        filters = [f for r in records for f in r.filters_sent] or (["none"] if records else [])
         table.add_row(
             name,
             escape(served.get(name, "-")),
@@ -50,8 +51,8 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             f"{right}/{n}" if mode == "filter" else "-",
             f"{passed}/{n}",
             str(errors),
-            fmt(median(r["seconds"] for r in records if r.get("seconds") is not None), 2),
-            counts([r["grading_route"] for r in records if r.get("grading_route")]),
+            fmt(median(r.seconds for r in records if r.seconds is not None), 2),
+            counts([r.grading_route for r in records if r.grading_route]),
             counts(filters),
         )
     out.print(table)

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from runner.agent.quality import summarise
 from runner.core.accuracy import Accuracy, QualitySummary, summaries_of
+from runner.core.agent_evidence import QualityItem, quality_items_of
 from runner.core.stats import counts
 from runner.render.tables import add_columns, models
 
@@ -25,16 +26,14 @@ def interval(entry: Accuracy) -> str:
     return f"{entry.low * 100:.1f}-{entry.high * 100:.1f} %"
 
 
-def summary_of(evidence: dict[str, Any]) -> list[QualitySummary]:
+def summary_of(evidence: dict[str, Any], records: list[QualityItem]) -> list[QualitySummary]:
     """The evidence's own summary, typed; recomputed from its records when it has none."""
     if evidence.get("summary") is not None:
         return summaries_of(evidence)
     served = models(evidence)
-    names = list(dict.fromkeys(r["backend"] for r in evidence.get("records", [])))
-    families = evidence.get("config", {}).get("families") or list(
-        dict.fromkeys(r["family"] for r in evidence.get("records", []))
-    )
-    return summarise(evidence.get("records", []), [(n, served.get(n, "-")) for n in names], families)
+    names = list(dict.fromkeys(r.backend for r in records))
+    families = evidence.get("config", {}).get("families") or list(dict.fromkeys(r.family for r in records))
+    return summarise(records, [(n, served.get(n, "-")) for n in names], families)
 
 
 def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
@@ -45,17 +44,17 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
     )
     columns = ("backend", "model", "family", "correct", "graded", "errors", "accuracy", "95 % interval", "failures")
     add_columns(table, columns, left=("backend", "model", "family", "failures"))
-    records = evidence.get("records", [])
-    for row in summary_of(evidence):
+    records = quality_items_of(evidence)
+    for row in summary_of(evidence, records):
         name = row.backend
-        mine = [r for r in records if r.get("backend") == name]
+        mine = [r for r in records if r.backend == name]
         entries = [("all", row.overall), *row.families.items()]
         for index, (family, entry) in enumerate(entries):
-            failed = [r for r in mine if r.get("graded") and not r.get("correct") and family in ("all", r["family"])]
+            failed = [r for r in mine if r.graded and not r.correct and family in ("all", r.family)]
             if entry.skipped:
                 failures = f"skipped: {entry.skipped}"
             else:
-                failures = counts([r.get("verdict") or "-" for r in failed]) if failed else "-"
+                failures = counts([r.verdict or "-" for r in failed]) if failed else "-"
             table.add_row(
                 name if index == 0 else "",
                 escape(row.model) if index == 0 else "",
@@ -69,6 +68,6 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
                 end_section=index == len(entries) - 1,
             )
     out.print(table)
-    first_error = next((r for r in records if r.get("verdict") == "error"), None)
+    first_error = next((r for r in records if r.verdict == "error"), None)
     if first_error is not None:
-        out.print(f"[dim]first error ({first_error['backend']}, {first_error['item']}): {first_error['reason']}[/dim]")
+        out.print(f"[dim]first error ({first_error.backend}, {first_error.item}): {first_error.reason}[/dim]")

@@ -13,15 +13,16 @@ import pytest
 from runner import report
 from runner.agent.quality import summarise
 from runner.core.accuracy import Accuracy, QualitySummary, accuracy_by_backend, accuracy_json, summaries_of
+from runner.core.agent_evidence import QualityItem
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
 from runner.core.stats import wilson_interval
 
 RECORDS = [
-    {"backend": "g6", "family": "counting", "graded": True, "correct": True},
-    {"backend": "g6", "family": "counting", "graded": True, "correct": False},
-    {"backend": "g6", "family": "arithmetic", "graded": True, "correct": True},
-    {"backend": "g6", "family": "arithmetic", "graded": False},
+    QualityItem("g6", "counting", "counting-000", graded=True, correct=True),
+    QualityItem("g6", "counting", "counting-001", graded=True, correct=False),
+    QualityItem("g6", "arithmetic", "arithmetic-000", graded=True, correct=True),
+    QualityItem("g6", "arithmetic", "arithmetic-001", graded=False),
 ]
 
 

@@ -93,7 +93,7 @@ def test_a_whole_answer_path_prints_the_answer_when_it_arrives(monkeypatch):
         name="sagemaker-serverless", kind=BackendKind.SAGEMAKER_SERVERLESS, title="t", model_id="m", source="s"
     )
     printed: list[str] = []
-    record = ask.ask(backend, ChatRequest(prompt=QUESTION), 5.0, printed.append)
+    record = ask.ask(backend, ChatRequest(prompt=QUESTION), 5.0, printed.append).to_json()
     assert printed == ["Paris"] and record["streamed"] is False and record["ttft_s"] is None
     # Which paths answer whole, and why, is the serving table's (catalog/serving.py).
     assert "serverless" in backend.supports.answer

@@ -22,7 +22,7 @@ def backend_for(url: str):
 
 def run_script(script, **overrides):
     with FakeOpenAI(script) as fake:
-        record = count_once(backend_for(fake.url), 1, args(**overrides))
+        record = count_once(backend_for(fake.url), 1, args(**overrides)).to_json()
     return record, fake
 
 
@@ -156,7 +156,7 @@ def test_server_faults_become_errors_for_that_run(step, fragment):
 
 
 def test_dead_server_is_an_unreached_error(dead_url):
-    record = count_once(backend_for(dead_url), 1, args())
+    record = count_once(backend_for(dead_url), 1, args()).to_json()
     assert record["reached"] is False and record["error"].startswith("unreachable")
 
 

@@ -80,7 +80,7 @@ def test_bench_on_the_embedded_model_writes_evidence(tmp_path, local_server):
 
 def test_counting_grades_the_base_model_honestly(local_server):
     backend = local_backend(local_server.base_url, MODEL_ALIAS)
-    record = count_once(backend, 1, argparse.Namespace(max_tokens=48, timeout=60.0, tools="filter", runs=1))
+    record = count_once(backend, 1, argparse.Namespace(max_tokens=48, timeout=60.0, tools="filter", runs=1)).to_json()
     # The pinned base model under greedy decoding runs on to the token limit without a tool call:
     # one model call, reached, and graded as the failure it is (a changed model changes this).
     assert record["reached"] is True and record["model_calls"] == 1
@@ -93,7 +93,7 @@ def test_check_reaches_the_embedded_model(local_server):
     backend = local_backend(local_server.base_url, MODEL_ALIAS)
     args = argparse.Namespace(wait=5.0, max_tokens=32, timeout=60.0)
     (health,) = checks.wait_all([backend], args, aws=False).values()
-    record = checks.check_backend(backend, health, args)
+    record = checks.check_backend(backend, health, args).to_json()
     assert record["health"]["healthy"] is True
     # Both checks ran against the real server: one model call each, cut by the token limit (a
     # base model), so neither passes.

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from runner import orchestrator
 from runner.agent import orchestration
+from runner.core.agent_evidence import ScoreRow
 from runner.core.backends import EndpointFlag, endpoint_backend
 from runner.core.evidence import load
 from tests.runner.fake_openai import FakeOpenAI, Step, text, tool_call
@@ -16,7 +17,7 @@ def backends(*names):
 
 
 def table(*rows):
-    return [{"backend": b, "seconds": s, "error": e} for b, s, e in rows]
+    return [ScoreRow(b, b, 1, int(s is not None), "", s, None, e) for b, s, e in rows]
 
 
 def run_orchestrator(tmp_path: Path, agent_url: str, **backends: str) -> tuple[int, dict]:

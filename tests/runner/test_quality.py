@@ -15,6 +15,7 @@ import pytest
 from runner import quality
 from runner.agent.quality import QualitySettings, grade_answer, run_backend, summarise
 from runner.agent.tasks import FAMILIES, NUMBER_FORMAT, TOOL_SYSTEM, Task, generate
+from runner.core.agent_evidence import QualityItem
 from runner.core.backends import EndpointFlag, endpoint_backend
 from runner.core.evidence import load
 from runner.render.tables import print_report
@@ -233,7 +234,8 @@ def test_a_tool_item_fails_on_the_wrong_tool_a_malformed_call_and_a_runaway_loop
     with FakeOpenAI(steps) as fake:
         backend = endpoint_backend(EndpointFlag("tools", fake.url, "fake-model"), None)
         records: list[dict] = []
-        run_backend(backend, [add0, lookup1, add2], QualitySettings(max_tokens=32, timeout_s=5), records.append)
+        settings = QualitySettings(max_tokens=32, timeout_s=5)
+        run_backend(backend, [add0, lookup1, add2], settings, lambda item: records.append(item.to_json()))
     assert [r["verdict"] for r in records] == ["wrong tool", "malformed call", "stopped"]
     assert all(r["graded"] and not r["correct"] for r in records)
     assert records[0]["reason"].startswith("called lookup(id='K-100'), not add_numbers")
@@ -246,12 +248,13 @@ def test_a_backend_without_tools_skips_the_tool_family_with_a_note():
     with FakeOpenAI([text("Answer: 1")]) as fake:
         backend = endpoint_backend(EndpointFlag("plain", fake.url, "fake-model"), None)
         backend = dataclasses.replace(backend, supports_tools=False)
-        records: list[dict] = []
-        skipped = run_backend(backend, tasks, QualitySettings(max_tokens=16, timeout_s=5), records.append)
+        items: list[QualityItem] = []
+        skipped = run_backend(backend, tasks, QualitySettings(max_tokens=16, timeout_s=5), items.append)
+    records = [item.to_json() for item in items]
     assert skipped == {"tool_use": "its server ignores tool definitions"}
     assert [r["family"] for r in records] == ["counting", "arithmetic", "extraction"]
     assert all("tools" not in r for r in fake.requests)
-    (row,) = summarise(records, [("plain", "fake-model")], list(FAMILIES), {"plain": skipped})
+    (row,) = summarise(items, [("plain", "fake-model")], list(FAMILIES), {"plain": skipped})
     assert row.families["tool_use"].skipped == "its server ignores tool definitions"
     assert row.families["tool_use"].total == 0 and row.families["tool_use"].accuracy is None
 
