@@ -17,13 +17,13 @@ from typing import Any
 
 from runner.core.errors import RunnerError
 from runner.core.records import RequestRecord
-from runner.core.typed_json import read_entries, read_fields
+from runner.core.typed_json import FlatJson, read_entries, read_fields
 
 # --- one run of the shared agent ----------------------------------------------------------------
 
 
 @dataclass
-class AgentRun:
+class AgentRun(FlatJson):
     """One run of the shared Strands agent (runner/agent/run.py `run_agent`): what it said, every
     tool call the model asked for, how many model calls, and why it stopped, if it did."""
 
@@ -38,13 +38,6 @@ class AgentRun:
     output_tokens: int | None = None
     # False when the backend never gave a usable response (unreachable, HTTP error, cut stream).
     reached: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
-
-    @classmethod
-    def from_json(cls, data: object, what: str) -> AgentRun:
-        return cls(**read_fields(cls, data, what))
 
 
 # --- runner.ask ----------------------------------------------------------------------------------
@@ -84,7 +77,7 @@ def asks_of(evidence: Mapping[str, Any], where: object = None) -> list[AskRecord
 
 
 @dataclass(frozen=True)
-class CheckHealth:
+class CheckHealth(FlatJson):
     """What waiting for the backend found: healthy or not, after how long, and what it last saw."""
 
     healthy: bool
@@ -93,10 +86,6 @@ class CheckHealth:
 
     def to_json(self) -> dict[str, Any]:
         return {"healthy": self.healthy, "waited_s": self.waited_s, "detail": self.detail}
-
-    @classmethod
-    def from_json(cls, data: object, what: str) -> CheckHealth:
-        return cls(**read_fields(cls, data, what))
 
 
 @dataclass
@@ -192,7 +181,7 @@ def checks_of(evidence: Mapping[str, Any], where: object = None) -> list[CheckRe
 
 
 @dataclass(frozen=True)
-class CountingGrade:
+class CountingGrade(FlatJson):
     """One counting run graded (runner/agent/counting.py `grade`): the number the answer states and
     how it was read, then whether the number, the filter sent and the finish were right."""
 
@@ -207,13 +196,6 @@ class CountingGrade:
     filters_sent: list[str] = field(default_factory=list)
     tool_calls_requested: list[dict[str, Any]] = field(default_factory=list)
     no_tool_call: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
-
-    @classmethod
-    def from_json(cls, data: object, what: str) -> CountingGrade:
-        return cls(**read_fields(cls, data, what))
 
 
 @dataclass
@@ -303,7 +285,7 @@ class OrchestratorAsk:
 
 
 @dataclass(frozen=True)
-class ScoreRow:
+class ScoreRow(FlatJson):
     """A backend's row of the code's table: its asks, how many were measured, the last measured
     answer, the median seconds and tokens/s over them, or the last error when none was."""
 
@@ -316,29 +298,15 @@ class ScoreRow:
     tokens_per_s: float | None
     error: str | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
-
-    @classmethod
-    def from_json(cls, data: object, what: str) -> ScoreRow:
-        return cls(**read_fields(cls, data, what))
-
 
 @dataclass(frozen=True)
-class AgentFailure:
+class AgentFailure(FlatJson):
     """An agent that never ran (no model for it): what the run keeps in place of its run."""
 
     ok: bool
     error: str | None
     answer: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {spec.name: getattr(self, spec.name) for spec in fields(self)}
-
-    @classmethod
-    def from_json(cls, data: object, what: str) -> AgentFailure:
-        return cls(**read_fields(cls, data, what))
 
 
 @dataclass
