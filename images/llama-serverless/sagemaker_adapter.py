@@ -247,12 +247,13 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def proxy(args: argparse.Namespace) -> int:
-    """The adapter alone, until SIGTERM or SIGINT."""
+    """The adapter alone, until SIGTERM or SIGINT. The signals are blocked before anything starts
+    (the server's thread inherits the mask) and taken with sigwait: a handler that set an Event
+    could run while this thread held that Event's lock inside `wait`, and never return."""
+    stop = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop)
     start_adapter(args)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    signal.signal(signal.SIGINT, lambda *_: done.set())
-    done.wait()
+    signal.sigwait(stop)
     return 0
 
 

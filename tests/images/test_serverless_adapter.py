@@ -182,3 +182,15 @@ def test_serve_passes_sigterm_on_and_exits_zero(tmp_path, dead_url, stub):
         running.process.send_signal(signal.SIGTERM)
         assert running.process.wait(timeout=10) == 0
     assert "stopped" in running.log.read_text()
+
+
+def test_the_proxy_ends_on_sigterm_however_soon_it_comes(tmp_path, dead_url):
+    """SIGTERM at each moment of the proxy's start and while it serves: it always ends, within
+    seconds (a handler that set an Event could land while the main thread held that Event's lock,
+    and the process then never ended). Before Python reaches the adapter, the default action ends it."""
+    for delay in (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.8):
+        argv = [sys.executable, str(ADAPTER), "proxy", "--host", "127.0.0.1", "--port", "0", "--upstream", dead_url]
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) in (0, -signal.SIGTERM), delay
