@@ -251,6 +251,8 @@ def proxy(args: argparse.Namespace) -> int:
     (the server's thread inherits the mask) and taken with sigwait: a handler that set an Event
     could run while this thread held that Event's lock inside `wait`, and never return."""
     stop = {signal.SIGTERM, signal.SIGINT}
+    for signum in stop:  # pending while blocked, even where the caller ignored it
+        signal.signal(signum, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_BLOCK, stop)
     start_adapter(args)
     signal.sigwait(stop)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +30,10 @@ def main() -> int:
     parser.add_argument("--port-file", type=Path, required=True)
     parser.add_argument("--health", type=int, default=200)
     args = parser.parse_args()
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    # SIGTERM taken with sigwait, blocked before the server's threads start (they inherit the
+    # mask): a handler setting an Event could land while this thread held its lock, and hang.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # pending while blocked, even if the caller ignored it
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     with StandInEngine([text(REPLY, usage_tokens=REPLY_TOKENS)]) as server:
         server.health = lambda: args.health
         print("(EngineCore pid=2128) INFO [default_loader.py:430] Loading weights took 3.21 seconds", flush=True)
@@ -40,7 +41,7 @@ def main() -> int:
         partial.write_text(server.url.rsplit(":", 1)[1])
         partial.replace(args.port_file)
         print(f"INFO: Uvicorn running on {server.url}", flush=True)
-        done.wait()
+        signal.sigwait({signal.SIGTERM})
     return 0
 
 
