@@ -490,20 +490,21 @@ def parse_models_once() -> None:
             with contextlib.suppress(botocore.exceptions.DataNotFoundError):
                 loader.load_service_model(service, kind)
     botocore.loaders.JSONFileLoader.load_file = load_file  # type: ignore[method-assign]
-    list_services_once()
+    keep_per_session_answers()
 
 
-def list_services_once() -> None:
-    """botocore lists its services by walking its data folders (a directory listing per service
-    and API version, about 400 of them) for each kind of file a call reads (its models, waiters,
-    paginators, endpoint rules), and again in every call, since its cache is per loader: half of
-    a call's CPU (0.10 CPU-s a call, 0.054 with this). Here a listing is kept per search path and
-    kind for every loader (the folders do not change while the suite runs), and a call's own are
-    listed once before any call, so each child starts with them."""
+def keep_per_session_answers() -> None:
+    """What botocore works out again for every session (a call makes one), kept for all of them:
+    its service listings, made by walking its data folders (a directory listing per service and
+    API version, about 400) for each kind of file a call reads, and each event name's alias. Both
+    are fixed while the suite runs (the folders do not change; the aliases are botocore's own
+    table). A call's own listings are made once before any call, so each child starts with them.
+    A call through the server costs 0.043 CPU-s with them, 0.10 without (docs/tests.md)."""
     import contextlib
     import io
 
     import awscli.clidriver
+    import botocore.hooks
     import botocore.loaders
 
     listed: dict[tuple[tuple[str, ...], str], list[str]] = {}
@@ -516,6 +517,16 @@ def list_services_once() -> None:
         return list(listed[key])
 
     botocore.loaders.Loader.list_available_services = list_available_services  # type: ignore[method-assign]
+    # Every session's event aliaser resolves each event name again: one answer per name, kept.
+    aliased: dict[str, str] = {}
+    aliaser_init = botocore.hooks.EventAliaser.__init__
+
+    def __init__(self: botocore.hooks.EventAliaser, event_emitter: object, event_aliases: object = None) -> None:
+        aliaser_init(self, event_emitter, event_aliases)
+        if event_aliases is None:
+            self._alias_name_cache = aliased
+
+    botocore.hooks.EventAliaser.__init__ = __init__  # type: ignore[method-assign]
     # What a call lists: its command table's services, then its client's waiters, paginators and
     # endpoint rules; by the loader a call's driver makes, so the search paths are a call's own.
     driver = awscli.clidriver.create_clidriver()
