@@ -16,22 +16,31 @@ from runner.core.errors import RunnerError
 
 def fits(value: object, hint: Any) -> bool:
     """Whether a JSON value fits a field's type (numbers: an int is a float; a bool is neither)."""
+    return checker(hint)(value)
+
+
+@cache
+def checker(hint: Any) -> Callable[[object], bool]:
+    """The test `fits` applies for one type, worked out once per type: a record's lists of chunk
+    times are thousands of values a file, each checked against the same type."""
     origin = get_origin(hint)
     if origin in (Union, types.UnionType):
-        return any(fits(value, arg) for arg in get_args(hint))
+        options = tuple(checker(arg) for arg in get_args(hint))
+        return lambda value: any(check(value) for check in options)
     if hint is Any:
-        return True
+        return lambda value: True
     if hint is type(None):
-        return value is None
+        return lambda value: value is None
     if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
+        return lambda value: isinstance(value, int | float) and not isinstance(value, bool)
     if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+        return lambda value: isinstance(value, int) and not isinstance(value, bool)
     if origin in (list, tuple):
-        return isinstance(value, list | tuple) and all(fits(item, get_args(hint)[0]) for item in value)
+        item = checker(get_args(hint)[0])
+        return lambda value: isinstance(value, list | tuple) and all(map(item, value))
     if origin is dict:
-        return isinstance(value, dict)
-    return isinstance(value, hint)
+        return lambda value: isinstance(value, dict)
+    return lambda value: isinstance(value, hint)
 
 
 @cache
