@@ -13,13 +13,18 @@ PYTEST = .venv/bin/python -m pytest --dist loadgroup
 # otherwise compile the project's modules again, and pytest rewrite every test module per worker.
 test test-fast: export PYTHONDONTWRITEBYTECODE =
 
-.PHONY: setup setup-vllm setup-browser bench test test-fast lint lint-only synth client-overhead
+.PHONY: setup setup-vllm setup-torch-check setup-browser bench test test-fast lint lint-only synth client-overhead
 setup:
 	@./scripts/setup.sh
 
 # The vLLM test tier's own environment (.venv-vllm); Linux x86_64 only, a no-op elsewhere.
 setup-vllm:
 	@./scripts/setup_vllm.sh
+
+# The torch-check tier's environment (.venv-torch-check): torch 2.12.1's CUDA build, for the g5g
+# image's check of its compiled architectures on a machine with no GPU; Linux only.
+setup-torch-check:
+	@./scripts/setup_torch_check.sh
 
 # Headless Chromium for the HTML report's browser test (the system's package; skipped where it can't be installed).
 setup-browser:
@@ -28,7 +33,7 @@ setup-browser:
 bench: setup
 	.venv/bin/python -m runner.bench $(ARGS)
 
-test: setup setup-vllm setup-browser lint-only
+test: setup setup-vllm setup-torch-check setup-browser lint-only
 	$(PYTEST) -n $(or $(PYTEST_WORKERS),3) $(ARGS)
 
 # The inner loop: lint and everything but the tiers that run whole tools end to end (the emulator,

@@ -8,6 +8,7 @@ import aws_cdk as cdk
 
 from catalog import CatalogError
 from catalog.config import load_config, ttl_notice, zone_source_notice
+from inference_constructs.template_limits import check_templates
 from stacks import build_app
 
 
@@ -46,7 +47,13 @@ def main() -> None:
     for notice in (*config.notices, *deploy_notices(config, account)):
         print(f"note: {notice}", file=sys.stderr)
     build_app(app, config, account=account, nag=nag)
-    app.synth()
+    assembly = app.synth()
+    # A template past an AWS limit (every token at its longest) is refused here, not by AWS mid-deploy.
+    breaches = check_templates({stack.stack_name: stack.template for stack in assembly.stacks})
+    for line in breaches:
+        print(f"error: past an AWS limit: {line}", file=sys.stderr)
+    if breaches:
+        sys.exit(2)
 
 
 if __name__ == "__main__":

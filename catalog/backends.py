@@ -173,6 +173,28 @@ SURVEY_NEURON_IMAGE = "docker.io/xbill9/gemma4-optb:slim"
 SURVEY_SAGEMAKER_IMAGE = "vllm@sha256:f50ad6bf72933a1d30526e9f4c5793273d7799e9835840f7bacbb0da74dfc835"
 GEMMA4_EMB4 = "xbill9/gemma-4-E2B-it-qat-q4_0-w4a16-ct-text-emb4"
 GEMMA4_E2B = "google/gemma-4-E2B-it"
+# Models the hub serves to anyone, with no access request: Gemma 4 E2B and the survey's int4 repack
+# of it (Apache-2.0, not gated: Google's Gemma 4 model page, the survey's downloads without a
+# token) and Qwen2.5-1.5B-Instruct (Apache-2.0). Only a role that reads another model (a gated one
+# a user deploys with -c <backend>.model=...) is given the Hugging Face token's secret.
+OPEN_ACCESS_MODELS = frozenset({GEMMA4_EMB4, GEMMA4_E2B, OPEN_MODEL})
+
+
+def needs_hub_token(model_id: str) -> bool:
+    return model_id not in OPEN_ACCESS_MODELS
+
+
+# The hub revisions the weights copy takes, where a source pins one: Qwen2.5-1.5B-Instruct at the
+# commit public projects pin as its immutable revision (with its model.safetensors sha256
+# dd924a11…). For a model not listed the copy takes the commit `main` names when it runs and
+# records it in the store's manifest, which every server checks what it reads against.
+MODEL_REVISIONS = {OPEN_MODEL: "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"}
+
+
+def pinned(model_id: str) -> str:
+    """`MODEL@REVISION` where the revision is pinned, else the model as it is (weights_copy.sh)."""
+    revision = MODEL_REVISIONS.get(model_id)
+    return f"{model_id}@{revision}" if revision else model_id
 
 
 def instance_family(instance_type: str) -> str:
@@ -329,7 +351,14 @@ G6 = BackendSpec(
     architecture=Architecture.X86_64,
     accelerator=Accelerator.NVIDIA,
     ami_parameter=GPU_AMI_PARAMETERS["x86_64"],
-    image="vllm/vllm-openai:v0.30.0",
+    # AWS's vLLM DLC for EC2, from the region's own ECR: built FROM vllm/vllm-openai:v0.30.0, the
+    # survey's image (aws/deep-learning-containers .github/config/image/vllm/ec2-ubuntu.yml:
+    # base_image vllm/vllm-openai:v0.30.0, Python 3.12, CUDA 13.0.2, Ubuntu 24.04; tags in
+    # docs/src/data/vllm/0.30.0-gpu-ec2.yml), whose entrypoint runs `vllm serve "$@"`
+    # (scripts/docker/vllm/dockerd_entrypoint.sh): the same vLLM, flags and tool parsers. AWS
+    # publishes no digest for the EC2 tags: each server records the digest it pulled (readiness
+    # `image_digest`), and `-c g6.image=dlc:vllm@sha256:...` pins one (docs/design.md).
+    image="dlc:vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-ec2",
     serve_flags=(
         "--max-model-len",
         "8192",
@@ -337,6 +366,9 @@ G6 = BackendSpec(
         "0.90",
         *VLLM_TOOL_FLAGS,
     ),
+    # The DLC's entrypoint reports the container's start to AWS unless told not to
+    # (scripts/docker/telemetry/bash_telemetry.sh.template: OPT_OUT_TRACKING=true).
+    container_env=(("OPT_OUT_TRACKING", "true"),),
     forward_port=8001,
     regions=SURVEY_REGIONS,
     # g6.xlarge has a 250 GB NVMe instance store (catalog/boot.py INSTANCE_DISKS): Docker's data, the

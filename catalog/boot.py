@@ -10,7 +10,8 @@ What makes a phase short is kept in the app's store, one bucket per region and a
 (inference_constructs/weights_copy.sh) under `weights/<model>/` with a manifest beside them
 (`weights/<model>.complete`, written last), and the engines' compiled graphs under
 `graphs/<kind>/<key>.tar.gz`, each with its manifest (the key's inputs, written last). The public
-images the servers run are mirrored into the account's ECR in the region (catalog/builds.py).
+images the servers run are in the region's ECR: the ones the app builds in its store stack's
+repositories, AWS's DLCs in AWS's (catalog/builds.py).
 
 The instance types' disks and networks (INSTANCE_DISKS) decide where Docker keeps its data: the
 instance store where the type has one and it holds the image and the weights, else the root
@@ -20,8 +21,13 @@ volume, whose gp3 throughput is raised where its writes are the slow part (catal
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from catalog.backends import BackendKind, ModelArgument
+from catalog.builds import built_image
 
 # The phases a boot records, in the order they are reached.
 PHASES = ("running", "image", "weights", "engine", "answer")
@@ -44,10 +50,46 @@ PATHS = ("storage", "image", "weights", "graphs")
 STORE_PREFIX = "inference-survey-"
 STORE_BUCKET = re.compile(r"^inference-survey-\d{12}-[a-z]{2}(-[a-z]+)+-\d$")
 WEIGHTS_PREFIX = "weights/"
+# The version of the copy's manifest every reader takes (weights_copy.sh MANIFEST_VERSION,
+# server_scripts/store.sh WEIGHTS_MANIFEST_VERSION): 2 lists each file's sha256 and the hub revision,
+# and holds every file the engines read (a chat template among them); a copy of an older version is
+# made again.
+WEIGHTS_MANIFEST_VERSION = 2
 GRAPHS_PREFIX = "graphs/"
 # S3 Standard storage, us-east-1: what the store costs a month (S3 pricing page; the figure every
 # public summary quotes for the first 50 TB). UNVERIFIED (not read from the page here).
 S3_USD_PER_GB_MONTH = 0.023
+
+
+# The kinds whose backends read the region's store (weights, graphs) or push to its repositories.
+STORE_KINDS = (BackendKind.EC2_VLLM, BackendKind.EC2_NEURON, BackendKind.SAGEMAKER, BackendKind.SAGEMAKER_SERVERLESS)
+
+
+def store_needs(stacks: Iterable[Any]) -> dict[str, tuple[list[str], list[str]]]:
+    """{region: (models the store copies, images built there)} for every region of `stacks` (the
+    config's StackConfigs) with a backend that reads the store or runs an image the app builds: the
+    regions that get a store stack (stacks/store_stack.py)."""
+    needs: dict[str, tuple[list[str], list[str]]] = {}
+    for stack in stacks:
+        for backend in stack.backends:
+            spec = backend.spec
+            if spec.kind not in STORE_KINDS:
+                continue
+            models, images = needs.setdefault(stack.region, ([], []))
+            if spec.kind is not BackendKind.SAGEMAKER_SERVERLESS and spec.model_argument is not ModelArgument.NONE:
+                models.append(spec.model_id)
+            folder = built_image(spec)
+            if folder:
+                images.append(folder)
+    return {region: (list(dict.fromkeys(m)), list(dict.fromkeys(i))) for region, (m, i) in needs.items()}
+
+
+# The stack that holds a region's store (stacks/store_stack.py), one per region.
+STORE_STACK_PREFIX = "InferenceStore-"
+
+
+def store_stack_name(region: str) -> str:
+    return f"{STORE_STACK_PREFIX}{region}"
 
 
 def store_bucket(account: str, region: str) -> str:
@@ -115,6 +157,14 @@ IMAGE_SIZES: dict[str, Size] = {
         12.0,
         28.6,
         "vllm-project/vllm#27154 and PR #22377: the vllm-openai image is about 12 GB to download and 28.6 GB on disk",
+    ),
+    # AWS's EC2 DLC of the same vLLM: vllm/vllm-openai:v0.30.0 with AWS's pip pins and EFA added.
+    "dlc:vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-ec2": Size(
+        12.5,
+        30.0,
+        "assumed: the vllm-openai:v0.30.0 figures above plus AWS's layers (EFA, pinned packages); AWS publishes no "
+        "size for the EC2 tag",
+        verified=False,
     ),
     "build:vllm-sm75": Size(
         8.0,
@@ -231,16 +281,22 @@ def _network_mbs(instance_type: str) -> float:
     return round(INSTANCE_DISKS[instance_type].network_baseline_gbps * 125)
 
 
-def _ec2_image(image: str, instance_type: str, volume_mbs: float, public: bool) -> tuple[PhaseModel, ...]:
-    """The image phase before (public registry or the region's ECR, onto the root volume) and after."""
-    size = IMAGE_SIZES[image]
+def _ec2_image(
+    image: str, instance_type: str, volume_mbs: float, public: bool, after_image: str | None = None
+) -> tuple[PhaseModel, ...]:
+    """The image phase before (public registry or the region's ECR, onto the root volume) and after
+    (the region's ECR: `after_image` where the app now runs another image than the survey did)."""
+    before_size = IMAGE_SIZES[image]
+    size = IMAGE_SIZES[after_image or image]
     disks = INSTANCE_DISKS[instance_type]
     write = round(min(volume_mbs, disks.ebs_baseline_mbs))
-    before_bounds = {f"written to gp3 at {write:g} MB/s": _mbs(size.disk_gb, write)}
+    before_bounds = {f"written to gp3 at {write:g} MB/s": _mbs(before_size.disk_gb, write)}
     if public:
-        before_bounds[f"pulled from a public registry at {PUBLIC_PULL_MBS} MB/s"] = _mbs(size.disk_gb, PUBLIC_PULL_MBS)
+        before_bounds[f"pulled from a public registry at {PUBLIC_PULL_MBS} MB/s"] = _mbs(
+            before_size.disk_gb, PUBLIC_PULL_MBS
+        )
     else:
-        before_bounds[f"extracted at {EXTRACT_MBS:g} MB/s (A3)"] = _mbs(size.disk_gb, EXTRACT_MBS)
+        before_bounds[f"extracted at {EXTRACT_MBS:g} MB/s (A3)"] = _mbs(before_size.disk_gb, EXTRACT_MBS)
     before_how, before_s = max(before_bounds.items(), key=lambda kv: kv[1])
     network = _network_mbs(instance_type)
     if disks.instance_store_gb:
@@ -259,7 +315,7 @@ def _ec2_image(image: str, instance_type: str, volume_mbs: float, public: bool) 
         PhaseModel(
             "image",
             before_s,
-            f"{size.disk_gb:g} GB {before_how}",
+            f"{before_size.disk_gb:g} GB {before_how}",
             after_s,
             f"{after_how} (the slowest of {len(after_bounds)} bounds that overlap)",
         ),
@@ -279,7 +335,13 @@ def boot_models() -> dict[str, BootModel]:
         13.9 * 60,
         (
             boot,
-            *_ec2_image("vllm/vllm-openai:v0.30.0", "g6.xlarge", 125, public=True),
+            *_ec2_image(
+                "vllm/vllm-openai:v0.30.0",
+                "g6.xlarge",
+                125,
+                public=True,
+                after_image="dlc:vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-ec2",
+            ),
             PhaseModel(
                 "weights",
                 _mbs(emb4, HUB_MBS),

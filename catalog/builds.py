@@ -72,51 +72,30 @@ def repository_name(folder: str) -> str:
 
 
 def kept_repository(name: str) -> bool:
-    """A repository of an image the app builds or mirrors (kept across deploys), not one a stack owns."""
-    rest = name.removeprefix(REPOSITORY_PREFIX)
-    return name.startswith(REPOSITORY_PREFIX) and (rest in IMAGE_BUILDS or rest.startswith(MIRROR_PREFIX))
+    """A repository of an image the app builds (kept across deploys, in the region's store stack)."""
+    return name.startswith(REPOSITORY_PREFIX) and name.removeprefix(REPOSITORY_PREFIX) in IMAGE_BUILDS
 
 
-# Public images an EC2 server runs are mirrored into the account's ECR in its region, by a
-# CodeBuild project of its stack (`docker pull`, `tag`, `push`: the image_build.sh mirror mode):
-# a pull from the region's own registry has no per-address limit (anonymous Docker Hub pulls are
-# limited per address: Docker's documentation, "Usage and limits") and no path across the
-# internet. ECR's pull-through cache was the other way, but for Docker Hub it takes a Secrets
-# Manager secret (named `ecr-pullthroughcache/...`) holding a Docker Hub user's credentials (ECR
-# user guide, "Creating a pull through cache rule"), which this app would have to ask every user
-# for. A server starts the mirror the first time it finds it missing and pulls from the source.
-MIRROR_PREFIX = "mirror/"
+# An image in AWS's Deep Learning Containers registry of the server's region: `dlc:vllm:TAG` (or
+# `dlc:vllm@sha256:...`) becomes `<DLC account>.dkr.ecr.<region>.<suffix>/vllm:TAG`, with its public
+# copy `public.ecr.aws/deep-learning-containers/vllm:TAG` as the fallback (AWS's DLC docs,
+# `docs/src/utils.py` build_ecr_uri / build_public_ecr_uri). A pull from the region's own ECR has no
+# per-address limit (anonymous Docker Hub pulls do: Docker's documentation, "Usage and limits") and
+# no path across the internet, and nothing has to be mirrored first.
+DLC_PREFIX = "dlc:"
+DLC_PUBLIC_REGISTRY = "public.ecr.aws/deep-learning-containers"
 
 
-def mirrored(image: str | None) -> bool:
-    """True for a public registry's image (Docker Hub, another public registry), which the app
-    mirrors; False for an image the app builds, one in an ECR registry, a local one, or an asset."""
+def dlc_reference(image: str | None) -> str | None:
+    """'dlc:vllm:TAG' -> 'vllm:TAG'; None for an image that is not a DLC."""
     image = image or ""
-    if not image or image.startswith((BUILD_PREFIX, "ecr:", "asset:")):
-        return False
-    first = image.split("/", 1)[0] if "/" in image else ""
-    if not ("." in first or ":" in first or first == "localhost"):
-        return True  # Docker Hub (its registry name left implicit)
-    return ".dkr.ecr." not in first and "." in first and not first.startswith("localhost")
+    return image.removeprefix(DLC_PREFIX) if image.startswith(DLC_PREFIX) else None
 
 
-def mirror_source(image: str) -> tuple[str, str]:
-    """('vllm/vllm-openai:v0.30.0') -> ('vllm/vllm-openai', 'v0.30.0'): the public repository
-    (Docker Hub's registry name and `library/` left implicit) and the tag (`latest` when none)."""
-    name = image.removeprefix("docker.io/")
-    if "@" in name:
-        name, digest = name.split("@", 1)
-        return name, digest
-    repository, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "latest")
-    return repository, tag
+def dlc_public_copy(reference: str) -> str:
+    return f"{DLC_PUBLIC_REGISTRY}/{reference}"
 
 
-def mirror_repository(image: str) -> str:
-    """The ECR repository a public image is mirrored into: `inference-survey/mirror/<repository>`."""
-    repository, _ = mirror_source(image)
-    return f"{REPOSITORY_PREFIX}{MIRROR_PREFIX}{repository}"
-
-
-def mirror_tag(image: str) -> str:
-    """The mirror's tag: the source's tag, or its digest with ':' made '-' (ECR tags take no ':')."""
-    return mirror_source(image)[1].replace(":", "-")
+def dlc_repository(reference: str) -> str:
+    """'vllm:TAG' or 'vllm@sha256:...' -> 'vllm'."""
+    return reference.split("@", 1)[0].split(":", 1)[0]

@@ -100,11 +100,12 @@ class BackendOutput:
     evidence_prefix: str | None = None
     bench_kit: str | None = None
     # The app's store in the server's region (optional, added within version 2; catalog/boot.py):
-    # its bucket (the weights copy makes it on first use), the public image's mirror in the region,
-    # and, for an endpoint, the store's copy it reads its weights from (absent: the hub). `weights_job`
-    # names the project that copies the weights there.
+    # its bucket (the region's store stack holds it), the parameter where runner.up records the
+    # compiled graphs the backend's servers may load, and, for an endpoint, the store's copy it reads
+    # its weights from (absent: the hub). `weights_job` names the project that copies the weights
+    # there. An `image_mirror` of an older stack is not read (the app mirrors no image now).
     store_bucket: str | None = None
-    image_mirror: str | None = None
+    graphs_record: str | None = None
     staged_weights: str | None = None
     contract: int = CONTRACT_VERSION
 

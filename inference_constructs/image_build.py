@@ -1,20 +1,22 @@
-"""An image the app builds itself: an ECR repository it owns and a CodeBuild project that builds
-`images/<folder>` on the server's own architecture (arm64 compute for g5g: never under emulation)
-and pushes it there, tagged with the folder's content hash, so a changed Dockerfile is a new tag
-and a new launch template.
+"""An image the app builds itself: a CodeBuild project that builds `images/<folder>` on the
+server's own architecture (arm64 compute for g5g: never under emulation) and pushes it to the
+folder's repository in the region's store stack (stacks/store_stack.py: immutable tags, scan on
+push), tagged with the folder's content hash, so a changed Dockerfile is a new tag and a new
+launch template, and a tag once pushed names that image forever.
 
 Images before servers, with no person in the loop: every create or update of the stack starts
 the build (an EventBridge rule on CloudFormation's own "Stack Status Change" events, which need no
-Lambda). The build (`image_build.sh`) skips an image whose tag is already pushed, then brings
-back the servers that run it (their groups start at zero, so nothing bills while a build takes
-hours); a failed build leaves them at zero with its last log lines as their reason. One build at
-a time (a second start is refused while one runs). `python -m runner.images build BACKEND`
-rebuilds by hand and restarts running servers on the new image.
+Lambda, whose role may start this project with no override: build_trigger.py). The build
+(`image_build.sh`) skips an image whose tag is already pushed, then brings back the servers that
+run it (their groups start at zero, so nothing bills while a build takes hours); a failed build
+leaves them at zero with its last log lines as their reason. One build at a time (a second start
+is refused while one runs). No instance starts a build, and the build runs nothing on an instance
+(a new image is a new tag, a new launch template, a new server): `runner.up` starts one for a
+server that waits for its image, and `python -m runner.images build BACKEND` starts one by hand.
 
-The repository is not the stack's: the build makes it on first use (tagged as the app's, with a
-lifecycle rule keeping the newest images), and `cdk destroy` leaves it, so the next deploy, in any
-survey, finds its image built and builds nothing (a vLLM build for sm_75 is an hour of ARM XLarge).
-It bills storage only (catalog/prices.py ECR_USD_PER_GB_MONTH); `runner.sweep` lists it with that
+The repository outlives the stack (the store stack retains it), so the next deploy, in any survey,
+finds its image built and builds nothing (a vLLM build for sm_75 is an hour of ARM XLarge). It
+bills storage only (catalog/prices.py ECR_USD_PER_GB_MONTH); `runner.sweep` lists it with that
 cost, and `runner.sweep --delete --purge-images` removes it.
 """
 
@@ -27,17 +29,18 @@ from aws_cdk import Aws, Duration, Stack
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from catalog import Architecture, BackendSpec
 from catalog.builds import REPOSITORY_PREFIX, built_image, image_build, repository_name
-from catalog.contract import APP_TAG, IMAGE_TAG_KEY
-from inference_constructs.instance_role import PARAMETER_PREFIX
+from catalog.contract import IMAGE_TAG_KEY
+from inference_constructs.build_trigger import STACK_EVENTS, started_by_events
+from inference_constructs.instance_role import parameter_arn, readiness_parameter_name
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge, finding_account
+from inference_constructs.service_roles import service_role
 
 IMAGES_DIR = Path(__file__).resolve().parent.parent / "images"
 # Left out of every folder uploaded as an asset: Python's bytecode caches (written wherever a test
@@ -48,8 +51,6 @@ SOURCE_EXCLUDE = ["__pycache__", "*.pyc"]
 CDK_COMPUTE = {"LARGE": codebuild.ComputeType.LARGE, "XLARGE": codebuild.ComputeType.X_LARGE}
 KEEP_IMAGES = 5
 BUILD_SCRIPT = Path(__file__).with_name("image_build.sh")
-# The stack events that start a build (CloudFormation sends them to the default event bus).
-STACK_EVENTS = ("CREATE_COMPLETE", "UPDATE_COMPLETE")
 
 
 def build_spec(script: Path = BUILD_SCRIPT) -> dict[str, object]:
@@ -92,19 +93,17 @@ class ImageBuild(Construct):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         spec = image_build(folder.name)
-        # Kept across deploys, made by the build (image_build.sh): referred to here by its name.
+        # Kept across deploys in the region's store stack: referred to here by its name.
         self.repository_name = repository_name(folder.name)
         self.repository = ecr.Repository.from_repository_name(self, "Repository", self.repository_name)
         self.source = s3_assets.Asset(self, "Source", path=str(folder), exclude=SOURCE_EXCLUDE)
         self.tag = self.source.asset_hash[:16]
         self.image_uri = self.repository.repository_uri_for_tag(self.tag)
         arm = architecture is Architecture.ARM64
-        role = iam.Role(
-            self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("codebuild.amazonaws.com"),
-            description=f"Builds images/{folder.name} and pushes it to its one repository",
+        role = service_role(
+            self, "Role", "codebuild.amazonaws.com", f"Builds images/{folder.name} and pushes it to its one repository"
         )
+        self.role = role
         role.add_to_policy(iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]))
         role.add_to_policy(
             iam.PolicyStatement(
@@ -113,6 +112,7 @@ class ImageBuild(Construct):
                     "ecr:BatchCheckLayerAvailability",
                     "ecr:BatchGetImage",
                     "ecr:CompleteLayerUpload",
+                    "ecr:DescribeImages",
                     "ecr:GetDownloadUrlForLayer",
                     "ecr:InitiateLayerUpload",
                     "ecr:PutImage",
@@ -121,22 +121,16 @@ class ImageBuild(Construct):
                 resources=[self.repository.repository_arn],
             )
         )
-        self.source.grant_read(role)
-        self.folder = folder.name
-        # What the build does after it pushed, or when it failed: the servers that run this image.
+        # Its own source, that one object (CDK's grant would read the whole bootstrap bucket).
         role.add_to_policy(
             iam.PolicyStatement(
-                sid="KeepItsRepository",
-                actions=[
-                    "ecr:CreateRepository",
-                    "ecr:DescribeImages",
-                    "ecr:DescribeRepositories",
-                    "ecr:PutLifecyclePolicy",
-                    "ecr:TagResource",
-                ],
-                resources=[self.repository.repository_arn],
+                sid="ReadItsSource",
+                actions=["s3:GetObject"],
+                resources=[self.source.bucket.arn_for_objects(self.source.s3_object_key)],
             )
         )
+        self.folder = folder.name
+        # What the build does after it pushed, or when it failed: the servers that run this image.
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="FindTheServers", actions=["autoscaling:DescribeAutoScalingGroups"], resources=["*"]
@@ -150,28 +144,9 @@ class ImageBuild(Construct):
                 conditions={"StringEquals": {f"aws:ResourceTag/{IMAGE_TAG_KEY}": folder.name}},
             )
         )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="RestartTheServersOfThisImage",
-                actions=["ssm:SendCommand"],
-                resources=[f"arn:{Aws.PARTITION}:ec2:{Aws.REGION}:{Aws.ACCOUNT_ID}:instance/*"],
-                conditions={"StringEquals": {f"ssm:resourceTag/{IMAGE_TAG_KEY}": folder.name}},
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="RunShellScript",
-                actions=["ssm:SendCommand"],
-                resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}::document/AWS-RunShellScript"],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ReadAndReportTheServersReadiness",
-                actions=["ssm:GetParameter", "ssm:PutParameter"],
-                resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}:{Aws.ACCOUNT_ID}:parameter{PARAMETER_PREFIX}*"],
-            )
-        )
+        # The readiness of the servers that run this image only (serves()): read to tell a server
+        # waiting for its image from one held at zero on purpose, written when the build fails.
+        self.readiness: iam.PolicyStatement | None = None
         # A satellite stack (one backend moved to another region) names its own: its family's may
         # stand in the same region later.
         logs = owned_log_group(self, "Logs", f"/inference/build/{folder.name}{name_suffix}")
@@ -196,8 +171,6 @@ class ImageBuild(Construct):
             ),
             environment_variables={
                 "IMAGE_URI": codebuild.BuildEnvironmentVariable(value=self.image_uri),
-                "KEEP_IMAGES": codebuild.BuildEnvironmentVariable(value=str(KEEP_IMAGES)),
-                "APP_TAG": codebuild.BuildEnvironmentVariable(value="=".join(APP_TAG)),
                 "IMAGE_FOLDER": codebuild.BuildEnvironmentVariable(value=folder.name),
                 "FORCE_BUILD": codebuild.BuildEnvironmentVariable(value="0"),
                 # Past it, a finished build brings no server back (image_build.sh).
@@ -217,8 +190,6 @@ class ImageBuild(Construct):
             "Build artifacts are the pushed image only; the AWS-managed key encrypts the logs and cache. A customer "
             "key would outlive cdk destroy by its pending-deletion window and bill meanwhile.",
         )
-        region = stack.region
-        account = finding_account(stack)
         acknowledge_codebuild_defaults(role, self.project)
         for finding, reason in (
             (
@@ -226,40 +197,34 @@ class ImageBuild(Construct):
                 "ecr:GetAuthorizationToken and DescribeAutoScalingGroups take no resource; SetDesiredCapacity is "
                 "limited to groups tagged with this image; pushes to this one repository.",
             ),
-            ("Action::s3:GetBucket*", "CDK's read grant on the source asset: scoped to the asset bucket and object."),
-            ("Action::s3:GetObject*", "CDK's read grant on the source asset: scoped to the asset bucket and object."),
-            ("Action::s3:List*", "CDK's read grant on the source asset: scoped to the asset bucket."),
-            (
-                f"Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-{account}-{region}/*",
-                "The CDK bootstrap bucket holding the source asset; the object key is content-addressed.",
-            ),
-        ):
-            acknowledge(role, f"AwsSolutions-IAM5[{finding}]", reason)
-        for finding, reason in (
-            (
-                "Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:instance/*",
-                "Run Command only on instances tagged with this image (condition on ssm:resourceTag).",
-            ),
-            (
-                f"Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:parameter{PARAMETER_PREFIX}*",
-                "The readiness parameters of this app's servers: read to tell a server waiting for its image from one "
-                "held at zero on purpose, written when their image build fails.",
+            *(
+                (finding, "CodeBuild's own read of the project's S3 source: the one source object of this build.")
+                for finding in ("Action::s3:GetBucket*", "Action::s3:GetObject*", "Action::s3:List*")
             ),
         ):
             acknowledge(role, f"AwsSolutions-IAM5[{finding}]", reason)
         # Every create or update of the stack starts the build: images before servers.
-        self.trigger = events.Rule(
+        self.trigger = started_by_events(
             self,
             "OnStackDeployed",
-            description=f"Build images/{folder.name} (or bring its servers back) when the stack is deployed",
-            event_pattern=events.EventPattern(
+            self.project,
+            events.EventPattern(
                 source=["aws.cloudformation"],
                 detail_type=["CloudFormation Stack Status Change"],
                 detail={"stack-id": [Aws.STACK_ID], "status-details": {"status": list(STACK_EVENTS)}},
             ),
-            targets=[targets.CodeBuildProject(self.project)],
+            description=f"Build images/{folder.name} (or bring its servers back) when the stack is deployed",
         )
         self.region = stack.region
+
+    def serves(self, backend: str) -> None:
+        """A server of this image: the build may read and write its readiness."""
+        if self.readiness is None:
+            self.readiness = iam.PolicyStatement(
+                sid="ReadAndReportItsServersReadiness", actions=["ssm:GetParameter", "ssm:PutParameter"]
+            )
+            self.role.add_to_policy(self.readiness)
+        self.readiness.add_resources(parameter_arn(readiness_parameter_name(backend)))
 
 
 def image_build_for(

@@ -1,25 +1,21 @@
 #!/bin/bash
 # The image build, run by CodeBuild in the image's source folder: build the image unless its tag
-# is already in the repository (FORCE_BUILD=1 rebuilds it), push it, then bring back the servers
-# that run it: a group the app holds at zero for this image (its readiness says
-# waiting-for-image) goes to one instance, and a running server whose image was just rebuilt is
-# restarted (SSM Run Command) so the new image serves. A group at zero for any other reason (it
-# failed, or the time-to-live took it there) stays there: every stack update starts this build,
-# and an update restarts nothing held at zero on purpose. Past the stack's expiry no server comes
-# back: its readiness says so, and runner.up brings it back. A failed build writes its last log
-# lines into the readiness of the servers waiting for it; they stay at zero.
+# is already in the repository, push it, then bring back the servers that run it: a group the app
+# holds at zero for this image (its readiness says waiting-for-image) goes to one instance. A
+# group at zero for any other reason (it failed, or the time-to-live took it there) stays there:
+# every stack update starts this build, and an update restarts nothing held at zero on purpose.
+# Past the stack's expiry no server comes back: its readiness says so, and runner.up brings it
+# back. A failed build writes its last log lines into the readiness of the servers waiting for
+# it; they stay at zero. The build runs nothing on a server: a new image is a new tag (the
+# source's hash), a new launch template, and CloudFormation's rolling update replaces the server.
 #
-# The repository outlives the stack (cdk destroy leaves it, so the next deploy builds nothing):
-# made here on first use, tagged as the app's, keeping the newest KEEP_IMAGES images.
-#
-# The same script mirrors a public image (MIRROR_SOURCE set; region_store.py): unless its tag is
-# already in the repository, `docker pull` the source, tag it as IMAGE_URI and push it. No server
-# waits for a mirror (each pulls the source meanwhile), so none is brought back or told.
+# The repository is the region's store stack's (stacks/store_stack.py: immutable tags, so a tag
+# pushed once is never pushed over; FORCE_BUILD=1 of a tag already there says so and stops). The
+# build makes no repository and changes none.
 #
 # Environment: IMAGE_URI (repository:tag), IMAGE_FOLDER (the `inference:image` tag of the groups
-# that run it), FORCE_BUILD, EXPIRES_AT (the stack's time-to-live, UTC, empty for none),
-# KEEP_IMAGES, APP_TAG (KEY=VALUE), MIRROR_SOURCE, and CodeBuild's own AWS_REGION and
-# CODEBUILD_BUILD_ID.
+# that run it), FORCE_BUILD, EXPIRES_AT (the stack's time-to-live, UTC, empty for none), and
+# CodeBuild's own AWS_REGION and CODEBUILD_BUILD_ID.
 set -uo pipefail
 export AWS_EXECUTION_ENV="inference-build"
 export AWS_DEFAULT_REGION="${AWS_REGION:?}"
@@ -84,7 +80,6 @@ report_failure() {
   local what="$1" lines group desired backend _ids value
   lines=$(grep -v '^\s*$' "$LOG" | tail -n 6 | tr '\n' ' ' | tr -s ' ' | cut -c1-400)
   echo "inference-build: $what failed: $lines" >&2
-  [[ -z "${MIRROR_SOURCE:-}" ]] || exit 1  # no server waits for a mirror
   while read -r group desired backend _ids; do
     [[ -n "$group" && "$desired" == 0 ]] || continue  # a server that runs the old image keeps its state
     [[ "$(readiness_state "$backend")" == waiting-for-image ]] || continue  # held at zero for another reason
@@ -94,61 +89,32 @@ report_failure() {
 }
 
 bring_back() {
-  local rebuilt="$1" group desired backend ids state
-  while read -r group desired backend ids; do
-    [[ -n "$group" ]] || continue
-    if [[ "$desired" == 0 ]]; then
-      state=$(readiness_state "$backend")
-      if [[ "$state" != waiting-for-image ]]; then
-        echo "inference-build: $backend ($group) stays at zero: held there on purpose (${state:-no readiness})"
-      elif expired; then
-        write_readiness "$backend" stopped "its image was built after the time-to-live ($EXPIRES_AT): left at zero; python -m runner.up brings it back"
-        echo "inference-build: $backend ($group) stays at zero: the time-to-live ($EXPIRES_AT) has passed"
-      else
-        aws autoscaling set-desired-capacity --auto-scaling-group-name "$group" --desired-capacity 1 \
-          && echo "inference-build: $backend ($group) brought back to one instance"
-      fi
-    elif [[ "$rebuilt" == 1 && -n "$ids" && "$ids" != None ]]; then
-      # shellcheck disable=SC2046  # one word per instance id
-      aws ssm send-command --document-name AWS-RunShellScript --instance-ids $(tr ',' ' ' <<<"$ids") \
-        --comment "inference: restart $backend on the image just built" \
-        --parameters 'commands=["systemctl restart inference-server.service"]' >/dev/null \
-        && echo "inference-build: $backend restarted on $ids to serve the new image"
+  local group desired backend _ids state
+  while read -r group desired backend _ids; do
+    [[ -n "$group" && "$desired" == 0 ]] || continue  # a server that runs keeps its image
+    state=$(readiness_state "$backend")
+    if [[ "$state" != waiting-for-image ]]; then
+      echo "inference-build: $backend ($group) stays at zero: held there on purpose (${state:-no readiness})"
+    elif expired; then
+      write_readiness "$backend" stopped "its image was built after the time-to-live ($EXPIRES_AT): left at zero; python -m runner.up brings it back"
+      echo "inference-build: $backend ($group) stays at zero: the time-to-live ($EXPIRES_AT) has passed"
+    else
+      aws autoscaling set-desired-capacity --auto-scaling-group-name "$group" --desired-capacity 1 \
+        && echo "inference-build: $backend ($group) brought back to one instance"
     fi
   done < <(image_groups)
 }
 
-# The image's repository, made the first time (a build racing another to make it finds it made).
-ensure_repository() {
-  local policy
-  aws ecr describe-repositories --repository-names "$repository" >/dev/null 2>&1 && return 0
-  echo "inference-build: making the repository $repository (kept across deploys)"
-  aws ecr create-repository --repository-name "$repository" --image-scanning-configuration scanOnPush=true \
-    --tags "Key=${APP_TAG%%=*},Value=${APP_TAG#*=}" "Key=inference:image,Value=$IMAGE_FOLDER" >/dev/null \
-    || aws ecr describe-repositories --repository-names "$repository" >/dev/null || return 1
-  policy=$(printf '{"rules":[{"rulePriority":1,"description":"keep the newest images","selection":{"tagStatus":"any","countType":"imageCountMoreThan","countNumber":%d},"action":{"type":"expire"}}]}' "${KEEP_IMAGES:-5}")
-  aws ecr put-lifecycle-policy --repository-name "$repository" --lifecycle-policy-text "$policy" >/dev/null
-}
-
-ensure_repository >>"$LOG" 2>&1 || report_failure "repository $repository"
 aws ecr get-login-password | docker login --username AWS --password-stdin "${IMAGE_URI%%/*}" >>"$LOG" 2>&1 \
   || report_failure "registry login"
-if [[ -n "${MIRROR_SOURCE:-}" ]]; then
-  if aws ecr describe-images --repository-name "$repository" --image-ids "imageTag=$tag" >/dev/null 2>&1; then
-    echo "inference-build: $MIRROR_SOURCE is already mirrored as $IMAGE_URI"
-    exit 0
+if aws ecr describe-images --repository-name "$repository" --image-ids "imageTag=$tag" >/dev/null 2>&1; then
+  if [[ "${FORCE_BUILD:-0}" == 1 ]]; then
+    # The tag is the source's content hash and the repository's tags are immutable: the image of
+    # this source is pushed once and stays the one its servers pulled.
+    echo "inference-build: $IMAGE_URI is already pushed, and its tag is immutable: a rebuild of the same source" \
+      "is refused; change images/$IMAGE_FOLDER (or the base image it pins) for a new image" >&2
+    exit 1
   fi
-  for step in "pull $MIRROR_SOURCE" "tag $MIRROR_SOURCE $IMAGE_URI" "push $IMAGE_URI"; do
-    # shellcheck disable=SC2086  # the step's words
-    docker $step 2>&1 | tee -a "$LOG"
-    (( PIPESTATUS[0] == 0 )) || report_failure "docker ${step%% *}"
-  done
-  echo "inference-build: mirrored $MIRROR_SOURCE as $IMAGE_URI"
-  exit 0
-fi
-rebuilt=0
-if [[ "${FORCE_BUILD:-0}" != 1 ]] \
-  && aws ecr describe-images --repository-name "$repository" --image-ids "imageTag=$tag" >/dev/null 2>&1; then
   echo "inference-build: $IMAGE_URI is already in the repository; not rebuilt"
 else
   build_args=()
@@ -161,6 +127,5 @@ else
   (( PIPESTATUS[0] == 0 )) || report_failure "docker build"
   docker push "$IMAGE_URI" 2>&1 | tee -a "$LOG"
   (( PIPESTATUS[0] == 0 )) || report_failure "docker push"
-  rebuilt=1
 fi
-bring_back "$rebuilt"
+bring_back

@@ -1,8 +1,18 @@
-"""One inference server's instance role: SSM, ECR pull, its logs, one secret, its own readiness
-parameter, and the one action that stops it billing: setting its own group to zero instances.
+"""One inference server's instance role, inline statements only: the SSM agent's channels, its own
+image's repository, its logs, its own readiness parameter, its boot scripts, and the one action
+that stops it billing: setting its own group to zero instances.
 
 A role per server (not per stack) so each permission names one backend: the group it may scale is
-told by its `inference:backend` tag, the parameter by its name, the build by its project.
+told by its `inference:backend` tag, the parameters by their names, the store's objects by the
+backend's and the model's prefixes (inference_constructs/store_access.py). No AWS managed policy:
+`AmazonSSMManagedInstanceCore` reads every parameter of the account and
+`AmazonEC2ContainerRegistryReadOnly` every repository. The SSM statement is what Session Manager
+(port forwarding) and Run Command need of the instance: `ssm:UpdateInstanceInformation` and the
+Message Gateway Service's four channel actions (Systems Manager user guide, "Step 2: Verify or
+create an IAM role with Session Manager permissions"), and the Message Delivery Service's six
+(`ec2messages:*`, which agents that cannot reach the gateway take commands by: "Reference:
+ec2messages, ssmmessages, and other API operations"); none of these actions takes a resource. The
+role may start no build (tests/cdk/test_policies.py).
 """
 
 from __future__ import annotations
@@ -17,29 +27,49 @@ from inference_constructs.nag import acknowledge
 
 LOG_GROUP_PREFIX = "/inference/"
 PARAMETER_PREFIX = "/inference/"
+SSM_AGENT_ACTIONS = (
+    "ssm:UpdateInstanceInformation",
+    "ssmmessages:CreateControlChannel",
+    "ssmmessages:CreateDataChannel",
+    "ssmmessages:OpenControlChannel",
+    "ssmmessages:OpenDataChannel",
+    "ec2messages:AcknowledgeMessage",
+    "ec2messages:DeleteMessage",
+    "ec2messages:FailMessage",
+    "ec2messages:GetEndpoint",
+    "ec2messages:GetMessages",
+    "ec2messages:SendReply",
+)
+ECR_PULL_ACTIONS = ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
 
 
 def readiness_parameter_name(backend: str) -> str:
     return f"{PARAMETER_PREFIX}{backend}/ready"
 
 
+def graphs_parameter_name(backend: str) -> str:
+    """Where runner.up records the compiled graphs a backend's servers may load (no server writes it)."""
+    return f"{PARAMETER_PREFIX}{backend}/graphs"
+
+
+def parameter_arn(name: str) -> str:
+    return f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}:{Aws.ACCOUNT_ID}:parameter{name}"
+
+
 class ServerInstanceRole(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, backend: str, hf_token_secret_name: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, backend: str) -> None:
         super().__init__(scope, construct_id)
         self.backend = backend
         self.role = iam.Role(
             self,
             "Role",
             assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-            description=f"Inference server {backend}: SSM, ECR pull, its logs and readiness, its own group's capacity",
-            managed_policies=[
-                iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore"),
-                iam.ManagedPolicy.from_aws_managed_policy_name("AmazonEC2ContainerRegistryReadOnly"),
-            ],
+            description=f"Inference server {backend}: SSM, its image, its logs and readiness, its own group's capacity",
         )
-        self.hf_token_secret = secretsmanager.Secret.from_secret_name_v2(self, "HfToken", hf_token_secret_name)
-        self.hf_token_secret.grant_read(self.role)
         stack = Stack.of(self)
+        self.role.add_to_policy(
+            iam.PolicyStatement(sid="SsmAgentChannels", actions=list(SSM_AGENT_ACTIONS), resources=["*"])
+        )
         self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="WriteOwnLogs",
@@ -49,12 +79,11 @@ class ServerInstanceRole(Construct):
                 ],
             )
         )
-        parameter = readiness_parameter_name(backend)
         self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="ReportReadiness",
                 actions=["ssm:PutParameter", "ssm:GetParameter"],
-                resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}:{Aws.ACCOUNT_ID}:parameter{parameter}"],
+                resources=[parameter_arn(readiness_parameter_name(backend))],
             )
         )
         self.role.add_to_policy(
@@ -72,13 +101,10 @@ class ServerInstanceRole(Construct):
         )
         acknowledge(
             self.role,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore]",
-            "AWS's own minimal policy for SSM Session Manager, the only way in to these servers.",
-        )
-        acknowledge(
-            self.role,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly]",
-            "Read-only ECR pull for server images; ecr:GetAuthorizationToken cannot be scoped to a repository.",
+            "AwsSolutions-IAM5[Resource::*]",
+            "The SSM agent's channel actions and DescribeAutoScalingInstances take no resource; ecr:GetAuthorizationToken "
+            "takes none either; SetDesiredCapacity is limited to the group tagged with this backend "
+            "(aws:ResourceTag condition).",
         )
         acknowledge(
             self.role,
@@ -86,19 +112,26 @@ class ServerInstanceRole(Construct):
             f"log-group:{LOG_GROUP_PREFIX}{backend}:*]",
             "Streams inside this server's own log group.",
         )
-        acknowledge(
-            self.role,
-            "AwsSolutions-IAM5[Resource::*]",
-            "DescribeAutoScalingInstances takes no resource; SetDesiredCapacity is limited to the group tagged "
-            "with this backend (aws:ResourceTag condition).",
+
+    def allow_image(self, repository_arn: str) -> None:
+        """Pull its image from that one ECR repository (the app's, or AWS's DLC repository)."""
+        self.role.add_to_policy(
+            iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"])
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(sid="PullItsImage", actions=list(ECR_PULL_ACTIONS), resources=[repository_arn])
         )
 
-    def allow_build(self, project_arn: str) -> None:
-        """Start (or find) the build of its image when it finds the image missing."""
+    def allow_hub_token(self, secret_name: str) -> None:
+        """A gated model only: the Hugging Face token's secret."""
+        secretsmanager.Secret.from_secret_name_v2(self, "HfToken", secret_name).grant_read(self.role)
+
+    def allow_graphs_record(self) -> None:
+        """Read (never write) the graphs runner.up recorded for this backend."""
         self.role.add_to_policy(
             iam.PolicyStatement(
-                sid="StartItsImageBuild",
-                actions=["codebuild:StartBuild", "codebuild:ListBuildsForProject", "codebuild:BatchGetBuilds"],
-                resources=[project_arn],
+                sid="ReadRecordedGraphs",
+                actions=["ssm:GetParameter"],
+                resources=[parameter_arn(graphs_parameter_name(self.backend))],
             )
         )

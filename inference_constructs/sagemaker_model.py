@@ -4,7 +4,6 @@ endpoint (an EventBridge Scheduler one-time schedule that deletes it: no Lambda)
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from aws_cdk import Aws, Stack
@@ -19,6 +18,8 @@ from aws_cdk.region_info import FactName
 from constructs import Construct
 
 from inference_constructs.nag import acknowledge
+from inference_constructs.service_roles import service_role
+from inference_constructs.time_to_live import scheduled_call
 
 
 def dlc_image_uri(stack: Stack, repository_and_tag: str) -> str:
@@ -59,11 +60,8 @@ def sagemaker_model(
     (ModelDataSource, an uncompressed S3 prefix: SageMaker developer guide, "Deploy uncompressed
     models"), instead of the engine downloading them from the hub."""
     stack = Stack.of(scope)
-    role = iam.Role(
-        scope,
-        "ExecutionRole",
-        assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-        description=f"{purpose}: pull the image, write its logs and metrics",
+    role = service_role(
+        scope, "ExecutionRole", "sagemaker.amazonaws.com", f"{purpose}: pull the image, write its logs and metrics"
     )
     role.add_to_policy(iam.PolicyStatement(sid="EcrAuth", actions=["ecr:GetAuthorizationToken"], resources=["*"]))
     if repository is not None:
@@ -163,6 +161,10 @@ def sagemaker_model(
         primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
             image=image_uri, mode="SingleModel", environment=environment, model_data_source=source
         ),
+        # Weights staged from the store: the container needs no network at all (SageMaker developer
+        # guide, "Run training and inference containers in internet-free mode"; the model data is
+        # still copied in by SageMaker).
+        enable_network_isolation=True if weights_uri else None,
     )
     # The image pull needs the policy in place before SageMaker validates the model.
     model.node.add_dependency(role.node.find_child("DefaultPolicy"))
@@ -175,32 +177,17 @@ def sagemaker_model(
 
 
 def endpoint_time_to_live(scope: Construct, endpoint_name: str, expires_at: str) -> scheduler.CfnSchedule:
-    """A one-time schedule at the expiry that deletes the endpoint (Scheduler's universal target
-    for SageMaker DeleteEndpoint), with a role that may delete this endpoint only."""
+    """A one-time schedule at the expiry that deletes the endpoint, with a role that may delete this
+    endpoint only."""
     stack = Stack.of(scope)
-    endpoint_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{Aws.ACCOUNT_ID}:endpoint/{endpoint_name}"
-    role = iam.Role(
+    return scheduled_call(
         scope,
-        "TimeToLiveRole",
-        assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
-        description=f"Deletes endpoint {endpoint_name} at the deploy's time-to-live",
-    )
-    role.add_to_policy(
-        iam.PolicyStatement(sid="DeleteThisEndpoint", actions=["sagemaker:DeleteEndpoint"], resources=[endpoint_arn])
-    )
-    # Scheduler's `at()` takes local time in the schedule's zone: the expiry without its Z, in UTC.
-    return scheduler.CfnSchedule(
-        scope,
-        "TimeToLive",
-        description=f"Delete endpoint {endpoint_name} at the deploy's time-to-live (runner.up brings it back)",
-        schedule_expression=f"at({expires_at.removesuffix('Z')})",
-        schedule_expression_timezone="UTC",
-        flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
-        target=scheduler.CfnSchedule.TargetProperty(
-            arn="arn:aws:scheduler:::aws-sdk:sagemaker:deleteEndpoint",
-            role_arn=role.role_arn,
-            input=json.dumps({"EndpointName": endpoint_name}),
-        ),
+        expires_at=expires_at,
+        what=f"Delete endpoint {endpoint_name}",
+        api="sagemaker:deleteEndpoint",
+        request={"EndpointName": endpoint_name},
+        action="sagemaker:DeleteEndpoint",
+        resource=f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{Aws.ACCOUNT_ID}:endpoint/{endpoint_name}",
     )
 
 

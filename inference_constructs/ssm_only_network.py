@@ -30,7 +30,9 @@ class SsmOnlyNetwork(Construct):
         acknowledge(
             self.vpc,
             "AwsSolutions-VPC7",
-            "No flow logs: the VPC holds only SSM-managed servers with zero ingress; audit is via SSM session logs.",
+            "No flow logs: the VPC holds only short-lived servers with no inbound rule at all (reached through SSM "
+            "port forwarding); its traffic is their own outbound HTTPS to AWS and the model hub. Flow logs would bill "
+            "per GB for a record of that alone.",
         )
         self.security_group = ec2.SecurityGroup(
             self,

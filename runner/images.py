@@ -1,11 +1,13 @@
 """`python -m runner.images build BACKEND`: rebuild a backend's server image in AWS and follow it.
 
-The backend's stack declares the ECR repository and the CodeBuild project (arm64 compute for g5g,
-x86_64 for the Neuron image), names the project in the backend's stack output, and starts the
-build itself on every deploy (the build skips an image already pushed, then brings back the
-servers waiting for it). This command rebuilds on purpose (FORCE_BUILD=1), prints each phase as
-it ends and how long the build took; the build then restarts the servers that run the image, so
-the new image serves. A build that fails prints its last log lines. `status BACKEND` shows the
+The region's store stack declares the ECR repository (immutable tags) and the backend's stack the
+CodeBuild project (arm64 compute for g5g, x86_64 for the Neuron image), names the project in the
+backend's stack output, and starts the build itself on every deploy (the build skips an image
+already pushed, then brings back the servers waiting for it). This command starts it now (after a
+failed build, say), prints each phase as it ends and how long the build took. The tag is the
+source's hash and cannot be pushed over: a build of a source whose image is pushed already says
+so and stops (change images/<folder> for a new image; its deploy replaces the servers). A build
+that fails prints its last log lines. `status BACKEND` shows the
 latest build. Ctrl-C stops following, not the build.
 """
 

@@ -12,7 +12,6 @@ policy AWS documents for Custom Model Import: aws:SourceAccount and an aws:Sourc
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from aws_cdk import Aws, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_codebuild as codebuild
@@ -20,16 +19,16 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from catalog.backends import needs_hub_token
 from catalog.config import BackendConfig, StackConfig
 from inference_constructs.backend_output import backend_output, publish_output
 from inference_constructs.image_build import acknowledge_codebuild_defaults, build_spec
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge
+from inference_constructs.service_roles import service_role
 from inference_constructs.stack_marker import StackMarker
+from inference_constructs.weights_copy import COPY_SCRIPT, HF_HUB_VERSION
 
-COPY_SCRIPT = Path(__file__).resolve().parent.parent / "inference_constructs" / "weights_copy.sh"
-# The huggingface_hub release the copy installs: the one the vLLM tier pins (constraints-vllm.txt).
-HF_HUB_VERSION = "2.4.0"
 WEIGHTS_PREFIX = "weights/"
 
 
@@ -89,23 +88,26 @@ class ModelImport(Construct):
             description=f"Bedrock Custom Model Import reads {spec.model_id} from the app's weights bucket",
         )
         self.bucket.grant_read(self.import_role, f"{prefix}*")
-        self.copy_role = iam.Role(
+        self.copy_role = service_role(
             self,
             "CopyRole",
-            assumed_by=iam.ServicePrincipal("codebuild.amazonaws.com"),
-            description=f"Copies {spec.model_id} from the Hugging Face hub into the app's weights bucket",
+            "codebuild.amazonaws.com",
+            f"Copies {spec.model_id} from the Hugging Face hub into the app's weights bucket",
         )
         self.bucket.grant_read_write(self.copy_role, f"{WEIGHTS_PREFIX}*")
         self.bucket.grant_delete(self.copy_role, f"{WEIGHTS_PREFIX}*")
-        self.copy_role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ReadTheHuggingFaceToken",
-                actions=["secretsmanager:GetSecretValue"],
-                resources=[
-                    f"arn:{Aws.PARTITION}:secretsmanager:{stack.region}:{Aws.ACCOUNT_ID}:secret:{hf_token_secret_name}-*"
-                ],
+        gated = needs_hub_token(spec.model_id)
+        if gated:
+            self.copy_role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="ReadTheHuggingFaceToken",
+                    actions=["secretsmanager:GetSecretValue"],
+                    resources=[
+                        f"arn:{Aws.PARTITION}:secretsmanager:{stack.region}:{Aws.ACCOUNT_ID}:secret:"
+                        f"{hf_token_secret_name}-*"
+                    ],
+                )
             )
-        )
         logs = owned_log_group(self, "Logs", f"/inference/weights/{spec.name}")
         logs.grant_write(self.copy_role)
         self.copy = codebuild.Project(
@@ -120,7 +122,7 @@ class ModelImport(Construct):
             environment_variables={
                 "MODEL_ID": codebuild.BuildEnvironmentVariable(value=spec.model_id),
                 "WEIGHTS_URI": codebuild.BuildEnvironmentVariable(value=self.bucket.s3_url_for_object(prefix)),
-                "HF_TOKEN_SECRET": codebuild.BuildEnvironmentVariable(value=hf_token_secret_name),
+                "HF_TOKEN_SECRET": codebuild.BuildEnvironmentVariable(value=hf_token_secret_name if gated else ""),
                 "HF_HUB_VERSION": codebuild.BuildEnvironmentVariable(value=HF_HUB_VERSION),
             },
             timeout=Duration.hours(1),

@@ -12,12 +12,13 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from catalog import BackendKind
+from catalog.boot import store_bucket
 from catalog.config import StackConfig
 from inference_constructs.image_build import ImageBuild, image_build_for
-from inference_constructs.region_store import RegionStore
 from inference_constructs.sagemaker_options import AsyncEndpoint, BatchModel, ServerlessEndpoint, options_bucket
 from inference_constructs.stack_marker import StackMarker
 from inference_constructs.vllm_endpoint import VllmSageMakerEndpoint
+from inference_constructs.weights_copy import COPY_PROJECT
 
 # Endpoint names the runner describes, invokes and (after the time-to-live) recreates.
 ENDPOINT_PREFIX = "inference-"
@@ -39,19 +40,9 @@ class InferenceSageMakerStack(Stack):
         self.bucket: s3.Bucket | None = None
         self.image_builds: dict[str, ImageBuild] = {}
         self.endpoints: dict[str, object] = {}
-        # The real-time endpoint's weights, copied once into the app's store in this region: runner.up
-        # finds the copy there before a deploy that makes the endpoint, which then reads it from S3.
-        realtime = [b for b in config.backends if b.spec.kind is BackendKind.SAGEMAKER]
-        self.store = (
-            RegionStore(
-                self,
-                "Store",
-                models=list(dict.fromkeys(b.spec.model_id for b in realtime)),
-                hf_token_secret_name=hf_token_secret_name,
-            )
-            if realtime
-            else None
-        )
+        # The real-time endpoint's weights, copied once into the app's store in this region (the
+        # region's store stack): runner.up finds the copy there before a deploy that makes the
+        # endpoint, which then reads it from S3.
         for b in config.backends:
             name = f"{ENDPOINT_PREFIX}{b.name}"
             kind = b.spec.kind
@@ -63,8 +54,8 @@ class InferenceSageMakerStack(Stack):
                     backend=b,
                     endpoint_name=name,
                     expires_at=expires_at,
-                    weights_job=self.store.copy.project_name if self.store else None,
-                    store_bucket=self.store.bucket_name if self.store else None,
+                    weights_job=COPY_PROJECT,
+                    store_bucket=store_bucket(self.account, self.region),
                 )
             elif kind is BackendKind.SAGEMAKER_SERVERLESS:
                 build = image_build_for(self, b.spec, self.image_builds)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from aws_cdk import Aws, Stack
 from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk.region_info import FactName
 from constructs import Construct
 
 from catalog import Architecture
+from catalog.builds import dlc_public_copy, dlc_reference, dlc_repository
 from catalog.config import BackendConfig, StackConfig
 from inference_constructs.image_build import (
     IMAGES_DIR,
@@ -19,8 +21,8 @@ from inference_constructs.image_build import (
     image_build_for,
 )
 from inference_constructs.in_region import InRegionBench
-from inference_constructs.model_server import ModelServer
-from inference_constructs.region_store import RegionStore
+from inference_constructs.model_server import ModelServer, ServerImage
+from inference_constructs.sagemaker_model import dlc_image_uri
 from inference_constructs.ssm_only_network import SsmOnlyNetwork
 from inference_constructs.stack_marker import StackMarker
 
@@ -49,7 +51,6 @@ class ModelServerStack(Stack):
         self.marker = StackMarker(self, "Marker", config=config)
         self.servers: dict[str, ModelServer] = {}
         self.image_builds: dict[str, ImageBuild] = {}
-        self.store: RegionStore | None = None
         self.in_region: InRegionBench | None = None
         if not config.backends:
             return
@@ -60,13 +61,8 @@ class ModelServerStack(Stack):
         network = SsmOnlyNetwork(self, "Network", zones=zones)
         # runner.bench --in-region: the kit the servers run and the bucket their records go to.
         self.in_region = InRegionBench(self, "InRegionBench")
-        # The app's store in this region (weights, compiled graphs) and the mirrors of public images.
-        self.store = RegionStore(
-            self,
-            "Store",
-            models=list(dict.fromkeys(b.spec.model_id for b in config.backends)),
-            hf_token_secret_name=hf_token_secret_name,
-        )
+        # The app's store in this region (weights, compiled graphs) is the region's store stack's
+        # (stacks/store_stack.py), deployed before this one; the servers name it.
         for backend in config.backends:
             self.servers[backend.name] = ModelServer(
                 self,
@@ -75,9 +71,9 @@ class ModelServerStack(Stack):
                 vpc=network.vpc,
                 security_group=network.security_group,
                 hf_token_secret_name=hf_token_secret_name,
-                image_uri=self._image_uri(backend),
+                image=self._image(backend),
                 image_build=self._image_build(backend),
-                store=self.store,
+                store=True,
                 expires_at=expires_at,
                 in_region=self.in_region,
             )
@@ -85,15 +81,30 @@ class ModelServerStack(Stack):
     def _image_build(self, backend: BackendConfig) -> ImageBuild | None:
         return image_build_for(self, backend.spec, self.image_builds, self.expires_at, self.name_suffix)
 
-    def _image_uri(self, backend: BackendConfig) -> str:
-        """`ecr:REPO:TAG` -> this account's ECR; `asset:DIR` -> built from images/DIR at deploy;
-        `build:DIR` -> built in AWS by this stack's CodeBuild project; else as given."""
+    def _image(self, backend: BackendConfig) -> ServerImage:
+        """`build:DIR` -> built in AWS by this stack's CodeBuild project into the store stack's
+        repository; `dlc:REPO:TAG` -> AWS's Deep Learning Container in the region's ECR (its public
+        copy the fallback); `ecr:REPO:TAG` -> this account's ECR; `asset:DIR` -> built from
+        images/DIR at deploy; else a public registry's image, as given."""
         image = backend.spec.image or ""
+        region = self.region
         build = self._image_build(backend)
         if build is not None:
-            return build.image_uri
+            return ServerImage(build.image_uri, build.repository.repository_arn)
+        dlc = dlc_reference(image)
+        if dlc:
+            account = self.regional_fact(FactName.DLC_REPOSITORY_ACCOUNT)
+            return ServerImage(
+                dlc_image_uri(self, dlc),
+                f"arn:{Aws.PARTITION}:ecr:{region}:{account}:repository/{dlc_repository(dlc)}",
+                dlc_public_copy(dlc),
+            )
         if image.startswith(ECR_PREFIX):
-            return f"{Aws.ACCOUNT_ID}.dkr.ecr.{self.region}.{Aws.URL_SUFFIX}/{image[len(ECR_PREFIX) :]}"
+            repository = image[len(ECR_PREFIX) :]
+            return ServerImage(
+                f"{Aws.ACCOUNT_ID}.dkr.ecr.{region}.{Aws.URL_SUFFIX}/{repository}",
+                f"arn:{Aws.PARTITION}:ecr:{region}:{Aws.ACCOUNT_ID}:repository/{dlc_repository(repository)}",
+            )
         if image.startswith(ASSET_PREFIX):
             folder = IMAGES_DIR / image[len(ASSET_PREFIX) :]
             platform = (
@@ -108,5 +119,5 @@ class ModelServerStack(Stack):
                 platform=platform,
                 exclude=SOURCE_EXCLUDE,
             )
-            return asset.image_uri
-        return image
+            return ServerImage(asset.image_uri, asset.repository.repository_arn)
+        return ServerImage(image)

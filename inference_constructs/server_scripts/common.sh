@@ -3,8 +3,11 @@
 # readiness, and one way to take it to zero instances when it cannot serve.
 # INFERENCE_ROOT is empty on an instance; the emulator runs these scripts in a scratch root.
 ROOT="${INFERENCE_ROOT:-}"
+# The server's own settings (from the boot archive) and the deploy's values (from the user data).
 # shellcheck source=/dev/null
 source "$ROOT/etc/inference/server.env"
+# shellcheck source=/dev/null
+source "$ROOT/etc/inference/deploy.env"
 STATE_DIR="$ROOT/run/inference"
 # shellcheck disable=SC2034  # read by the scripts that source this one
 FAILURE_FILE="$STATE_DIR/failure"
@@ -27,7 +30,8 @@ imds() {
 }
 
 # phase NAME [EPOCH]: this boot reached NAME now (or at EPOCH); the last mark of a name counts.
-phase() { printf '%s %s\n' "$1" "${2:-$(date +%s.%3N)}" >> "$PHASES_FILE"; }
+# (bash's own clock: Ubuntu 26.04's `date` prints %3N as nine digits, uutils/coreutils#12001)
+phase() { printf '%s %s\n' "$1" "${2:-$EPOCHREALTIME}" >> "$PHASES_FILE"; }
 has_phase() { grep -q "^$1 " "$PHASES_FILE" 2>/dev/null; }
 # A unit start keeps only the boot's own mark: what this start reaches is marked again.
 restart_phases() { grep '^running ' "$PHASES_FILE" > "$PHASES_FILE.new" 2>/dev/null; mv -f "$PHASES_FILE.new" "$PHASES_FILE"; }
@@ -101,31 +105,6 @@ stop_and_report() {
     report failed "$1; $outcome" stopped=false
   fi
   echo "inference: failed: $1 ($outcome)" >&2
-}
-
-# running_build PROJECT: the id of a build of PROJECT in progress (status 1 when none).
-running_build() {
-  local ids
-  ids=$(aws codebuild list-builds-for-project --project-name "$1" --sort-order DESCENDING \
-    --query 'ids[:5]' --output text) || return 1
-  [[ -n "$ids" && "$ids" != None ]] || return 1
-  # shellcheck disable=SC2086,SC2016  # several ids, one word each; the backticks are JMESPath
-  aws codebuild batch-get-builds --ids $ids --query 'builds[?buildStatus==`IN_PROGRESS`].id | [0]' \
-    --output text | grep -v '^None$'
-}
-
-# start_helper PROJECT WHAT: start the build that puts WHAT in the region (the mirror, the weights
-# copy) unless one runs; never waits for it. Prints what it did, for a note.
-start_helper() {
-  local build
-  [[ -n "$1" ]] || { printf 'no build makes %s here' "$2"; return 0; }
-  if build=$(running_build "$1"); then
-    printf 'build %s is making %s' "$build" "$2"
-  elif build=$(aws codebuild start-build --project-name "$1" --query build.id --output text 2>&1); then
-    printf 'started build %s to make %s' "$build" "$2"
-  else
-    printf '%s could not be started: %s' "$2" "$(tail -n 1 <<<"$build" | cut -c1-160)"
-  fi
 }
 
 # Where the weights, the Hugging Face cache and the compile cache live: the instance store when

@@ -59,6 +59,16 @@ class Readiness:
     answer: str | None = None
     answer_correct: bool | None = None
     answer_error: str | None = None
+    # The compiled graphs this boot kept in the store, `KEY:SHA256` (server_scripts/store.sh).
+    graphs: str | None = None
+
+    @property
+    def kept_graphs(self) -> tuple[str, str] | None:
+        """(key, sha256) of the graphs the boot kept, when it says so in that shape."""
+        key, _, digest = (self.graphs or "").partition(":")
+        if len(key) == 32 and len(digest) == 64 and all(c in "0123456789abcdef" for c in key + digest):
+            return key, digest
+        return None
 
     @property
     def line(self) -> str:
@@ -94,6 +104,7 @@ class Readiness:
             answer=str(data["answer"]) if data.get("answer") is not None else None,
             answer_correct=data.get("answer_correct") if isinstance(data.get("answer_correct"), bool) else None,
             answer_error=data.get("answer_error") if isinstance(data.get("answer_error"), str) else None,
+            graphs=data.get("graphs") if isinstance(data.get("graphs"), str) else None,
         )
 
 
@@ -171,3 +182,24 @@ def read_group(autoscaling: Any, group_name: str) -> GroupState:
                 {"at": str(activity.get("StartTime", "")), "message": " ".join(message.split())[:300]}
             )
     return state
+
+
+# The graphs a backend's servers may load, as runner.up records them (newest last), at most this
+# many keys: one parameter, well inside a standard parameter's 4 KB.
+RECORDED_GRAPHS = 20
+
+
+def record_graphs(ssm: Any, parameter: str, key: str, digest: str) -> bool:
+    """Add (key, sha256) to the backend's record of the graphs its servers may load; True when it
+    was not there. The record is the runner's: no server's role may write it."""
+    try:
+        current = json.loads(ssm.get_parameter(Name=parameter)["Parameter"]["Value"]).get("graphs", {})
+    except (ValueError, AttributeError):
+        current = {}
+    if not isinstance(current, dict) or current.get(key) == digest:
+        return False
+    kept = {k: v for k, v in current.items() if k != key}
+    kept[key] = digest
+    kept = dict(list(kept.items())[-RECORDED_GRAPHS:])
+    ssm.put_parameter(Name=parameter, Value=json.dumps({"graphs": kept}), Type="String", Overwrite=True)
+    return True

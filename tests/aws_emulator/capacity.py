@@ -2,10 +2,16 @@
 Auto Scaling launch nothing there (`refuse_capacity(region, instance_type)`: no instance of that
 type, as the survey's inf2 was refused in two regions while trn1 launched) and answer
 DescribeScalingActivities with the failed activities a real account returns (moto's own answer is
-always empty)."""
+always empty).
+
+A launch template whose user data passes EC2's 16,384 bytes before base64 launches nothing, and
+its group's activity fails with EC2's reason, as RunInstances refuses it (EC2 User Guide, "Work
+with instance user data"; the API's InvalidParameterValue "User data is limited to 16384 bytes"):
+moto launches it."""
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -31,6 +37,23 @@ def refusal(group: Any, zone: str) -> dict[str, Any]:
     }
 
 
+# EC2's limit on user data before base64 (inference_constructs/user_data.py USER_DATA_LIMIT).
+USER_DATA_LIMIT = 16_384
+USER_DATA_REFUSAL = "User data is limited to 16384 bytes"
+
+
+def too_much_user_data(group: Any) -> bool:
+    data = group.user_data
+    return data is not None and len(base64.b64decode(data.as_bytes())) > USER_DATA_LIMIT
+
+
+def failed_launch(group: Any, reason: str) -> dict[str, Any]:
+    return refusal(group, "") | {
+        "StatusMessage": f"{reason}. Launching EC2 instance failed.",
+        "Description": "Launching a new EC2 instance.  Status Reason: " + reason,
+    }
+
+
 def install(emulator: Any) -> Callable[[], None]:
     from moto.autoscaling.models import FakeAutoScalingGroup
     from moto.autoscaling.responses import AutoScalingResponse
@@ -46,6 +69,9 @@ def install(emulator: Any) -> Callable[[], None]:
         return not types or group.instance_type in types
 
     def replace(group, count_needed, propagated_tags):
+        if count_needed > 0 and too_much_user_data(group):
+            emulator.launch_failures.setdefault(group.region, []).append(failed_launch(group, USER_DATA_REFUSAL))
+            return None
         if count_needed > 0 and refused(group):
             emulator.refused[group.region].extend(refusal(group, zone) for zone in group.availability_zones)
             return None
@@ -53,7 +79,8 @@ def install(emulator: Any) -> Callable[[], None]:
 
     def describe(response):
         name = response._get_param("AutoScalingGroupName")
-        activities = [a for a in emulator.refused.get(response.region, []) if a["AutoScalingGroupName"] == name]
+        failed = [*emulator.refused.get(response.region, []), *emulator.launch_failures.get(response.region, [])]
+        activities = [a for a in failed if a["AutoScalingGroupName"] == name]
         return ActionResult({"Activities": activities})
 
     FakeAutoScalingGroup.replace_autoscaling_group_instances = replace

@@ -23,14 +23,15 @@ from catalog.boot import instance_store_gb
 from tests.host import processes
 from tests.host.machine import Host, HostOptions
 
-BOOT_MARKER = "inference-server.service"
+# The app's user data runs its boot archive's `inference-boot` (inference_constructs/user_data.py).
+BOOT_MARKER = "/usr/local/bin/inference-boot"
 # How long a terminated instance takes to stop (real seconds).
 SHUTDOWN_DELAY_S = 2.0
 
 
 def boot(emulator: Any, instance: Any, script: str) -> None:
-    backend = re.search(r"^BACKEND=(\S+)$", script, re.M)
-    name = backend.group(1).strip("'") if backend else "?"
+    backend = re.search(r"^# Inference backend (\S+):", script, re.M)
+    name = backend.group(1) if backend else "?"
     options = emulator.host_options.get(name) or HostOptions(
         instance_store_gb=instance_store_gb(instance.instance_type)
     )

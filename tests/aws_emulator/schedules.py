@@ -9,8 +9,10 @@
   `emulator.failed_invocations`).
 - moto's CloudFormation does not create AWS::Scheduler::Schedule at all. `fire_schedules(region,
   stack)` reads the schedules from the stack's deployed template and does what their target says
-  (the universal target for SageMaker DeleteEndpoint, with its Input), as Scheduler would at
-  their time.
+  (the universal targets for SageMaker DeleteEndpoint and Auto Scaling UpdateAutoScalingGroup,
+  with their Input, its Refs resolved to the stack's resources), as Scheduler would at their time.
+  A schedule stays after it fires (CloudFormation's AWS::Scheduler::Schedule has no
+  ActionAfterCompletion; the API's default is NONE), so firing it again does the same again.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from tests.aws_emulator.account import ACCOUNT
 
 DELETE_ENDPOINT = "arn:aws:scheduler:::aws-sdk:sagemaker:deleteEndpoint"
+UPDATE_GROUP = "arn:aws:scheduler:::aws-sdk:autoscaling:updateAutoScalingGroup"
 
 
 def deployed_stack(region: str, name: str) -> Any:
@@ -70,21 +73,43 @@ def fire_stack_deployed(emulator: Any, region: str, stack: str, status: str = "C
     return started
 
 
+def resolved(stack: Any, value: Any) -> Any:
+    """A template value as CloudFormation resolved it in this stack (Refs, Joins)."""
+    if isinstance(value, dict) and list(value) == ["Ref"]:
+        name = value["Ref"]
+        if name == "AWS::Partition":
+            return "aws"
+        return stack.resource_map[name].physical_resource_id
+    if isinstance(value, dict) and list(value) == ["Fn::Join"]:
+        separator, parts = value["Fn::Join"]
+        return separator.join(str(resolved(stack, part)) for part in parts)
+    return value
+
+
 def fire_schedules(emulator: Any, region: str, stack: str) -> list[str]:
     """Run every Scheduler schedule of the stack's template; returns what each did."""
+    from moto.autoscaling.models import autoscaling_backends
     from moto.sagemaker.models import sagemaker_backends
 
-    template = deployed_stack(region, stack).template_dict
+    deployed = deployed_stack(region, stack)
     done = []
-    for logical_id, resource in template.get("Resources", {}).items():
+    for logical_id, resource in deployed.template_dict.get("Resources", {}).items():
         if resource["Type"] != "AWS::Scheduler::Schedule":
             continue
         target = resource["Properties"]["Target"]
-        if target["Arn"] != DELETE_ENDPOINT:
-            raise AssertionError(f"{logical_id}: the emulator fires only {DELETE_ENDPOINT}, not {target['Arn']}")
-        name = json.loads(target["Input"])["EndpointName"]
-        sagemaker_backends[ACCOUNT][region].delete_endpoint(name)
-        done.append(f"{logical_id}: deleted endpoint {name}")
+        arn = resolved(deployed, target["Arn"])
+        request = json.loads(resolved(deployed, target["Input"]))
+        if arn == DELETE_ENDPOINT:
+            sagemaker_backends[ACCOUNT][region].delete_endpoint(request["EndpointName"])
+            done.append(f"{logical_id}: deleted endpoint {request['EndpointName']}")
+        elif arn == UPDATE_GROUP:
+            group = autoscaling_backends[ACCOUNT][region].autoscaling_groups[request["AutoScalingGroupName"]]
+            if "MinSize" in request:
+                group.min_size = request["MinSize"]
+            group.set_desired_capacity(request["DesiredCapacity"])
+            done.append(f"{logical_id}: {group.name} to {request['DesiredCapacity']}")
+        else:
+            raise AssertionError(f"{logical_id}: the emulator fires {DELETE_ENDPOINT} and {UPDATE_GROUP}, not {arn}")
     return done
 
 

@@ -34,6 +34,8 @@ GEMMA_FILES = {
     "model.safetensors": b"\0" * 64,
     "tokenizer.json": b'{"version": "1.0"}',
     "tokenizer_config.json": b"{}",
+    # Gemma 4 keeps its chat template in a file of its own (google/gemma-4-E2B-it: chat_template.jinja).
+    "chat_template.jinja": b"{{ bos_token }}{% for message in messages %}{{ message['content'] }}{% endfor %}",
     "README.md": b"# Gemma 4",
 }
 HUB_REPOS = {
@@ -43,7 +45,8 @@ HUB_REPOS = {
         "config.json": b'{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"}',
         "model.safetensors": b"\0" * 64,
         "tokenizer.json": b'{"version": "1.0"}',
-        "tokenizer_config.json": b"{}",
+        # Qwen2.5 keeps its chat template as a key of tokenizer_config.json.
+        "tokenizer_config.json": b'{"chat_template": "{% for message in messages %}{{ message.content }}{% endfor %}"}',
         "merges.txt": b"#version: 0.2\n",
         "vocab.json": b"{}",
         "README.md": b"# Qwen2.5-1.5B-Instruct",
@@ -69,6 +72,8 @@ class Emulator:
         self.refused: dict[str, list[dict[str, Any]]] = {}
         # Per region, the instance types refused there (none listed: every type).
         self.refused_types: dict[str, set[str]] = {}
+        # Per region, launches EC2 refused for what they asked (user data past its limit).
+        self.launch_failures: dict[str, list[dict[str, Any]]] = {}
         self.sessions: dict[str, dict[str, Any]] = {}
         self.offline: set[str] = set()
         self.endpoint_quota_refused: set[str] = set()
@@ -109,6 +114,7 @@ class Emulator:
         self.builds.wait()
         urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST"), timeout=30).read()
         self.refused.clear()
+        self.launch_failures.clear()
         self.refused_types.clear()
         self.sessions.clear()
         self.offline.clear()

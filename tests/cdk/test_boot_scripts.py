@@ -13,7 +13,9 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,12 +25,16 @@ from catalog.boot import PHASES, store_bucket, weights_marker, weights_prefix
 from inference_constructs.user_data import (
     NO_RESTART_EXIT,
     WAITING_EXIT,
+    DeployValues,
     ServerBoot,
+    boot_archive,
     container_args,
     missing_image_hint,
-    render_boot_script,
+    render_user_data,
     server_unit,
+    sha256,
 )
+from runner.cloud.readiness import record_graphs
 from tests.host.aws_cli import CliServer
 from tests.host.machine import BIN, Host, HostOptions
 
@@ -37,8 +43,11 @@ pytestmark = pytest.mark.host
 
 GROUP = "InferenceGpuStack-G5gGroup-ABC123"
 ACCOUNT = "123456789012"
+# Where the boot archive is, as the CDK's file asset puts it (the bootstrap bucket of the region).
+ASSETS = f"cdk-hnb659fds-assets-{ACCOUNT}-us-east-1"
 # The AWS CLI as the scripts call it: each call recorded; answers chosen by environment variables;
-# S3 by the real CLI against moto.
+# S3 by the real CLI against moto. SSM's get-parameter answers the graphs record runner.up keeps
+# (a file the test writes with the runner's own record_graphs).
 AWS_RECORDER = r"""#!/bin/bash
 echo "aws $*" >> "$HOST_STATE/aws.log"
 value() { while [[ $# -gt 0 ]]; do [[ "$1" == "$want" ]] && { printf '%s\n' "$2"; return; }; shift; done; }
@@ -47,38 +56,54 @@ if [[ "$1" == s3 || "$1" == s3api ]]; then
 fi
 case "$1 $2" in
   "ssm put-parameter") want=--value value "$@" >> "$HOST_STATE/reports.log" ;;
+  "ssm get-parameter") [[ -f "$GRAPHS_RECORD" ]] || { echo "ParameterNotFound" >&2; exit 254; }; cat "$GRAPHS_RECORD" ;;
   "secretsmanager get-secret-value") echo hf_test ;;
+  "sts assume-role") [[ -z "${AWS_ASSUME_REFUSED:-}" ]] || { echo "AccessDenied" >&2; exit 254; }
+    printf 'ASIAREADER\treader-secret\treader-session\n' ;;
   "ecr get-login-password") echo password ;;
   "ecr describe-images")
     want=--image-ids; tag=$(value "$@"); [[ -f "$REGISTRY_DIR/pushed-${tag#imageTag=}" ]] || exit 254 ;;
   "autoscaling describe-auto-scaling-instances") echo "${AWS_GROUP:-None}" ;;
   "autoscaling set-desired-capacity") [[ -z "${AWS_SCALE_REFUSED:-}" ]] || { echo "AccessDenied" >&2; exit 254; } ;;
-  "codebuild list-builds-for-project") echo "${AWS_BUILD_IDS:-None}" ;;
-  "codebuild batch-get-builds") echo "${AWS_RUNNING_BUILD:-None}" ;;
-  "codebuild start-build") want=--project-name; echo "$(value "$@"):0001" ;;
 esac
 exit 0
 """
+IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/inference-survey/vllm-sm75:v1"
+# What the user data carries (DeployValues), not the boot archive.
+DEPLOY_KEYS = {"image", "fallback_image", "region", "store_bucket", "account_id", "weights_reader_role"}
 
 
-def boot_config(accelerator: Accelerator = Accelerator.NVIDIA, **changes) -> ServerBoot:
-    values = {
+@dataclass
+class Server:
+    """A server as a test gives it: its boot archive's settings and its user data's deploy values."""
+
+    boot: ServerBoot
+    deploy: dict[str, str] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in DEPLOY_KEYS:
+            return self.deploy.get(name, "")
+        return getattr(self.boot, name)
+
+
+def boot_config(accelerator: Accelerator = Accelerator.NVIDIA, **changes: Any) -> Server:
+    values: dict[str, Any] = {
         "backend": "g5g",
-        "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/inference-survey/vllm-sm75:v1",
         "model_id": "google/gemma-4-E2B-it",
         "serve_args": ("--dtype", "float16"),
         "accelerator": accelerator,
         "host_port": 8000,
         "container_port": 8000,
         "health_path": "/health",
-        "region": "us-east-1",
-        "hf_token_secret_name": "inference/hf-token",
         "log_group": "/inference/g5g",
         "readiness_parameter": "/inference/g5g/ready",
         "missing_image_hint": "push it to this account's ECR, or deploy with -c g5g.image=URI",
         "ready_minutes": 30,
     }
-    return ServerBoot(**(values | changes))
+    deploy = {"image": IMAGE, "region": "us-east-1", "account_id": ACCOUNT}
+    for key, value in changes.items():
+        (deploy if key in DEPLOY_KEYS else values)[key] = value
+    return Server(ServerBoot(**values), deploy)
 
 
 @pytest.fixture(scope="module")
@@ -113,9 +138,49 @@ def s3(moto_url):
     )
 
 
+def put_archive(s3, boot: ServerBoot, *, data: bytes | None = None) -> tuple[str, str]:
+    """The boot archive where the CDK's asset puts it; (key, sha256 of the archive deployed)."""
+    archive = boot_archive(boot)
+    key = f"{sha256(archive)}.tar.gz"
+    with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
+        s3.create_bucket(Bucket=ASSETS)
+    s3.put_object(Bucket=ASSETS, Key=key, Body=archive if data is None else data)
+    return key, sha256(archive)
+
+
 @pytest.fixture
-def host(tmp_path, stand_in_server, s3, moto_url):
-    """Boots a rendered boot script on a stand-in host; yields a starter, shuts every host down."""
+def graphs_record(tmp_path) -> Path:
+    """The parameter runner.up keeps the backend's trusted graphs in, as a file the recorder reads."""
+    return tmp_path / "graphs-record.json"
+
+
+class RecordFile:
+    """SSM's get/put of the graphs record, on the file the recorder answers from: what the runner's
+    record_graphs reads and writes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def get_parameter(self, Name: str) -> dict[str, Any]:
+        return {"Parameter": {"Value": self.path.read_text() if self.path.exists() else "{}"}}
+
+    def put_parameter(self, Name: str, Value: str, Type: str, Overwrite: bool) -> None:
+        self.path.write_text(Value)
+
+
+def runner_records_the_graphs(machine: Host, graphs_record: Path) -> str:
+    """What runner.up does when the server says it kept graphs: record them for the next servers."""
+    kept = eventually(lambda: next((r["graphs"] for r in reports(machine) if r.get("graphs")), None), 20,
+                      machine.boot_log)  # fmt: skip
+    key, _, digest = kept.partition(":")
+    record_graphs(RecordFile(graphs_record), "/inference/g5g/graphs", key, digest)
+    return key
+
+
+@pytest.fixture
+def host(tmp_path, stand_in_server, s3, moto_url, graphs_record):
+    """Boots a server's user data (its archive in the asset bucket) on a stand-in host; yields a
+    starter, shuts every host down."""
     recorder = tmp_path / "aws-bin"
     recorder.mkdir()
     (recorder / "aws").write_text(AWS_RECORDER)
@@ -129,9 +194,26 @@ def host(tmp_path, stand_in_server, s3, moto_url):
         "REGISTRY_DIR": str(registry),
         "S3_ENDPOINT_URL": moto_url,
         "REAL_AWS": str(BIN / "aws"),
+        "GRAPHS_RECORD": str(graphs_record),
     }
 
-    def start(boot: ServerBoot, options: HostOptions | None = None, name: str = "host", **aws: str) -> Host:
+    def start(
+        server: Server, options: HostOptions | None = None, name: str = "host", *, archive: bytes | None = None, **aws
+    ) -> Host:
+        key, digest = put_archive(s3, server.boot, data=archive or None)
+        if archive == b"":  # the object is not there at all
+            s3.delete_object(Bucket=ASSETS, Key=key)
+        deploy = DeployValues(
+            region=server.deploy["region"],
+            account_id=server.deploy["account_id"],
+            image=server.deploy["image"],
+            fallback_image=server.deploy.get("fallback_image", ""),
+            store_bucket=server.deploy.get("store_bucket", ""),
+            weights_reader_role=server.deploy.get("weights_reader_role", ""),
+            boot_bucket=ASSETS,
+            boot_key=key,
+            boot_sha256=digest,
+        )
         machine = Host(
             root=tmp_path / name,
             instance_id=f"i-0{len(started)}abc",
@@ -139,12 +221,12 @@ def host(tmp_path, stand_in_server, s3, moto_url):
             env=store_env
             | stand_in_server.env()
             | aws
-            | {"AWS_REGION": boot.region, "AWS_DEFAULT_REGION": boot.region},
+            | {"AWS_REGION": deploy.region, "AWS_DEFAULT_REGION": deploy.region},
             options=options or HostOptions(),
         )
         machine.env["PATH"] = f"{recorder}:{machine.environment()['PATH']}"
         started.append(machine)
-        machine.boot(render_boot_script(boot))
+        machine.boot(render_user_data(server.boot, deploy))
         return machine
 
     yield start
@@ -287,32 +369,21 @@ def test_a_missing_image_the_app_does_not_build_fails_and_takes_the_server_to_ze
     assert f"RestartPreventExitStatus={NO_RESTART_EXIT}" in server_unit("g5g")
 
 
-def test_a_missing_image_the_app_builds_starts_its_build_and_waits_at_zero(host):
-    boot = boot_config(image_build_project="inference-build-vllm-sm75")
-    machine = host(boot, HostOptions(missing_images=(boot.image,)))
+def test_a_missing_image_the_app_builds_waits_at_zero_and_starts_no_build(host):
+    """The instance may start no build (its role cannot): it says it waits for its image and goes
+    to zero; the stack's deploy or runner.up starts the build, which brings it back."""
+    server = boot_config(image_built=True)
+    machine = host(server, HostOptions(missing_images=(server.image,)))
     states = wait_for(machine, last_state("waiting-for-image"))
-    waiting = states[-1]
-    assert waiting["build_id"] == "inference-build-vllm-sm75:0001"
-    assert "build inference-build-vllm-sm75:0001 makes it" in waiting["reason"]
-    calls = wait_for_call(machine, lambda c: "set-desired-capacity" in c and "--desired-capacity 0" in c)
-    assert "aws codebuild start-build --project-name inference-build-vllm-sm75 --query build.id --output text" in calls
-    # A clean stop: not restarted, not failed, no failure report.
+    assert states[-1]["reason"] == (
+        f"image {server.image} is not built yet: the app's build makes it and brings this server back"
+    )
+    wait_for_call(machine, lambda c: "set-desired-capacity" in c and "--desired-capacity 0" in c)
+    # A clean stop: not restarted, not failed, no failure report, and no build started by the instance.
     wait_for_unit(machine, "inference-server.service", state="inactive", last_exit=WAITING_EXIT)
     assert len(docker_runs(machine)) == 0
     assert [s["state"] for s in reports(machine)] == ["booting", "starting", "waiting-for-image"]
-
-
-def test_a_build_already_running_is_waited_for_not_started_again(host):
-    boot = boot_config(image_build_project="inference-build-vllm-sm75")
-    machine = host(
-        boot,
-        HostOptions(missing_images=(boot.image,)),
-        AWS_BUILD_IDS="inference-build-vllm-sm75:0042",
-        AWS_RUNNING_BUILD="inference-build-vllm-sm75:0042",
-    )
-    waiting = wait_for(machine, last_state("waiting-for-image"))[-1]
-    assert waiting["build_id"] == "inference-build-vllm-sm75:0042"
-    assert not [c for c in aws_calls(machine) if "start-build" in c]
+    assert not [c for c in aws_calls(machine) if "codebuild" in c]
 
 
 def test_a_network_fault_on_pull_is_retried_not_reported_as_failed(host):
@@ -390,21 +461,28 @@ def test_a_failing_boot_step_stops_the_server_and_says_where(host):
     assert failed["reason"].startswith("boot script failed at line ")
 
 
-# --- the app's store, the mirror and the instance store ------------------------------------------
+# --- the app's store, the image's public copy and the instance store -----------------------------
 
 STORE = store_bucket(ACCOUNT, "us-east-1")
-MODEL_FILES = {"config.json": b'{"model_type": "gemma4"}', "model.safetensors": b"\0" * 2048, "tokenizer.json": b"{}"}
-MIRROR = "123456789012.dkr.ecr.us-east-1.amazonaws.com/inference-survey/mirror/vllm/vllm-openai:v0.30.0"
-SOURCE = "vllm/vllm-openai:v0.30.0"
+# Gemma 4 keeps its chat template in a file of its own: a copy without it serves no chat.
+MODEL_FILES = {
+    "config.json": b'{"model_type": "gemma4"}',
+    "model.safetensors": b"\0" * 2048,
+    "tokenizer.json": b"{}",
+    "chat_template.jinja": b"{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}",
+}
+DLC = "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-ec2"
+PUBLIC_DLC = "public.ecr.aws/deep-learning-containers/vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-ec2"
+READER = f"arn:aws:iam::{ACCOUNT}:role/G6RoleWeightsReader"
 
 
-def store_config(accelerator: Accelerator = Accelerator.NVIDIA, **changes) -> ServerBoot:
+def store_config(accelerator: Accelerator = Accelerator.NVIDIA, **changes) -> Server:
     """A server with the app's store in its region (and, unless told, no compile cache)."""
     values = {
         "store_bucket": STORE,
-        "account_id": ACCOUNT,
-        "copy_project": "inference-weights-copy",
+        "has_store": True,
         "store_regions": ("us-east-1", "us-east-2"),
+        "graphs_parameter": "/inference/g5g/graphs",
     }
     return boot_config(accelerator, **(values | changes))
 
@@ -422,7 +500,9 @@ def stage_weights(s3, model: str, files: dict[str, bytes] = MODEL_FILES, *, mark
     for name, data in files.items():
         s3.put_object(Bucket=bucket, Key=f"{weights_prefix(model)}{name}", Body=data)
     if marker:
-        manifest = {"model": model, "files": {name: len(data) for name, data in sorted(files.items())}}
+        manifest = {"version": 2, "model": model, "revision": "0" * 40, "files": {
+            name: {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()} for name, data in sorted(files.items())
+        }}  # fmt: skip
         s3.put_object(Bucket=bucket, Key=weights_marker(model), Body=json.dumps(manifest).encode())
 
 
@@ -469,13 +549,13 @@ def pushed(tmp_path: Path, image: str) -> None:
     (tmp_path / "registry" / repository / f"{tag}.pushed").write_text("")
 
 
-def test_docker_data_goes_to_the_instance_store_and_the_image_comes_from_the_regions_mirror(host, tmp_path):
-    pushed(tmp_path, MIRROR)
-    boot = store_config(image=MIRROR, fallback_image=SOURCE, mirror_project="inference-mirror", needs_disk_gb=43)
+def test_docker_data_goes_to_the_instance_store_and_the_image_comes_from_the_regions_ecr(host, tmp_path):
+    pushed(tmp_path, DLC)
+    boot = store_config(image=DLC, fallback_image=PUBLIC_DLC, needs_disk_gb=43)
     machine = host(boot, HostOptions(instance_type="g6.xlarge", instance_store_gb=250))
     ready = ready_record(machine)
-    assert pulls(machine) == [f"{MIRROR} instance-store"]
-    assert ready["paths"]["image"] == f"the region's mirror {MIRROR}"
+    assert pulls(machine) == [f"{DLC} instance-store"]
+    assert ready["paths"]["image"] == DLC
     assert (
         ready["paths"]["storage"].startswith("instance store /dev/nvme1n1 at ")
         and "(250 GB free)" in ready["paths"]["storage"]
@@ -489,26 +569,18 @@ def test_docker_data_goes_to_the_instance_store_and_the_image_comes_from_the_reg
     )
     binds = [i for i, c in enumerate(calls) if c.startswith("mount --bind")]
     assert len(binds) == 2 and stop < min(binds) and max(binds) < start
-    assert not [c for c in aws_calls(machine) if "start-build --project-name inference-mirror" in c]
+    assert not [c for c in aws_calls(machine) if "codebuild" in c]
 
 
-def test_a_missing_mirror_pulls_the_public_image_and_starts_the_mirror(host):
-    boot = store_config(image=MIRROR, fallback_image=SOURCE, mirror_project="inference-mirror")
-    machine = host(boot, HostOptions(missing_images=(MIRROR,)))
+def test_an_image_the_regions_ecr_cannot_give_comes_from_its_public_copy(host):
+    boot = store_config(image=DLC, fallback_image=PUBLIC_DLC)
+    machine = host(boot, HostOptions(missing_images=(DLC,)))
     ready = ready_record(machine)
-    assert [p.split()[0] for p in pulls(machine)] == [SOURCE]
-    refusal = (
-        f"Error response from daemon: manifest for {MIRROR} not found: manifest unknown: Requested image not found"
-    )
-    assert ready["paths"]["image"] == (
-        f"from {SOURCE}: its mirror could not be pulled ({refusal[:120]}); started build inference-mirror:0001 to make "
-        "the mirror"
-    )
-    assert "aws codebuild start-build --project-name inference-mirror --query build.id --output text" in aws_calls(
-        machine
-    )
+    assert [p.split()[0] for p in pulls(machine)] == [PUBLIC_DLC]
+    refusal = f"Error response from daemon: manifest for {DLC} not found: manifest unknown: Requested image not found"
+    assert ready["paths"]["image"] == f"from {PUBLIC_DLC}: {DLC} could not be pulled ({refusal[:120]})"
     (run,) = docker_runs(machine)
-    assert run.split()[-len(boot.serve_args) - 2] == SOURCE
+    assert run.split()[-len(boot.serve_args) - 2] == PUBLIC_DLC
 
 
 def test_a_store_the_dlami_mounted_is_used_as_it_is_and_one_too_small_leaves_docker_on_the_root_volume(host):
@@ -570,7 +642,7 @@ def test_a_neuron_server_gets_the_copy_as_its_checkpoint(host, s3):
 def test_a_streaming_engine_reads_the_copy_from_s3_and_a_failed_stream_copies_it_at_the_next_start(host, s3):
     make_store(s3)
     stage_weights(s3, "google/gemma-4-E2B-it")
-    boot = store_config(weights_load=WeightsLoad.STREAM, ready_minutes=FAR_DEADLINE_MIN)
+    boot = store_config(weights_load=WeightsLoad.STREAM, weights_reader_role=READER, ready_minutes=FAR_DEADLINE_MIN)
     streaming = host(boot, name="streams")
     ready = ready_record(streaming)
     assert ready["paths"]["weights"] == f"streamed by the engine from s3://{STORE}/weights/google/gemma-4-E2B-it/"
@@ -579,6 +651,17 @@ def test_a_streaming_engine_reads_the_copy_from_s3_and_a_failed_stream_copies_it
     assert args[-4:] == ["--load-format", "runai_streamer", "--served-model-name", "google/gemma-4-E2B-it"]
     (run,) = docker_runs(streaming)
     assert "--env AWS_REGION=us-east-1" in run
+    # The engine reads with the weights reader's hour of credentials (the container cannot reach
+    # the instance's own), given it in the env file only root reads.
+    assert [c for c in aws_calls(streaming) if c.startswith("aws sts assume-role")] == [
+        f"aws sts assume-role --role-arn {READER} --role-session-name g5g-weights --duration-seconds 3600 --query "
+        "Credentials.[AccessKeyId, SecretAccessKey, SessionToken] --output text"
+    ]
+    secrets = streaming.root / "run/inference/server-secrets.env"
+    assert secrets.read_text() == (
+        "AWS_ACCESS_KEY_ID=ASIAREADER\nAWS_SECRET_ACCESS_KEY=reader-secret\nAWS_SESSION_TOKEN=reader-session\n"
+    )
+    assert secrets.stat().st_mode & 0o077 == 0
     # The engine fetched them: the weights were present when its log said they were loaded.
     names = [name for name, _ in ready["phases"]]
     assert names == list(PHASES)
@@ -593,15 +676,30 @@ def test_a_streaming_engine_reads_the_copy_from_s3_and_a_failed_stream_copies_it
     )
 
 
+def test_a_stream_without_credentials_copies_the_weights_to_the_disk(host, s3):
+    make_store(s3)
+    stage_weights(s3, "google/gemma-4-E2B-it")
+    boot = store_config(weights_load=WeightsLoad.STREAM, weights_reader_role=READER)
+    machine = host(boot, AWS_ASSUME_REFUSED="1")
+    ready = ready_record(machine)
+    assert ready["paths"]["weights"] == (
+        f"copied from s3://{STORE}/weights/google/gemma-4-E2B-it/ to the disk (no credentials to stream it: AccessDenied)"
+    )
+    assert run_args(machine)[0] == "/weights"
+    assert "AWS_ACCESS_KEY_ID" not in (machine.root / "run/inference/server-secrets.env").read_text()
+
+
 @pytest.mark.parametrize(
     ("fault", "reason"),
     [
-        ("no store", f"the region's store {STORE} does not exist yet; started build inference-weights-copy:0001 to make the copy"),
-        ("no copy", f"no complete copy of google/gemma-4-E2B-it in {STORE} yet; started build inference-weights-copy:0001 to make the copy"),
-        ("half done", f"no complete copy of google/gemma-4-E2B-it in {STORE} yet; started build inference-weights-copy:0001 to make the copy"),
-        ("changed", f"the copy in {STORE} does not match its manifest (changed or half done): 1 of its 3 files missing or of another size (model.safetensors)"),
+        ("no store", f"the region's store {STORE} does not exist yet"),
+        ("no copy", f"no complete copy of google/gemma-4-E2B-it in {STORE} yet"),
+        ("half done", f"no complete copy of google/gemma-4-E2B-it in {STORE} yet"),
+        ("changed", f"the copy in {STORE} does not match its manifest (changed or half done): 1 of its 4 files missing, extra or of another size (model.safetensors)"),
+        ("other bytes", f"the copy in {STORE} does not match its manifest (changed or half done): 1 of its 4 files not of their sha256 (model.safetensors)"),
         ("another region", f"the store {STORE} is in us-west-2, not us-east-1: reading weights across regions is slow and billed"),
-        ("another model", f"the copy's manifest in {STORE} is not one for google/gemma-4-E2B-it"),
+        ("another model", f"the copy's manifest is not one for google/gemma-4-E2B-it (in {STORE})"),
+        ("an older copy", f"the copy was made by an older weights copy (manifest version 1); the next deploy's copy makes it again (in {STORE})"),
     ],
 )  # fmt: skip
 def test_a_missing_half_done_changed_or_far_copy_is_not_loaded_and_the_hub_serves(host, s3, fault, reason):
@@ -613,16 +711,18 @@ def test_a_missing_half_done_changed_or_far_copy_is_not_loaded_and_the_hub_serve
         make_store(s3)
     if fault == "half done":
         stage_weights(s3, model, marker=False)
-    elif fault == "changed":
+    elif fault in ("changed", "other bytes"):
         stage_weights(s3, model)
-        s3.put_object(Bucket=STORE, Key=f"{weights_prefix(model)}model.safetensors", Body=b"\0" * 100)
-    elif fault == "another model":
+        body = b"\0" * 100 if fault == "changed" else b"\1" * 2048
+        s3.put_object(Bucket=STORE, Key=f"{weights_prefix(model)}model.safetensors", Body=body)
+    elif fault in ("another model", "an older copy"):
         stage_weights(s3, model)
-        s3.put_object(
-            Bucket=STORE,
-            Key=weights_marker(model),
-            Body=json.dumps({"model": "other/model", "files": {"x": 1}}).encode(),
+        manifest = (
+            {"version": 2, "model": "other/model", "files": {"x": {"size": 1, "sha256": "0" * 64}}}
+            if fault == "another model"
+            else {"model": model, "files": {name: len(data) for name, data in MODEL_FILES.items()}}
         )
+        s3.put_object(Bucket=STORE, Key=weights_marker(model), Body=json.dumps(manifest).encode())
     machine = host(store_config())
     ready = ready_record(machine)
     assert ready["paths"]["weights"] == f"from the hub: {reason}"
@@ -631,12 +731,34 @@ def test_a_missing_half_done_changed_or_far_copy_is_not_loaded_and_the_hub_serve
     assert not (machine.root / "opt/inference/weights" / model).exists()
 
 
+def test_a_copy_without_a_chat_template_reports_failed_with_the_engines_answer(host, s3):
+    """vLLM refuses chat completions for a model without a template (the copy that left out
+    Gemma 4's chat_template.jinja): the server reports failed with what came back, and stops."""
+    make_store(s3)
+    files = {name: data for name, data in MODEL_FILES.items() if name != "chat_template.jinja"}
+    stage_weights(s3, "google/gemma-4-E2B-it", files)
+    machine = host(store_config())
+    failed = wait_for(machine, lambda s: bool(s) and s[-1].get("stopped") is True)[-1]
+    assert failed["state"] == "failed"
+    assert (
+        failed["reason"].startswith("the engine answers /health but not a question in ten tries; last: HTTP 400: ")
+        and "you must provide a chat template" in failed["reason"]
+    )
+    assert "ready" not in [s["state"] for s in reports(machine)]
+
+
 def graph_objects(s3, bucket: str = STORE) -> dict[str, bytes]:
     listed = s3.list_objects_v2(Bucket=bucket, Prefix="graphs/").get("Contents", [])
     return {o["Key"]: s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read() for o in listed}
 
 
-def neuron_boot(**changes) -> ServerBoot:
+def journal(machine: Host, unit: str = "inference-ready.service") -> str:
+    """What a unit wrote (the stand-in systemd's journal of it)."""
+    path = machine.state / "journal" / f"{unit}.log"
+    return path.read_text() if path.exists() else ""
+
+
+def neuron_boot(**changes) -> Server:
     values = {
         "model_argument": ModelArgument.ENVIRONMENT,
         "serve_args": (),
@@ -649,28 +771,38 @@ def neuron_boot(**changes) -> ServerBoot:
     return store_config(Accelerator.NEURON, **(values | changes))
 
 
-def test_compiled_graphs_are_kept_in_the_store_and_the_next_server_restores_them_before_the_engine_starts(host, s3):
+def test_compiled_graphs_are_kept_in_the_store_and_the_next_server_restores_them_before_the_engine_starts(
+    host, s3, graphs_record
+):
     make_store(s3)
+    stage_weights(s3, "Qwen/Qwen2.5-1.5B-Instruct")
     first = host(neuron_boot(), HostOptions(instance_type="trn1.2xlarge"), name="first")
     ready = ready_record(first)
-    assert (
-        ready["paths"]["graphs"] == "compiling: no graphs stored for these inputs in the stores of us-east-1 us-east-2"
-    )
+    assert ready["paths"]["graphs"] == "compiling: runner.up has recorded no graphs of g5g for these inputs"
     assert "compiled the model into /var/cache/neuron" in container_log(first)
     stored = eventually(lambda: graph_objects(s3) if len(graph_objects(s3)) == 2 else None, 20, first.boot_log)
     (archive,) = [k for k in stored if k.endswith(".tar.gz")]
     manifest = json.loads(stored[archive.removesuffix(".tar.gz") + ".json"])
-    assert archive.startswith("graphs/neuron/")
-    # Keyed by everything the graphs were compiled for.
+    # Under this backend's own prefix, keyed by everything the graphs were compiled for (the image
+    # as referenced, not a local id, which differs between registries; where the weights were), and
+    # stored under the archive's own sha256.
+    assert archive.startswith("graphs/g5g/") and archive.endswith(
+        f"/{hashlib.sha256(stored[archive]).hexdigest()}.tar.gz"
+    )
     assert manifest["inputs"] == {
         "kind": "neuron",
-        "image_id": "sha256:" + hashlib.sha256(boot_config().image.encode()).hexdigest(),
+        "image": IMAGE.split("/", 1)[1],
         "model": "Qwen/Qwen2.5-1.5B-Instruct",
+        "checkpoint": "/weights",
         "instance_type": "trn1.2xlarge",
         "serve_args": [],
         "container_env": ["MODEL=Qwen/Qwen2.5-1.5B-Instruct", "TENSOR_PARALLEL_SIZE=2"],
     }
     assert manifest["sha256"] == hashlib.sha256(stored[archive]).hexdigest()
+    # The server says what it kept; runner.up records it as what the next servers may load.
+    key = runner_records_the_graphs(first, graphs_record)
+    assert archive == f"graphs/g5g/{key}/{manifest['sha256']}.tar.gz"
+    assert json.loads(graphs_record.read_text()) == {"graphs": {key: manifest["sha256"]}}
 
     second = host(neuron_boot(), HostOptions(instance_type="trn1.2xlarge"), name="second")
     ready = ready_record(second)
@@ -682,61 +814,86 @@ def test_compiled_graphs_are_kept_in_the_store_and_the_next_server_restores_them
 
     # Another instance type is another key: compiled, not loaded.
     other = host(neuron_boot(), HostOptions(instance_type="inf2.xlarge"), name="other")
-    assert ready_record(other)["paths"]["graphs"].startswith("compiling: no graphs stored")
+    assert (
+        ready_record(other)["paths"]["graphs"] == "compiling: runner.up has recorded no graphs of g5g for these inputs"
+    )
     assert "compiled the model into" in container_log(other)
 
 
-def test_graphs_kept_in_another_regions_store_are_restored_here(host, s3):
+def test_graphs_from_the_hubs_cache_are_neither_kept_nor_restored(host, s3):
+    """A Neuron engine reads its weights back from where they were when it compiled: the hub's
+    cache of one instance is not there on the next, so such graphs would compile again anyway."""
     make_store(s3)
-    west = host(neuron_boot(region="us-east-2", store_bucket=store_bucket(ACCOUNT, "us-east-2")), name="west")
-    # The store here does not exist yet: the server compiles, and keeps nothing (no store in its region).
-    assert ready_record(west)["paths"]["graphs"].startswith("compiling")
+    machine = host(neuron_boot())
+    ready = ready_record(machine)
+    assert ready["paths"]["graphs"] == (
+        "compiling: the weights come from the hub's cache, which the next server would not have; graphs not kept"
+    )
+    time.sleep(1)
+    assert graph_objects(s3) == {} and not [r for r in reports(machine) if r.get("graphs")]
+
+
+def test_graphs_kept_in_another_regions_store_are_restored_here(host, s3, graphs_record):
+    make_store(s3)
+    stage_weights(s3, "Qwen/Qwen2.5-1.5B-Instruct")
     first = host(neuron_boot(), name="first")
     ready_record(first)
     eventually(lambda: len(graph_objects(s3)) == 2, 20, first.boot_log)
+    runner_records_the_graphs(first, graphs_record)
     there = make_store(s3, "us-east-2")
+    stage_weights(s3, "Qwen/Qwen2.5-1.5B-Instruct", bucket=there)
     second = host(neuron_boot(region="us-east-2", store_bucket=there), name="second")
     ready = ready_record(second)
-    assert ready["paths"]["graphs"].startswith(f"restored from s3://{STORE}/graphs/neuron/")
+    assert ready["paths"]["graphs"].startswith(f"restored from s3://{STORE}/graphs/g5g/")
     assert "loaded the compiled model" in container_log(second)
 
 
-@pytest.mark.parametrize("fault", ["other inputs", "damaged archive"])
-def test_graphs_stored_for_other_inputs_or_damaged_are_never_loaded_and_are_compiled_and_stored_again(host, s3, fault):
+@pytest.mark.parametrize("fault", ["other inputs", "another archive", "not recorded"])
+def test_graphs_not_the_ones_runner_up_recorded_are_never_loaded_nor_replaced(host, s3, graphs_record, fault):
+    """A server keeps graphs only where none are (If-None-Match, each archive under its own sha256),
+    and one loads only an archive of the sha256 runner.up recorded for these inputs: another server
+    of the backend cannot make the next one run what it put there."""
     make_store(s3)
+    stage_weights(s3, "Qwen/Qwen2.5-1.5B-Instruct")
     first = host(neuron_boot(), name="first")
     ready_record(first)
     stored = eventually(lambda: graph_objects(s3) if len(graph_objects(s3)) == 2 else None, 20, first.boot_log)
-    (key,) = [k.removesuffix(".json") for k in stored if k.endswith(".json")]
+    (manifest_key,) = [k for k in stored if k.endswith(".json")]
+    object_ = manifest_key.removesuffix(".json")
+    if fault != "not recorded":
+        runner_records_the_graphs(first, graphs_record)
     if fault == "other inputs":
-        manifest = json.loads(stored[f"{key}.json"])
-        manifest["inputs"]["image_id"] = "sha256:" + "1" * 64  # a cache written by another image
-        s3.put_object(Bucket=STORE, Key=f"{key}.json", Body=json.dumps(manifest).encode())
-        why = "were compiled for other inputs (another image, model, type or settings); not loaded"
+        manifest = json.loads(stored[manifest_key])
+        manifest["inputs"]["image"] = "inference-survey/neuron:another"  # a cache written by another image
+        s3.put_object(Bucket=STORE, Key=manifest_key, Body=json.dumps(manifest).encode())
+        why = f"compiling: the graphs stored at s3://{STORE}/{object_} were compiled for other inputs (another image, model, type or settings); not loaded"
+    elif fault == "another archive":
+        s3.put_object(Bucket=STORE, Key=f"{object_}.tar.gz", Body=b"an archive runner.up never saw")
+        why = f"compiling: the graphs at s3://{STORE}/{object_} are missing or not the ones runner.up recorded (sha256 differs); not loaded"
     else:
-        s3.put_object(Bucket=STORE, Key=f"{key}.tar.gz", Body=b"half an archive")
-        why = "are missing or not what their manifest says (half written?); not loaded"
+        why = "compiling: runner.up has recorded no graphs of g5g for these inputs"
+    before = graph_objects(s3)
     second = host(neuron_boot(), name="second")
     ready = ready_record(second)
-    assert (
-        ready["paths"]["graphs"]
-        == f"compiling: the graphs {'stored ' if fault == 'other inputs' else ''}at s3://{STORE}/{key} {why}"
-    )
+    assert ready["paths"]["graphs"] == why
     assert "compiled the model into" in container_log(second)
-    # What the second server compiled replaced what could not be used.
-    eventually(lambda: json.loads(graph_objects(s3)[f"{key}.json"])["by"] == second.instance_id, 20, second.boot_log)
+    # What it compiled is not put over what is there.
+    wait_for_unit(second, "inference-ready.service", last_exit=0)
+    assert graph_objects(s3) == before
 
 
-def test_vllms_compile_cache_is_kept_and_restored_like_the_neuron_graphs(host, s3):
+def test_vllms_compile_cache_is_kept_and_restored_like_the_neuron_graphs(host, s3, graphs_record):
     make_store(s3)
+    stage_weights(s3, "google/gemma-4-E2B-it")
     boot = store_config(compile_cache="/root/.cache/vllm")
     first = host(boot, name="first")
     ready_record(first)
     assert "compiled the model into /root/.cache/vllm" in container_log(first)
     eventually(lambda: len(graph_objects(s3)) == 2, 20, first.boot_log)
-    assert all(k.startswith("graphs/nvidia/") for k in graph_objects(s3))
+    assert all(k.startswith("graphs/g5g/") for k in graph_objects(s3))
+    runner_records_the_graphs(first, graphs_record)
     second = host(boot, name="second")
-    assert ready_record(second)["paths"]["graphs"].startswith(f"restored from s3://{STORE}/graphs/nvidia/")
+    assert ready_record(second)["paths"]["graphs"].startswith(f"restored from s3://{STORE}/graphs/g5g/")
     assert "loaded the compiled model from /root/.cache/vllm" in container_log(second)
 
 
@@ -810,13 +967,59 @@ def test_a_group_whose_leader_has_gone_is_signalled_only_in_the_hosts_own_member
                 os.kill(member, 9)
 
 
-def test_boot_script_is_valid_bash():
+def test_the_user_data_and_every_script_of_the_archive_are_valid_bash():
     import subprocess
 
-    result = subprocess.run(
-        ["bash", "-n"], input=render_boot_script(boot_config()), capture_output=True, text=True, timeout=10, check=False
+    from inference_constructs.user_data import unpack_archive
+
+    server = store_config()
+    deploy = DeployValues(region="us-east-1", account_id=ACCOUNT, image=IMAGE, boot_bucket=ASSETS, boot_key="k",
+                          boot_sha256="0" * 64)  # fmt: skip
+    scripts = {"user data": render_user_data(server.boot, deploy)} | {
+        path: text for path, (text, _) in unpack_archive(boot_archive(server.boot)).items() if text.startswith("#!")
+    }
+    for name, text in scripts.items():
+        result = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True, timeout=10, check=False)
+        assert result.returncode == 0, f"{name}: {result.stderr}"
+
+
+def test_a_boot_archive_that_is_not_the_one_deployed_is_never_run(host):
+    """The user data checks the archive's sha256 before it unpacks it: a changed object in the
+    asset bucket runs nothing, and the server reports why and goes to zero."""
+    machine = host(boot_config(), archive=b"#!/bin/bash\necho not the deployed scripts\n")
+    failed = wait_for(machine, lambda s: bool(s) and s[-1].get("stopped") is True)[-1]
+    assert failed["state"] == "failed"
+    assert failed["reason"].startswith(f"the boot scripts at s3://{ASSETS}/") and failed["reason"].endswith(
+        " are not the ones deployed (sha256 differs)"
     )
-    assert result.returncode == 0, result.stderr
+    assert not (machine.root / "usr/local/bin/inference-boot").exists() and not docker_runs(machine)
+    assert [s["state"] for s in reports(machine)] == ["failed"]
+
+
+def test_a_boot_archive_that_cannot_be_fetched_reports_failed_and_stops(host):
+    machine = host(boot_config(), archive=b"")
+    failed = wait_for(machine, lambda s: bool(s) and s[-1].get("stopped") is True)[-1]
+    assert failed["state"] == "failed"
+    assert failed["reason"] == f"the boot scripts at s3://{ASSETS}/{boot_key(machine)} could not be fetched"
+    # Tried five times: the role's policy and the network may still be settling this early.
+    assert len([c for c in aws_calls(machine) if c.startswith(f"aws s3api get-object --bucket {ASSETS} ")]) == 5
+    assert f"aws autoscaling set-desired-capacity --auto-scaling-group-name {GROUP} --desired-capacity 0" in aws_calls(
+        machine
+    )
+
+
+def boot_key(machine: Host) -> str:
+    return (machine.root / "etc/inference/deploy.env").read_text().split("BOOT_KEY=", 1)[1].split()[0]
+
+
+def test_the_boot_log_is_the_root_users_alone_and_traces_no_command(host):
+    """The boot traced every command (`set -x`, IMDS tokens among them) into a log anyone could read."""
+    machine = host(boot_config())
+    ready_record(machine)
+    log = machine.root / "var/log/inference-boot.log"
+    assert log.stat().st_mode & 0o077 == 0
+    assert "X-aws-ec2-metadata-token" not in log.read_text() and "\n+ " not in log.read_text()
+    assert (machine.root / "etc/inference/server.env").stat().st_mode & 0o077 == 0
 
 
 def test_the_server_scripts_pass_shellcheck():

@@ -93,10 +93,10 @@ def test_one_build_at_a_time_from_the_folders_asset_with_the_build_script(built)
     assert base64.b64decode(encoded).decode() == BUILD_SCRIPT.read_text()
 
 
-def test_the_build_is_told_its_image_its_repository_rule_and_the_expiry(built):
+def test_the_build_is_told_its_image_and_the_expiry(built):
     build, _ = built
     variables = {v["Name"]: v["Value"] for v in project_of(built)["Environment"]["EnvironmentVariables"]}
-    assert set(variables) == {"IMAGE_URI", "KEEP_IMAGES", "APP_TAG", "IMAGE_FOLDER", "FORCE_BUILD", "EXPIRES_AT"}
+    assert set(variables) == {"IMAGE_URI", "IMAGE_FOLDER", "FORCE_BUILD", "EXPIRES_AT"}
     # Tagged with the folder's content hash: a changed Dockerfile is a new tag, a new launch template.
     assert build.tag == build.source.asset_hash[:16] and re.fullmatch(r"[0-9a-f]{16}", build.tag)
     assert render_join(variables["IMAGE_URI"]) == (
@@ -104,13 +104,11 @@ def test_the_build_is_told_its_image_its_repository_rule_and_the_expiry(built):
     )
     # The URI the servers are given is the one the build pushes.
     assert Stack.of(build).resolve(build.image_uri) == variables["IMAGE_URI"]
-    # docs/stacks.md: the repository keeps the newest 5 images and carries the app's tag.
-    assert (variables["KEEP_IMAGES"], variables["APP_TAG"]) == ("5", "app=inference-survey")
     assert (variables["IMAGE_FOLDER"], variables["FORCE_BUILD"], variables["EXPIRES_AT"]) == (build.folder, "0", EXPIRY)
 
 
 def test_the_repository_is_not_the_stacks(built):
-    """The build makes it and cdk destroy leaves it, so the next survey finds its image built."""
+    """The region's store stack holds it (retained), so the next survey finds its image built."""
     build, template = built
     template.resource_count_is("AWS::ECR::Repository", 0)
     assert build.repository_name == repository_name(build.folder) == f"inference-survey/{build.folder}"
@@ -129,35 +127,54 @@ def test_the_build_role_pushes_to_its_one_repository_and_touches_only_the_server
     role_id = project_of(built)["ServiceRole"]["Fn::GetAtt"][0]
     (trust,) = template.to_json()["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     assert trust["Principal"] == {"Service": "codebuild.amazonaws.com"}
+    # Trusted for this account's own projects only (the confused deputy: inference_constructs/service_roles.py).
+    assert trust["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    assert render_join(trust["Condition"]["ArnLike"]["aws:SourceArn"]) == (
+        f"arn:<AWS::Partition>:codebuild:{REGION}:<AWS::AccountId>:project/*"
+    )
     sids = by_sid(statements(template, role_id))
-    assert set(sids) == {
+    assert set(sids) - {"ReadAndReportItsServersReadiness"} == {
         "EcrLogin",
         "PushToItsRepository",
-        "KeepItsRepository",
+        "ReadItsSource",
         "FindTheServers",
         "BringBackTheServersOfThisImage",
-        "RestartTheServersOfThisImage",
-        "RunShellScript",
-        "ReadAndReportTheServersReadiness",
     }
     repository_arn = f"arn:<AWS::Partition>:ecr:{REGION}:<AWS::AccountId>:repository/inference-survey/{build.folder}"
-    for sid in ("PushToItsRepository", "KeepItsRepository"):
-        assert render_join(sids[sid]["Resource"]) == repository_arn, sid
+    assert render_join(sids["PushToItsRepository"]["Resource"]) == repository_arn
     assert "ecr:PutImage" in actions(sids["PushToItsRepository"])
-    assert {"ecr:CreateRepository", "ecr:PutLifecyclePolicy", "ecr:TagResource"} <= set(
-        actions(sids["KeepItsRepository"])
-    )
-    assert "ecr:DeleteRepository" not in json.dumps(sids)
+    # The repository is the store stack's: the build makes, changes and deletes none.
+    for action in (
+        "ecr:CreateRepository",
+        "ecr:PutLifecyclePolicy",
+        "ecr:DeleteRepository",
+        "ecr:PutImageTagMutability",
+    ):
+        assert action not in json.dumps(statements(template, role_id)), action
+    # Its source, that one object (not the whole bootstrap bucket).
+    assert render_join(sids["ReadItsSource"]["Resource"]).endswith(f"/{build.source.s3_object_key}")
     assert sids["BringBackTheServersOfThisImage"]["Condition"] == {
         "StringEquals": {"aws:ResourceTag/inference:image": build.folder}
     }
-    assert sids["RestartTheServersOfThisImage"]["Condition"] == {
-        "StringEquals": {"ssm:resourceTag/inference:image": build.folder}
-    }
-    assert render_join(sids["ReadAndReportTheServersReadiness"]["Resource"]).endswith(":parameter/inference/*")
+    # It runs nothing on a server (a new image is a new tag and a new server): no Run Command.
+    assert "ssm:SendCommand" not in json.dumps(statements(template, role_id))
 
 
-def test_every_create_or_update_of_the_stack_starts_the_build_with_no_lambda(built):
+def test_the_build_reads_and_writes_the_readiness_of_its_own_servers_only(tmp_path):
+    stack = bare_stack(tmp_path)
+    build = ImageBuild(stack, "Build", folder=IMAGES_DIR / "neuron", architecture=Architecture.X86_64)
+    build.serves("inf2")
+    build.serves("trn1")
+    template = Template.from_stack(stack)
+    role_id = template.to_json()["Resources"][logical_id(build.project)]["Properties"]["ServiceRole"]["Fn::GetAtt"][0]
+    readiness = by_sid(statements(template, role_id))["ReadAndReportItsServersReadiness"]
+    assert sorted(render_join(r).rsplit(":", 1)[1] for r in readiness["Resource"]) == [
+        "parameter/inference/inf2/ready",
+        "parameter/inference/trn1/ready",
+    ]
+
+
+def test_every_create_or_update_of_the_stack_starts_the_build_with_no_lambda_and_no_override(built):
     build, template = built
     (_, rule) = only(template, "AWS::Events::Rule")
     assert rule["Properties"]["EventPattern"] == {
@@ -170,11 +187,22 @@ def test_every_create_or_update_of_the_stack_starts_the_build_with_no_lambda(bui
     }
     (target,) = rule["Properties"]["Targets"]
     assert target["Arn"] == {"Fn::GetAtt": [logical_id(build.project), "Arn"]}
-    # The rule's role may start this one project and nothing else.
+    # An empty request: the project as it is, not the event itself as StartBuild's request.
+    assert target["Input"] == "{}" and "InputTransformer" not in target
+    # The rule's role may start this one project and nothing else, and never with an override of
+    # what the project runs or as whom.
     events_role = target["RoleArn"]["Fn::GetAtt"][0]
-    assert [(actions(s), s["Resource"]) for s in statements(template, events_role)] == [
+    allowed = [s for s in statements(template, events_role) if s["Effect"] == "Allow"]
+    assert [(actions(s), s["Resource"]) for s in allowed] == [
         (["codebuild:StartBuild"], {"Fn::GetAtt": [logical_id(build.project), "Arn"]})
     ]
+    denied = {next(iter(s["Condition"]["Null"])) for s in statements(template, events_role) if s["Effect"] == "Deny"}
+    assert {
+        "codebuild:source.buildspec",
+        "codebuild:environment",
+        "codebuild:serviceRole",
+        "codebuild:source",
+    } <= denied
     template.resource_count_is("AWS::Lambda::Function", 0)
 
 
@@ -217,7 +245,7 @@ def test_a_folder_the_catalog_does_not_list_gets_linux_large_for_two_hours(tmp_p
 def test_one_build_per_folder_shared_by_the_backends_that_use_it(tmp_path: Path):
     stack = bare_stack(tmp_path)
     builds: dict[str, ImageBuild] = {}
-    assert image_build_for(stack, get_backend("g6"), builds) is None  # a published image: nothing to build
+    assert image_build_for(stack, get_backend("g6"), builds) is None  # AWS's own image: nothing to build
     inf2 = image_build_for(stack, get_backend("inf2"), builds)
     trn1 = image_build_for(stack, get_backend("trn1"), builds)
     g5g = image_build_for(stack, get_backend("g5g"), builds)

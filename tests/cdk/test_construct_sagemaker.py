@@ -194,7 +194,7 @@ def test_at_the_expiry_a_one_time_schedule_deletes_the_endpoint_and_nothing_else
     assert (props["ScheduleExpression"], props["ScheduleExpressionTimezone"]) == (f"at({EXPIRY[:-1]})", "UTC")
     assert props["FlexibleTimeWindow"] == {"Mode": "OFF"}
     target = props["Target"]
-    assert target["Arn"] == "arn:aws:scheduler:::aws-sdk:sagemaker:deleteEndpoint"
+    assert render_join(target["Arn"]) == "arn:<AWS::Partition>:scheduler:::aws-sdk:sagemaker:deleteEndpoint"
     assert json.loads(target["Input"]) == {"EndpointName": ENDPOINT}
     role_id = target["RoleArn"]["Fn::GetAtt"][0]
     role = endpoint_with_ttl.to_json()["Resources"][role_id]["Properties"]

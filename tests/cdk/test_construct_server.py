@@ -8,7 +8,6 @@ No cdk-nag here: the whole-app tests run it."""
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,20 +18,28 @@ import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 
-from catalog.backends import WeightsLoad, get_backend
+from catalog.backends import ModelArgument, WeightsLoad, get_backend
 from catalog.boot import disk_needed_gb
-from catalog.builds import built_image, mirror_repository, mirror_tag, repository_name
+from catalog.builds import built_image, dlc_public_copy, dlc_reference, repository_name
 from catalog.config import BackendConfig, StackConfig
 from catalog.contract import BACKEND_TAG_KEY, IMAGE_TAG_KEY, BackendOutput, output_key
 from inference_constructs.image_build import ImageBuild, image_build_for
 from inference_constructs.in_region import InRegionBench
-from inference_constructs.instance_role import ServerInstanceRole
+from inference_constructs.instance_role import SSM_AGENT_ACTIONS, ServerInstanceRole
 from inference_constructs.log_group import owned_log_group
-from inference_constructs.model_server import ModelServer
-from inference_constructs.region_store import RegionStore
+from inference_constructs.model_server import ModelServer, ServerImage
 from inference_constructs.ssm_only_network import SsmOnlyNetwork
 from inference_constructs.stack_marker import StackMarker
-from inference_constructs.user_data import DEFAULT_READY_MINUTES, USER_DATA_LIMIT
+from inference_constructs.template_limits import Resolver
+from inference_constructs.user_data import (
+    DEFAULT_READY_MINUTES,
+    SETTINGS_FILE,
+    USER_DATA_GOAL,
+    boot_archive,
+    sha256,
+    unpack_archive,
+)
+from inference_constructs.weights_copy import COPY_PROJECT
 from tests.cdk.conftest import render_join
 
 REGION = "us-east-1"
@@ -41,8 +48,10 @@ EXPIRY = "2026-12-01T21:01:00Z"
 EXPIRY_DIGITS = "20261201210100"
 SECRET = "inference/hf-token"
 EC2_BACKENDS = ("g6", "g5g", "inf2", "trn1")
-# The statements every server's role holds whatever it is given (ServerInstanceRole).
-BASE_SIDS = {"WriteOwnLogs", "ReportReadiness", "FindOwnGroup", "TakeOwnGroupToZero"}
+# The statements every server's role holds whatever it is given (ServerInstanceRole), and those of
+# a server the stack builds: its boot scripts, its image's repository.
+BASE_SIDS = {"SsmAgentChannels", "WriteOwnLogs", "ReportReadiness", "FindOwnGroup", "TakeOwnGroupToZero"}
+SERVER_SIDS = BASE_SIDS | {"ReadItsBootScripts"}
 
 
 def bare_stack(outdir: Path, region: str | None = REGION, *, account: str | None = None, **context: Any) -> cdk.Stack:
@@ -141,35 +150,58 @@ def test_the_servers_security_group_accepts_nothing_and_sends_only_https_and_htt
 @pytest.fixture(scope="module")
 def instance_role(tmp_path_factory) -> tuple[ServerInstanceRole, Template]:
     stack = bare_stack(tmp_path_factory.mktemp("role"))
-    role = ServerInstanceRole(stack, "Role", backend="g6", hf_token_secret_name=SECRET)
-    role.allow_build("arn:aws:codebuild:us-east-1:123456789012:project/build-it")
+    role = ServerInstanceRole(stack, "Role", backend="g6")
+    role.allow_image("arn:aws:ecr:us-east-1:763104351884:repository/vllm")
     return role, Template.from_stack(stack)
 
 
-def test_the_instance_role_is_for_ec2_with_ssm_and_ecr_pull_and_nothing_broader(instance_role):
+def test_the_instance_role_is_for_ec2_with_inline_statements_only(instance_role):
+    """No AWS managed policy: AmazonSSMManagedInstanceCore reads every parameter of the account,
+    AmazonEC2ContainerRegistryReadOnly every repository."""
     role, template = instance_role
     role_id, props = only(template, "AWS::IAM::Role")
     assert role_id == logical_id(role.role)
     (trust,) = props["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     assert trust["Principal"] == {"Service": "ec2.amazonaws.com"}
-    managed = sorted(render_join(a).rsplit("/", 1)[1] for a in props["Properties"]["ManagedPolicyArns"])
-    assert managed == ["AmazonEC2ContainerRegistryReadOnly", "AmazonSSMManagedInstanceCore"]
+    assert "ManagedPolicyArns" not in props["Properties"]
+    sids = by_sid(statements(template, role_id))
+    # The SSM agent's channels (Session Manager's port forwarding, Run Command), and no parameter read.
+    assert actions(sids["SsmAgentChannels"]) == list(SSM_AGENT_ACTIONS) and sids["SsmAgentChannels"]["Resource"] == "*"
+    assert not [a for a in SSM_AGENT_ACTIONS if a.startswith("ssm:Get")]
 
 
-def test_the_instance_role_reads_one_secret_and_writes_only_its_own_logs_and_readiness(instance_role):
+def test_the_instance_role_pulls_its_one_image_and_reads_no_secret(instance_role):
     role, template = instance_role
     found = statements(template, logical_id(role.role))
-    (secret,) = [s for s in found if "secretsmanager:GetSecretValue" in actions(s)]
-    assert (
-        render_join(secret["Resource"])
-        == f"arn:<AWS::Partition>:secretsmanager:{REGION}:<AWS::AccountId>:secret:{SECRET}-??????"
-    )
     sids = by_sid(found)
+    assert sids["PullItsImage"]["Resource"] == "arn:aws:ecr:us-east-1:763104351884:repository/vllm"
+    assert sorted(actions(sids["PullItsImage"])) == [
+        "ecr:BatchCheckLayerAvailability",
+        "ecr:BatchGetImage",
+        "ecr:GetDownloadUrlForLayer",
+    ]
+    assert actions(sids["EcrLogin"]) == ["ecr:GetAuthorizationToken"]
+    assert "secretsmanager" not in json.dumps(found)
     assert render_join(sids["WriteOwnLogs"]["Resource"]).endswith(
         f":logs:{REGION}:<AWS::AccountId>:log-group:/inference/g6:*"
     )
     assert sorted(actions(sids["ReportReadiness"])) == ["ssm:GetParameter", "ssm:PutParameter"]
     assert render_join(sids["ReportReadiness"]["Resource"]).endswith(":parameter/inference/g6/ready")
+    assert set(sids) == BASE_SIDS | {"EcrLogin", "PullItsImage"}
+
+
+def test_the_hub_token_is_read_only_when_given(tmp_path):
+    stack = bare_stack(tmp_path)
+    role = ServerInstanceRole(stack, "Role", backend="g6")
+    role.allow_hub_token(SECRET)
+    template = Template.from_stack(stack)
+    (secret,) = [
+        s for s in statements(template, logical_id(role.role)) if "secretsmanager:GetSecretValue" in actions(s)
+    ]
+    assert (
+        render_join(secret["Resource"])
+        == f"arn:<AWS::Partition>:secretsmanager:{REGION}:<AWS::AccountId>:secret:{SECRET}-??????"
+    )
 
 
 def test_the_instance_role_may_set_the_capacity_of_its_own_group_only(instance_role):
@@ -182,18 +214,6 @@ def test_the_instance_role_may_set_the_capacity_of_its_own_group_only(instance_r
     # Nothing else of the role reaches Auto Scaling.
     scaling = [s.get("Sid") for s in statements(template, logical_id(role.role)) if "autoscaling:" in json.dumps(s)]
     assert sorted(scaling) == ["FindOwnGroup", "TakeOwnGroupToZero"]
-
-
-def test_the_build_grant_names_one_project(instance_role):
-    role, template = instance_role
-    sids = by_sid(statements(template, logical_id(role.role)))
-    assert sids["StartItsImageBuild"]["Resource"] == "arn:aws:codebuild:us-east-1:123456789012:project/build-it"
-    assert sorted(actions(sids["StartItsImageBuild"])) == [
-        "codebuild:BatchGetBuilds",
-        "codebuild:ListBuildsForProject",
-        "codebuild:StartBuild",
-    ]
-    assert set(sids) == BASE_SIDS | {"StartItsImageBuild"}
 
 
 # --- InRegionBench ----------------------------------------------------------------------------
@@ -275,9 +295,10 @@ class Server:
     server: ModelServer
     network: SsmOnlyNetwork
     build: ImageBuild | None
-    store: RegionStore | None
+    store: bool
     bench: InRegionBench | None
     template: Template
+    image: ServerImage
 
     @property
     def name(self) -> str:
@@ -285,6 +306,25 @@ class Server:
 
     def resource(self, construct: Any) -> dict[str, Any]:
         return self.template.to_json()["Resources"][logical_id(construct)]
+
+    @property
+    def streams(self) -> bool:
+        spec = self.backend.spec
+        return (
+            self.store and spec.weights_load is WeightsLoad.STREAM and spec.model_argument is ModelArgument.POSITIONAL
+        )
+
+
+def image_of(spec: Any, build: ImageBuild | None) -> ServerImage:
+    """What the stack hands a server (stacks/server_stack.py): its build's image, or the DLC."""
+    if build:
+        return ServerImage(build.image_uri, build.repository.repository_arn)
+    dlc = dlc_reference(spec.image) or ""
+    return ServerImage(
+        f"763104351884.dkr.ecr.{REGION}.amazonaws.com/{dlc}",
+        f"arn:aws:ecr:{REGION}:763104351884:repository/vllm",
+        dlc_public_copy(dlc),
+    )
 
 
 def build_server(
@@ -297,15 +337,19 @@ def build_server(
     ami_id: str | None = None,
     ready_minutes: int | None = -1,
     account: str | None = None,
+    model_id: str | None = None,
     **context: Any,
 ) -> Server:
     """One server in a bare stack with the network it needs; `full` also hands it what the stack
     would (its image build, the app's store in the region, the in-region bench)."""
+    from dataclasses import replace
+
     spec = get_backend(name)
+    if model_id:
+        spec = replace(spec, model_id=model_id)
     stack = bare_stack(outdir, account=account, **context)
     network = SsmOnlyNetwork(stack, "Network", zones=list(ZONES))
     build = image_build_for(stack, spec, {}, expires_at) if full else None
-    store = RegionStore(stack, "Store", models=[spec.model_id], hf_token_secret_name=SECRET) if full else None
     bench = InRegionBench(stack, "InRegion") if full else None
     backend = BackendConfig(
         spec=spec,
@@ -314,6 +358,7 @@ def build_server(
         ready_minutes=spec.ready_minutes if ready_minutes == -1 else ready_minutes,
         ami_id=ami_id,
     )
+    image = image_of(spec, build)
     server = ModelServer(
         stack,
         name.capitalize(),
@@ -321,13 +366,13 @@ def build_server(
         vpc=network.vpc,
         security_group=network.security_group,
         hf_token_secret_name=SECRET,
-        image_uri=build.image_uri if build else spec.image or "",
+        image=image,
         image_build=build,
-        store=store,
+        store=full,
         expires_at=expires_at,
         in_region=bench,
     )
-    return Server(backend, server, network, build, store, bench, Template.from_stack(stack))
+    return Server(backend, server, network, build, full, bench, Template.from_stack(stack), image)
 
 
 @pytest.fixture(scope="module", params=EC2_BACKENDS)
@@ -346,12 +391,22 @@ def launch_data(server: Server) -> dict[str, Any]:
     return server.resource(server.server.launch_template)["Properties"]["LaunchTemplateData"]
 
 
-def server_env(server: Server) -> dict[str, str]:
-    """The settings the boot script writes to /etc/inference/server.env (tokens as <LogicalId>)."""
+def parse_env(lines: list[str]) -> dict[str, str]:
+    return {key: (shlex.split(value) or [""])[0] for key, value in (line.split("=", 1) for line in lines if line)}
+
+
+def deploy_env(server: Server) -> dict[str, str]:
+    """The deploy-time values the user data writes to /etc/inference/deploy.env (tokens as <LogicalId>)."""
     script = render_join(launch_data(server)["UserData"])
-    block = script.split("cat > \"$ROOT/etc/inference/server.env\" <<'INFERENCE_EOF'\n", 1)[1]
-    lines = block.split("\nINFERENCE_EOF", 1)[0].splitlines()
-    return {key: shlex.split(value)[0] for key, value in (line.split("=", 1) for line in lines)}
+    block = script.split("cat > \"$ROOT/etc/inference/deploy.env\" <<'INFERENCE_EOF'\n", 1)[1]
+    return parse_env(block.split("\nINFERENCE_EOF", 1)[0].splitlines())
+
+
+def server_env(server: Server) -> dict[str, str]:
+    """The server's own settings, /etc/inference/server.env of its boot archive."""
+    content, mode = unpack_archive(boot_archive(server.server.boot))[SETTINGS_FILE]
+    assert mode == 0o600
+    return parse_env(content.splitlines())
 
 
 def test_a_server_is_a_group_of_at_most_one_and_none_while_its_image_is_built(server):
@@ -366,12 +421,12 @@ def test_a_server_is_a_group_of_at_most_one_and_none_while_its_image_is_built(se
     assert json.loads(readiness["Value"])["state"] == ("waiting-for-image" if builds_its_image else "launching")
 
 
-def test_the_launch_template_requires_imdsv2_and_boots_the_catalogs_type_ami_and_volume(server):
+def test_the_launch_template_requires_imdsv2_one_hop_and_boots_the_catalogs_type_ami_and_volume(server):
     spec = server.backend.spec
     data = launch_data(server)
-    # An engine that streams its weights from the store reads credentials from its container: one hop more.
-    streams = server.store is not None and spec.weights_load is WeightsLoad.STREAM
-    assert data["MetadataOptions"] == {"HttpTokens": "required"} | ({"HttpPutResponseHopLimit": 2} if streams else {})
+    # One hop: a container on the instance cannot reach the instance's credentials (an engine that
+    # streams its weights is given the weights reader's instead).
+    assert data["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1}
     assert data["InstanceType"] == spec.instance_type
     parameter = server.template.to_json()["Parameters"][data["ImageId"]["Ref"]]
     assert parameter == {"Type": "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>", "Default": spec.ami_parameter}
@@ -404,50 +459,78 @@ def test_the_role_holds_exactly_what_this_server_was_given(server, minimal_g6):
     role_id = logical_id(server.server.instance_role.role)
     assert profile["Roles"] == [{"Ref": role_id}]
     found = statements(server.template, role_id)
-    expected = BASE_SIDS | {"ReadTheBenchKit", "WriteInRegionEvidence", "ReadInRegionRequests"}
+    sids = by_sid(found)
+    expected = SERVER_SIDS | {
+        "EcrLogin",
+        "PullItsImage",
+        "ReadTheBenchKit",
+        "WriteInRegionEvidence",
+        "ReadInRegionRequests",
+    }
     if server.build:
-        expected.add("StartItsImageBuild")
-        assert by_sid(found)["StartItsImageBuild"]["Resource"] == {
-            "Fn::GetAtt": [logical_id(server.build.project), "Arn"]
-        }
-    if server.store:
-        expected |= {
-            "FindTheStore",
-            "ReadTheWeightsAndGraphs",
-            "KeepCompiledGraphs",
-            "ReadGraphsCompiledElsewhere",
-            "StartTheCopyOrTheMirror",
-        }
-        sids = by_sid(found)
-        bucket = f"arn:<AWS::Partition>:s3:::inference-survey-<AWS::AccountId>-{REGION}"
-        assert render_join(sids["KeepCompiledGraphs"]["Resource"]) == f"{bucket}/graphs/*"
-        assert actions(sids["KeepCompiledGraphs"]) == ["s3:PutObject"]
-        assert sorted(render_join(r) for r in resources_of(sids["ReadTheWeightsAndGraphs"])) == [
-            f"{bucket}/graphs/*",
-            f"{bucket}/weights/*",
-        ]
-        # Graphs compiled in the backend's other regions are read, never written.
-        elsewhere = sorted(render_join(r) for r in resources_of(sids["ReadGraphsCompiledElsewhere"]))
-        others = [r for r in server.backend.spec.regions if r != REGION]
-        assert elsewhere == sorted(
-            f"arn:<AWS::Partition>:s3:::inference-survey-<AWS::AccountId>-{r}/graphs/*" for r in others
+        assert render_join(sids["PullItsImage"]["Resource"]).endswith(
+            f":repository/{repository_name(server.build.folder)}"
         )
-        assert actions(sids["ReadGraphsCompiledElsewhere"]) == ["s3:GetObject"]
-        projects = [
-            server.store.copy,
-            *([server.store.mirrors[server.backend.spec.image]] if server.server.boot.fallback_image else []),
-        ]
-        assert resources_of(sids["StartTheCopyOrTheMirror"]) == [
-            {"Fn::GetAtt": [logical_id(p), "Arn"]} for p in projects
-        ]
-    assert set(by_sid(found)) == expected
-    # The one statement without a Sid is the read of the token secret.
-    assert [sorted(actions(s)) for s in found if "Sid" not in s] == [
-        ["secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"]
+    else:
+        assert sids["PullItsImage"]["Resource"] == server.image.repository_arn
+    # The boot scripts: that one object of the asset bucket.
+    assert actions(sids["ReadItsBootScripts"]) == ["s3:GetObject"]
+    assert render_join(sids["ReadItsBootScripts"]["Resource"]).endswith(f"/{server.server.boot_asset.s3_object_key}")
+    # The app's store: its own model's weights, its own backend's graphs, in this account only.
+    bucket = f"arn:<AWS::Partition>:s3:::inference-survey-<AWS::AccountId>-{REGION}"
+    model = server.backend.spec.model_id
+    expected |= {"FindTheStore", "ListItsModelsWeights", "ReadItsModelsWeights", "ReadItsGraphs", "KeepItsGraphs",
+                 "ReadRecordedGraphs"}  # fmt: skip
+    assert sorted(render_join(r) for r in resources_of(sids["ReadItsModelsWeights"])) == [
+        f"{bucket}/weights/{model}.complete",
+        f"{bucket}/weights/{model}/*",
     ]
-    # Given nothing, a server's role holds the base statements and the secret only.
+    assert sids["ListItsModelsWeights"]["Condition"]["StringLike"] == {"s3:prefix": [f"weights/{model}/*"]}
+    assert render_join(sids["KeepItsGraphs"]["Resource"]) == f"{bucket}/graphs/{server.name}/*"
+    assert actions(sids["KeepItsGraphs"]) == ["s3:PutObject"]
+    # Graphs compiled in the backend's other regions are read, never written; another backend's never.
+    stores = [REGION, *(r for r in server.backend.spec.regions if r != REGION)]
+    assert [render_join(r) for r in resources_of(sids["ReadItsGraphs"])] == [
+        f"arn:<AWS::Partition>:s3:::inference-survey-<AWS::AccountId>-{r}/graphs/{server.name}/*" for r in stores
+    ]
+    for sid in ("FindTheStore", "ListItsModelsWeights", "ReadItsModelsWeights", "ReadItsGraphs", "KeepItsGraphs"):
+        assert sids[sid]["Condition"]["StringEquals"] == {"s3:ResourceAccount": {"Ref": "AWS::AccountId"}}, sid
+    assert render_join(sids["ReadRecordedGraphs"]["Resource"]).endswith(f":parameter/inference/{server.name}/graphs")
+    assert actions(sids["ReadRecordedGraphs"]) == ["ssm:GetParameter"]
+    if server.streams:
+        expected.add("LendTheEngineItsWeights")
+        assert sids["LendTheEngineItsWeights"]["Resource"] == {
+            "Fn::GetAtt": [logical_id(server.server.weights_reader), "Arn"]
+        }
+    assert set(sids) == expected
+    # No build, no secret: the catalog's models are open, and builds are started from outside.
+    assert "codebuild:" not in json.dumps(found) and "secretsmanager:" not in json.dumps(found)
+    assert not [s for s in found if "Sid" not in s]
+    # Given nothing, a server's role holds the base statements, its image and its boot scripts only.
     minimal = statements(minimal_g6.template, logical_id(minimal_g6.server.instance_role.role))
-    assert set(by_sid(minimal)) == BASE_SIDS and len(minimal) == len(BASE_SIDS) + 1
+    assert set(by_sid(minimal)) == SERVER_SIDS | {"EcrLogin", "PullItsImage"} and all("Sid" in s for s in minimal)
+
+
+def test_the_weights_reader_may_read_one_models_weights_and_is_trusted_by_its_server_alone(tmp_path):
+    g6 = build_server(tmp_path, "g6")
+    assert g6.streams
+    reader = g6.resource(g6.server.weights_reader)["Properties"]
+    (trust,) = reader["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"AWS": {"Fn::GetAtt": [logical_id(g6.server.instance_role.role), "Arn"]}}
+    sids = by_sid(statements(g6.template, logical_id(g6.server.weights_reader)))
+    assert set(sids) == {"FindTheStore", "ListItsModelsWeights", "ReadItsModelsWeights"}
+    # Its ARN reaches the boot as a deploy-time value; its credentials last an hour.
+    assert deploy_env(g6)["WEIGHTS_READER_ROLE"] == f"<{logical_id(g6.server.weights_reader)}.Arn>"
+    assert reader.get("MaxSessionDuration", 3600) == 3600
+
+
+def test_a_gated_model_gives_its_server_the_token_and_an_open_one_does_not(tmp_path, minimal_g6):
+    gated = build_server(tmp_path, "g6", full=False, expires_at=None, model_id="meta-llama/Llama-3.2-1B-Instruct")
+    found = statements(gated.template, logical_id(gated.server.instance_role.role))
+    (secret,) = [s for s in found if "secretsmanager:GetSecretValue" in actions(s)]
+    assert render_join(secret["Resource"]).endswith(f":secret:{SECRET}-??????")
+    assert server_env(gated)["HF_TOKEN_SECRET"] == SECRET
+    assert server_env(minimal_g6)["HF_TOKEN_SECRET"] == ""
 
 
 def test_the_group_carries_the_tags_the_runner_and_the_build_read(server, minimal_g6):
@@ -468,26 +551,45 @@ def test_a_new_template_version_replaces_the_server_and_a_deploy_leaves_its_size
     }
 
 
-def test_the_time_to_live_is_one_action_at_the_expiry_that_takes_the_group_to_zero(server, minimal_g6):
-    (action_id, action) = only(server.template, "AWS::AutoScaling::ScheduledAction")
-    assert action_id == logical_id(server.server.time_to_live)
-    assert action["Properties"] == {
-        "AutoScalingGroupName": {"Ref": logical_id(server.server.group)},
-        "StartTime": EXPIRY,
-        "DesiredCapacity": 0,
+def test_the_time_to_live_is_one_schedule_at_the_expiry_that_takes_the_group_to_zero(server, minimal_g6):
+    """A Scheduler schedule, which stays after it fires (CloudFormation has no ActionAfterCompletion
+    for it), so `cdk destroy` deletes something that exists: not an Auto Scaling one-time action,
+    which AWS deletes once it has run."""
+    (schedule_id, schedule) = only(server.template, "AWS::Scheduler::Schedule")
+    assert schedule_id == logical_id(server.server.time_to_live)
+    props = schedule["Properties"]
+    assert (props["ScheduleExpression"], props["ScheduleExpressionTimezone"]) == (
+        f"at({EXPIRY.removesuffix('Z')})",
+        "UTC",
+    )
+    assert props["FlexibleTimeWindow"] == {"Mode": "OFF"}
+    target = props["Target"]
+    assert render_join(target["Arn"]) == "arn:<AWS::Partition>:scheduler:::aws-sdk:autoscaling:updateAutoScalingGroup"
+    group_ref = {logical_id(server.server.group): "the-group"}
+    assert json.loads(render_join(target["Input"], group_ref)) == {
+        "AutoScalingGroupName": "the-group",
         "MinSize": 0,
+        "DesiredCapacity": 0,
     }
-    # Its id carries the expiry, so a later deploy makes a new action instead of updating one AWS removed.
-    assert action_id.startswith(f"{server.name.capitalize()}TimeToLive{EXPIRY_DIGITS}")
-    minimal_g6.template.resource_count_is("AWS::AutoScaling::ScheduledAction", 0)
+    role_id = target["RoleArn"]["Fn::GetAtt"][0]
+    (call,) = statements(server.template, role_id)
+    assert actions(call) == ["autoscaling:UpdateAutoScalingGroup"]
+    assert render_join(call["Resource"], group_ref).endswith(":autoScalingGroup:*:autoScalingGroupName/the-group")
+    (trust,) = server.template.to_json()["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    assert trust["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    # Its id carries the expiry, so a later deploy makes a new schedule instead of moving the old one.
+    assert schedule_id.startswith(f"{server.name.capitalize()}TimeToLive{EXPIRY_DIGITS}")
+    server.template.resource_count_is("AWS::AutoScaling::ScheduledAction", 0)
+    minimal_g6.template.resource_count_is("AWS::Scheduler::Schedule", 0)
     assert minimal_g6.server.time_to_live is None
 
 
-def test_another_expiry_is_another_action(tmp_path):
+def test_another_expiry_is_another_schedule(tmp_path):
     later = build_server(tmp_path, "g6", full=False, expires_at="2026-12-02T09:30:00Z")
-    (action_id, action) = only(later.template, "AWS::AutoScaling::ScheduledAction")
-    assert action_id.startswith("G6TimeToLive20261202093000")
-    assert action["Properties"]["StartTime"] == "2026-12-02T09:30:00Z"
+    (schedule_id, schedule) = only(later.template, "AWS::Scheduler::Schedule")
+    assert schedule_id.startswith("G6TimeToLive20261202093000")
+    assert schedule["Properties"]["ScheduleExpression"] == "at(2026-12-02T09:30:00)"
 
 
 def test_the_servers_log_group_and_readiness_are_its_own_and_go_with_the_stack(server):
@@ -497,48 +599,49 @@ def test_the_servers_log_group_and_readiness_are_its_own_and_go_with_the_stack(s
     assert server.resource(server.server.readiness).get("DeletionPolicy", "Delete") == "Delete"
 
 
-def test_the_boot_script_is_wired_to_the_servers_own_resources(server, minimal_g6):
+def test_the_user_data_carries_the_deploys_values_and_the_archive_the_servers_settings(server, minimal_g6):
     spec = server.backend.spec
+    deploy = deploy_env(server)
+    # Only what CloudFormation fills in, and where the boot archive is with its sha256.
+    assert set(deploy) == {"AWS_REGION", "ACCOUNT_ID", "IMAGE", "FALLBACK_IMAGE", "STORE_BUCKET",
+                           "WEIGHTS_READER_ROLE", "BOOT_BUCKET", "BOOT_KEY", "BOOT_SHA256"}  # fmt: skip
+    assert (deploy["AWS_REGION"], deploy["ACCOUNT_ID"]) == (REGION, "<AWS::AccountId>")
+    assert deploy["STORE_BUCKET"] == f"inference-survey-<AWS::AccountId>-{REGION}"
+    assert deploy["BOOT_KEY"] == server.server.boot_asset.s3_object_key
+    assert deploy["BOOT_BUCKET"].startswith("cdk-hnb659fds-assets-")
+    assert deploy["BOOT_SHA256"] == sha256(boot_archive(server.server.boot))
     env = server_env(server)
     assert env["BACKEND"] == server.name and env["MODEL_ID"] == spec.model_id
-    assert env["READY_PARAMETER"] == f"<{logical_id(server.server.readiness)}>"
-    assert env["LOG_GROUP"] == f"<{logical_id(server.server.log_group)}>"
-    assert env["HF_TOKEN_SECRET"] == SECRET and env["AWS_REGION"] == REGION
+    assert env["READY_PARAMETER"] == f"/inference/{server.name}/ready"
+    assert env["LOG_GROUP"] == f"/inference/{server.name}"
     assert env["READY_MINUTES"] == str(spec.ready_minutes)
     assert (env["HOST_PORT"], env["CONTAINER_PORT"]) == (str(spec.port), str(spec.container_port))
     if server.build:
-        assert env["IMAGE_BUILD_PROJECT"] == f"<{logical_id(server.build.project)}>"
-        assert env["IMAGE"].endswith(f"/{repository_name(server.build.folder)}:{server.build.tag}")
-        assert env["MISSING_IMAGE_HINT"] == ""
+        assert env["IMAGE_BUILT"] == "1"
+        assert deploy["IMAGE"].endswith(f"/{repository_name(server.build.folder)}:{server.build.tag}")
+        assert env["MISSING_IMAGE_HINT"] == "" and deploy["FALLBACK_IMAGE"] == ""
     else:
-        # A public image runs from its mirror in the region's ECR, the image itself when that fails.
-        assert env["IMAGE_BUILD_PROJECT"] == ""
-        assert env["IMAGE"].endswith(f"/{mirror_repository(spec.image or '')}:{mirror_tag(spec.image or '')}")
-        assert env["FALLBACK_IMAGE"] == spec.image
-        assert env["MIRROR_PROJECT"] == f"<{logical_id(server.store.mirrors[spec.image or ''])}>"
+        # AWS's DLC from the region's ECR, its public copy when that fails.
+        assert env["IMAGE_BUILT"] == ""
+        assert deploy["IMAGE"] == server.image.uri and deploy["FALLBACK_IMAGE"] == server.image.fallback_uri
+        assert deploy["FALLBACK_IMAGE"].startswith("public.ecr.aws/deep-learning-containers/vllm:")
         assert env["MISSING_IMAGE_HINT"].endswith(f"-c {server.name}.image=URI")
-    # The app's store in the region, the copy that fills it, the engine's compile cache, the weights' way.
-    if server.store:
-        assert env["STORE_BUCKET"] == f"inference-survey-<AWS::AccountId>-{REGION}"
-        assert env["ACCOUNT_ID"] == "<AWS::AccountId>"
-        assert env["COPY_PROJECT"] == f"<{logical_id(server.store.copy)}>"
-        assert env["STORE_REGIONS"] == " ".join(spec.regions)
+    assert env["STORE_REGIONS"] == " ".join(spec.regions)
+    assert env["GRAPHS_PARAMETER"] == f"/inference/{server.name}/graphs"
     assert env["COMPILE_CACHE"] == (spec.compile_cache or "")
     assert env["WEIGHTS_MODE"] == spec.weights_load.value
     assert int(env["NEEDS_DISK_GB"]) == disk_needed_gb(spec.image, spec.model_id)
-    minimal = server_env(minimal_g6)
-    assert minimal["IMAGE_BUILD_PROJECT"] == minimal["STORE_BUCKET"] == minimal["COPY_PROJECT"] == ""
-    assert (
-        minimal["FALLBACK_IMAGE"] == minimal["MIRROR_PROJECT"] == "" and minimal["IMAGE"] == "vllm/vllm-openai:v0.30.0"
-    )
+    assert env["SWAP_GIB"] == str(spec.swap_gib)
+    minimal = deploy_env(minimal_g6)
+    assert minimal["STORE_BUCKET"] == minimal["WEIGHTS_READER_ROLE"] == ""
+    assert server_env(minimal_g6)["GRAPHS_PARAMETER"] == ""
 
 
-def test_the_user_data_fits_ec2s_16_kb_with_room(server):
-    """EC2 refuses a launch over 16 KB of user data (counted before base64), which the runner would
-    read as a capacity refusal; every token is counted at 128 characters."""
-    script = render_join(launch_data(server)["UserData"])
-    worst = len(re.sub(r"<[^<>]*(<[^<>]*>[^<>]*)*>", "x" * 128, script).encode())
-    assert worst <= USER_DATA_LIMIT * 3 // 4, f"{server.name}: {worst} bytes of user data at worst"
+def test_the_user_data_stays_small_with_every_token_at_its_longest(server):
+    """EC2 refuses a launch over 16 KB of user data (counted before base64); this app keeps a
+    quarter of that, however its scripts grow: they are in the archive."""
+    worst = len(Resolver(server.template.to_json()).string(launch_data(server)["UserData"]).encode())
+    assert worst <= USER_DATA_GOAL, f"{server.name}: {worst} bytes of user data at worst"
 
 
 def test_the_output_is_the_contract_the_runner_reads(server):
@@ -570,11 +673,10 @@ def test_the_output_is_the_contract_the_runner_reads(server):
     if server.build:
         assert parsed.image_build_project == f"<{logical_id(server.build.project)}>"
     else:
-        # The image it serves, and where its mirror is.
-        assert parsed.image == spec.image and parsed.image_build_project is None
-        assert (parsed.image_mirror or "").endswith(f"/{mirror_repository(spec.image or '')}:v0.30.0")
+        assert parsed.image == server.image.uri and parsed.image_build_project is None
     assert parsed.store_bucket == f"inference-survey-<AWS::AccountId>-{REGION}"
-    assert parsed.weights_job == f"<{logical_id(server.store.copy)}>"
+    assert parsed.weights_job == COPY_PROJECT
+    assert parsed.graphs_record == f"/inference/{server.name}/graphs"
 
 
 def test_a_servers_own_zones_narrow_its_group_to_their_subnets(tmp_path):
@@ -621,7 +723,7 @@ def test_a_backend_that_is_not_ec2_is_refused(tmp_path):
             vpc=network.vpc,
             security_group=network.security_group,
             hf_token_secret_name=SECRET,
-            image_uri="image",
+            image=ServerImage("image"),
         )
 
 

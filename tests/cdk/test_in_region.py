@@ -93,17 +93,18 @@ def test_each_role_reads_the_one_kit_object_and_reads_and_writes_under_its_own_p
     assert fetch["Action"] == "s3:GetObject" and fetch["Effect"] == "Allow"
     assert render_join(fetch["Resource"]) == f"<{bucket_id}.Arn>/in-region/{backend}/*/requests.json.gz"
     # Nothing else of the role touches the evidence bucket: no list, no delete, no other prefix;
-    # its other S3 statements are the app's store's (weights and compiled graphs, inference_constructs/region_store.py).
+    # its other S3 statements are its boot scripts' and the app's store's (weights and compiled
+    # graphs, inference_constructs/store_access.py).
     s3 = [s for s in role_statements(template, backend) if "s3:" in json.dumps(s["Action"])]
     assert [s["Sid"] for s in s3 if bucket_id in json.dumps(s["Resource"])] == [
         "WriteInRegionEvidence", "ReadInRegionRequests"
     ]  # fmt: skip
     assert sorted(s["Sid"] for s in s3) == sorted(
-        ["ReadTheBenchKit", "WriteInRegionEvidence", "ReadInRegionRequests", "FindTheStore", "ReadTheWeightsAndGraphs",
-         "KeepCompiledGraphs", "ReadGraphsCompiledElsewhere"]
+        ["ReadTheBenchKit", "WriteInRegionEvidence", "ReadInRegionRequests", "ReadItsBootScripts", "FindTheStore",
+         "ListItsModelsWeights", "ReadItsModelsWeights", "ReadItsGraphs", "KeepItsGraphs"]
     )  # fmt: skip
-    assert all("inference-survey-" in json.dumps(s["Resource"]) for s in s3 if s["Sid"] not in statements or s["Sid"]
-               not in ("ReadTheBenchKit", "WriteInRegionEvidence", "ReadInRegionRequests"))  # fmt: skip
+    assert all("inference-survey-" in json.dumps(s["Resource"]) for s in s3 if s["Sid"] not in (
+        "ReadTheBenchKit", "WriteInRegionEvidence", "ReadInRegionRequests", "ReadItsBootScripts"))  # fmt: skip
     # No other role of the stack may write the evidence bucket.
     for logical_id, policy in resources(template, "AWS::IAM::Policy").items():
         if not logical_id.startswith(f"{backend.capitalize()}Role"):
@@ -136,9 +137,11 @@ def test_the_asset_is_the_kit_folder_with_its_program_at_the_root(assembly, stac
     assert sorted(p.name for p in staged.iterdir()) == ["__main__.py"]
 
 
-def test_the_kit_replaces_no_server(templates):
-    """The kit is fetched at run time: nothing of it is in a launch template's user data."""
+def test_the_kit_replaces_no_server(templates, assembly):
+    """The kit is fetched at run time: nothing of it is in a launch template's user data (which
+    names one asset, the boot scripts)."""
     for stack in SERVER_STACKS:
+        kit_hash, _ = kit_asset(assembly, stack)
         for template in resources(templates[stack], "AWS::EC2::LaunchTemplate").values():
             text = json.dumps(template)
-            assert "cdk-hnb659fds-assets" not in text and "in-region" not in text
+            assert kit_hash not in text and "in-region" not in text

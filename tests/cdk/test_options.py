@@ -19,7 +19,7 @@ from catalog.contract import BackendOutput
 from catalog.lanes import OPEN_MODEL_KINDS
 from tests.cdk.conftest import ROOT, cdk_json_context, render_join, resources, synth
 from tests.cdk.test_checks import cfn_lint_each_in_its_region
-from tests.cdk.test_stacks import serve_args, user_data
+from tests.cdk.test_stacks import serve_args
 
 EVERY_OPTION = "g6,g5g,inf2,trn1,sagemaker,sagemaker-serverless,sagemaker-async,sagemaker-batch,bedrock-import"
 OPEN_CONTEXT = {"lane": "open", "backends": EVERY_OPTION, "sagemaker.maxInstances": "2"}
@@ -73,7 +73,7 @@ def sm_resource(templates, type_name: str, path_part: str) -> dict:
     return found["Properties"]
 
 
-def test_the_open_lane_puts_one_model_on_every_open_model_backend(open_templates):
+def test_the_open_lane_puts_one_model_on_every_open_model_backend(open_templates, open_lane):
     found = every_output(open_templates)
     assert sorted(found) == sorted(EVERY_OPTION.split(","))
     assert {o.name: o.model_id for o in found.values()} == dict.fromkeys(found, OPEN_MODEL)
@@ -87,7 +87,7 @@ def test_the_open_lane_puts_one_model_on_every_open_model_backend(open_templates
     assert len(vllm) == 3  # real-time, async, batch (serverless carries its file in its image)
     assert all(env["SM_VLLM_MODEL"] == OPEN_MODEL and env["SM_VLLM_TOOL_CALL_PARSER"] == "hermes" for env in vllm)
     for backend in ("g6", "g5g"):
-        args = serve_args(user_data(open_templates, backend))
+        args = serve_args(open_lane[0], backend)
         assert args[0] == OPEN_MODEL
         assert args[args.index("--tool-call-parser") + 1] == "hermes" and "gemma4" not in args
 

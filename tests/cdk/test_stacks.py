@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
 from catalog import get_backend
 from catalog.contract import BackendOutput, output_key
-from inference_constructs.user_data import USER_DATA_LIMIT, unpack_archive
+from inference_constructs.user_data import unpack_archive
 from tests.cdk.conftest import SYNTH_EXPIRY, render_join, resources
 
 EC2_BACKENDS = {
@@ -30,6 +32,9 @@ def test_every_stack_in_the_region_that_offers_its_types(assembly):
         "InferenceNeuronStack": "us-east-2",
         "InferenceSageMakerStack": "us-east-2",
         "InferenceBedrockImportStack": "us-east-1",
+        # The store of each region with a server or an endpoint, where they are.
+        "InferenceStore-us-east-1": "us-east-1",
+        "InferenceStore-us-east-2": "us-east-2",
     }
 
 
@@ -136,23 +141,30 @@ def test_zones_come_from_the_account(tmp_path):
 def test_the_time_to_live_takes_every_server_and_the_endpoint_to_zero(templates, tmp_path):
     for stack in ("InferenceGpuStack", "InferenceNeuronStack"):
         template = templates[stack]
-        actions = resources(template, "AWS::AutoScaling::ScheduledAction").values()
+        assert not resources(template, "AWS::AutoScaling::ScheduledAction")
+        schedules = resources(template, "AWS::Scheduler::Schedule").values()
         groups = resources(template, "AWS::AutoScaling::AutoScalingGroup")
-        assert sorted(a["Properties"]["AutoScalingGroupName"]["Ref"] for a in actions) == sorted(groups)
-        for action in actions:
-            # One time (no recurrence), at the deploy's expiry: no instance, and no minimum to restore one.
-            assert action["Properties"] == action["Properties"] | {
-                "StartTime": SYNTH_EXPIRY,
-                "DesiredCapacity": 0,
-                "MinSize": 0,
-            }
-            assert "Recurrence" not in action["Properties"]
+        named = []
+        for schedule in schedules:
+            # One time, at the deploy's expiry: no instance, and no minimum to restore one.
+            properties = schedule["Properties"]
+            assert properties["ScheduleExpression"] == f"at({SYNTH_EXPIRY.removesuffix('Z')})"
+            assert (
+                render_join(properties["Target"]["Arn"])
+                == "arn:<AWS::Partition>:scheduler:::aws-sdk:autoscaling:updateAutoScalingGroup"
+            )
+            request = json.loads(render_join(properties["Target"]["Input"]))
+            assert (request["MinSize"], request["DesiredCapacity"]) == (0, 0)
+            named.append(request["AutoScalingGroupName"].strip("<>"))
+        assert sorted(named) == sorted(groups)
     template = templates["InferenceSageMakerStack"]
     (schedule,) = resources(template, "AWS::Scheduler::Schedule").values()
     properties = schedule["Properties"]
     assert properties["ScheduleExpression"] == f"at({SYNTH_EXPIRY.removesuffix('Z')})"
     assert properties["ScheduleExpressionTimezone"] == "UTC"
-    assert properties["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:sagemaker:deleteEndpoint"
+    assert (
+        render_join(properties["Target"]["Arn"]) == "arn:<AWS::Partition>:scheduler:::aws-sdk:sagemaker:deleteEndpoint"
+    )
     assert json.loads(properties["Target"]["Input"]) == {"EndpointName": "inference-sagemaker"}
     role_id = properties["Target"]["RoleArn"]["Fn::GetAtt"][0]
     role = template["Resources"][role_id]["Properties"]
@@ -173,7 +185,6 @@ def test_the_time_to_live_takes_every_server_and_the_endpoint_to_zero(templates,
 
     assembly, _ = synth(cdk_json_context() | {"ttlHours": "0"}, tmp_path, nag=False)
     for stack in assembly.stacks:
-        assert not resources(stack.template, "AWS::AutoScaling::ScheduledAction")
         assert not resources(stack.template, "AWS::Scheduler::Schedule")
 
 
@@ -191,8 +202,8 @@ def test_each_server_may_take_only_its_own_group_to_zero(templates, backend):
     assert render_join(statements["ReportReadiness"]["Resource"]).endswith(f":parameter/inference/{backend}/ready")
     group = group_of(template, backend)
     assert {"Key": "inference:backend", "PropagateAtLaunch": True, "Value": backend} in group["Properties"]["Tags"]
-    if backend != "g6":
-        assert render_join(statements["StartItsImageBuild"]["Resource"]).startswith("<Build")
+    # No server starts a build (tests/cdk/test_policies.py holds every role of the app to it).
+    assert "codebuild:" not in json.dumps(policy)
 
 
 def test_no_ingress_anywhere(templates):
@@ -224,11 +235,14 @@ def test_every_stack_has_its_marker_and_an_empty_stack_still_exists(tmp_path):
 
     assembly, _ = synth(cdk_json_context() | {"backends": "g6"}, tmp_path, nag=False)
     names = sorted(s.stack_name for s in assembly.stacks)
+    # The store stack of g6's region only (g6 alone takes the GPU stack to its first region,
+    # us-east-2): no other region has a server or an endpoint.
     assert names == [
         "InferenceBedrockImportStack",
         "InferenceGpuStack",
         "InferenceNeuronStack",
         "InferenceSageMakerStack",
+        "InferenceStore-us-east-2",
     ]
     neuron = assembly.get_stack_by_name("InferenceNeuronStack").template
     (marker,) = resources(neuron, "AWS::SSM::Parameter").values()
@@ -273,76 +287,98 @@ def raw_user_data(templates, backend) -> str:
     return render_join(launch_data(templates[EC2_BACKENDS[backend]], backend)["UserData"])
 
 
-def user_data(templates, backend):
-    """The user data with its compressed scripts and units unpacked after it, to read as text."""
-    script = raw_user_data(templates, backend)
-    encoded = script.split("<<'INFERENCE_ARCHIVE'", 1)[1].split("\n", 1)[1].split("INFERENCE_ARCHIVE", 1)[0]
-    files = unpack_archive(encoded)
+def deployed_archive(assembly, backend) -> bytes:
+    """The boot archive the deploy uploads for `backend`: the file asset the user data names, read
+    from the cloud assembly and checked against the sha256 the user data carries."""
+    script = raw_user_data({s.stack_name: s.template for s in assembly.stacks}, backend)
+    key = re.search(r"^BOOT_KEY=(\S+)$", script, re.MULTILINE).group(1)
+    digest = re.search(r"^BOOT_SHA256=([0-9a-f]{64})$", script, re.MULTILINE).group(1)
+    manifest = json.loads((Path(assembly.directory) / f"{EC2_BACKENDS[backend]}.assets.json").read_text())
+    (path,) = [
+        entry["source"]["path"]
+        for entry in manifest["files"].values()
+        if any(d["objectKey"] == key for d in entry["destinations"].values())
+    ]
+    data = (Path(assembly.directory) / path).read_bytes()
+    assert hashlib.sha256(data).hexdigest() == digest
+    return data
+
+
+def user_data(assembly, backend):
+    """The user data with its boot archive's files after it, to read as text."""
+    script = raw_user_data({s.stack_name: s.template for s in assembly.stacks}, backend)
+    files = unpack_archive(deployed_archive(assembly, backend))
     return script + "".join(f"\n# {path} ({mode:o})\n{content}" for path, (content, mode) in sorted(files.items()))
 
 
-def written_file(script: str, path: str) -> list[str]:
-    """The lines the boot script writes into `path` (none for an empty file)."""
-    if f': > "$ROOT{path}"' in script:
-        return []
-    block = script.split(f"cat > \"$ROOT{path}\" <<'INFERENCE_EOF'\n", 1)[1]
-    return block.split("\nINFERENCE_EOF", 1)[0].split("\n")
+def archive_file(assembly, backend, path: str) -> list[str]:
+    """The lines of one file of the boot archive (none for an empty file)."""
+    content, _ = unpack_archive(deployed_archive(assembly, backend))[path]
+    return content.splitlines()
 
 
-def container_env(script: str) -> list[str]:
-    return written_file(script, "/etc/inference/container.env")
+def container_env(assembly, backend) -> list[str]:
+    return archive_file(assembly, backend, "/etc/inference/container.env")
 
 
-def serve_args(script: str) -> list[str]:
-    return written_file(script, "/etc/inference/serve-args")
+def serve_args(assembly, backend) -> list[str]:
+    return archive_file(assembly, backend, "/etc/inference/serve-args")
 
 
 @pytest.mark.parametrize("backend", ["g6", "g5g"])
-def test_vllm_flags_reach_the_server(templates, backend):
-    script = user_data(templates, backend)
+def test_vllm_flags_reach_the_server(assembly, backend):
+    script = user_data(assembly, backend)
     spec = get_backend(backend)
     # The vLLM images' entrypoint is `vllm serve`: the model is its positional argument.
-    assert serve_args(script) == [spec.model_id, *spec.serve_flags]
+    assert serve_args(assembly, backend) == [spec.model_id, *spec.serve_flags]
     for flag in ("--enable-auto-tool-choice", "--tool-call-parser", "gemma4", "--max-model-len", "8192"):
-        assert flag in serve_args(script)
+        assert flag in serve_args(assembly, backend)
     assert "ACCELERATOR_ARGS='--gpus all'" in script
     assert "systemctl enable --now inference-server.service" in script
     assert "Restart=on-failure" in script
     assert "--log-driver awslogs" in script
 
 
-def test_g6_serves_the_seed_repack_with_pinned_vllm(templates):
-    script = user_data(templates, "g6")
-    assert "IMAGE=vllm/vllm-openai:v0.30.0" in script
-    assert "--gpu-memory-utilization\n0.90" in script
+def test_g6_serves_the_seed_repack_on_awss_vllm_dlc_from_the_regions_ecr(assembly):
+    script = user_data(assembly, "g6")
+    # AWS's EC2 DLC of vLLM 0.30.0 (built FROM vllm/vllm-openai:v0.30.0), from the region's own ECR;
+    # its public copy when that fails.
+    assert "IMAGE=763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-ec2" in script
+    assert (
+        "FALLBACK_IMAGE=public.ecr.aws/deep-learning-containers/vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-ec2" in script
+    )
+    assert serve_args(assembly, "g6")[3:5] == ["--gpu-memory-utilization", "0.90"]
+    # The DLC's entrypoint would report the container's start to AWS: told not to.
+    assert container_env(assembly, "g6") == ["OPT_OUT_TRACKING=true"]
 
 
 def image_line(script: str) -> str:
     return next(line for line in script.splitlines() if line.startswith("IMAGE="))
 
 
-def test_g5g_pulls_the_image_its_stack_builds(templates):
-    script = user_data(templates, "g5g")
-    # This stack's own repository, tagged with the content hash of images/vllm-sm75.
+def test_g5g_pulls_the_image_its_stack_builds(assembly):
+    script = user_data(assembly, "g5g")
+    # The store stack's repository, tagged with the content hash of images/vllm-sm75.
     assert re.fullmatch(
         r"IMAGE='<AWS::AccountId>\.dkr\.ecr\.us-east-1\.<AWS::URLSuffix>/inference-survey/vllm-sm75:[0-9a-f]{16}'",
         image_line(script),
     )
-    assert "--dtype\nfloat16" in script
+    args = serve_args(assembly, "g5g")
+    assert args[args.index("--dtype") + 1] == "float16"
     assert "docker login --username AWS" in script
-    # A missing image starts (or waits for) the stack's own build instead of restarting forever.
-    assert "IMAGE_BUILD_PROJECT='<BuildVllmSm75Project" in script
+    # A missing image waits at zero for the build (started by the deploy or runner.up), never by the instance.
+    assert "IMAGE_BUILT=1" in script and "codebuild" not in script
 
 
 @pytest.mark.parametrize(("backend", "swap"), [("inf2", True), ("trn1", False)])
-def test_neuron_rows_run_the_vendor_engine_from_the_environment(templates, backend, swap):
-    script = user_data(templates, backend)
+def test_neuron_rows_run_the_vendor_engine_from_the_environment(assembly, backend, swap):
+    script = user_data(assembly, backend)
     assert "ACCELERATOR_ARGS=--device=/dev/neuron0" in script
     assert '-p "127.0.0.1:${HOST_PORT}:${CONTAINER_PORT}"' in script
     assert "HOST_PORT=8080" in script and "CONTAINER_PORT=8080" in script
     # No arguments: the entrypoint reads the model and the engine's settings from its environment.
-    assert serve_args(script) == []
-    assert container_env(script) == [
+    assert serve_args(assembly, backend) == []
+    assert container_env(assembly, backend) == [
         "MODEL=Qwen/Qwen2.5-1.5B-Instruct",
         "TENSOR_PARALLEL_SIZE=2",
         "MAX_MODEL_LEN=4096",
@@ -354,7 +390,7 @@ def test_neuron_rows_run_the_vendor_engine_from_the_environment(templates, backe
     assert "COMPILE_CACHE=/var/cache/neuron" in script and "DATA_VOLUME=''" in script
     assert "STORE_BUCKET='inference-survey-<AWS::AccountId>-us-east-2'" in script
     assert re.search(r"/inference-survey/neuron:[0-9a-f]{16}'$", image_line(script))
-    assert ('fallocate -l 16G "$ROOT/swapfile"' in script) is swap
+    assert ("SWAP_GIB=16" in script) is swap and ("SWAP_GIB=0" in script) is not swap
 
 
 def root_volume(templates, backend):
@@ -376,8 +412,8 @@ def image_builds(template: dict) -> dict[str, dict]:
     }
 
 
-def test_inf2_and_trn1_share_one_build(templates):
-    assert image_line(user_data(templates, "inf2")) == image_line(user_data(templates, "trn1"))
+def test_inf2_and_trn1_share_one_build(templates, assembly):
+    assert image_line(user_data(assembly, "inf2")) == image_line(user_data(assembly, "trn1"))
     assert len(image_builds(templates["InferenceNeuronStack"])) == 1
 
 
@@ -393,8 +429,8 @@ def test_images_are_built_by_the_apps_own_codebuild_into_its_own_repository(
 ):
     template = templates[stack]
     region = {"InferenceGpuStack": "us-east-1", "InferenceNeuronStack": "us-east-2"}[stack]
-    # The image's repository is not the stack's: the build makes it and cdk destroy leaves it, so the
-    # next deploy finds the image built (a stack owns no repository: compiled graphs live in the store).
+    # The image's repository is the region's store stack's (retained), so the next deploy finds the
+    # image built; the server stack owns no repository.
     assert resources(template, "AWS::ECR::Repository") == {}
     (project,) = image_builds(template).values()
     env = project["Properties"]["Environment"]
@@ -408,7 +444,6 @@ def test_images_are_built_by_the_apps_own_codebuild_into_its_own_repository(
         rf"<AWS::AccountId>\.dkr\.ecr\.{region}\.<AWS::URLSuffix>/inference-survey/{folder}:[0-9a-f]{{16}}",
         render_join(variables["IMAGE_URI"]),
     )
-    assert variables["KEEP_IMAGES"] == "5" and variables["APP_TAG"] == "app=inference-survey"
     repository_arn = f"arn:<AWS::Partition>:ecr:{region}:<AWS::AccountId>:repository/inference-survey/{folder}"
     # The build role pushes to this one repository and nowhere else.
     role_id = project["Properties"]["ServiceRole"]["Fn::GetAtt"][0]
@@ -418,18 +453,13 @@ def test_images_are_built_by_the_apps_own_codebuild_into_its_own_repository(
     statements = {s.get("Sid"): s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
     assert render_join(statements["PushToItsRepository"]["Resource"]) == repository_arn
     assert "ecr:PutImage" in statements["PushToItsRepository"]["Action"]
-    # ... and makes that one repository on first use, scanned, keeping its newest images.
-    assert render_join(statements["KeepItsRepository"]["Resource"]) == repository_arn
-    assert {"ecr:CreateRepository", "ecr:PutLifecyclePolicy", "ecr:TagResource"} <= set(
-        statements["KeepItsRepository"]["Action"]
-    )
+    # ... and makes, changes and deletes no repository.
+    assert "ecr:CreateRepository" not in json.dumps(statements)
     assert statements["EcrLogin"]["Action"] == "ecr:GetAuthorizationToken"
-    # It brings back (and restarts) only the servers tagged with its image.
+    # It brings back only the servers tagged with its image, and runs nothing on them.
     condition = {"StringEquals": {"aws:ResourceTag/inference:image": folder}}
     assert statements["BringBackTheServersOfThisImage"]["Condition"] == condition
-    assert statements["RestartTheServersOfThisImage"]["Condition"] == {
-        "StringEquals": {"ssm:resourceTag/inference:image": folder}
-    }
+    assert "ssm:SendCommand" not in json.dumps(statements)
     # One build at a time, and the buildspec runs exactly the build script of the repository.
     assert project["Properties"]["ConcurrentBuildLimit"] == 1
     from inference_constructs.image_build import BUILD_SCRIPT
@@ -468,11 +498,12 @@ def test_outputs_name_the_build_project_and_what_the_server_takes(templates):
     assert '\\"supports_tools\\":true' in text and '\\"max_total_tokens\\":4096' in text
 
 
-def test_server_reads_the_token_from_the_secret_at_start(templates):
-    script = user_data(templates, "g6")
-    assert "HF_TOKEN_SECRET=inference/hf-token" in script
-    assert "aws secretsmanager get-secret-value" in script
-    assert "READY_PARAMETER='<G6Readiness" in script
+def test_a_server_of_an_open_model_reads_no_token(assembly):
+    script = user_data(assembly, "g6")
+    assert "HF_TOKEN_SECRET=''" in script
+    # The token is asked for only when the archive names a secret (a gated model).
+    assert 'if [[ -n "$HF_TOKEN_SECRET" ]]; then' in script
+    assert "READY_PARAMETER=/inference/g6/ready" in script
 
 
 def test_sagemaker_environment_and_health_timeout(templates):
@@ -514,40 +545,25 @@ def test_sagemaker_role_is_scoped(templates):
     )
 
 
-def test_secret_read_is_scoped_to_one_secret(templates):
-    policies = resources(templates["InferenceGpuStack"], "AWS::IAM::Policy").values()
-    secret_statements = [
-        s
-        for policy in policies
-        for s in policy["Properties"]["PolicyDocument"]["Statement"]
-        if "secretsmanager:GetSecretValue" in s["Action"]
-    ]
-    assert len(secret_statements) == 3  # one per server, and the weights copy's
-    for statement in secret_statements:
-        resource = statement["Resource"]
-        assert not isinstance(resource, list)
-        assert render_join(resource).endswith(":secret:inference/hf-token-??????")
+def test_no_role_reads_the_token_of_an_open_model(templates):
+    """The catalog's models are open (catalog/backends.py OPEN_ACCESS_MODELS): no role of a default
+    deploy may read the Hugging Face token."""
+    for name, template in templates.items():
+        assert "secretsmanager:GetSecretValue" not in json.dumps(resources(template, "AWS::IAM::Policy")), name
 
 
-def test_instance_roles_have_ssm_and_ecr_pull(templates):
-    roles = [
-        r
-        for r in resources(templates["InferenceGpuStack"], "AWS::IAM::Role").values()
-        if "ManagedPolicyArns" in r["Properties"]
-    ]
-    assert len(roles) == 2  # one per server
-    for role in roles:
-        arns = [render_join(a) for a in role["Properties"]["ManagedPolicyArns"]]
-        assert sorted(a.rsplit("/", 1)[1] for a in arns) == [
-            "AmazonEC2ContainerRegistryReadOnly",
-            "AmazonSSMManagedInstanceCore",
-        ]
+def test_no_role_holds_an_aws_managed_policy(templates):
+    for name, template in templates.items():
+        for logical_id, role in resources(template, "AWS::IAM::Role").items():
+            assert "ManagedPolicyArns" not in role["Properties"], (name, logical_id)
 
 
-def test_nothing_is_retained_and_logs_expire(templates):
+def test_only_the_stores_bucket_and_repositories_are_retained_and_logs_expire(templates):
     for name, template in templates.items():
         for logical_id, resource in template["Resources"].items():
-            assert resource.get("DeletionPolicy", "Delete") == "Delete", (name, logical_id)
+            retained = resource.get("DeletionPolicy", "Delete") == "Retain"
+            assert retained is (name.startswith("InferenceStore-") and resource["Type"] in (
+                "AWS::S3::Bucket", "AWS::S3::BucketPolicy", "AWS::ECR::Repository")), (name, logical_id)  # fmt: skip
         for group in resources(template, "AWS::Logs::LogGroup").values():
             assert group["Properties"]["RetentionInDays"] == 14
 
@@ -650,32 +666,20 @@ def test_bytecode_caches_change_no_image_tag_and_are_not_uploaded(tmp_path, monk
     assert sorted(p.name for p in copied.iterdir()) == ["Dockerfile", "serve.sh"]
 
 
-@pytest.mark.parametrize("backend", sorted(EC2_BACKENDS))
-def test_every_launch_templates_user_data_fits_ec2s_16_kb_with_room(templates, backend):
-    """EC2 refuses a launch whose user data passes 16 KB before base64; the runner would read the
-    refusal as no capacity. Tokens are counted at the longest they resolve to (an ARN part, a name)."""
-    script = raw_user_data(templates, backend)
-    # Each <token> is at most a 128-character resolved value (ECR repository names and SSM parameter
-    # names are shorter; account ids and regions much shorter).
-    worst = len(re.sub(r"<[^<>]*(<[^<>]*>[^<>]*)*>", "x" * 128, script).encode())
-    assert worst <= USER_DATA_LIMIT * 3 // 4, f"{backend}: {worst} bytes of user data at worst"
+def test_the_archive_unpacks_to_exactly_the_files_the_boot_installs(app_stacks, assembly):
+    from inference_constructs.user_data import INSTALLED, LIBRARIES, SETTINGS_FILE, script
 
-
-def test_the_compressed_scripts_unpack_to_exactly_the_files_the_boot_installs(templates):
-    from inference_constructs.user_data import INSTALLED, LIBRARIES, script
-
-    files = unpack_archive(
-        raw_user_data(templates, "inf2")
-        .split("<<'INFERENCE_ARCHIVE'", 1)[1]
-        .split("\n", 1)[1]
-        .split("INFERENCE_ARCHIVE")[0]
-    )
+    files = unpack_archive(deployed_archive(assembly, "inf2"))
     for name, path in INSTALLED.items():
         assert files[path] == (script(name), 0o644 if name in LIBRARIES else 0o755)
     assert {p for p in files if p.startswith("/etc/systemd/system/")} == {
         f"/etc/systemd/system/inference-{unit}"
         for unit in ("server.service", "ready.service", "failed.service", "deadline.service", "deadline.timer")
     }
+    assert files[SETTINGS_FILE][1] == 0o600 and {
+        "/etc/inference/serve-args",
+        "/etc/inference/container.env",
+    } <= set(files)
 
 
 def test_no_two_stacks_in_one_region_name_the_same_log_group(assembly):

@@ -14,7 +14,8 @@
   container`, on a free loopback port, mapped from the published host port in $HOST_STATE/ports),
   `never-healthy` (serves, /health answers 503), `exit:N`, `oom` (exit 137, the kernel's line in
   its log), `stream-fails` (exits 1 when told to stream its weights, as an image without the
-  streamer would). Weights mounted at /weights are checked as an engine would (a config.json);
+  streamer would). Weights mounted at /weights are checked as an engine would (a config.json),
+  and a checkpoint with no chat template serves no chat completion (tests/host/container.py);
   a compile cache mounted at the Neuron or the vLLM folder is compiled into unless it holds the
   graphs, and the log says which.
 - `logs [--timestamps]`, `stop`, `rm -f`: by container name; each log line kept with its time.
@@ -194,18 +195,22 @@ def run(argv: list[str]) -> int:
     if streamed and behaviour == "stream-fails":
         log.write("ERROR [runai_streamer_loader.py] No module named 'runai_model_streamer'")
         return 1
+    template = True
     for volume in volumes:
         source, _, target = volume.partition(":")
-        if target.removesuffix(":ro") == WEIGHTS and not (Path(source) / "config.json").exists():
-            log.write(f"ERROR: {WEIGHTS} holds no config.json: not a model")
-            return 1
+        if target.removesuffix(":ro") == WEIGHTS:
+            if not (Path(source) / "config.json").exists():
+                log.write(f"ERROR: {WEIGHTS} holds no config.json: not a model")
+                return 1
+            template = has_chat_template(Path(source))
         if source.startswith("/") and target in COMPILE_CACHES:
             compile_graphs(Path(source), target, log)
     port_file = folder / "port"
     port_file.unlink(missing_ok=True)
     health = "503" if behaviour == "never-healthy" else "200"
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.host.container", "--port-file", str(port_file), "--health", health],
+        [sys.executable, "-m", "tests.host.container", "--port-file", str(port_file), "--health", health]
+        + ([] if template else ["--no-chat-template"]),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -227,6 +232,16 @@ def run(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, stop_container)
     code = process.wait()
     return 143 if code < 0 else code
+
+
+def has_chat_template(checkpoint: Path) -> bool:
+    """Where transformers finds a model's chat template: its own file, or a key of the tokenizer's config."""
+    if (checkpoint / "chat_template.jinja").exists():
+        return True
+    try:
+        return "chat_template" in json.loads((checkpoint / "tokenizer_config.json").read_text())
+    except (OSError, ValueError):
+        return False
 
 
 NEURON_CACHE = "/var/cache/neuron"

@@ -12,7 +12,8 @@ release parses:
 - `GET /{repo}/resolve/{commit}/{file}`: the bytes.
 
 As the Hub does: an unknown repo is 404 with `X-Error-Code: RepoNotFound`, an unknown file 404
-with `EntryNotFound`, a gated repo asked without a token 401 with `GatedRepo` (huggingface_hub
+with `EntryNotFound`, a revision that is neither `main` nor the repo's commit 404 with
+`RevisionNotFound`, a gated repo asked without a token 401 with `GatedRepo` (huggingface_hub
 `utils/_http.py` turns each code into its own error). Every request is recorded.
 """
 
@@ -62,9 +63,12 @@ class LoopbackHub(LoopbackServer):
             rest = path.removeprefix("/api/models/")
             for marker in ("/revision/", "/tree/"):
                 if marker in rest:
-                    repo_id, _, _ = rest.partition(marker)
+                    repo_id, _, revision = rest.partition(marker)
                     repo = self.find(handler, repo_id, token)
                     if repo is None:
+                        return
+                    if revision.split("/", 1)[0] not in ("main", repo.commit):
+                        self.error(handler, 404, "RevisionNotFound", f"Invalid rev id: {revision}", head)
                         return
                     if marker == "/revision/":
                         body = {"id": repo_id, "modelId": repo_id, "sha": repo.commit, "private": False,
@@ -80,7 +84,10 @@ class LoopbackHub(LoopbackServer):
             repo = self.find(handler, repo_id, token)
             if repo is None:
                 return
-            _, _, filename = rest.partition("/")
+            revision, _, filename = rest.partition("/")
+            if revision not in ("main", repo.commit):
+                self.error(handler, 404, "RevisionNotFound", f"Invalid rev id: {revision}", head)
+                return
             if filename not in repo.files:
                 self.error(handler, 404, "EntryNotFound", f"{filename} does not exist on the Hub", head)
                 return

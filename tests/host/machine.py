@@ -79,6 +79,8 @@ class Host:
             "HOST_INSTANCE_STORE_MOUNTED": "1" if self.options.instance_store_mounted else "",
             "INFERENCE_TIME_SCALE": str(self.options.time_scale),
             "INFERENCE_POLL_S": str(self.options.poll_s),
+            # The user data's waits between tries of its archive's download (10 s, 20 s, ... on an instance).
+            "INFERENCE_FETCH_BACKOFF_S": "0",
             "CONTAINER_BEHAVIOUR": self.options.container,
             "HOST_GPU": "1" if self.options.gpu else "",
             "PULL_ERROR": self.options.pull_error,

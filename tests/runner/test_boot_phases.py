@@ -156,10 +156,19 @@ def test_no_store_no_copy_a_copy_of_another_model_a_store_elsewhere_and_a_comple
     s3.put_object(Bucket=bucket, Key=f"{weights_prefix(MODEL)}model.safetensors", Body=b"\0")
     half = staged_copy(s3, ACCOUNT, "us-east-2", MODEL)
     assert (half.uri, half.why, half.copy_helps) == (None, f"no complete copy of {MODEL} in {bucket} yet", True)
-    s3.put_object(Bucket=bucket, Key=weights_marker(MODEL), Body=json.dumps({"model": "other", "files": {"a": 1}}))
+    file = {"m": {"size": 1, "sha256": "0" * 64}}
+    s3.put_object(
+        Bucket=bucket, Key=weights_marker(MODEL), Body=json.dumps({"version": 2, "model": "other", "files": file})
+    )
     other = staged_copy(s3, ACCOUNT, "us-east-2", MODEL)
     assert (other.uri, other.copy_helps) == (None, False) and "is not one for" in other.why
+    # A copy made before every file the engines read was copied (no version): made again.
     s3.put_object(Bucket=bucket, Key=weights_marker(MODEL), Body=json.dumps({"model": MODEL, "files": {"m": 1}}))
+    older = staged_copy(s3, ACCOUNT, "us-east-2", MODEL)
+    assert (older.uri, older.copy_helps) == (None, True) and "made by an older weights copy" in older.why
+    s3.put_object(
+        Bucket=bucket, Key=weights_marker(MODEL), Body=json.dumps({"version": 2, "model": MODEL, "files": file})
+    )
     assert staged_copy(s3, ACCOUNT, "us-east-2", MODEL).uri == f"s3://{bucket}/{weights_prefix(MODEL)}"
     # The name held in another region: never read across regions, and no copy would help.
     elsewhere = staged_copy(s3, ACCOUNT, "us-west-2", MODEL.replace("xbill9", "x"))

@@ -19,7 +19,7 @@ from catalog.config import (
     ttl_notice,
 )
 from runner.cloud.bring_up.account_facts import account_zones
-from runner.cloud.bring_up.one_stack import StackUp, UpOptions, deploy_stack
+from runner.cloud.bring_up.one_stack import RegionStores, StackUp, UpOptions, deploy_stack
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import Evidence
@@ -66,7 +66,8 @@ def up(options: UpOptions, *, on_start: Callable[[list[StackUp]], None] | None =
     )
     console.print(ttl_notice(config))
     lock = threading.Lock()
-    runs = [StackUp(stack, options, evidence, lock, expires_at, records) for stack in chosen]
+    stores = RegionStores()
+    runs = [StackUp(stack, options, evidence, lock, expires_at, records, stores=stores) for stack in chosen]
     errors: dict[str, str] = {}
 
     def guarded(run: StackUp) -> None:

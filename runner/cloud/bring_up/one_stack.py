@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog import CatalogError
-from catalog.boot import boot_models
+from catalog.boot import STORE_KINDS, boot_models, store_stack_name
 from catalog.config import (
     StackConfig,
     load_config,
@@ -114,10 +114,39 @@ def cli_output_folder(stack: str) -> str:
 
 
 def deploy_stack(stack: str, context: dict[str, str], method: str, outputs_file: Path | None = None):
-    args = ["deploy", stack, "--require-approval", "never", f"--method={method}"]
+    """This stack alone: its region's store stack is deployed first, once (RegionStores)."""
+    args = ["deploy", stack, "--exclusively", "--require-approval", "never", f"--method={method}"]
     if outputs_file:
         args += ["--outputs-file", str(outputs_file)]
     return cdk([*args, "--output", cli_output_folder(stack), *context_args(context)])
+
+
+def deploy_store(region: str, context: dict[str, str], method: str):
+    """The region's store stack. Its bucket and repositories are retained under fixed names: after a
+    `cdk destroy --all` the next deploy takes them back (CloudFormation's import of existing
+    resources, which a change set does and a direct deploy cannot)."""
+    stack = store_stack_name(region)
+    args = ["deploy", stack, "--exclusively", "--require-approval", "never", f"--method={method}"]
+    if method != "direct":
+        args.append("--import-existing-resources")
+    return cdk([*args, "--output", cli_output_folder(stack), *context_args(context)])
+
+
+class RegionStores:
+    """Each region's store stack deployed once per runner.up, before the first stack of the region
+    (stacks deploy in parallel, and two CLI processes must not deploy one stack at once)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.outcomes: dict[str, str | None] = {}
+
+    def ensure(self, region: str, context: dict[str, str], method: str) -> str | None:
+        """None once the region's store stack is deployed; else why it is not."""
+        with self.lock:
+            if region not in self.outcomes:
+                result = deploy_store(region, context, method)
+                self.outcomes[region] = None if result.returncode == 0 else result.tail
+            return self.outcomes[region]
 
 
 class StackUp:
@@ -134,8 +163,10 @@ class StackUp:
         *,
         stop: threading.Event | None = None,
         inherited: dict[str, dict[str, Any]] | None = None,
+        stores: RegionStores | None = None,
     ) -> None:
         self.config = config
+        self.stores = stores or RegionStores()
         self.options = options
         self.evidence = evidence
         self.lock = lock
@@ -257,6 +288,16 @@ class StackUp:
         self.say_what_the_deploy_adds(region)
         self.log(f"deploying in {region} (zones {', '.join(attempt['zones'])}) …")
         since = datetime.now(UTC)
+        needs_store = any(b.spec.kind in STORE_KINDS for b in self.config.backends)
+        store_failure = self.stores.ensure(region, context, self.options.method) if needs_store else None
+        if store_failure is not None:
+            attempt["outcome"] = "deploy-failed"
+            reason = f"the store stack {store_stack_name(region)} did not deploy: {store_failure[:300]}"
+            for record in self.records.values():
+                record.update(outcome="deploy-failed", reason=reason)
+            self.log(reason)
+            self.save()
+            return "deploy-failed"
         outputs_file = Path(tempfile.mkdtemp(prefix="inference-up-")) / "outputs.json"
         result = deploy_stack(self.config.name, context, self.options.method, outputs_file)
         attempt["deployed_at"] = now_iso()
@@ -326,7 +367,25 @@ class StackUp:
         return context
 
     def start_copies(self, region: str, outputs: dict[str, BackendOutput]) -> None:
-        """The copy each endpoint made without one needs, started for the next deploy (not waited for)."""
+        """The copy each endpoint made without one needs, started for the next deploy, and the copy
+        the servers need when the store has none of their model yet, for the next boot (neither is
+        waited for; the deploy's own event starts it too: a second start finds it running). No
+        server starts it: its role may start no build."""
+        client = self.clients(region)
+        servers = [o for o in outputs.values() if o.graphs_record and o.weights_job and o.store_bucket]
+        for output in servers:
+            try:
+                copy = staged_copy(client("s3"), account_id(client("sts")), region, output.model_id)
+            except Exception as error:  # the store is a fast path: never a reason to stop
+                copy = StagedCopy(None, f"the region's store could not be read: {describe(error)}")
+            if copy.uri or not copy.copy_helps:
+                continue
+            try:
+                note = start_copy(client("codebuild"), output.weights_job or "")
+            except Exception as error:
+                note = f"the copy could not be started: {describe(error)}"
+            self.records[output.name]["weights_copy"] = note
+            self.log(f"{output.name}: {copy.why}; {note}")
         for name in getattr(self, "copies_wanted", []):
             job = outputs[name].weights_job if name in outputs else None
             if not job:
@@ -467,6 +526,11 @@ class StackUp:
                 self.stop.wait(self.options.poll_s)
         if pending:
             return "interrupted"
+        # A server keeps its compiled graphs just after it reports ready: one more look records
+        # those a server kept since, for the backend's next servers.
+        for watch in self.watches:
+            if isinstance(watch, ServerWatch) and watch.record.get("outcome") == READY:
+                watch.record_kept_graphs()
         return NO_CAPACITY if self.refused else "done"
 
     def move_refused(self, region: str) -> None:
@@ -515,6 +579,7 @@ class StackUp:
                 records,
                 stop=self.stop,
                 inherited={name: self.records.pop(name)},
+                stores=self.stores,
             )
             self.satellites.append(moved)
             self.save()

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from catalog.boot import store_bucket, weights_marker, weights_prefix
+from catalog.boot import WEIGHTS_MANIFEST_VERSION, store_bucket, weights_marker, weights_prefix
 from runner.cloud.image_builds import BuildRefused, start_build
 from runner.core.errors import aws_error_code, describe
 
@@ -49,6 +49,10 @@ def staged_copy(s3: Any, account: str, region: str, model_id: str) -> StagedCopy
         if aws_error_code(error) in ("NoSuchKey", "404", "AccessDenied"):
             return StagedCopy(None, f"no complete copy of {model_id} in {bucket} yet", copy_helps=True)
         return StagedCopy(None, f"the copy's manifest in {bucket} cannot be read: {describe(error)}")
+    if isinstance(manifest, dict) and manifest.get("version") != WEIGHTS_MANIFEST_VERSION:
+        return StagedCopy(
+            None, f"the copy of {model_id} in {bucket} was made by an older weights copy", copy_helps=True
+        )
     if not isinstance(manifest, dict) or manifest.get("model") != model_id or not manifest.get("files"):
         return StagedCopy(None, f"the copy's manifest in {bucket} is not one for {model_id}")
     return StagedCopy(f"s3://{bucket}/{weights_prefix(model_id)}")

@@ -6,7 +6,9 @@ such a group back (its image present: one instance), or waits for the build (sta
 the deploy's own build does not show up), instead of failing over. A server that reports
 `failed` is at zero already (it took itself there; the watch makes sure); its watch ends there
 while the others go on. Only a group that wants an instance and gets none within the launch
-bound, its refusals recorded, counts as no capacity. A SageMaker endpoint the time-to-live
+bound, its refusals recorded, counts as no capacity; a launch EC2 refuses for what it asks (user
+data past its limit, a bad parameter) fails at once, since every other zone and region would
+refuse it too. A SageMaker endpoint the time-to-live
 deleted is recreated from its endpoint config under the same name.
 """
 
@@ -40,7 +42,14 @@ from runner.cloud.image_builds import (
     rebuild_hint,
     start_build,
 )
-from runner.cloud.readiness import Readiness, phase_seconds, read_group, read_readiness
+from runner.cloud.readiness import (
+    Readiness,
+    is_capacity_refusal,
+    phase_seconds,
+    read_group,
+    read_readiness,
+    record_graphs,
+)
 from runner.core.errors import describe
 from runner.costing.billing_now import instance_billing
 
@@ -182,6 +191,9 @@ class ServerWatch(Watch):
         readiness = read_readiness(self.client("ssm"), self.output.readiness_parameter or "")
         self.record["readiness"] = readiness.line
         self.record["refusals"] = group.refusals
+        refused = self.refused_for_what_it_asks(group)
+        if refused and not group.instance_id:
+            return self.end(FAILED, f"EC2 refused the launch for what it asks, in every zone alike: {refused}")
         if self.first:
             self.first = False
             if group.desired == 0 and not group.instance_id:
@@ -214,6 +226,15 @@ class ServerWatch(Watch):
             return self.end(NO_CAPACITY, f"no instance launched in {self.options.launch_timeout_s:.0f} s")
         return None
 
+    def refused_for_what_it_asks(self, group: Any) -> str | None:
+        """The newest refusal of this watch's launches that is not capacity, offering or quota."""
+        for refusal in reversed(group.refusals):
+            at = parse_time(refusal.get("at"))
+            at = at.replace(tzinfo=UTC) if at is not None and at.tzinfo is None else at
+            if at is not None and at >= self.started_at and not is_capacity_refusal(refusal["message"]):
+                return refusal["message"]
+        return None
+
     def watch_instance(self, group: Any, readiness: Readiness) -> str | None:
         instance = group.instance_id
         if instance not in self.instances_seen:
@@ -233,6 +254,7 @@ class ServerWatch(Watch):
                 self.record["launch_to_ready_min"] = minutes_between(
                     self.record.get("launched_at"), self.record["ready_at"]
                 )
+                self.record_kept_graphs(readiness)
                 return self.end(READY)
             if readiness.state == "failed":
                 if readiness.stopped is not True:
@@ -245,6 +267,20 @@ class ServerWatch(Watch):
             self.take_to_zero("not ready in time")
             return self.end(TIMEOUT, f"not ready {self.ready_timeout / 60:.0f} min after launch")
         return None
+
+    def record_kept_graphs(self, readiness: Readiness | None = None) -> None:
+        """The graphs this watch's server kept in the store, recorded as the ones the backend's next
+        servers may load (the record no server can write): what makes a restore trustworthy."""
+        if not self.output.graphs_record:
+            return
+        try:
+            readiness = readiness or read_readiness(self.client("ssm"), self.output.readiness_parameter or "")
+            kept = readiness.kept_graphs if readiness.instance_id == self.record.get("instance_id") else None
+            if kept and record_graphs(self.client("ssm"), self.output.graphs_record, *kept):
+                self.record["graphs_recorded"] = f"{kept[0]}:{kept[1]}"
+                self.log(f"{self.output.name}: recorded the graphs it compiled ({kept[0]}) for its next servers")
+        except ClientError as error:
+            self.log(f"{self.output.name}: could not record its compiled graphs: {describe(error)}")
 
     def keep_phases(self, readiness: Readiness) -> None:
         """What the boot reached and which way each step went, in the evidence with every look."""
