@@ -155,3 +155,10 @@ GENERATED_NAME_MAX = {
     "AWS::SageMaker::EndpointConfig": LIMITS["sagemaker-name"].value,
     "AWS::SageMaker::Model": LIMITS["sagemaker-name"].value,
 }
+
+
+def limits_markdown() -> str:
+    """The table docs/deploying.md prints (tests/cdk/test_template_limits.py holds the two equal)."""
+    rows = ["| limit | value | source |", "|---|---|---|"]
+    rows += [f"| {limit.what} | {limit.value:,} | {limit.source} |" for limit in LIMITS.values()]
+    return "\n".join(rows) + "\n"

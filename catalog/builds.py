@@ -84,6 +84,19 @@ def kept_repository(name: str) -> bool:
 # no path across the internet, and nothing has to be mirrored first.
 DLC_PREFIX = "dlc:"
 DLC_PUBLIC_REGISTRY = "public.ecr.aws/deep-learning-containers"
+# The accounts of AWS's DLC registries (aws/deep-learning-containers docs/reference/
+# region_availability.md): 763104351884 in most regions, one of their own in the opt-in ones. The
+# stacks take the account from the CDK's regional fact; the runner tells a DLC from an image in
+# the user's own ECR by it.
+DLC_ACCOUNTS = frozenset(
+    {"763104351884", "626614931356", "871362719292", "692866216735", "217643126080", "780543022126"}
+)
+
+
+def dlc_registry(image: str | None) -> bool:
+    """True for an image in one of AWS's DLC registries (`<account>.dkr.ecr.<region>...`)."""
+    registry = (image or "").split("/", 1)[0]
+    return ".dkr.ecr." in registry and registry.split(".", 1)[0] in DLC_ACCOUNTS
 
 
 def dlc_reference(image: str | None) -> str | None:

@@ -172,7 +172,6 @@ class ImageBuild(Construct):
             environment_variables={
                 "IMAGE_URI": codebuild.BuildEnvironmentVariable(value=self.image_uri),
                 "IMAGE_FOLDER": codebuild.BuildEnvironmentVariable(value=folder.name),
-                "FORCE_BUILD": codebuild.BuildEnvironmentVariable(value="0"),
                 # Past it, a finished build brings no server back (image_build.sh).
                 "EXPIRES_AT": codebuild.BuildEnvironmentVariable(value=expires_at or ""),
             },

@@ -10,11 +10,10 @@
 # source's hash), a new launch template, and CloudFormation's rolling update replaces the server.
 #
 # The repository is the region's store stack's (stacks/store_stack.py: immutable tags, so a tag
-# pushed once is never pushed over; FORCE_BUILD=1 of a tag already there says so and stops). The
-# build makes no repository and changes none.
+# pushed once is never pushed over). The build makes no repository and changes none.
 #
 # Environment: IMAGE_URI (repository:tag), IMAGE_FOLDER (the `inference:image` tag of the groups
-# that run it), FORCE_BUILD, EXPIRES_AT (the stack's time-to-live, UTC, empty for none), and
+# that run it), EXPIRES_AT (the stack's time-to-live, UTC, empty for none), and
 # CodeBuild's own AWS_REGION and CODEBUILD_BUILD_ID.
 set -uo pipefail
 export AWS_EXECUTION_ENV="inference-build"
@@ -108,13 +107,6 @@ bring_back() {
 aws ecr get-login-password | docker login --username AWS --password-stdin "${IMAGE_URI%%/*}" >>"$LOG" 2>&1 \
   || report_failure "registry login"
 if aws ecr describe-images --repository-name "$repository" --image-ids "imageTag=$tag" >/dev/null 2>&1; then
-  if [[ "${FORCE_BUILD:-0}" == 1 ]]; then
-    # The tag is the source's content hash and the repository's tags are immutable: the image of
-    # this source is pushed once and stays the one its servers pulled.
-    echo "inference-build: $IMAGE_URI is already pushed, and its tag is immutable: a rebuild of the same source" \
-      "is refused; change images/$IMAGE_FOLDER (or the base image it pins) for a new image" >&2
-    exit 1
-  fi
   echo "inference-build: $IMAGE_URI is already in the repository; not rebuilt"
 else
   build_args=()

@@ -45,10 +45,15 @@ if [[ -n "${HF_TOKEN_SECRET:-}" ]]; then
   fi
 fi
 
-# revision_of MODEL [REVISION]: the commit the hub serves for REVISION (its main branch when none).
+# revision_of MODEL [REVISION]: the commit the hub serves for REVISION (its main branch when none);
+# one line and status 1 when the hub has no such model or revision (the copy then stops: set -e).
 revision_of() {
-  hf models info "$1" --revision "${2:-main}" --expand sha --json \
-    | python3 -c 'import json, sys; print(json.load(sys.stdin)["sha"])'
+  local answer errors="$work/hub-errors"
+  if ! answer=$(hf models info "$1" --revision "${2:-main}" --expand sha --json 2>"$errors"); then
+    echo "error: the hub gives no revision ${2:-main} of $1: $(sed 's/\x1b\[[0-9;]*m//g' "$errors" | grep -v -e '^\s*$' -e 'Hint' | tail -n 1)"
+    return 1
+  fi
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["sha"])' <<<"$answer"
 }
 
 # download MODEL REVISION FOLDER: every file the engines read, at that commit. One pattern per
@@ -78,7 +83,8 @@ publish() {
 
 if [[ -z "${MODEL_IDS:-}" ]]; then
   : "${MODEL_ID:?}" "${WEIGHTS_URI:?}"
-  download "$MODEL_ID" "$(revision_of "$MODEL_ID")" "$work/model"
+  revision=$(revision_of "$MODEL_ID") || { echo "$revision"; exit 1; }
+  download "$MODEL_ID" "$revision" "$work/model"
   echo "$MODEL_ID" > "$work/complete"
   publish "$work/model" "$WEIGHTS_URI" "$work/complete"
   echo "copied $MODEL_ID to $WEIGHTS_URI ($(du -sh "$work/model" | cut -f1))"
@@ -97,11 +103,10 @@ if [[ "$location" != "$AWS_REGION" ]]; then
   echo "error: the store $STORE_BUCKET is in $location, not $AWS_REGION: the servers here would not read it"
   exit 1
 fi
-for entry in $MODEL_IDS; do
-  model="${entry%%@*}"
-  pinned=""
-  [[ "$entry" == *@* ]] && pinned="${entry#*@}"
-  marker="weights/$model.complete"
+# copy_model MODEL PINNED: one model into the store, unless a complete copy of this manifest version
+# (and the pinned revision) is there already.
+copy_model() {
+  local model="$1" pinned="$2" marker="weights/$1.complete" revision folder
   if aws s3api get-object --bucket "$STORE_BUCKET" --key "$marker" --expected-bucket-owner "$ACCOUNT_ID" \
     "$work/existing.json" >/dev/null 2>&1 \
     && VERSION="$MANIFEST_VERSION" PINNED="$pinned" python3 -c '
@@ -111,9 +116,9 @@ same = manifest.get("version") == int(os.environ["VERSION"])
 sys.exit(0 if same and (not os.environ["PINNED"] or manifest.get("revision") == os.environ["PINNED"]) else 1)' \
       "$work/existing.json" 2>/dev/null; then
     echo "$model is already in s3://$STORE_BUCKET/weights/$model/: not copied again"
-    continue
+    return 0
   fi
-  revision=$(revision_of "$model" "$pinned")
+  revision=$(revision_of "$model" "$pinned") || { echo "$revision"; return 1; }
   folder="$work/$model"
   download "$model" "$revision" "$folder"
   MODEL="$model" REVISION="$revision" VERSION="$MANIFEST_VERSION" python3 - "$folder" > "$work/manifest.json" <<'PY'
@@ -132,4 +137,22 @@ PY
   publish "$folder" "s3://$STORE_BUCKET/weights/$model/" "$work/manifest.json"
   echo "copied $model at $revision to s3://$STORE_BUCKET/weights/$model/ ($(du -sh "$folder" | cut -f1))"
   rm -rf "$folder"
+}
+
+# Each model in a subshell of its own with errexit on (a function called from `if` or `||` runs
+# with errexit off): one model the hub refuses never stops the others; the build fails at the end,
+# naming those not copied.
+not_copied=()
+for entry in $MODEL_IDS; do
+  pinned=""
+  [[ "$entry" == *@* ]] && pinned="${entry#*@}"
+  set +e
+  (set -e; copy_model "${entry%%@*}" "$pinned")
+  status=$?
+  set -e
+  ((status == 0)) || not_copied+=("${entry%%@*}")
 done
+if ((${#not_copied[@]})); then
+  echo "error: not copied: ${not_copied[*]} (the lines above say why); the servers of those models read the hub"
+  exit 1
+fi

@@ -5,8 +5,8 @@ CodeBuild project (arm64 compute for g5g, x86_64 for the Neuron image), names th
 backend's stack output, and starts the build itself on every deploy (the build skips an image
 already pushed, then brings back the servers waiting for it). This command starts it now (after a
 failed build, say), prints each phase as it ends and how long the build took. The tag is the
-source's hash and cannot be pushed over: a build of a source whose image is pushed already says
-so and stops (change images/<folder> for a new image; its deploy replaces the servers). A build
+source's hash and cannot be pushed over: a build of a source whose image is pushed already skips
+it and says so (change images/<folder> for a new image; its deploy replaces the servers). A build
 that fails prints its last log lines. `status BACKEND` shows the
 latest build. Ctrl-C stops following, not the build.
 """
@@ -56,7 +56,7 @@ def run(argv: list[str] | None = None) -> int:
         (build,) = codebuild.batch_get_builds(ids=ids[:1])["builds"]
     else:
         try:
-            build, started = start_build(codebuild, backend.image_build_project, force=True)
+            build, started = start_build(codebuild, backend.image_build_project)
         except Exception as error:
             raise RunnerError(
                 f"could not start {backend.image_build_project} in {backend.region}: {describe(error)}"

@@ -12,8 +12,8 @@ instances, and the app's S3 buckets (the async and import stacks own one each; b
 hold objects). Where Custom Model Import is offered (catalog IMPORT_REGIONS), every imported model
 (it is not in CloudFormation, so no stack removes it: billing, since it is charged per Custom Model
 Unit-minute while active and for storage every month while it exists) and every import job still
-running; and the repositories of the images the app builds or mirrors and the app's store of
-weights and compiled graphs in each region, which no stack owns and `cdk destroy` leaves so the
+running; and the repositories of the images the app builds and the app's store of weights and
+compiled graphs in each region, which the region's store stack retains and `cdk destroy` leaves so the
 next deploy builds, copies and compiles nothing (their storage cost a month; kept on purpose, so
 not a failure; `--delete --purge-images` removes them). A table per region; the exit status is 1 while
 anything billing is left that is not kept on purpose. Each of our
@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--purge-images",
         action="store_true",
-        help="with --delete: also remove the images the app built or mirrored and its store of weights and graphs "
+        help="with --delete: also remove the images the app built and its store of weights and graphs "
         "(kept so the next deploy builds, copies and compiles nothing)",
     )
     parser.add_argument("--wait", type=float, default=900.0, help="seconds to wait for each stack deletion")

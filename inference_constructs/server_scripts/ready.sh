@@ -1,8 +1,8 @@
 #!/bin/bash
 # inference-ready.service: wait for the health path on loopback (the engine started), ask one
-# question with a known answer (the first answer), report ready with this boot's phases, then keep
-# what the engine compiled in the region's store for the next server and say so (runner.up records
-# its sha256 as the graphs this backend's next servers may load). A server that answers its health
+# question with a known answer (the first answer), keep what the engine compiled in the region's
+# store for the next server, and report ready with this boot's phases and what it kept (runner.up
+# records its sha256 as the graphs this backend's next servers may load). A server that answers its health
 # path but not the question reports failed, with what came back, and goes to zero instances.
 set -uo pipefail
 # shellcheck source=/dev/null
@@ -58,8 +58,8 @@ correct=false
 [[ "${answer,,}" == *"$EXPECTED"* ]] && correct=true
 digest=$(cat "$STATE_DIR/image-digest" 2>/dev/null || true)
 fields=(${weights:+"weights_load_s=$weights"} ${digest:+"image_digest=$digest"} "answer=$answer" "answer_correct=$correct")
-report ready "" "${fields[@]}"
+# What the engine compiled, kept in the store before the ready report that says so: runner.up
+# records it from that report as the graphs this backend's next servers may load.
+kept=$(keep_graphs) || kept=""
+report ready "" "${fields[@]}" ${kept:+"graphs=$kept"}
 echo "inference: $BACKEND ready on port $HOST_PORT"
-if kept=$(keep_graphs) && [[ -n "$kept" ]]; then
-  report ready "" "${fields[@]}" "graphs=$kept"
-fi

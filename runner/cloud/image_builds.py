@@ -49,15 +49,15 @@ def latest_build(codebuild: Any, project: str) -> dict[str, Any] | None:
     return build
 
 
-def start_build(codebuild: Any, project: str, *, force: bool = False) -> tuple[dict[str, Any], bool]:
+def start_build(codebuild: Any, project: str) -> tuple[dict[str, Any], bool]:
     """(build, started): a new build, or the one already running when the project's limit of one
     refuses a second. Any other refusal is BuildRefused, with CodeBuild's own code and message
     (`AccountLimitExceededException: Cannot have more than 0 builds in queue for the account`)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    overrides = [{"name": "FORCE_BUILD", "value": "1", "type": "PLAINTEXT"}] if force else []
     try:
-        return codebuild.start_build(projectName=project, environmentVariablesOverride=overrides)["build"], True
+        # No override: the project runs as its stack declares it.
+        return codebuild.start_build(projectName=project)["build"], True
     except ClientError as error:
         try:
             running = latest_build(codebuild, project)

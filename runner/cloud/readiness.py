@@ -8,8 +8,8 @@ longer runs is stale (a rolling update or a replacement), and says nothing of th
 group tells how many instances the app wants (zero: held there on purpose), whether one
 launched, and, when none did, the refusals it met (capacity, a zone that does not offer the type).
 A server's record carries the phases its boot reached (catalog/boot.py PHASES), each with its
-time, and which way each step went (the instance store or the root volume, the region's mirror or
-the image's registry, the store's weights or the hub, stored graphs or a compile).
+time, and which way each step went (the instance store or the root volume, the image from the
+region's ECR or its public copy, the store's weights or the hub, stored graphs or a compile).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from rich.table import Table
 from catalog.boot import PHASES
 
 # How a step that took its fast way says so (server_scripts): anything else is a fallback.
-FAST = ("instance store", "the region's mirror", "copied from s3://", "streamed by the engine", "restored from",
+FAST = ("instance store", "copied from s3://", "streamed by the engine", "restored from",
         "carried by the image")  # fmt: skip
 
 
@@ -26,7 +26,7 @@ def slow_ways(record: dict[str, Any]) -> str:
     paths = record.get("paths") or {}
     slow = [f"{step}: {why}" for step, why in paths.items() if not why.startswith(FAST) and step != "image"]
     image = paths.get("image", "")
-    if image.startswith("from "):  # a mirrored image pulled from its registry
+    if image.startswith("from "):  # the image's public copy, pulled when the region's could not be
         slow.insert(0, f"image: {image}")
     return "; ".join(slow) or "-"
 

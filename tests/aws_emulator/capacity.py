@@ -7,7 +7,8 @@ always empty).
 A launch template whose user data passes EC2's 16,384 bytes before base64 launches nothing, and
 its group's activity fails with EC2's reason, as RunInstances refuses it (EC2 User Guide, "Work
 with instance user data"; the API's InvalidParameterValue "User data is limited to 16384 bytes"):
-moto launches it."""
+moto launches it. `Emulator.refuse_launches(region, reason)` refuses every launch there so, with
+another of EC2's reasons."""
 
 from __future__ import annotations
 
@@ -69,8 +70,9 @@ def install(emulator: Any) -> Callable[[], None]:
         return not types or group.instance_type in types
 
     def replace(group, count_needed, propagated_tags):
-        if count_needed > 0 and too_much_user_data(group):
-            emulator.launch_failures.setdefault(group.region, []).append(failed_launch(group, USER_DATA_REFUSAL))
+        reason = USER_DATA_REFUSAL if too_much_user_data(group) else emulator.launch_refusals.get(group.region)
+        if count_needed > 0 and reason:
+            emulator.launch_failures.setdefault(group.region, []).append(failed_launch(group, reason))
             return None
         if count_needed > 0 and refused(group):
             emulator.refused[group.region].extend(refusal(group, zone) for zone in group.availability_zones)

@@ -1,4 +1,4 @@
-"""Two CloudFormation gaps of moto 5.
+"""Three CloudFormation gaps of moto 5.
 
 Stack updates that keep a parameter: the CDK CLI sends `UsePreviousValue` for a parameter the
 stack had (BootstrapVersion, the AMI parameters), and moto answers HTTP 500 (KeyError) when the
@@ -8,7 +8,12 @@ previous value, the default here: moto resolves it again from the template.
 Stack deletion: moto's `AWS::EC2::RouteTable` has no delete, so a deleted stack left its route
 tables (and their subnet associations) behind, its VPC could never be deleted ("has dependencies"),
 and `cdk destroy` failed until moto dropped the stack record while keeping what it had not
-deleted. CloudFormation deletes the associations and the table with the stack; here too."""
+deleted. CloudFormation deletes the associations and the table with the stack; here too.
+
+Deleting a change set that does not exist: the CDK CLI removes its change set by name before it
+makes one for a stack that exists ("Removing existing change set with name … if it exists", with
+no check first: CloudFormation answers a name it does not hold without an error); moto answers
+HTTP 500 (UnboundLocalError). Here it does nothing, as CloudFormation."""
 
 from __future__ import annotations
 
@@ -28,6 +33,16 @@ def install(emulator: Any) -> Callable[[], None]:
         return original(backend, instance, known)
 
     CloudFormationBackend._resolve_update_parameters = resolve
+    original_delete_change_set = CloudFormationBackend.delete_change_set
+
+    def delete_change_set(backend, change_set_name: str) -> None:
+        held = change_set_name in backend.change_sets or any(
+            c.change_set_name == change_set_name for c in backend.change_sets.values()
+        )
+        if held:
+            original_delete_change_set(backend, change_set_name)
+
+    CloudFormationBackend.delete_change_set = delete_change_set
 
     from moto.ec2.models import ec2_backends
     from moto.ec2.models.route_tables import RouteTable
@@ -40,6 +55,7 @@ def install(emulator: Any) -> Callable[[], None]:
 
     def undo() -> None:
         CloudFormationBackend._resolve_update_parameters = original
+        CloudFormationBackend.delete_change_set = original_delete_change_set
         del RouteTable.delete
 
     return undo

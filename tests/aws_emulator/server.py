@@ -10,11 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from catalog.backends import MODEL_REVISIONS
 from tests.aws_emulator import (
     autoscaling,
     capacity,
     cloudformation,
     codebuild,
+    imports,
     instances,
     parameters,
     s3_policies,
@@ -74,6 +76,8 @@ class Emulator:
         self.refused_types: dict[str, set[str]] = {}
         # Per region, launches EC2 refused for what they asked (user data past its limit).
         self.launch_failures: dict[str, list[dict[str, Any]]] = {}
+        # Per region, a reason EC2 gives every launch there for what it asks (refuse_launches).
+        self.launch_refusals: dict[str, str] = {}
         self.sessions: dict[str, dict[str, Any]] = {}
         self.offline: set[str] = set()
         self.endpoint_quota_refused: set[str] = set()
@@ -89,7 +93,11 @@ class Emulator:
         # The real AWS CLI that the hosts and builds call, imported once (tests/host/aws_cli.py),
         # started when the first of them needs it.
         self.cli = CliServer(scratch)
-        self.hub = LoopbackHub({name: HubRepo(dict(files)) for name, files in HUB_REPOS.items()})
+        # A model the catalog pins (catalog.backends.MODEL_REVISIONS) is served at that commit, as the
+        # hub serves it; the others at a commit of their files.
+        self.hub = LoopbackHub(
+            {name: HubRepo(dict(files), commit=MODEL_REVISIONS.get(name, "")) for name, files in HUB_REPOS.items()}
+        )
         self._undo: list[Any] = []
 
     def start(self) -> Emulator:
@@ -100,7 +108,7 @@ class Emulator:
         self.url = f"http://localhost:{self.port}"
         for module in (
             parameters, capacity, sessions, codebuild, instances, autoscaling, schedules, sagemaker, sagemaker_runtime,
-            cloudformation, s3_policies,
+            cloudformation, s3_policies, imports,
         ):  # fmt: skip
             self._undo.append(module.install(self))
         self.reset()
@@ -115,6 +123,7 @@ class Emulator:
         urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST"), timeout=30).read()
         self.refused.clear()
         self.launch_failures.clear()
+        self.launch_refusals.clear()
         self.refused_types.clear()
         self.sessions.clear()
         self.offline.clear()
@@ -132,6 +141,11 @@ class Emulator:
         self.refused.setdefault(region, [])
         if instance_type:
             self.refused_types.setdefault(region, set()).add(instance_type)
+
+    def refuse_launches(self, region: str, reason: str) -> None:
+        """Every launch in `region` refused for what it asks, in every zone alike, with EC2's
+        `reason` (an instance profile or AMI the launch may not use; capacity.py)."""
+        self.launch_refusals[region] = reason
 
     def refuse_builds(self, region: str) -> None:
         """CodeBuild in `region` refuses every build, as at a new account's quota of 0 (codebuild.py)."""

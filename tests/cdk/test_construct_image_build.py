@@ -96,7 +96,7 @@ def test_one_build_at_a_time_from_the_folders_asset_with_the_build_script(built)
 def test_the_build_is_told_its_image_and_the_expiry(built):
     build, _ = built
     variables = {v["Name"]: v["Value"] for v in project_of(built)["Environment"]["EnvironmentVariables"]}
-    assert set(variables) == {"IMAGE_URI", "IMAGE_FOLDER", "FORCE_BUILD", "EXPIRES_AT"}
+    assert set(variables) == {"IMAGE_URI", "IMAGE_FOLDER", "EXPIRES_AT"}
     # Tagged with the folder's content hash: a changed Dockerfile is a new tag, a new launch template.
     assert build.tag == build.source.asset_hash[:16] and re.fullmatch(r"[0-9a-f]{16}", build.tag)
     assert render_join(variables["IMAGE_URI"]) == (
@@ -104,7 +104,7 @@ def test_the_build_is_told_its_image_and_the_expiry(built):
     )
     # The URI the servers are given is the one the build pushes.
     assert Stack.of(build).resolve(build.image_uri) == variables["IMAGE_URI"]
-    assert (variables["IMAGE_FOLDER"], variables["FORCE_BUILD"], variables["EXPIRES_AT"]) == (build.folder, "0", EXPIRY)
+    assert (variables["IMAGE_FOLDER"], variables["EXPIRES_AT"]) == (build.folder, EXPIRY)
 
 
 def test_the_repository_is_not_the_stacks(built):

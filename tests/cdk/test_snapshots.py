@@ -2,7 +2,14 @@
 
 import pytest
 
-STACKS = ["InferenceGpuStack", "InferenceNeuronStack", "InferenceSageMakerStack"]
+STACKS = [
+    "InferenceGpuStack",
+    "InferenceNeuronStack",
+    "InferenceSageMakerStack",
+    # The regions the stacks above land in by default: each holds its store stack.
+    "InferenceStore-us-east-1",
+    "InferenceStore-us-east-2",
+]
 
 
 @pytest.mark.parametrize("stack", STACKS)

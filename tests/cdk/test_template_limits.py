@@ -196,3 +196,12 @@ def test_each_limit_is_caught_one_unit_past_it_and_not_at_it(key):
 def test_every_limit_in_the_table_has_a_source():
     for key, limit in LIMITS.items():
         assert limit.value > 0 and len(limit.source) > 10 and limit.what, key
+
+
+def test_deploying_md_holds_the_table_the_catalog_writes():
+    from catalog.aws_limits import limits_markdown
+    from tests.cdk.conftest import ROOT
+
+    text = (ROOT / "docs/deploying.md").read_text()
+    block = text.split("<!-- limits: written by catalog/aws_limits.py limits_markdown() -->\n", 1)[1]
+    assert block.split("<!-- end of the limits -->", 1)[0] == limits_markdown()

@@ -1,6 +1,7 @@
-"""The weights copy for Custom Model Import (inference_constructs/weights_copy.sh), run for real:
-bash, the real `hf` CLI against a loopback Hub (HF_ENDPOINT), the real AWS CLI against moto in
-server mode. Only the serving files reach S3: the weights, config.json, the tokenizer."""
+"""The weights copy (inference_constructs/weights_copy.sh), run for real: bash, the real `hf` CLI
+against a loopback Hub (HF_ENDPOINT), the real AWS CLI against moto in server mode. Every file an
+engine reads reaches S3 (configs, tokenizer, chat template, the safetensors weights); weight
+formats no engine of the app reads do not."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ BIN = Path(sys.executable).parent
 MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
 SERVING = {
     "config.json": b'{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"}',
+    # A chat template of its own file, as Gemma 4 keeps it: vLLM serves no chat without one.
+    "chat_template.jinja": b"{% for message in messages %}{{ message.content }}{% endfor %}",
     "generation_config.json": b"{}",
     "model.safetensors": b"\0" * 4096,
     "tokenizer.json": b'{"version": "1.0"}',
@@ -34,8 +37,10 @@ SERVING = {
     "merges.txt": b"#version: 0.2\n",
     "vocab.json": b"{}",
 }
-# What a real repository also holds, which Custom Model Import does not take.
-OTHERS = {"README.md": b"# Qwen", "LICENSE": b"Apache-2.0", "original/model.gguf": b"GGUF", "pytorch_model.bin": b"pt"}
+# What a real repository also holds: files that go along, and weight formats no engine of the app reads.
+DOCUMENTS = {"README.md": b"# Qwen", "LICENSE": b"Apache-2.0"}
+OTHER_WEIGHTS = {"original/model.gguf": b"GGUF", "pytorch_model.bin": b"pt", "model.onnx": b"onnx"}
+OTHERS = DOCUMENTS | OTHER_WEIGHTS
 BUCKET = "inference-weights"
 URI = f"s3://{BUCKET}/imports/qwen/"
 
@@ -105,13 +110,15 @@ def bucket(moto_url: str) -> str:
     s3.delete_bucket(Bucket=BUCKET)
 
 
-def test_the_real_hf_cli_copies_the_weights_and_only_the_serving_files(moto_url, bucket, tmp_path, aws_cli):
+def test_the_real_hf_cli_copies_every_file_an_engine_reads_and_no_other_weight_format(
+    moto_url, bucket, tmp_path, aws_cli
+):
     assert shutil.which("hf", path=str(BIN)), "the hf CLI (huggingface_hub) is not installed"
     with LoopbackHub({MODEL: HubRepo(SERVING | OTHERS)}) as hub:
         result = run_copy(moto_url, hub, aws_cli, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     copied = objects(moto_url)
-    assert copied == {f"imports/qwen/{name}": data for name, data in SERVING.items()} | {
+    assert copied == {f"imports/qwen/{name}": data for name, data in (SERVING | DOCUMENTS).items()} | {
         "imports/qwen.complete": f"{MODEL}\n".encode()
     }
     # No token in Secrets Manager: the copy says so and goes on as an anonymous user.
@@ -148,7 +155,7 @@ def test_a_repository_without_safetensors_weights_is_refused_before_anything_is_
     assert objects(moto_url) == {}
 
 
-# --- the app's store in the region: once per region, a manifest last, the bucket made on first use ---
+# --- the app's store in the region: once per region, a manifest last, into the store stack's bucket ---
 
 ACCOUNT = "123456789012"
 
@@ -160,7 +167,6 @@ def store_env(models: str, region: str = "us-east-1") -> dict[str, str]:
         "MODEL_IDS": models,
         "STORE_BUCKET": store_bucket(ACCOUNT, region),
         "ACCOUNT_ID": ACCOUNT,
-        "APP_TAG": "app=inference-survey",
         "AWS_REGION": region,
         "MODEL_ID": "",
         "WEIGHTS_URI": "",
@@ -181,13 +187,24 @@ def empty_moto(moto_url):
     return moto_url
 
 
-def test_the_store_is_made_private_and_each_model_copied_once_with_its_manifest_last(empty_moto, tmp_path, aws_cli):
-    from catalog.boot import store_bucket, weights_marker, weights_prefix
+def make_store(moto_url: str, region: str) -> str:
+    """The bucket as the region's store stack makes it (stacks/store_stack.py)."""
+    from catalog.boot import store_bucket
+
+    bucket = store_bucket(ACCOUNT, region)
+    extra = {} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+    client(moto_url, "s3", region).create_bucket(Bucket=bucket, **extra)
+    return bucket
+
+
+def test_each_model_is_copied_once_with_its_manifest_of_sha256s_last(empty_moto, tmp_path, aws_cli):
+    from catalog.boot import WEIGHTS_MANIFEST_VERSION, weights_marker, weights_prefix
     from tests.cdk.test_boot_scripts import stage_weights
 
     other = "google/gemma-4-E2B-it"
-    bucket = store_bucket(ACCOUNT, "us-east-2")
-    with LoopbackHub({MODEL: HubRepo(SERVING | OTHERS), other: HubRepo(SERVING)}) as hub:
+    bucket = make_store(empty_moto, "us-east-2")
+    repos = {MODEL: HubRepo(SERVING | OTHERS), other: HubRepo(SERVING)}
+    with LoopbackHub(repos) as hub:
         first = run_copy(empty_moto, hub, aws_cli, tmp_path / "a", **store_env(f"{MODEL} {other}", "us-east-2"))
         assert first.returncode == 0, first.stdout + first.stderr
         downloads = len([r for r in hub.requests if "/resolve/" in r[1] and r[0] == "GET"])
@@ -197,24 +214,79 @@ def test_the_store_is_made_private_and_each_model_copied_once_with_its_manifest_
         assert len([r for r in hub.requests if "/resolve/" in r[1] and r[0] == "GET"]) == downloads
     assert f"{MODEL} is already in s3://{bucket}/weights/{MODEL}/: not copied again" in again.stdout
     s3 = client(empty_moto, "s3", "us-east-2")
-    assert s3.get_bucket_location(Bucket=bucket)["LocationConstraint"] == "us-east-2"
-    assert s3.get_bucket_tagging(Bucket=bucket)["TagSet"] == [{"Key": "app", "Value": "inference-survey"}]
-    assert all(s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"].values())
-    policy = json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"])
-    assert policy["Statement"][0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-    rule = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"][0]
-    assert rule["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
     listed = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
-    assert listed == {f"{weights_prefix(m)}{name}" for m in (MODEL, other) for name in SERVING} | {
-        weights_marker(MODEL),
-        weights_marker(other),
-    }
-    # The manifest is the shape the servers check against (tests/cdk/test_boot_scripts.py stages it so).
-    manifest = json.loads(s3.get_object(Bucket=bucket, Key=weights_marker(MODEL))["Body"].read())
+    assert listed == {f"{weights_prefix(MODEL)}{name}" for name in SERVING | DOCUMENTS} | {
+        f"{weights_prefix(other)}{name}" for name in SERVING
+    } | {weights_marker(MODEL), weights_marker(other)}
+    # The manifest: its version, the hub's commit it copied, each file's size and sha256: the shape
+    # the servers check against (tests/cdk/test_boot_scripts.py stages it so).
+    manifest = json.loads(s3.get_object(Bucket=bucket, Key=weights_marker(other))["Body"].read())
+    assert (manifest["version"], manifest["revision"]) == (WEIGHTS_MANIFEST_VERSION, repos[other].commit)
     staged = client(empty_moto, "s3")
     staged.create_bucket(Bucket="shape")
-    stage_weights(staged, MODEL, SERVING, bucket="shape")
-    assert manifest == json.loads(staged.get_object(Bucket="shape", Key=weights_marker(MODEL))["Body"].read())
+    stage_weights(staged, other, SERVING, bucket="shape")
+    expected = json.loads(staged.get_object(Bucket="shape", Key=weights_marker(other))["Body"].read())
+    assert manifest == expected | {"revision": repos[other].commit}
+
+
+def test_a_model_the_hub_refuses_stops_neither_the_others_nor_goes_unsaid(empty_moto, tmp_path, aws_cli):
+    from catalog.boot import weights_marker
+
+    missing = "example/not-on-the-hub"
+    bucket = make_store(empty_moto, "us-east-2")
+    with LoopbackHub({MODEL: HubRepo(SERVING)}) as hub:
+        result = run_copy(empty_moto, hub, aws_cli, tmp_path, **store_env(f"{missing} {MODEL}", "us-east-2"))
+    # The build fails, naming what it did not copy and why; the model after it is copied all the same.
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"error: the hub gives no revision main of {missing}" in result.stdout
+    assert result.stdout.strip().splitlines()[-1].startswith(f"error: not copied: {missing} (")
+    listed = {o["Key"] for o in client(empty_moto, "s3", "us-east-2").list_objects_v2(Bucket=bucket)["Contents"]}
+    assert weights_marker(MODEL) in listed and weights_marker(missing) not in listed
+
+
+def test_a_copy_made_by_an_older_weights_copy_is_made_again(empty_moto, tmp_path, aws_cli):
+    from catalog.boot import weights_marker
+
+    bucket = make_store(empty_moto, "us-east-1")
+    s3 = client(empty_moto, "s3")
+    # The manifest of the copy before every file an engine reads was copied: names and sizes only.
+    s3.put_object(Bucket=bucket, Key=weights_marker(MODEL), Body=json.dumps({"model": MODEL, "files": {"x": 1}}))
+    with LoopbackHub({MODEL: HubRepo(SERVING)}) as hub:
+        result = run_copy(empty_moto, hub, aws_cli, tmp_path, **store_env(MODEL))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(s3.get_object(Bucket=bucket, Key=weights_marker(MODEL))["Body"].read())["version"] == 2
+    assert "chat_template.jinja" in {o["Key"].rsplit("/", 1)[1] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+
+
+def test_a_pinned_revision_is_copied_and_one_the_hub_does_not_have_is_refused(empty_moto, tmp_path, aws_cli):
+    from catalog.boot import weights_marker
+
+    bucket = make_store(empty_moto, "us-east-1")
+    repo = HubRepo(SERVING)
+    with LoopbackHub({MODEL: repo}) as hub:
+        wrong = run_copy(empty_moto, hub, aws_cli, tmp_path / "a", **store_env(f"{MODEL}@{'f' * 40}"))
+        assert wrong.returncode == 1
+        assert (
+            f"error: the hub gives no revision {'f' * 40} of {MODEL}: " in wrong.stdout and "not found" in wrong.stdout
+        )
+        assert not client(empty_moto, "s3").list_objects_v2(Bucket=bucket).get("Contents")
+        right = run_copy(empty_moto, hub, aws_cli, tmp_path / "b", **store_env(f"{MODEL}@{repo.commit}"))
+    assert right.returncode == 0, right.stdout + right.stderr
+    manifest = json.loads(client(empty_moto, "s3").get_object(Bucket=bucket, Key=weights_marker(MODEL))["Body"].read())
+    assert manifest["revision"] == repo.commit
+
+
+def test_without_the_store_stacks_bucket_the_copy_says_so_and_copies_nothing(empty_moto, tmp_path, aws_cli):
+    from catalog.boot import store_bucket
+
+    with LoopbackHub({MODEL: HubRepo(SERVING)}) as hub:
+        result = run_copy(empty_moto, hub, aws_cli, tmp_path, **store_env(MODEL))
+    assert result.returncode == 1
+    assert (
+        f"error: the store {store_bucket(ACCOUNT, 'us-east-1')} cannot be read (deploy the region's store stack first)"
+        in result.stdout
+    )
+    assert not [r for r in hub.requests if "/resolve/" in r[1]]
 
 
 def test_a_store_name_held_in_another_region_is_refused_and_nothing_is_copied(empty_moto, tmp_path, aws_cli):

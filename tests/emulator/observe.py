@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Callable
 
+from catalog.boot import STORE_STACK_PREFIX
 from catalog.builds import kept_repository
 from runner.cloud.aws import boto_client
 from tests.aws_emulator import REGIONS
@@ -82,14 +83,28 @@ def kept_images() -> dict[str, list[str]]:
     return found
 
 
+def store_stacks() -> dict[str, str]:
+    """The region's store stack where one stands, by region: kept on purpose across deploys."""
+    found = {}
+    for region in REGIONS:
+        for stack in aws("cloudformation", region).describe_stacks()["Stacks"]:
+            if stack["StackName"].startswith(STORE_STACK_PREFIX) and stack["StackStatus"] != "DELETE_COMPLETE":
+                found[region] = stack["StackStatus"]
+    return found
+
+
 def leftovers() -> dict[str, list[str]]:
-    """Everything of the app's the emulator still holds, per region, but the built images it keeps
-    on purpose (kept_images)."""
+    """Everything of the app's the emulator still holds, per region, but what it keeps on purpose:
+    the built images (kept_images) and the region's store stack with the weights copy's log group
+    it owns (store_stacks)."""
     found: dict[str, list[str]] = {}
+    stores = store_stacks()
     for region in REGIONS:
         items = []
         cloudformation = aws("cloudformation", region)
         for stack in cloudformation.describe_stacks()["Stacks"]:
+            if stack["StackName"].startswith(STORE_STACK_PREFIX):
+                continue
             if stack["StackName"] != "CDKToolkit" and stack["StackStatus"] != "DELETE_COMPLETE":
                 items.append(f"stack {stack['StackName']} {stack['StackStatus']}")
         for candidate in aws("autoscaling", region).describe_auto_scaling_groups()["AutoScalingGroups"]:
@@ -110,7 +125,30 @@ def leftovers() -> dict[str, list[str]]:
             f"log group {g['logGroupName']}"
             for g in logs.describe_log_groups()["logGroups"]
             if g["logGroupName"].startswith(("/inference/", "/aws/sagemaker/Endpoints/inference-"))
+            and not (g["logGroupName"] == f"/inference/weights-copy/{region}" and region in stores)
         ]
         if items:
             found[region] = items
     return found
+
+
+def graphs_record(region: str, backend: str) -> dict[str, str]:
+    """The compiled graphs runner.up recorded as the ones a backend's servers may load."""
+    value = aws("ssm", region).get_parameter(Name=f"/inference/{backend}/graphs")
+    return json.loads(value["Parameter"]["Value"]).get("graphs", {})
+
+
+def image_builds(build_ids: list[str]) -> list[str]:
+    """The image builds among builds an event started (the store stack's rule starts the weights copy)."""
+    from inference_constructs.weights_copy import COPY_PROJECT
+
+    return [b for b in build_ids if not b.startswith(f"{COPY_PROJECT}:")]
+
+
+def ttl_schedules(region: str, stack: str) -> dict[str, dict]:
+    """The stack's Scheduler schedules as CloudFormation holds them, by logical id (moto's
+    CloudFormation keeps the template but creates no schedule: tests/aws_emulator/schedules.py)."""
+    from tests.aws_emulator.schedules import deployed_stack
+
+    resources = deployed_stack(region, stack).template_dict.get("Resources", {})
+    return {k: r["Properties"] for k, r in resources.items() if r["Type"] == "AWS::Scheduler::Schedule"}

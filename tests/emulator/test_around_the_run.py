@@ -394,15 +394,14 @@ def test_sweep_finds_ours_before_destroy_and_nothing_of_ours_after_delete(
         assert not [f for f in after if f["ours"] and f["kind"] in ("stack", "endpoint", "endpoint-config", "model")]
 
         # --delete removes what is ours (here: the open forward, its session, and whatever moto's
-        # VPC deletion order left behind), never the stranger, and keeps the built and mirrored images
-        # and the store of each region the servers filled.
+        # VPC deletion order left behind), never the stranger, and keeps what the store stacks
+        # retained: the built images and the store of each region the servers filled.
         emulator.builds.wait()
         assert sweep.run(["--delete", "--wait", "20", "--results-dir", str(tmp_path / "delete")]) == 1
         final = newest(tmp_path / "delete", "sweep")
         assert {(f["kind"], f["id"]) for f in final["records"] if f["ours"]} == {
             ("image-repository", "inference-survey/vllm-sm75"),
             ("image-repository", "inference-survey/neuron"),
-            ("image-repository", "inference-survey/mirror/vllm/vllm-openai"),
             ("bucket", "inference-survey-123456789012-us-east-1"),
             ("bucket", "inference-survey-123456789012-us-east-2"),
         }

@@ -1,9 +1,10 @@
 """Ready in fewer minutes, on the emulator from an empty account: a server's first boot in a region
-takes every slow way (the image from its public registry, the weights from the hub, the graphs
-compiled) and says why, starting the mirror and the weights copy, which run their buildspecs under
-bash with the real AWS CLI as the builds do; a server launched later in the region takes every
-fast way (the region's mirror, the store's copy of the weights, the stored graphs). Every boot's
-phases come out in order with their times, in the readiness record and in runner.up's evidence."""
+takes the slow ways where the region has nothing yet (the weights from the hub, the graphs
+compiled) and says why, while runner.up starts the weights copy, which runs its buildspec under
+bash with the real AWS CLI as the build does; the image comes from AWS's ECR in the region from
+the first boot on. A server launched later in the region takes every fast way (the store's copy
+of the weights, the graphs runner.up recorded). Every boot's phases come out in order with their
+times, in the readiness record and in runner.up's evidence."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ from catalog.boot import PHASES, store_bucket, weights_marker
 from runner.up import UpOptions, up
 from tests.aws_emulator import ACCOUNT
 from tests.emulator.cdk_cycle import CONTEXT, bootstrap, destroy, up_options
-from tests.emulator.observe import group, readiness, running_instances, wait_until
+from tests.emulator.observe import graphs_record, group, readiness, running_instances, wait_until
 
 pytestmark = pytest.mark.emulator
 # g6 alone: the GPU stack follows g6's own regions, the survey's order (docs/stacks.md).
 REGION = "us-east-2"
 G6_MODEL = "xbill9/gemma-4-E2B-it-qat-q4_0-w4a16-ct-text-emb4"
-MIRROR_REPOSITORY = "inference-survey/mirror/vllm/vllm-openai"
+DLC = "763104351884.dkr.ecr.us-east-2.amazonaws.com/vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-ec2"
 
 
 def options(tmp_path, **changes) -> UpOptions:
@@ -65,41 +66,43 @@ def test_a_first_boot_takes_the_slow_ways_and_starts_what_makes_the_next_boot_ta
     paths = record["paths"]
     # g6.xlarge has its instance store: Docker's data goes there.
     assert paths["storage"].startswith("instance store /dev/nvme1n1 at ") and "(250 GB free)" in paths["storage"]
-    # Nothing is in the region yet: the public image, the hub, a compile; the mirror and the copy started.
-    assert paths["image"].startswith("from vllm/vllm-openai:v0.30.0: its mirror could not be pulled (")
-    assert "to make the mirror" in paths["image"]
+    # The image from AWS's ECR in the region from the first boot on; nothing else is there yet:
+    # the hub, a compile (not kept: the hub's cache is not where the next server reads weights).
+    assert paths["image"] == DLC
     store = store_bucket(ACCOUNT, REGION)
-    assert paths["weights"].startswith(f"from the hub: the region's store {store} does not exist yet; ")
-    assert "to make the copy" in paths["weights"]
-    assert paths["graphs"].startswith("compiling: no graphs stored for these inputs")
-    # The builds a server started ran their buildspecs (bash, the real AWS CLI): the mirror pushed to
-    # the region's ECR, the store made and the weights copied with their manifest last.
+    assert paths["weights"] == f"from the hub: no complete copy of {G6_MODEL} in {store} yet"
+    assert paths["graphs"].startswith("compiling: the weights come from the hub's cache")
+    # runner.up (never the server) started the copy, which ran its buildspec (bash, the real AWS
+    # CLI) into the store stack's bucket, its manifest last.
+    assert record["weights_copy"].startswith("started ") and record["weights_copy"].endswith(" to make the copy")
     emulator.builds.wait()
-    assert {b.project.name: b.status for b in emulator.builds.records.values()} == dict.fromkeys(
-        [b.project.name for b in emulator.builds.records.values()], "SUCCEEDED"
-    )
-    ecr = boto3.client("ecr", region_name=REGION)
-    (image,) = ecr.describe_images(repositoryName=MIRROR_REPOSITORY)["imageDetails"]
-    assert image["imageTags"] == ["v0.30.0"]
+    assert {b.project.name: b.status for b in emulator.builds.records.values()} == {
+        "inference-weights-copy": "SUCCEEDED"
+    }
     s3 = boto3.client("s3", region_name=REGION)
     manifest = json.loads(s3.get_object(Bucket=store, Key=weights_marker(G6_MODEL))["Body"].read())
-    assert manifest["model"] == G6_MODEL and "model.safetensors" in manifest["files"]
-    assert s3.get_bucket_tagging(Bucket=store)["TagSet"] == [{"Key": "app", "Value": "inference-survey"}]
+    assert manifest["model"] == G6_MODEL and manifest["version"] == 2
+    # Every file an engine reads, Gemma 4's chat template among them, each with its sha256.
+    assert {"model.safetensors", "chat_template.jinja", "config.json"} <= set(manifest["files"])
+    assert all(len(f["sha256"]) == 64 for f in manifest["files"].values())
 
-    # The next instance in the region: the mirror, the weights streamed from the store, no build started.
+    # The next instance in the region: the weights streamed from the store; it compiles, keeps its
+    # graphs, and runner.up records them; no build started.
     builds = len(emulator.builds.records)
     second = relaunch(tmp_path, "second")
     assert_phases_in_order(second)
-    mirror = f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/{MIRROR_REPOSITORY}:v0.30.0"
-    assert second["paths"]["image"] == f"the region's mirror {mirror}"
     assert second["paths"]["weights"] == f"streamed by the engine from s3://{store}/weights/{G6_MODEL}/"
+    assert second["paths"]["graphs"] == "compiling: runner.up has recorded no graphs of g6 for these inputs"
     assert len(emulator.builds.records) == builds
-    # The graphs: kept by a server that compiled them once the store existed, restored by the next.
-    if not second["paths"]["graphs"].startswith("restored from"):
-        second = relaunch(tmp_path, "third")
-    assert second["paths"]["graphs"].startswith(f"restored from s3://{store}/graphs/nvidia/")
+    recorded = wait_until(lambda: graphs_record(REGION, "g6"), what="the graphs recorded")
+    # The one after restores what runner.up recorded.
+    third = relaunch(tmp_path, "third")
+    assert third["paths"]["graphs"].startswith(f"restored from s3://{store}/graphs/g6/")
+    ((key, digest),) = recorded.items()
+    assert f"/graphs/g6/{key}/{digest}.tar.gz" in third["paths"]["graphs"]
     # What the evidence holds is what the instance wrote.
-    assert readiness(REGION, "g6")["paths"] == second["paths"]
+    assert readiness(REGION, "g6")["paths"] == third["paths"]
+    assert readiness(REGION, "g6")["image_digest"].startswith("sha256:")
 
 
 def test_an_endpoint_made_once_the_copy_is_in_its_region_reads_the_weights_from_the_store(emulator, tmp_path):
@@ -123,6 +126,7 @@ def test_an_endpoint_made_once_the_copy_is_in_its_region_reads_the_weights_from_
         return sagemaker.describe_model(ModelName=summary["ModelName"])["PrimaryContainer"]
 
     first = endpoint("first")
+    # Looked for before the deploy, which makes the region's store stack: there is none yet.
     assert first["paths"]["weights"].startswith(
         f"from the hub: the region's store {store} does not exist yet; started "
     )

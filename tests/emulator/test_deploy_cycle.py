@@ -7,6 +7,7 @@ holds."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -232,3 +233,68 @@ def test_each_region_holds_the_images_its_ami_parameters_name(emulator):
         images = {image["ImageId"] for image in aws("ec2", region).describe_images(Owners=["amazon"])["Images"]}
         named = {aws("ssm", region).get_parameter(Name=p)["Parameter"]["Value"] for p in AMI_PARAMETERS}
         assert named <= images, region
+
+
+def test_a_launch_refused_for_what_it_asks_fails_at_once_without_walking_zones_or_regions(emulator, tmp_path):
+    """Not capacity: EC2 refuses the launch for what it asks, in every zone alike (here the words
+    RunInstances gives an instance profile the caller may not pass). Another zone or region would
+    refuse it the same, so runner.up fails the server at once, with EC2's words, and leaves its
+    group at zero, where a capacity refusal waits --launch-timeout and moves on."""
+    emulator.reset()
+    bootstrap(emulator.scratch)
+    reason = "Value (inference-g6) for parameter iamInstanceProfile.name is invalid. Invalid IAM Instance Profile name"
+    # With g6 alone, the GPU stack follows g6's own list: us-east-2 first.
+    emulator.refuse_launches("us-east-2", reason)
+    options = UpOptions(
+        stacks=["InferenceGpuStack"],
+        context=CONTEXT | {"backends": "g6"},
+        launch_timeout_s=120.0,
+        ready_timeout_s=120.0,
+        poll_s=0.3,
+        method="direct",
+        results_dir=tmp_path / "results",
+    )
+    started = time.monotonic()
+    evidence = up(options)
+    took = time.monotonic() - started
+    (record,) = evidence.data["records"]
+    assert (record["backend"], record["outcome"]) == ("g6", "failed"), record
+    assert record["reason"].startswith("EC2 refused the launch for what it asks, in every zone alike: " + reason)
+    assert [a["region"] for a in record["attempts"]] == ["us-east-2"]  # no failover
+    # The deploy and one look, well inside the launch timeout it would otherwise have waited.
+    assert took < options.launch_timeout_s - 10
+    (server_group,) = aws("autoscaling", "us-east-2").describe_auto_scaling_groups()["AutoScalingGroups"]
+    assert server_group["DesiredCapacity"] == 0
+    destroy(emulator.scratch, {"backends": "g6"})
+
+
+def test_the_emulator_refuses_user_data_past_ec2s_16384_bytes_and_launches_it_at_the_limit(emulator):
+    """The stand-in's own limit, against the case past it: what RunInstances refuses (EC2 User
+    Guide, "Work with instance user data": 16 KB before base64) launches nothing here either."""
+    import base64
+
+    emulator.reset()
+    ec2, autoscaling = aws("ec2", "us-east-2"), aws("autoscaling", "us-east-2")
+    image = ec2.describe_images()["Images"][0]["ImageId"]
+    launched = {}
+    for size in (16_384, 16_385):
+        name = f"user-data-{size}"
+        data = base64.b64encode(b"#!/bin/bash\n" + b"#" * (size - 12)).decode()
+        ec2.create_launch_template(
+            LaunchTemplateName=name,
+            LaunchTemplateData={"ImageId": image, "InstanceType": "t3.micro", "UserData": data},
+        )
+        autoscaling.create_auto_scaling_group(
+            AutoScalingGroupName=name,
+            LaunchTemplate={"LaunchTemplateName": name, "Version": "$Latest"},
+            MinSize=0,
+            MaxSize=1,
+            DesiredCapacity=1,
+            AvailabilityZones=["us-east-2a"],
+        )
+        (described,) = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"]
+        activities = autoscaling.describe_scaling_activities(AutoScalingGroupName=name)["Activities"]
+        launched[size] = (len(described["Instances"]), [a["StatusMessage"] for a in activities])
+        autoscaling.delete_auto_scaling_group(AutoScalingGroupName=name, ForceDelete=True)
+    assert launched[16_384] == (1, [])
+    assert launched[16_385] == (0, ["User data is limited to 16384 bytes. Launching EC2 instance failed."])

@@ -29,10 +29,12 @@ from tests.emulator.cdk_cycle import CONTEXT, bootstrap, cli_folder, deploy, des
 from tests.emulator.observe import (
     SERVERS,
     group,
+    image_builds,
     kept_images,
     leftovers,
     readiness,
     running_instances,
+    ttl_schedules,
     wait_for_states,
     wait_until,
 )
@@ -135,17 +137,16 @@ def test_the_readme_flow_from_an_empty_account_to_a_table_and_back_to_nothing(
         assert forward.run(["--stop"]) == 0
 
     destroy(emulator.scratch, {"backends": "g6,g5g,inf2,trn1,sagemaker"})
-    emulator.builds.wait()  # the mirror and the weights copies the servers and runner.up started
+    emulator.builds.wait()  # the weights copies runner.up started
     assert sweep.run(["--results-dir", str(tmp_path / "sweep")]) in (0, 1)
     found = newest(tmp_path / "sweep", "sweep")["records"]
     # Emulator gap (see test_around_the_run): moto keeps the volumes of terminated instances.
-    # Only the built and mirrored images and the store of each region are left, on purpose (the next
-    # deploy builds, copies and compiles nothing), with their cost.
+    # Only what the store stacks retained is left, on purpose (the next deploy takes it back and
+    # builds, copies and compiles nothing), with its cost.
     left = [f for f in found if f["ours"] and f["kind"] != "volume"]
     assert {(f["region"], f["kind"], f["id"], f["kept"]) for f in left} == {
         ("us-east-1", "image-repository", "inference-survey/vllm-sm75", True),
         ("us-east-2", "image-repository", "inference-survey/neuron", True),
-        ("us-east-1", "image-repository", "inference-survey/mirror/vllm/vllm-openai", True),
         ("us-east-1", "bucket", "inference-survey-123456789012-us-east-1", True),
         ("us-east-2", "bucket", "inference-survey-123456789012-us-east-2", True),
     }
@@ -160,10 +161,7 @@ def test_the_readme_flow_from_an_empty_account_to_a_table_and_back_to_nothing(
         if f["kind"] == "bucket"
     )
     assert leftovers() == {}
-    assert kept_images() == {
-        "us-east-1": ["inference-survey/mirror/vllm/vllm-openai", "inference-survey/vllm-sm75"],
-        "us-east-2": ["inference-survey/neuron"],
-    }
+    assert kept_images() == {"us-east-1": ["inference-survey/vllm-sm75"], "us-east-2": ["inference-survey/neuron"]}
 
     # A second deploy finds its image built: the server comes up on it, and the build the deploy's
     # event starts pushes nothing.
@@ -171,7 +169,7 @@ def test_the_readme_flow_from_an_empty_account_to_a_table_and_back_to_nothing(
     again = up(up_options(tmp_path, stacks=["InferenceGpuStack"], context=CONTEXT | {"backends": "g5g"}))
     assert [(r["backend"], r["outcome"]) for r in again.data["records"]] == [("g5g", "ready")]
     assert len(emulator.builds.records) == builds_before  # the runner started none
-    (build_id,) = emulator.fire_stack_deployed("us-east-1", "InferenceGpuStack")
+    (build_id,) = image_builds(emulator.fire_stack_deployed("us-east-1", "InferenceGpuStack"))
     emulator.builds.wait()
     assert any("already in the repository; not rebuilt" in line for line in emulator.builds.records[build_id].lines)
     ecr = boto3.client("ecr", region_name="us-east-1")
@@ -201,8 +199,10 @@ def test_a_plain_cdk_deploy_builds_first_and_the_time_to_live_takes_everything_t
         assert readiness(BUILT[name], name)["state"] == "waiting-for-image"
         assert group(BUILT[name], name)["DesiredCapacity"] == 0
 
-    # CloudFormation's CREATE_COMPLETE reaches the GPU stack's rule (delivered by hand: moto sends none).
-    assert len(emulator.fire_stack_deployed("us-east-1", "InferenceGpuStack")) == 1
+    # CloudFormation's CREATE_COMPLETE reaches the GPU stack's rule and the store stack's (delivered
+    # by hand: moto sends none): the image build and the weights copy start.
+    started = emulator.fire_stack_deployed("us-east-1", "InferenceGpuStack")
+    assert len(image_builds(started)) == 1 and len(started) == 2
     # The Neuron image's build ends after the stack's expiry (StartBuild's environment override puts
     # its EXPIRES_AT in the past): the image is pushed, and no server comes back to bill.
     codebuild = boto3.client("codebuild", region_name="us-east-2")
@@ -218,16 +218,16 @@ def test_a_plain_cdk_deploy_builds_first_and_the_time_to_live_takes_everything_t
             stopped["state"] == "stopped" and "built after the time-to-live (2026-01-01T00:00:00Z)" in stopped["reason"]
         )
     # Every stack update starts the build again: it brings back nothing held at zero on purpose.
-    (rebuild,) = emulator.fire_stack_deployed("us-east-2", "InferenceNeuronStack", "UPDATE_COMPLETE")
+    (rebuild,) = image_builds(emulator.fire_stack_deployed("us-east-2", "InferenceNeuronStack", "UPDATE_COMPLETE"))
     emulator.builds.wait()
     assert any("inf2 (" in line and "stays at zero: held there on purpose (stopped)" in line
                for line in emulator.builds.records[rebuild].lines)  # fmt: skip
     assert [group("us-east-2", name)["DesiredCapacity"] for name in ("inf2", "trn1")] == [0, 0]
     assert_only_servers_and_builds_wrote_readiness(emulator)
 
-    # The time-to-live's moment (run by hand: moto never runs schedules).
-    assert len(emulator.fire_scheduled_actions("us-east-1")) == 2
-    assert len(emulator.fire_scheduled_actions("us-east-2")) == 2
+    # The time-to-live's moment (run by hand: moto never runs schedules): one schedule a server.
+    assert len(emulator.fire_schedules("us-east-1", "InferenceGpuStack")) == 2
+    assert len(emulator.fire_schedules("us-east-2", "InferenceNeuronStack")) == 2
     assert emulator.fire_schedules("us-east-2", "InferenceSageMakerStack") == [
         "InferenceTimeToLive13FCBF45: deleted endpoint inference-sagemaker"
     ]
@@ -241,14 +241,12 @@ def test_a_plain_cdk_deploy_builds_first_and_the_time_to_live_takes_everything_t
         re.search(r"time-to-live \d{4}-\d{2}-\d{2}T", f["detail"]) for f in swept if f["kind"] == "auto-scaling-group"
     )
 
-    # The time-to-live's one-time actions have run, and AWS has removed them.
-    assert (
-        boto3.client("autoscaling", region_name="us-east-1").describe_scheduled_actions()["ScheduledUpdateGroupActions"]
-        == []
-    )
+    # No Auto Scaling scheduled action anywhere: AWS deletes a one-time action once it has run.
+    autoscaling = boto3.client("autoscaling", region_name="us-east-1")
+    assert autoscaling.describe_scheduled_actions()["ScheduledUpdateGroupActions"] == []
     # runner.up tells groups held at zero from a capacity refusal and brings them back. Its deploy
     # comes after the expiry, so its own expiry is later (ttlHours 13 stands for the hours that have
-    # passed here in an instant): a new action per group, where an update of the one AWS removed fails.
+    # passed here in an instant): a new schedule per server.
     evidence = up(up_options(tmp_path, context=CONTEXT | {"ttlHours": "13"}))
     records = {r["backend"]: r for r in evidence.data["records"]}
     assert {n: r["outcome"] for n, r in records.items()} == dict.fromkeys(records, "ready")
@@ -258,37 +256,33 @@ def test_a_plain_cdk_deploy_builds_first_and_the_time_to_live_takes_everything_t
     )
     assert [a["region"] for a in records["inf2"]["attempts"]] == ["us-east-2"]  # no failover
 
-    autoscaling = boto3.client("autoscaling", region_name="us-east-1")
-    before = autoscaling.describe_scheduled_actions()["ScheduledUpdateGroupActions"]
-    assert sorted(a["AutoScalingGroupName"] for a in before) == sorted([group("us-east-1", "g6")["AutoScalingGroupName"], group("us-east-1", "g5g")["AutoScalingGroupName"]])  # fmt: skip
+    before = ttl_schedules("us-east-1", "InferenceGpuStack")
+    assert len(before) == 2  # one a server: g6 and g5g
 
-    # --extend moves only the expiry: one new action per group, the old ones gone.
+    # --extend moves only the expiry: one new schedule per server, the old ones gone.
     moved = extend(30, up_options(tmp_path))
     assert [r["outcome"] for r in moved.data["records"]] == ["extended"] * 3, [
         r.get("error") for r in moved.data["records"]
     ]
-    after = autoscaling.describe_scheduled_actions()["ScheduledUpdateGroupActions"]
+    after = ttl_schedules("us-east-1", "InferenceGpuStack")
     expected = (datetime.now(UTC) + timedelta(hours=30)).replace(second=0, microsecond=0)
-    assert len(after) == 2 and not {a["ScheduledActionName"] for a in after} & {
-        a["ScheduledActionName"] for a in before
-    }
-    for action in after:
-        assert abs(action["StartTime"] - expected) <= timedelta(minutes=2)
+    assert len(after) == 2 and not set(after) & set(before)
+    for schedule in after.values():
+        at = datetime.fromisoformat(schedule["ScheduleExpression"].removeprefix("at(").removesuffix(")"))
+        assert schedule["ScheduleExpressionTimezone"] == "UTC"
+        assert abs(at.replace(tzinfo=UTC) - expected) <= timedelta(minutes=2)
     assert group("us-east-1", "g6")["DesiredCapacity"] == 1  # the servers were not touched
 
-    # Rebuilding a running server's image restarts it on the new image (SSM Run Command).
+    # Building a running server's image again pushes nothing and touches no server: its tag is
+    # pushed already (immutable tags; a changed image is a new tag and a rolling replacement).
     instance = readiness("us-east-1", "g5g")["instance_id"]
-    starts_before = sum(1 for w in emulator.readiness_writes if '"starting"' in w["value"] and "/g5g/" in w["name"])
+    writes_before = len(emulator.readiness_writes)
     assert images.run(["build", "g5g", "--poll", "0.2", "--results-dir", str(tmp_path / "images")]) == 0
-    wait_until(
-        lambda: (
-            sum(1 for w in emulator.readiness_writes if '"starting"' in w["value"] and "/g5g/" in w["name"])
-            > starts_before
-        ),
-        what="g5g restart",
-    )
-    wait_for_states({"g5g": "us-east-1"})
+    (followed,) = newest(tmp_path / "images", "images")["records"]
+    build = emulator.builds.records[followed["build_id"]]
+    assert any("already in the repository; not rebuilt" in line for line in build.lines)
     assert readiness("us-east-1", "g5g")["instance_id"] == instance
+    assert not [w for w in emulator.readiness_writes[writes_before:] if "/g5g/" in w["name"]]
 
 
 def test_up_with_a_failed_build_a_server_failing_at_boot_and_one_never_ready_leaves_those_at_zero(
@@ -343,6 +337,9 @@ def test_a_codebuild_quota_of_zero_fails_only_the_backend_whose_image_needs_a_bu
     assert [row["backend"] for row in evidence.data["billing"]] == ["g6"]
     # EventBridge's own start of the build (delivered by hand here) is refused too, and nobody sees it.
     assert emulator.fire_stack_deployed("us-east-1", "InferenceGpuStack") == []
-    ((region, _, why),) = emulator.failed_invocations
-    assert region == "us-east-1" and "Cannot have more than 0 builds in queue for the account" in why
+    # Both of the event's targets, the image build and the store stack's weights copy.
+    refused = emulator.failed_invocations
+    assert len(refused) == 2 and len(image_builds([f"{project}:x" for _, project, _ in refused])) == 1
+    for region, _, why in refused:
+        assert region == "us-east-1" and "Cannot have more than 0 builds in queue for the account" in why
     assert emulator.builds.records == {}

@@ -79,10 +79,12 @@ def test_every_option_from_an_empty_account_to_a_recommendation_and_back_to_noth
         assert model_import.run(["import", "--poll", "0.2", "--results-dir", str(results)]) == 0
         s3 = boto3.client("s3", region_name="us-east-1")
         weights = s3.list_objects_v2(Bucket=_output("bedrock-import")["bucket"])["Contents"]
-        # The real `hf` CLI against the emulator's loopback Hub: the serving files only (no README, LICENSE).
+        # The real `hf` CLI against the emulator's loopback Hub: the repository as it is (its README
+        # and LICENSE go along, as AWS's own import samples upload a whole snapshot), no other
+        # weight format (tests/cdk/test_weights_copy.py).
         copied = {Path(o["Key"]).name for o in weights if not o["Key"].endswith(".complete")}
         assert copied == {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "merges.txt",
-                          "vocab.json"}  # fmt: skip
+                          "vocab.json", "README.md", "LICENSE"}  # fmt: skip
         assert len([o for o in weights if o["Key"].endswith(".complete")]) == 1
         assert len(emulator.bedrock.models) == 1
         emulator.bedrock.answer = ["The capital is Paris,", " a city on the Seine."]
@@ -143,10 +145,13 @@ def test_every_option_from_an_empty_account_to_a_recommendation_and_back_to_noth
     assert sweep.run(["--results-dir", str(tmp_path / "after")]) in (0, 1)
     _, after = newest(tmp_path / "after", "sweep")
     assert [f for f in after["records"] if f["ours"] and f["kind"] != "volume" and not f["kept"]] == []
-    # The serverless image is kept for the next deploy, with its storage cost.
-    assert [(f["kind"], f["id"]) for f in after["records"] if f["kept"]] == [
-        ("image-repository", "inference-survey/llama-serverless")
-    ]
+    # The region's store stack is kept for the next deploy, with what it retains: the serverless
+    # image and the store the copy filled.
+    assert {(f["kind"], f["id"]) for f in after["records"] if f["kept"]} == {
+        ("stack", "InferenceStore-us-east-2"),
+        ("bucket", "inference-survey-123456789012-us-east-2"),
+        ("image-repository", "inference-survey/llama-serverless"),
+    }
 
 
 def _output(backend: str) -> dict:

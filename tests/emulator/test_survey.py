@@ -393,9 +393,9 @@ def test_the_survey_measures_what_is_ready_while_an_image_still_builds_and_the_l
     assert "| g6 " in markdown or "g6" in markdown.split("## Headline", 1)[1].split("##", 1)[0]
     assert "g5g" in markdown.split("## Headline", 1)[1].split("##", 1)[0]
     assert left_beyond_the_volume_gap(data) == [] and leftovers() == {}
-    # ... and the mirror and the store of the region the servers filled (kept, like the image).
+    # ... and the region's store stack with the store the servers filled (kept, like the image).
     assert sorted((k["region"], k["id"]) for k in data["kept"]) == [
+        ("us-east-1", "InferenceStore-us-east-1"),
         ("us-east-1", "inference-survey-123456789012-us-east-1"),
-        ("us-east-1", "inference-survey/mirror/vllm/vllm-openai"),
         ("us-east-1", "inference-survey/vllm-sm75"),
     ]

@@ -54,7 +54,9 @@ def test_a_synth_through_the_cli_makes_the_assembly_an_app_process_makes(synth_s
         result = cdk(["synth", "--quiet", "-c", "ttlHours=0"], env=env)
         assert result.returncode == 0, result.output
         made[mode] = assembly(folder / "cdk.out")
-    assert len(made["server"]) == 9  # four stacks' templates and asset manifests, and the manifest
+    assert (
+        len(made["server"]) == 13
+    )  # six stacks (four and two regions' store stacks): templates, asset manifests; the manifest
     assert made["server"] == made["process"]
 
 

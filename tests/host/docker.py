@@ -2,11 +2,11 @@
 
 - `pull IMAGE`: an image in this account's ECR exists when the emulated ECR lists its tag
   (DescribeImages against AWS_ENDPOINT_URL); a missing one fails with the daemon's own words
-  ("manifest unknown"). Public images pull, unless MISSING_IMAGES names them; PULL_ERROR forces
+  ("manifest unknown"). Public images and AWS's DLCs pull, unless MISSING_IMAGES names them; PULL_ERROR forces
   a failure with its text (a network fault, say). Each pull is recorded in $HOST_STATE/pulls with
   the disk it landed on: the instance store when Docker's data was moved onto it (a bind mount of
   /var/lib/docker from the instance store's mount, in $HOST_STATE/mounts), else the root volume.
-- `image inspect --format {{.Id}} IMAGE`: the image's id, the same for an image and its mirror
+- `image inspect --format {{.Id}} IMAGE`: the image's id (or its RepoDigests), the same for an image and its mirror
   (`tag` keeps it, `push` stores it with the image, `pull` brings it back), as Docker's config
   digest is.
 - `run … IMAGE ARGS`: in the foreground, like `docker run` without `-d`. CONTAINER_BEHAVIOUR
@@ -40,6 +40,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from catalog.builds import dlc_registry
 from tests.host import processes
 
 STATE = Path(os.environ.get("HOST_STATE", "/tmp/host"))
@@ -55,7 +56,9 @@ def log_call(argv: list[str]) -> None:
 
 
 def is_ecr(image: str) -> bool:
-    return ".dkr.ecr." in image.split("/", 1)[0]
+    """An image of this account's ECR. AWS's DLC registries (catalog/builds.py) hold AWS's images,
+    which the emulated account's ECR has no copy of: they pull as a public image does."""
+    return ".dkr.ecr." in image.split("/", 1)[0] and not dlc_registry(image)
 
 
 def split(image: str) -> tuple[str, str, str]:
@@ -138,12 +141,18 @@ def remember_id(image: str, image_id: str) -> None:
 
 
 def inspect(argv: list[str]) -> int:
+    """`--format {{.Id}}` (the image's id) or `--format '{{join .RepoDigests " "}}'` (the name it
+    was pulled by, at that digest: Docker records the digest the registry gave)."""
     image = argv[-1]
     known = ids()
     if image not in known:
         print(f"Error: No such image: {image}", file=sys.stderr)
         return 1
-    print(known[image])
+    fmt = argv[argv.index("--format") + 1] if "--format" in argv else "{{.Id}}"
+    if "RepoDigests" in fmt:
+        print(f"{image.split('@', 1)[0].rsplit(':', 1)[0]}@{known[image]}")
+    else:
+        print(known[image])
     return 0
 
 

@@ -13,7 +13,7 @@ release parses:
 
 As the Hub does: an unknown repo is 404 with `X-Error-Code: RepoNotFound`, an unknown file 404
 with `EntryNotFound`, a revision that is neither `main` nor the repo's commit 404 with
-`RevisionNotFound`, a gated repo asked without a token 401 with `GatedRepo` (huggingface_hub
+`RevisionNotFound`, a gated repo's file asked without a token 401 with `GatedRepo` (huggingface_hub
 `utils/_http.py` turns each code into its own error). Every request is recorded.
 """
 
@@ -81,7 +81,7 @@ class LoopbackHub(LoopbackServer):
                     return
         elif "/resolve/" in path:
             repo_id, _, rest = path.lstrip("/").partition("/resolve/")
-            repo = self.find(handler, repo_id, token)
+            repo = self.find(handler, repo_id, token, download=True)
             if repo is None:
                 return
             revision, _, filename = rest.partition("/")
@@ -98,12 +98,14 @@ class LoopbackHub(LoopbackServer):
             return
         self.error(handler, 404, "RepoNotFound", f"no route {path}", head)
 
-    def find(self, handler: QuietHandler, repo_id: str, token: bool) -> HubRepo | None:
+    def find(self, handler: QuietHandler, repo_id: str, token: bool, *, download: bool = False) -> HubRepo | None:
+        """The repo; a gated one's files only with a token (its info and file list are public, as
+        on the Hub: a gated repo's page lists its files to anyone)."""
         repo = self.repos.get(repo_id)
         if repo is None:
             self.error(handler, 404, "RepoNotFound", "Repository not found", handler.command == "HEAD")
             return None
-        if repo.gated and not token:
+        if repo.gated and not token and download:
             message = f"Access to model {repo_id} is restricted. You must have access to it and be authenticated."
             self.error(handler, 401, "GatedRepo", message, handler.command == "HEAD")
             return None

@@ -201,3 +201,40 @@ def test_a_server_whose_root_volume_throughput_was_raised_costs_that_much_more_a
     assert prices[g5g].usd_per_hour == pytest.approx(0.556 + 375 * 0.040 / 730, abs=1e-4)
     assert "root volume's 500 MB/s of gp3 throughput" in prices[g5g].note and not prices[g5g].verified
     assert prices[g6].usd_per_hour == 0.8048  # 125 MB/s: nothing more
+
+
+def stubbed(service: str):
+    """A real botocore client whose answers are queued (botocore.stub.Stubber checks each request and
+    answer against the service's own model)."""
+    from botocore.stub import Stubber
+
+    client = boto3.client(service, region_name="us-east-2", aws_access_key_id="x", aws_secret_access_key="x")
+    return client, Stubber(client)
+
+
+@pytest.mark.parametrize("last_status", ["FAILED", "SUCCEEDED"])
+def test_starting_the_copy_again_says_why_the_last_one_failed_from_its_log(last_status):
+    from runner.cloud.bring_up.store import start_copy
+
+    project, failed_id = "inference-weights-copy", "inference-weights-copy:1111"
+    codebuild, builds = stubbed("codebuild")
+    logs, log_events = stubbed("logs")
+    builds.add_response(
+        "list_builds_for_project", {"ids": [failed_id]}, {"projectName": project, "sortOrder": "DESCENDING"}
+    )
+    group, stream = "/aws/codebuild/inference-weights-copy", "1111"
+    last = {"id": failed_id, "buildStatus": last_status, "logs": {"groupName": group, "streamName": stream}}
+    builds.add_response("batch_get_builds", {"builds": [last]}, {"ids": [failed_id]})
+    refused = "error: the hub gives no revision main of example/gone: Repository Not Found"
+    lines = ["[Container] Running command bash weights_copy.sh", refused, "error: not copied: example/gone"]
+    if last_status == "FAILED":
+        events = [{"timestamp": 1, "message": line, "ingestionTime": 1} for line in lines]
+        log_events.add_response("get_log_events", {"events": events})
+    builds.add_response("start_build", {"build": {"id": "inference-weights-copy:2222"}}, {"projectName": project})
+    with builds, log_events:
+        note = start_copy(codebuild, project, logs)
+    started = "started inference-weights-copy:2222 to make the copy"
+    if last_status == "FAILED":
+        assert note == f"{started} (the last copy, {failed_id}, failed: {refused} | error: not copied: example/gone)"
+    else:
+        assert note == started

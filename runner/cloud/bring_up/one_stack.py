@@ -121,14 +121,13 @@ def deploy_stack(stack: str, context: dict[str, str], method: str, outputs_file:
     return cdk([*args, "--output", cli_output_folder(stack), *context_args(context)])
 
 
-def deploy_store(region: str, context: dict[str, str], method: str):
+def deploy_store(region: str, context: dict[str, str]):
     """The region's store stack. Its bucket and repositories are retained under fixed names: after a
     `cdk destroy --all` the next deploy takes them back (CloudFormation's import of existing
-    resources, which a change set does and a direct deploy cannot)."""
+    resources, which only a change set does: always one here, whatever `--method` says)."""
     stack = store_stack_name(region)
-    args = ["deploy", stack, "--exclusively", "--require-approval", "never", f"--method={method}"]
-    if method != "direct":
-        args.append("--import-existing-resources")
+    args = ["deploy", stack, "--exclusively", "--require-approval", "never", "--method=change-set"]
+    args.append("--import-existing-resources")
     return cdk([*args, "--output", cli_output_folder(stack), *context_args(context)])
 
 
@@ -140,11 +139,11 @@ class RegionStores:
         self.lock = threading.Lock()
         self.outcomes: dict[str, str | None] = {}
 
-    def ensure(self, region: str, context: dict[str, str], method: str) -> str | None:
+    def ensure(self, region: str, context: dict[str, str]) -> str | None:
         """None once the region's store stack is deployed; else why it is not."""
         with self.lock:
             if region not in self.outcomes:
-                result = deploy_store(region, context, method)
+                result = deploy_store(region, context)
                 self.outcomes[region] = None if result.returncode == 0 else result.tail
             return self.outcomes[region]
 
@@ -191,7 +190,7 @@ class StackUp:
                 "attempts": [],
                 "survey_launch_to_ready_min": b.spec.survey_launch_to_ready_min,
                 "survey_weights_load_s": b.spec.survey_weights_load_s,
-                # What catalog/boot.py's model expects with the region's mirror, store and graphs.
+                # What catalog/boot.py's model expects with the region's image, store and graphs.
                 "modelled_launch_to_ready_min": modelled_minutes(b.name),
             }
             for b in config.backends
@@ -289,7 +288,7 @@ class StackUp:
         self.log(f"deploying in {region} (zones {', '.join(attempt['zones'])}) …")
         since = datetime.now(UTC)
         needs_store = any(b.spec.kind in STORE_KINDS for b in self.config.backends)
-        store_failure = self.stores.ensure(region, context, self.options.method) if needs_store else None
+        store_failure = self.stores.ensure(region, context) if needs_store else None
         if store_failure is not None:
             attempt["outcome"] = "deploy-failed"
             reason = f"the store stack {store_stack_name(region)} did not deploy: {store_failure[:300]}"
@@ -381,7 +380,7 @@ class StackUp:
             if copy.uri or not copy.copy_helps:
                 continue
             try:
-                note = start_copy(client("codebuild"), output.weights_job or "")
+                note = start_copy(client("codebuild"), output.weights_job or "", client("logs"))
             except Exception as error:
                 note = f"the copy could not be started: {describe(error)}"
             self.records[output.name]["weights_copy"] = note
@@ -391,7 +390,7 @@ class StackUp:
             if not job:
                 continue
             try:
-                note = start_copy(self.clients(region)("codebuild"), job)
+                note = start_copy(self.clients(region)("codebuild"), job, self.clients(region)("logs"))
             except Exception as error:
                 note = f"the copy could not be started: {describe(error)}"
             self.records[name].setdefault("paths", {})["weights"] += f"; {note}"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from catalog.boot import WEIGHTS_MANIFEST_VERSION, store_bucket, weights_marker, weights_prefix
-from runner.cloud.image_builds import BuildRefused, start_build
+from runner.cloud.image_builds import BuildRefused, last_log_lines, latest_build, start_build
 from runner.core.errors import aws_error_code, describe
 
 
@@ -58,10 +58,28 @@ def staged_copy(s3: Any, account: str, region: str, model_id: str) -> StagedCopy
     return StagedCopy(f"s3://{bucket}/{weights_prefix(model_id)}")
 
 
-def start_copy(codebuild: Any, project: str) -> str:
+FAILED_BUILD = ("FAILED", "FAULT", "TIMED_OUT", "STOPPED")
+
+
+def last_failure(codebuild: Any, logs: Any, project: str) -> str:
+    """Why the copy's last build failed, from its own log, where it did: a model the hub refuses
+    fails every copy until someone looks, and a new build alone would say nothing of it."""
+    try:
+        last = latest_build(codebuild, project)
+    except Exception:
+        return ""
+    if not last or last.get("buildStatus") not in FAILED_BUILD:
+        return ""
+    why = last_log_lines(logs, last, count=2) if logs is not None else ""
+    return f" (the last copy, {last['id']}, {last['buildStatus'].lower().replace('_', ' ')}{': ' + why if why else ''})"
+
+
+def start_copy(codebuild: Any, project: str, logs: Any = None) -> str:
     """Start the weights copy (or find the one running) for the next deploy; what happened, in words."""
+    failure = last_failure(codebuild, logs, project)
     try:
         build, started = start_build(codebuild, project)
     except BuildRefused as error:
-        return f"the copy could not be started: {error}"
-    return f"{'started' if started else 'build'} {build['id']} {'to make' if started else 'is making'} the copy"
+        return f"the copy could not be started: {error}{failure}"
+    made = f"{'started' if started else 'build'} {build['id']} {'to make' if started else 'is making'} the copy"
+    return made + (failure if started else "")

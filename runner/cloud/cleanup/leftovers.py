@@ -10,8 +10,8 @@ from typing import Any
 
 from catalog import CatalogError
 from catalog.backends import IMPORT_REGIONS, stack_names
-from catalog.boot import S3_USD_PER_GB_MONTH, is_store_bucket
-from catalog.builds import kept_repository
+from catalog.boot import S3_USD_PER_GB_MONTH, STORE_STACK_PREFIX, is_store_bucket
+from catalog.builds import REPOSITORY_PREFIX, kept_repository
 from catalog.config import load_config, read_placements
 from catalog.contract import APP_TAG, BACKEND_TAG_KEY, OUTPUT_PREFIX
 from catalog.offerings import US_REGIONS
@@ -126,31 +126,28 @@ class RegionScan:
                     for name in endpoint_names(stack):
                         self.endpoint_expiries[name] = expiry
                     detail = f"time-to-live {expiry}" if expiry else "no time-to-live"
-                    self.add("stack", stack["StackName"], stack["StackStatus"], ours=True, billing=False, detail=detail)
+                    kept = stack["StackName"].startswith(STORE_STACK_PREFIX)
+                    if kept:
+                        detail = (
+                            "the region's store, image repositories and weights copy (its bucket and repositories "
+                            "are retained): kept so the next deploy finds them (--delete --purge-images removes it)"
+                        )
+                    self.add(
+                        "stack", stack["StackName"], stack["StackStatus"], ours=True, billing=False, detail=detail,
+                        kept=kept,
+                    )  # fmt: skip
 
     def groups(self) -> None:
         autoscaling = self.client("autoscaling")
-        zero_at = {}
-        for action in autoscaling.describe_scheduled_actions().get("ScheduledUpdateGroupActions", []):
-            if action.get("DesiredCapacity") == 0 and action.get("StartTime"):
-                start = action["StartTime"]
-                zero_at[action["AutoScalingGroupName"]] = (
-                    start.strftime("%Y-%m-%dT%H:%M:%SZ") if hasattr(start, "strftime") else str(start)
-                )
         for page in autoscaling.get_paginator("describe_auto_scaling_groups").paginate():
             for group in page["AutoScalingGroups"]:
                 tags = [{"Key": t["Key"], "Value": t["Value"]} for t in group.get("Tags", [])]
                 if tags_are_ours(tags):
                     detail = f"desired {group['DesiredCapacity']}, {len(group.get('Instances', []))} instance(s)"
                     name = group["AutoScalingGroupName"]
+                    # The stack's Scheduler schedule takes it to zero then (its output says when).
                     expiry = self.group_expiries.get(name)
-                    if name in zero_at:
-                        detail += f"; time-to-live {zero_at[name]}"
-                    elif expiry:
-                        # AWS removes a one-time action once it has run: the stack still says when.
-                        detail += f"; time-to-live {expiry} (has run)"
-                    else:
-                        detail += "; no time-to-live"
+                    detail += f"; time-to-live {expiry}" if expiry else "; no time-to-live"
                     self.add(
                         "auto-scaling-group",
                         group["AutoScalingGroupName"],
@@ -235,7 +232,8 @@ class RegionScan:
     def buckets(self) -> None:
         """Our buckets in this region (the async and import stacks own one each): a bucket with
         objects in it bills storage, and CloudFormation deletes a bucket only once it is empty. The
-        app's store (weights and compiled graphs; catalog/boot.py) is no stack's and is kept."""
+        app's store (weights and compiled graphs; catalog/boot.py) is its region's store stack's, which
+        retains it, and is kept."""
         s3 = self.client("s3")
         for page in s3.get_paginator("list_buckets").paginate(BucketRegion=self.region):
             for bucket in page.get("Buckets", []):
@@ -257,24 +255,30 @@ class RegionScan:
                 self.add("bucket", bucket["Name"], "-", ours=True, billing=versions > 0, detail=detail)
 
     def images(self) -> None:
-        """The repositories of the images the app builds: no stack owns them (each deploy reuses its
-        image instead of building again), and they bill storage while they hold images."""
+        """The repositories of the images the app builds: the region's store stack retains them (each
+        deploy reuses its image instead of building again), and they bill storage while they hold
+        images. One of an older version of the app (a mirror of a public image) is ours, not kept."""
         ecr = self.client("ecr")
         for page in ecr.get_paginator("describe_repositories").paginate():
             for repository in page["repositories"]:
                 name = repository["repositoryName"]
-                if not kept_repository(name):
+                if not name.startswith(REPOSITORY_PREFIX):
                     continue
                 tags = ecr.list_tags_for_resource(resourceArn=repository["repositoryArn"]).get("tags", [])
                 if not tags_are_ours(tags):
                     continue
                 images = [i for p in ecr.get_paginator("describe_images").paginate(repositoryName=name) for i in p["imageDetails"]]  # fmt: skip
                 gb = sum(i.get("imageSizeInBytes", 0) for i in images) / 1e9
+                kept = kept_repository(name)
                 detail = (
-                    f"{len(images)} image(s), {gb:.2f} GB: ${gb * ECR_USD_PER_GB_MONTH:.2f} a month of storage; kept so "
-                    "the next deploy builds nothing (--delete --purge-images removes it)"
+                    f"{len(images)} image(s), {gb:.2f} GB: ${gb * ECR_USD_PER_GB_MONTH:.2f} a month of storage; "
+                    + (
+                        "kept so the next deploy builds nothing (--delete --purge-images removes it)"
+                        if kept
+                        else "no longer used by this version of the app"
+                    )
                 )
-                self.add("image-repository", name, "-", ours=True, billing=bool(images), detail=detail, kept=True)
+                self.add("image-repository", name, "-", ours=True, billing=bool(images), detail=detail, kept=kept)
 
     def model_imports(self) -> None:
         """Custom Model Import (not in CloudFormation, so no stack removes it): every imported

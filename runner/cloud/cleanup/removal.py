@@ -3,8 +3,8 @@ what they left, each step's outcome kept and a refusal never stopping the rest. 
 our running transform jobs are stopped and our buckets emptied (every object version), since
 CloudFormation deletes only an empty bucket; a bucket still there once its stack is gone is
 deleted. Custom Model Import models are deleted after the stacks (no stack removes them). The
-repositories of the images the app builds or mirrors, and the app's store of weights and compiled
-graphs, are kept unless asked (`purge_kept`)."""
+repositories of the images the app builds and the app's store of weights and compiled graphs (the
+region's store stack retains them) are kept unless asked (`purge_kept`)."""
 
 from __future__ import annotations
 

@@ -121,14 +121,13 @@ def copy_weights(
     output: BackendOutput,
     *,
     poll_s: float,
-    force: bool,
     on_phase: Callable[[dict[str, Any]], None],
     logs: Any | None = None,
 ) -> dict[str, Any]:
     """Start the weights job (or follow the one running) to its end; the build's record, or
     ImportFailed with the failed phase's reason (and the build's last log lines) on one line."""
     try:
-        build, _ = start_build(codebuild, output.weights_job, force=force)
+        build, _ = start_build(codebuild, output.weights_job)
     except Exception as error:
         raise ImportFailed(f"could not start the weights copy {output.weights_job}: {describe(error)}") from None
     if build["buildStatus"] == RUNNING:

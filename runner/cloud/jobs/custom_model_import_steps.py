@@ -102,7 +102,6 @@ def copy_if_needed(output: BackendOutput, s3: Any, evidence: Evidence, options: 
         boto_client("codebuild", output.region, 30),
         output,
         poll_s=options.poll_s,
-        force=options.recopy,
         on_phase=lambda phase: console.print(
             f"  {phase['phaseType']:<16} {phase['phaseStatus']:<10} ({time.monotonic() - started:.0f} s in)"
         ),

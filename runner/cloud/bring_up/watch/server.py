@@ -21,6 +21,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from catalog import BACKENDS
+from catalog.builds import dlc_registry
 from runner.cloud.bring_up.watch.common import (
     FAILED,
     NO_CAPACITY,
@@ -108,7 +109,8 @@ class ServerWatch(Watch):
         return bool(self.output.image_build_project)
 
     def in_account_ecr(self) -> bool:
-        return ".dkr.ecr." in (self.output.image or "").split("/", 1)[0]
+        """The image is in this account's ECR (not one of AWS's DLC registries, which AWS keeps)."""
+        return ".dkr.ecr." in (self.output.image or "").split("/", 1)[0] and not dlc_registry(self.output.image)
 
     def held_at_zero(self, readiness: Readiness) -> str | None:
         """The group is at zero when the watch begins: bring it back, or wait for its image."""
@@ -193,6 +195,8 @@ class ServerWatch(Watch):
         self.record["refusals"] = group.refusals
         refused = self.refused_for_what_it_asks(group)
         if refused and not group.instance_id:
+            # Auto Scaling keeps trying a group at one: it would launch, unwatched, once the cause went.
+            self.take_to_zero("EC2 refused its launch for what it asks")
             return self.end(FAILED, f"EC2 refused the launch for what it asks, in every zone alike: {refused}")
         if self.first:
             self.first = False
