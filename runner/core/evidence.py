@@ -101,13 +101,23 @@ class Evidence:
 
 
 def load(path: Path) -> dict[str, Any]:
+    """An evidence file read back, which remembers its file (a malformed entry's line names it); a
+    file that is not evidence, or evidence of another schema, is one line saying which."""
     from runner.core.errors import RunnerError
     from runner.core.files import read_json_file
+    from runner.core.typed_json import FromFile
 
     data = read_json_file(path, "evidence file")
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA or "command" not in data:
-        raise RunnerError(f"{path} is not an evidence file of this runner (schema {SCHEMA})")
-    return data
+    if not isinstance(data, dict) or "schema" not in data or "command" not in data:
+        raise RunnerError(f"{path} is not an evidence file of this runner (no schema and command)")
+    schema = data["schema"]
+    if schema != SCHEMA:
+        newer = isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA
+        raise RunnerError(
+            f"{path} is evidence of schema {schema!r}; this runner reads schema {SCHEMA}"
+            + (" (written by a newer runner: update this one)" if newer else "")
+        )
+    return FromFile(data, path)
 
 
 def _emulated() -> str | None:
