@@ -39,12 +39,26 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def read_json_file(path: Path, what: str, hint: str = "") -> Any:
-    """Parse a JSON file the user pointed at; a missing or broken file is one line, not a traceback."""
+def read_text_file(path: Path, what: str, hint: str = "") -> str:
+    """The text of a file the user pointed at; one line, not a traceback, when it cannot be read:
+    missing (`hint` says how to make it), a folder, not readable, not UTF-8."""
     try:
-        return json.loads(path.read_text())
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RunnerError(f"{what} {path} does not exist{hint}") from None
+    except IsADirectoryError:
+        raise RunnerError(f"{what} {path} is a folder: give the file(s) in it") from None
+    except UnicodeDecodeError as error:
+        raise RunnerError(f"{what} {path} is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except OSError as error:
+        raise RunnerError(f"{what} {path} cannot be read: {error.strerror or error}") from None
+
+
+def read_json_file(path: Path, what: str, hint: str = "") -> Any:
+    """Parse a JSON file the user pointed at; a file that cannot be read or is not JSON is one line."""
+    text = read_text_file(path, what, hint)
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as error:
         raise RunnerError(f"{what} {path} is not JSON: {error.msg} at line {error.lineno}") from None
 

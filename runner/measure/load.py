@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.errors import RunnerError
+from runner.core.files import read_text_file
 from runner.core.records import Level, RequestRecord
 from runner.measure import ChatRequest
 from runner.measure.records import Conversation, stamp
@@ -100,10 +101,7 @@ class Prompt:
 
 def read_prompts(path: Path, default_max_tokens: int) -> list[Prompt]:
     """JSON lines `{"prompt": "...", "max_tokens": N}` (max_tokens optional); one bad line stops it."""
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as error:
-        raise RunnerError(f"--prompts {path}: {error.strerror or error}") from None
+    lines = read_text_file(path, "--prompts").splitlines()
     prompts = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
