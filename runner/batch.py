@@ -89,11 +89,9 @@ def run(argv: list[str] | None = None) -> int:
         ok = run_job(backend, lines, evidence, poll_s=args.poll, timeout_s=args.job_timeout)
     except KeyboardInterrupt:
         interrupted, ok = True, False
-    path = evidence.finish(interrupted=interrupted)
+    evidence.finish(interrupted=interrupted)
     print_report(evidence.data)
-    print(f"evidence: {path}")
-    if interrupted:
-        raise KeyboardInterrupt
+    evidence.announce(interrupted=interrupted)
     return 0 if ok else 1
 
 

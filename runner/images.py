@@ -84,9 +84,9 @@ def run(argv: list[str] | None = None) -> int:
     if build["buildStatus"] == "FAILED":
         record["last_log_lines"] = last_log_lines(boto_client("logs", backend.region, 30), build)
     evidence.add_record(record)
-    path = evidence.finish()
+    evidence.finish()
     print_report(evidence.data)
-    print(f"evidence: {path}")
+    evidence.announce()
     return 0 if build["buildStatus"] in ("SUCCEEDED", RUNNING) else 1
 
 

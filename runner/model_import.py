@@ -97,16 +97,16 @@ def run(argv: list[str] | None = None) -> int:
         console.print(f"[red]failed:[/red] {failure}")
     except RunnerError as error:
         evidence.data["refused"] = str(error)
-        print(f"evidence: {evidence.finish()}")
+        evidence.finish()
+        print(f"evidence: {evidence.path}")  # the refusal goes on up: its line is the one that counts
         raise
     except Exception as error:
         if as_fault(error) is None:
             raise  # a bug keeps its traceback
         evidence.data["failure"] = describe(error)
         console.print(f"[red]failed:[/red] {describe(error)}")
-    print(f"evidence: {evidence.finish(interrupted=interrupted)}")
-    if interrupted:
-        raise KeyboardInterrupt
+    evidence.finish(interrupted=interrupted)
+    evidence.announce(interrupted=interrupted)
     return code
 
 

@@ -214,9 +214,9 @@ def dry_run(options: SurveyOptions, results_dir: Path) -> int:
     evidence.data["records"] = [r["backend"] for r in evidence.data["preflight"]["rows"] if r["runs"]]
     for line in checked.notices:
         evidence.notice(line)
-    path = evidence.finish()
+    evidence.finish()
     print_report(evidence.data)
-    print(f"evidence: {path}")
+    evidence.announce()
     return 0 if any(r.runs for r in checked.rows) or options.with_bedrock else 1
 
 

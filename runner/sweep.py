@@ -95,9 +95,9 @@ def run(argv: list[str] | None = None) -> int:
         for line in problems:
             evidence.notice(line)
     evidence.data["records"] = [asdict(f) for f in found]
-    path = evidence.finish()
+    evidence.finish()
     print_report(evidence.data)
-    print(f"evidence: {path}")
+    evidence.announce()
     # What is kept on purpose (the built images, storage only) is listed with its cost, not a failure.
     return 1 if any(f.billing and not f.kept for f in found) or problems else 0
 

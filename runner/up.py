@@ -89,11 +89,11 @@ def run(argv: list[str] | None = None) -> int:
     if args.extend is not None:
         evidence = extend(args.extend, options)
         print_report(evidence.data, notices=False)
-        print(f"evidence: {evidence.path}")
+        evidence.announce()
         return 0 if all(r["outcome"] == "extended" for r in evidence.data["records"]) else 1
     evidence = up(options)
     print_report(evidence.data, notices=False)
-    print(f"evidence: {evidence.path}")
+    evidence.announce()
     records = evidence.data["records"]
     done = (READY, BUILDING) if options.leave_building else (READY,)
     return 0 if records and all(r["outcome"] in done for r in records) else 1

@@ -180,13 +180,12 @@ def run_command(
 def conclude(evidence: Evidence, *, interrupted: bool, measured: bool, baseline: dict[str, Any] | None = None) -> int:
     """Save the evidence, print its table, say where it is; Ctrl-C goes on up once saved.
 
-    Exit status: 0 when anything was measured, 1 when nothing could be.
+    Exit status: 0 when anything was measured, 1 when nothing could be (or the evidence could not
+    be written).
     """
-    path = evidence.finish(interrupted=interrupted)
+    evidence.finish(interrupted=interrupted)
     print_report(evidence.data, baseline=baseline, notices=False)
-    print(f"evidence: {path}")
-    if interrupted:
-        raise KeyboardInterrupt
+    evidence.announce(interrupted=interrupted)
     return 0 if measured else 1
 
 
@@ -201,12 +200,13 @@ def _jsonable(value: Any) -> Any:
 
 
 def main_guard(run: Callable[[], int]) -> None:
-    """Expected faults print one line and exit 2; Ctrl-C exits 130 after the command saved its evidence."""
+    """Expected faults print one line and exit 2 (1 for evidence that could not be written); Ctrl-C
+    exits 130 after the command saved its evidence."""
     try:
         code = run()
     except (RunnerError, CatalogError) as error:
         console.print(f"[red]error:[/red] {error}")
-        code = 2
+        code = error.exit_status if isinstance(error, RunnerError) else 2
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/yellow]")
         code = 130
