@@ -16,7 +16,7 @@ import time
 
 from runner.cli.options import add_aws_switch, add_outputs_and_region, add_results_dir
 from runner.cli.session import main_guard
-from runner.cloud.aws import boto_client, check_region, credentials_configured
+from runner.cloud.aws import boto_client, check_region, require_aws
 from runner.cloud.image_builds import RUNNING, build_record, find_backend, follow, last_log_lines, start_build
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
@@ -38,8 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if not (args.aws or credentials_configured()):
-        raise RunnerError("runner.images starts builds through the AWS API, and no AWS credentials are configured")
+    require_aws("runner.images starts builds through the AWS API", args.aws)
     if args.region:
         check_region(args.region)
     backend = find_backend(args.backend, args.outputs_file, args.region)

@@ -69,7 +69,9 @@ class Evidence:
     def __init__(self, command: str, config: dict[str, Any], results_dir: Path = DEFAULT_RESULTS) -> None:
         why = unwritable_folder(results_dir)
         if why is not None:
-            raise RunnerError(f"evidence cannot be written in {results_dir}: {why} (--results-dir names another folder)")
+            raise RunnerError(
+                f"evidence cannot be written in {results_dir}: {why} (--results-dir names another folder)"
+            )
         started = datetime.now(UTC)
         self.path = results_dir / started.strftime("%Y-%m-%d") / f"{command}-{started.strftime('%H%M%S-%f')[:-3]}.json"
         self.data: dict[str, Any] = {
