@@ -249,7 +249,11 @@ def end_now_if_work_is_still_out(code: int) -> None:
     """After a stop, with the evidence saved and the embedded server stopped: threads still out (an
     agent task's model call on Strands' own thread, a blocking request on a level's pool) would hold
     the exit until they end, up to their timeouts, since Python waits for them (a pool's threads
-    even when they are daemons). End at once."""
+    even when they are daemons). End at once, when the runner is the program (`python -m runner.…`):
+    a caller that runs a command in its own process (a test) keeps its process."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is None or spec.name.split(".")[0] != "runner":
+        return
     if any(t is not threading.main_thread() and t.is_alive() for t in threading.enumerate()):
         sys.stdout.flush()
         sys.stderr.flush()
