@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -40,8 +40,10 @@ def start_on_a_free_port(
     deadline = time.monotonic() + timeout_s
     for attempt in range(1, attempts + 1):
         chosen = port or free_port()
-        process = spawn(chosen)
+        process: subprocess.Popen[bytes] | None = None
         try:
+            with interrupts_held():
+                process = spawn(chosen)
             wait_until_healthy(
                 process,
                 f"http://127.0.0.1:{chosen}{health_path}",
@@ -62,6 +64,26 @@ def start_on_a_free_port(
             raise
         return process, chosen
     raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Ctrl-C (and SIGTERM, which the commands hand on as one) held back while a child is made,
+    then taken: one landing inside `subprocess.Popen`, after the fork, would leave the child
+    running with nothing holding it to stop. Not held outside the main thread (no signal lands
+    there)."""
+    held: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
+    except ValueError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held and callable(previous):
+            previous(signal.SIGINT, None)
 
 
 def wait_until_healthy(
