@@ -227,9 +227,9 @@ def run(argv: list[str] | None = None) -> int:
     evidence.data["why"] = explain(ranked)
     evidence.data["refused"] = refused
     evidence.data["assumptions"] = ASSUMPTIONS
-    path = evidence.finish()
+    evidence.finish()
     print_report(evidence.data)
-    print(f"evidence: {path}")
+    evidence.announce()
     return 0 if ranked and ranked[0].meets is True else 1
 
 

@@ -102,15 +102,13 @@ def run(argv: list[str] | None = None, on_text: Callable[[str], None] | None = N
         if answer.text and not answer.text.endswith("\n") and on_text is None:
             write_out("\n")
         evidence.add_record(asked.to_json())
-        path = evidence.finish(interrupted=asked.interrupted)
-        if asked.interrupted:
-            print(f"evidence: {path}")
-            raise KeyboardInterrupt
+        evidence.finish(interrupted=asked.interrupted)
         if answer.ok:
             console.print(f"[dim]{timing_line(asked)}[/dim]")
-        else:
+        elif not asked.interrupted:
             console.print(f"[red]error:[/red] {backend.name}: {answer.error}")
-        print(f"evidence: {path}")
+        # The answer is on the terminal already: a folder that could not take it loses nothing shown.
+        evidence.announce(interrupted=asked.interrupted)
         return 0 if answer.ok else 1
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from catalog.serving import serving
 from runner.cli.options import add_aws_switch, add_outputs_and_region, add_results_dir
 from runner.cli.session import main_guard
-from runner.cloud.aws import check_region, credentials_configured
+from runner.cloud.aws import check_region, require_aws
 from runner.cloud.outputs import read_outputs_file, read_stack_outputs
 from runner.core.backends import from_output
 from runner.core.errors import RunnerError
@@ -63,8 +63,7 @@ def run(argv: list[str] | None = None) -> int:
         raise RunnerError("--count and --max-tokens must be at least 1, --poll above 0")
     # The prompts first: a bad file is refused before AWS is asked anything or anything uploaded.
     prompts = read_batch_prompts(args.prompts) if args.prompts else generated_prompts(args.count)
-    if not (args.aws or credentials_configured()):
-        raise RunnerError("a transform job runs in SageMaker: configure AWS credentials (or pass --aws)")
+    require_aws("runner.batch runs a transform job in SageMaker", args.aws)
     outputs = read_outputs_file(args.outputs_file) if args.outputs_file else read_stack_outputs(
         check_region(args.region) if args.region else None
     )  # fmt: skip
@@ -89,11 +88,9 @@ def run(argv: list[str] | None = None) -> int:
         ok = run_job(backend, lines, evidence, poll_s=args.poll, timeout_s=args.job_timeout)
     except KeyboardInterrupt:
         interrupted, ok = True, False
-    path = evidence.finish(interrupted=interrupted)
+    evidence.finish(interrupted=interrupted)
     print_report(evidence.data)
-    print(f"evidence: {path}")
-    if interrupted:
-        raise KeyboardInterrupt
+    evidence.announce(interrupted=interrupted)
     return 0 if ok else 1
 
 

@@ -342,7 +342,7 @@ def run_agent_traffic(args: argparse.Namespace) -> int:
             f"--workload agent takes --concurrency (sessions at once) and --requests (tasks a level), not {', '.join(given)}"
         )
     from runner.agent.quality import tool_skip_reason
-    from runner.agent.traffic import AgentSettings, level_label, run_level
+    from runner.agent.traffic import AgentSettings, level_label, run_level, stopped_tasks
 
     sessions = (
         tuple(int(v) for v in parse_numbers(args.concurrency, "--concurrency", integer=True))
@@ -374,7 +374,15 @@ def run_agent_traffic(args: argparse.Namespace) -> int:
                     continue
                 task = progress.add_task(f"{backend.name:<10}", total=sum(settings.tasks_at(n) for n in sessions))
                 for count in sessions:
-                    level, warm = run_level(backend, count, settings, functools.partial(progress.advance, task))
+                    finished: list[dict[str, Any]] = []
+                    try:
+                        level, warm = run_level(
+                            backend, count, settings, functools.partial(progress.advance, task), finished
+                        )
+                    except BaseException:
+                        # Stopped midway (Ctrl-C, SIGTERM): every task that finished is kept.
+                        tasks.extend(stopped_tasks(count, settings, finished))
+                        raise
                     tasks.extend(level)
                     evidence.data.setdefault("warm_up", []).extend(warm)
                     evidence.save()

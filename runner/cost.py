@@ -103,9 +103,9 @@ def run(argv: list[str] | None = None) -> int:
             scaling = second_instance(data, backend, prices.get(request) if request else None, args.latency_bound)
             if scaling is not None:
                 evidence.data["scaling"].append(replace(scaling, evidence=path).to_json())
-    path = evidence.finish()
+    evidence.finish()
     print_report(evidence.data)
-    print(f"evidence: {path}")
+    evidence.announce()
     return 0 if any(r.usd_per_hour or r.price for r in rows) else 1
 
 

@@ -15,10 +15,9 @@ import argparse
 
 from runner.cli.options import add_stack_arguments, parse_forwards
 from runner.cli.session import main_guard
-from runner.cloud.aws import check_region, credentials_configured
+from runner.cloud.aws import check_region, credentials_configured, require_aws
 from runner.cloud.reach.ssm_forward import PLUGIN, ForwardOptions, close_forwards, find_plugin, forward_all, hold
 from runner.core.console import console
-from runner.core.errors import RunnerError
 from runner.render.forward import outcome_table
 from runner.render.tables import stdout
 
@@ -43,9 +42,7 @@ def run(argv: list[str] | None = None) -> int:
         closed = close_forwards(aws)
         stdout.print(f"closed {len(closed)} forward(s)" + "".join(f"\n  {f.backend} (pid {f.pid})" for f in closed))
         return 0
-    if not aws:
-        why = "--no-aws was given" if args.aws is False else "no AWS credentials are configured"
-        raise RunnerError(f"runner.forward opens SSM sessions through the AWS API, and {why}")
+    require_aws("runner.forward opens SSM sessions through the AWS API", args.aws)
     if args.region:
         check_region(args.region)
     options = ForwardOptions(

@@ -18,7 +18,7 @@ import time
 
 from runner.cli.options import add_aws_switch, add_outputs_and_region, add_results_dir
 from runner.cli.session import main_guard
-from runner.cloud.aws import boto_client, check_region, credentials_configured
+from runner.cloud.aws import boto_client, check_region, require_aws
 from runner.cloud.image_builds import RUNNING, build_record, find_backend, follow, last_log_lines, start_build
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
@@ -40,8 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if not (args.aws or credentials_configured()):
-        raise RunnerError("runner.images starts builds through the AWS API, and no AWS credentials are configured")
+    require_aws("runner.images starts builds through the AWS API", args.aws)
     if args.region:
         check_region(args.region)
     backend = find_backend(args.backend, args.outputs_file, args.region)
@@ -86,9 +85,9 @@ def run(argv: list[str] | None = None) -> int:
     if build["buildStatus"] == "FAILED":
         record["last_log_lines"] = last_log_lines(boto_client("logs", backend.region, 30), build)
     evidence.add_record(record)
-    path = evidence.finish()
+    evidence.finish()
     print_report(evidence.data)
-    print(f"evidence: {path}")
+    evidence.announce()
     return 0 if build["buildStatus"] in ("SUCCEEDED", RUNNING) else 1
 
 

@@ -22,7 +22,7 @@ from catalog import BackendKind, get_backend
 from catalog.contract import BackendOutput
 from runner.cli.options import add_aws_switch, add_outputs_and_region, add_results_dir
 from runner.cli.session import main_guard
-from runner.cloud.aws import boto_client, check_region, credentials_configured
+from runner.cloud.aws import boto_client, check_region, require_aws
 from runner.cloud.jobs.custom_model_import import ImportFailed, check_output
 from runner.cloud.jobs.custom_model_import_steps import StepOptions, delete_model, import_model, show_status
 from runner.cloud.outputs import OutputsReading, read_outputs_file, read_stack_outputs
@@ -66,8 +66,7 @@ def find_output(name: str, reading: OutputsReading) -> BackendOutput:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_intermixed_args(argv)
-    if not (args.aws or credentials_configured()):
-        raise RunnerError("runner.model_import works through the AWS API, and no AWS credentials are configured")
+    require_aws("runner.model_import works through the AWS API", args.aws)
     if args.region:
         check_region(args.region)
     get_backend(args.backend)  # an unknown backend fails before any AWS call
@@ -97,16 +96,16 @@ def run(argv: list[str] | None = None) -> int:
         console.print(f"[red]failed:[/red] {failure}")
     except RunnerError as error:
         evidence.data["refused"] = str(error)
-        print(f"evidence: {evidence.finish()}")
+        evidence.finish()
+        print(f"evidence: {evidence.path}")  # the refusal goes on up: its line is the one that counts
         raise
     except Exception as error:
         if as_fault(error) is None:
             raise  # a bug keeps its traceback
         evidence.data["failure"] = describe(error)
         console.print(f"[red]failed:[/red] {describe(error)}")
-    print(f"evidence: {evidence.finish(interrupted=interrupted)}")
-    if interrupted:
-        raise KeyboardInterrupt
+    evidence.finish(interrupted=interrupted)
+    evidence.announce(interrupted=interrupted)
     return code
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from runner.cli.session import main_guard
 from runner.core.accuracy import summaries_of
-from runner.core.errors import RunnerError
+from runner.core.errors import NotWritten, RunnerError
 from runner.core.evidence import load
-from runner.core.files import write_atomically
+from runner.core.files import check_output_file, write_atomically
 from runner.costing.rows import check_rows_schema
 from runner.render.tables import print_report, renderer_for, stdout
 
@@ -55,6 +55,9 @@ def run(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--markdown", type=Path, help="write the headline and the tables as Markdown here")
     args = parser.parse_args(argv)
+    outputs = [(flag, target) for flag, target in (("--html", args.html), ("--markdown", args.markdown)) if target]
+    for flag, target in outputs:
+        check_output_file(target, flag)  # a folder, or one that takes no file: before anything is read
     baseline = load(args.compare) if args.compare else None
     sources = [(path, load(path)) for path in args.files]
     for path, evidence in sources:
@@ -65,13 +68,13 @@ def run(argv: list[str] | None = None) -> int:
         from runner.render.page import check_page_sources, render_html, render_markdown
 
         check_page_sources(sources)
-        pages = [
-            (target, render(sources))
-            for target, render in ((args.html, render_html), (args.markdown, render_markdown))
-            if target
-        ]
-        for target, text in pages:
-            write_atomically(target, text)
+        renderers = {"--html": render_html, "--markdown": render_markdown}
+        pages = [(flag, target, renderers[flag](sources)) for flag, target in outputs]
+        for flag, target, text in pages:
+            try:
+                write_atomically(target, text)
+            except OSError as error:
+                raise NotWritten(f"{flag} {target} could not be written ({error.strerror or error})") from None
             stdout.print(f"wrote {target}")
     for path, evidence in sources:
         stdout.print(f"[bold]{path}[/bold] ({evidence['started_at']})")

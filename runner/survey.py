@@ -28,7 +28,7 @@ from catalog.config import AppConfig
 from catalog.serving import serving
 from runner.cli.options import add_aws_switch, add_results_dir
 from runner.cli.session import main_guard
-from runner.cloud.aws import boto_client, credentials_configured
+from runner.cloud.aws import boto_client, require_aws
 from runner.cloud.bring_up.one_stack import parse_context
 from runner.cloud.bring_up.preflight import (
     PLUGIN,
@@ -51,6 +51,7 @@ from runner.render.tables import print_report
 from runner.workloads.presets import get_preset
 
 TIMEOUT_S = 20.0
+PREFLIGHT_NEEDS = "runner.survey's preflight asks STS and Service Quotas"
 # The numeric settings: (group, flag, SurveyOptions field, type, help).
 NUMBERS = (
     ("steps", "--repeats", "repeats", int, "bench: timed requests per backend"),
@@ -171,8 +172,7 @@ def preflight(options: SurveyOptions) -> tuple[Preflight, AppConfig]:
     A backend left out can move the others: a stack goes to the first region all its backends
     share, so the plan is made again with only those that run until none more drops out, and
     the regions, quotas and prices shown are where runner.up will really put them."""
-    if not (options.aws or credentials_configured()):
-        raise RunnerError("no AWS credentials configured: the preflight asks STS and Service Quotas (or pass --aws)")
+    require_aws(PREFLIGHT_NEEDS, options.aws)
     clients: dict[str, object] = {}
 
     def quotas_client(region: str) -> object:
@@ -214,9 +214,9 @@ def dry_run(options: SurveyOptions, results_dir: Path) -> int:
     evidence.data["records"] = [r["backend"] for r in evidence.data["preflight"]["rows"] if r["runs"]]
     for line in checked.notices:
         evidence.notice(line)
-    path = evidence.finish()
+    evidence.finish()
     print_report(evidence.data)
-    print(f"evidence: {path}")
+    evidence.announce()
     return 0 if any(r.runs for r in checked.rows) or options.with_bedrock else 1
 
 
@@ -245,8 +245,7 @@ def run(argv: list[str] | None = None) -> int:
     if args.dry_run:
         return dry_run(options, args.results_dir)
     # Credentials first: without them nothing is created, not even the folder.
-    if not (options.aws or credentials_configured()):
-        raise RunnerError("no AWS credentials configured: the preflight asks STS and Service Quotas (or pass --aws)")
+    require_aws(PREFLIGHT_NEEDS, options.aws)
     folder = SurveyFolder.new(args.results_dir)
     evidence = Evidence("survey", {"backends": options.measured_names, "context": options.context}, folder.root)
     evidence.path = folder.state

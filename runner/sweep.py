@@ -34,7 +34,7 @@ from dataclasses import asdict
 from catalog.offerings import COMMERCIAL_REGIONS
 from runner.cli.options import add_aws_switch, add_results_dir
 from runner.cli.session import main_guard
-from runner.cloud.aws import check_region, credentials_configured
+from runner.cloud.aws import check_region, require_aws
 from runner.cloud.cleanup.leftovers import REGIONS, default_regions, sweep_regions
 from runner.cloud.cleanup.removal import delete_ours
 from runner.core.console import console
@@ -73,8 +73,7 @@ def run(argv: list[str] | None = None) -> int:
         regions = default_regions()
     if not regions:
         raise RunnerError("--regions: give at least one region")
-    if not (args.aws or credentials_configured()):
-        raise RunnerError("runner.sweep lists resources through the AWS API, and no AWS credentials are configured")
+    require_aws("runner.sweep lists resources through the AWS API", args.aws)
     evidence = Evidence("sweep", {"regions": regions, "delete": args.delete}, args.results_dir)
     found, problems, skipped = sweep_regions(regions)
     evidence.data["found"] = [asdict(f) for f in found]
@@ -95,9 +94,9 @@ def run(argv: list[str] | None = None) -> int:
         for line in problems:
             evidence.notice(line)
     evidence.data["records"] = [asdict(f) for f in found]
-    path = evidence.finish()
+    evidence.finish()
     print_report(evidence.data)
-    print(f"evidence: {path}")
+    evidence.announce()
     # What is kept on purpose (the built images, storage only) is listed with its cost, not a failure.
     return 1 if any(f.billing and not f.kept for f in found) or problems else 0
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 import argparse
 
 from catalog.backends import stack_names
-from runner.cli.options import add_results_dir
+from runner.cli.options import add_aws_switch, add_results_dir
 from runner.cli.session import main_guard
+from runner.cloud.aws import require_aws
 from runner.cloud.bring_up.all_stacks import extend, up
 from runner.cloud.bring_up.one_stack import BUILDING, UpOptions, parse_context
 from runner.cloud.bring_up.watch.common import READY
@@ -66,12 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOURS",
         help="move the time-to-live of what runner.up deployed to HOURS from now",
     )
+    add_aws_switch(parser, no_aws_help=None)
     add_results_dir(parser)
     return parser
 
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # Before the context is read or anything is deployed: one line, as every AWS command refuses.
+    require_aws("runner.up deploys with the CDK CLI and watches through the AWS API", args.aws)
     options = UpOptions(
         stacks=args.stacks,
         context=parse_context(args.context),
@@ -89,11 +93,11 @@ def run(argv: list[str] | None = None) -> int:
     if args.extend is not None:
         evidence = extend(args.extend, options)
         print_report(evidence.data, notices=False)
-        print(f"evidence: {evidence.path}")
+        evidence.announce()
         return 0 if all(r["outcome"] == "extended" for r in evidence.data["records"]) else 1
     evidence = up(options)
     print_report(evidence.data, notices=False)
-    print(f"evidence: {evidence.path}")
+    evidence.announce()
     records = evidence.data["records"]
     done = (READY, BUILDING) if options.leave_building else (READY,)
     return 0 if records and all(r["outcome"] in done for r in records) else 1

@@ -16,7 +16,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +27,7 @@ from runner.agent.quality import grade_tool_run, tools_for
 from runner.agent.run import run_agent
 from runner.agent.tasks import TOOL_SYSTEM, generate
 from runner.core.backends import Backend
+from runner.core.records import Level
 
 COUNTING = "counting-demo"
 TOOL_USE = "tool-use"
@@ -96,20 +96,35 @@ def run_task(backend: Backend, model: Any, number: int, settings: AgentSettings)
     }
 
 
+def stopped_tasks(sessions: int, settings: AgentSettings, finished: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What a level stopped midway (Ctrl-C, SIGTERM) keeps: the tasks that finished, in order, each
+    under the level marked stopped after them (runner/core/records.py `Level.stopped`)."""
+    level = Level("sessions", sessions, settings.tasks_at(sessions), label=level_label(sessions))
+    marked = level.stopped(len(finished)).to_json()
+    return [task | {"level": marked} for task in sorted(finished, key=lambda t: t["task"])]
+
+
 def run_level(
-    backend: Backend, sessions: int, settings: AgentSettings, on_task: Callable[[], None] = lambda: None
+    backend: Backend,
+    sessions: int,
+    settings: AgentSettings,
+    on_task: Callable[[], None] = lambda: None,
+    finished: list[dict[str, Any]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """`sessions` workers, each taking the next task as soon as its last one ends (a closed loop),
     until the level's tasks are done. Each session first runs one untimed task (its client, its
     connection and the process's first call are warm before the clock starts, as the bench warms
     every backend), then all start together. Returns the timed records, each with its start
-    relative to the level, and the warm-up records."""
+    relative to the level, and the warm-up records. Each record also goes to `finished` as its
+    task ends; stopped (Ctrl-C, SIGTERM), the sessions take no further task and the stop goes on
+    up at once, without waiting for the tasks still out."""
     count = settings.tasks_at(sessions)
     numbers = iter(range(count))
     lock = threading.Lock()
-    records: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = [] if finished is None else finished
     warm: list[dict[str, Any]] = []
     clock = {"started": 0.0}
+    stop = threading.Event()
     level = {"mode": "sessions", "value": sessions, "label": level_label(sessions)}
 
     def start_clock() -> None:
@@ -128,7 +143,7 @@ def run_level(
             with lock:
                 warm.append(warm_up | {"session": index, "warm_up": True, "level": level})
         barrier.wait()
-        while True:
+        while not stop.is_set():
             with lock:
                 number = next(numbers, None)
             if number is None:
@@ -144,7 +159,32 @@ def run_level(
                 records.append(record)
             on_task()
 
-    with ThreadPoolExecutor(max_workers=sessions, thread_name_prefix=f"agent-{backend.name}") as pool:
-        for future in [pool.submit(session, i) for i in range(sessions)]:
-            future.result()
+    # Daemon threads, not a pool: a pool's threads are waited for at exit, and a stopped level must
+    # not wait for the tasks still out (up to the timeout for each model call).
+    faults: list[BaseException] = []
+
+    def guarded(index: int) -> None:
+        try:
+            session(index)
+        except threading.BrokenBarrierError:
+            pass  # the level was stopped while this session warmed up
+        except BaseException as fault:
+            faults.append(fault)
+            barrier.abort()  # the others would wait for this session at the start forever
+
+    threads = [
+        threading.Thread(target=guarded, args=(i,), name=f"agent-{backend.name}-{i}", daemon=True)
+        for i in range(sessions)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            thread.join()
+    except BaseException:
+        stop.set()
+        barrier.abort()  # sessions still warming up end there
+        raise
+    if faults:
+        raise faults[0]
     return sorted(records, key=lambda r: r["task"]), warm

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -180,13 +183,12 @@ def run_command(
 def conclude(evidence: Evidence, *, interrupted: bool, measured: bool, baseline: dict[str, Any] | None = None) -> int:
     """Save the evidence, print its table, say where it is; Ctrl-C goes on up once saved.
 
-    Exit status: 0 when anything was measured, 1 when nothing could be.
+    Exit status: 0 when anything was measured, 1 when nothing could be (or the evidence could not
+    be written).
     """
-    path = evidence.finish(interrupted=interrupted)
+    evidence.finish(interrupted=interrupted)
     print_report(evidence.data, baseline=baseline, notices=False)
-    print(f"evidence: {path}")
-    if interrupted:
-        raise KeyboardInterrupt
+    evidence.announce(interrupted=interrupted)
     return 0 if measured else 1
 
 
@@ -200,14 +202,59 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def main_guard(run: Callable[[], int]) -> None:
-    """Expected faults print one line and exit 2; Ctrl-C exits 130 after the command saved its evidence."""
+# What stops a command the way Ctrl-C does: a CI's cancel or `timeout` (SIGTERM), a closed terminal (SIGHUP).
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def stop_signals_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM and SIGHUP stop a command as Ctrl-C does: what was measured is saved, the embedded
+    server is stopped, exit 130. Each is handed on as a SIGINT, so whatever takes Ctrl-C at that
+    moment takes it (asyncio's runner cancels its task, and a level in progress keeps what
+    finished; elsewhere KeyboardInterrupt); where SIGINT is ignored, KeyboardInterrupt is raised."""
+
+    def as_ctrl_c(_signum: int, _frame: Any) -> None:
+        if callable(signal.getsignal(signal.SIGINT)):
+            signal.raise_signal(signal.SIGINT)
+        else:
+            raise KeyboardInterrupt
+
+    saved = {}
+    with contextlib.suppress(ValueError):  # not the main thread: signals stay as they are
+        saved = {name: signal.signal(name, as_ctrl_c) for name in STOP_SIGNALS}
     try:
-        code = run()
+        yield
+    finally:
+        for name, handler in saved.items():
+            signal.signal(name, handler)
+
+
+def main_guard(run: Callable[[], int]) -> None:
+    """Expected faults print one line and exit 2 (1 for evidence that could not be written); Ctrl-C,
+    SIGTERM and SIGHUP exit 130 after the command saved its evidence."""
+    try:
+        with stop_signals_as_ctrl_c():
+            code = run()
     except (RunnerError, CatalogError) as error:
         console.print(f"[red]error:[/red] {error}")
-        code = 2
+        code = error.exit_status if isinstance(error, RunnerError) else 2
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/yellow]")
+        end_now_if_work_is_still_out(130)
         code = 130
     sys.exit(code)
+
+
+def end_now_if_work_is_still_out(code: int) -> None:
+    """After a stop, with the evidence saved and the embedded server stopped: threads still out (an
+    agent task's model call on Strands' own thread, a blocking request on a level's pool) would hold
+    the exit until they end, up to their timeouts, since Python waits for them (a pool's threads
+    even when they are daemons). End at once, when the runner is the program (`python -m runner.…`):
+    a caller that runs a command in its own process (a test) keeps its process."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is None or spec.name.split(".")[0] != "runner":
+        return
+    if any(t is not threading.main_thread() and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)

@@ -12,6 +12,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from runner.core.errors import RunnerError
+
 CREDENTIAL_VARIABLES = (
     "AWS_ACCESS_KEY_ID",
     "AWS_PROFILE",
@@ -28,6 +30,16 @@ def credentials_configured() -> bool:
     config_file = Path(os.environ.get("AWS_CONFIG_FILE", home / ".aws" / "config"))
     credentials_file = Path(os.environ.get("AWS_SHARED_CREDENTIALS_FILE", home / ".aws" / "credentials"))
     return config_file.is_file() or credentials_file.is_file()
+
+
+def require_aws(doing: str, aws: bool | None = None) -> None:
+    """The one refusal of a command that works only through AWS, before any AWS call or anything
+    is made: `doing` says what it does there (`runner.sweep lists resources through the AWS API`);
+    `aws` is its --aws/--no-aws switch (None: neither given)."""
+    if aws is False:
+        raise RunnerError(f"{doing}, and --no-aws was given")
+    if not (aws or credentials_configured()):
+        raise RunnerError(f"{doing}, and no AWS credentials are configured (configure them, or pass --aws)")
 
 
 def aws_environment() -> tuple[tuple[str, str], ...]:

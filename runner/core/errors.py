@@ -19,6 +19,15 @@ from catalog import CatalogError
 class RunnerError(Exception):
     """An expected failure with a complete one-line message (bad input, missing outputs, ...)."""
 
+    exit_status: ClassVar[int] = 2
+
+
+class NotWritten(RunnerError):
+    """What a run measured could not be written (a full disk): said in one line once its tables
+    are printed, exit 1 (not bad input: the run itself went through)."""
+
+    exit_status = 1
+
 
 class BackendFault(Exception):
     """A backend misbehaved. `answered`: it produced an answer, but not one that counts."""

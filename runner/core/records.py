@@ -11,7 +11,7 @@ malformed entry refused in one line that names it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,6 +34,21 @@ class Level(FlatJson):
     # A workload's prompt length at this level (a prompt-length sweep crosses lengths with levels).
     input_tokens: int | None = None
     label: str = SINGLE
+    # Set on a level stopped before its end (Ctrl-C, SIGTERM): how many of its requests (or agent
+    # tasks) had finished, all of them kept. Written only where set.
+    stopped_after: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        if self.stopped_after is None:
+            del data["stopped_after"]
+        return data
+
+    def stopped(self, finished: int) -> Level:
+        """The level as the records it kept when it was stopped hold it: its label says so, so no
+        table, cost row or advice takes the figures of what finished for the whole level's."""
+        of = f" of {self.requests}" if self.requests else ""
+        return replace(self, label=f"{self.label} (stopped after {finished}{of})", stopped_after=finished)
 
 
 @dataclass(frozen=True)

@@ -78,16 +78,29 @@ def named(data: object, key: str, what: str) -> str:
 T = TypeVar("T")
 
 
+class FromFile(dict):
+    """A JSON object read from a file that remembers the file (`source`), so that an entry refused
+    by a reader that was not told the file (a table, a figure) is still named with it."""
+
+    def __init__(self, data: Mapping[str, Any], source: object) -> None:
+        super().__init__(data)
+        self.source = source
+
+
 def read_entries(
     evidence: Mapping[str, Any], key: str, read: Callable[[object, str], T], where: object = None
 ) -> list[T]:
     """An evidence file's list under `key`, each entry read by `read(entry, what)`, in order; a
-    malformed one is one line naming it (`records[3] of g6`), prefixed with `where` (the file)."""
+    malformed one is one line naming it by its place in the list, as the file's readers count
+    (`records[3] of g6` is `jq '.records[3]'`), prefixed with `where`: the file (by default the one
+    the evidence was read from, `FromFile`)."""
+    if where is None:
+        where = getattr(evidence, "source", None)
     entries = evidence.get(key) or []
     if not isinstance(entries, list):
         raise RunnerError(f"{where}: {key!r} is not a list" if where is not None else f"{key!r} is not a list")
     found = []
-    for number, entry in enumerate(entries, 1):
+    for number, entry in enumerate(entries):
         # Named by its backend: a record's `backend`, a backend entry's own `name`.
         backend = (entry.get("backend") or entry.get("name")) if isinstance(entry, dict) else None
         what = f"{key}[{number}]" + (f" of {backend}" if isinstance(backend, str) else "")

@@ -232,6 +232,8 @@ class Measured:
 def _points(records: list[RequestRecord], output_tokens: int) -> list[Point]:
     points = []
     for (_, label), group in level_groups(records).items():
+        if group[0].level is not None and group[0].level.stopped_after is not None:
+            continue  # stopped midway (Ctrl-C, SIGTERM): what finished is kept, but it is not the level's figure
         figures = level_figures(label, group)
         if figures is None or not figures.output_tok_s:
             continue

@@ -29,7 +29,7 @@ def measure_late(state: SurveyState) -> None:
     context = data["plan"].get("context", state.options.context) | {"backends": ",".join(data["plan"]["runs"])}
     argv = [*[f"-c{k}={v}" for k, v in context.items()], *stacks, "--no-deploy", "--backends", key, "--poll", f"{state.options.poll_s:g}",
             "--launch-timeout", f"{state.options.launch_timeout_s:g}", "--build-grace",
-            f"{state.options.build_grace_s:g}", *state.results()]  # fmt: skip
+            f"{state.options.build_grace_s:g}", *state.results(), *state.aws()]  # fmt: skip
     if state.options.ready_timeout_s is not None:
         argv += ["--ready-timeout", f"{state.options.ready_timeout_s:g}"]
     record = state.step_once("up", key, lambda: up.run(argv))

@@ -22,12 +22,10 @@ created); a second Ctrl-C leaves the time-to-live to take it to zero.
 
 from __future__ import annotations
 
-import contextlib
-import signal
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 from catalog.config import AppConfig
+from runner.cli.session import stop_signals_as_ctrl_c
 from runner.cloud.bring_up.preflight import Preflight
 from runner.cloud.cleanup.survey_teardown import ClientFor, default_clients
 from runner.core.console import console
@@ -48,7 +46,7 @@ class SurveyRun(SurveyState):
     def run(self, preflight: Callable[[], tuple[Preflight, AppConfig]], client: ClientFor | None = None) -> int:
         """The whole survey; its exit status (0 all passed, 1 something failed or is left, 130 Ctrl-C)."""
         self.client = client or default_clients()
-        with self.folder.in_use(), hangup_is_ctrl_c():
+        with self.folder.in_use(), stop_signals_as_ctrl_c():
             try:
                 if not self.torn_down:
                     if not plan(self, preflight):
@@ -120,22 +118,3 @@ class SurveyRun(SurveyState):
     def decide(self, interrupted: bool) -> str:
         """`keep` or `down` (runner/flow/way_back.py)."""
         return decide(self, interrupted)
-
-
-@contextlib.contextmanager
-def hangup_is_ctrl_c() -> Iterator[None]:
-    """A closed terminal (SIGHUP) or a SIGTERM ends a survey the way Ctrl-C does: what it made is
-    taken down (or kept, as asked), never left without a word."""
-
-    def interrupt(signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    names = [signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
-    saved = {}
-    with contextlib.suppress(ValueError):  # not the main thread: signals stay as they are
-        saved = {name: signal.signal(name, interrupt) for name in names}
-    try:
-        yield
-    finally:
-        for name, handler in saved.items():
-            signal.signal(name, handler)

@@ -32,7 +32,7 @@ def up_step(state: SurveyState) -> None:
             argv = [*plan["deploy"], *[f"-c{k}={v}" for k, v in context.items()], "--poll", f"{state.options.poll_s:g}",
                     "--launch-timeout", f"{state.options.launch_timeout_s:g}", "--build-grace",
                     f"{state.options.build_grace_s:g}", "--method", state.options.method, "--leave-building",
-                    *state.results()]  # fmt: skip
+                    *state.results(), *state.aws()]  # fmt: skip
             if state.options.ready_timeout_s is not None:
                 argv += ["--ready-timeout", f"{state.options.ready_timeout_s:g}"]
             record = state.step("up", None, lambda: up.run(argv))

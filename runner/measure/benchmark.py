@@ -1,6 +1,6 @@
 """The benchmark's measuring: per backend one warm-up, then timed requests one at a time, or every
 load level of a sweep (OpenAI-compatible servers on one event loop); a level's records are kept
-when it ends.
+when it ends, or, when it is stopped midway (Ctrl-C, SIGTERM), those of the requests that finished.
 
 On a path that scales from zero (serverless, asynchronous, Custom Model Import: `Backend.cold_starts`)
 the warm-up is the first request after idle, so it is a cold start: it is timed like any request
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+from collections.abc import Iterator
 
 from runner.core.backends import BATCH_COMMAND, Backend
 from runner.core.console import console
@@ -24,6 +26,7 @@ from runner.measure.load import (
     Prompt,
     run_level,
     run_level_async,
+    stopped_records,
 )
 from runner.measure.openai_async import AsyncOpenAIStreamClient, warm_up_async
 
@@ -138,7 +141,8 @@ def sweep_backend(
         warm = warm_up_once(client, backend)
         evidence.data["warm_up"].append(warm.to_json())
         for level in levels:
-            records = run_level(client.chat, backend.explain, backend.name, level, requests, args.seed)
+            with kept_if_stopped(backend, level, evidence, advance) as finished:
+                records = run_level(client.chat, backend.explain, backend.name, level, requests, args.seed, finished)
             keep_level(backend, level, records, evidence, advance)
     finally:
         client.close()
@@ -166,8 +170,25 @@ async def sweep_openai(
             for record in warm:
                 record.level = level.recorded()
             evidence.data["warm_up"].extend(r.to_json() for r in warm)
-            records = await run_level_async(client.chat, backend.explain, backend.name, level, requests, args.seed)
+            with kept_if_stopped(backend, level, evidence, advance) as finished:
+                records = await run_level_async(
+                    client.chat, backend.explain, backend.name, level, requests, args.seed, finished
+                )
             keep_level(backend, level, records, evidence, advance)
+
+
+@contextlib.contextmanager
+def kept_if_stopped(backend: Backend, level: LoadLevel, evidence: Evidence, advance) -> Iterator[list[RequestRecord]]:
+    """The list a level's requests go to as each finishes; a level stopped midway (Ctrl-C,
+    SIGTERM, a fault) keeps them, marked stopped, before the stop goes on up."""
+    finished: list[RequestRecord] = []
+    try:
+        yield finished
+    except BaseException:
+        kept = stopped_records(level, finished)
+        console.print(f"[yellow]{backend.name} {level.label}:[/yellow] stopped; the {len(kept)} finished kept")
+        keep_level(backend, level, kept, evidence, advance)
+        raise
 
 
 def keep_level(backend: Backend, level: LoadLevel, records: list[RequestRecord], evidence: Evidence, advance) -> None:

@@ -3,7 +3,9 @@
 
 Records of a level are kept in memory while it runs and written once it ends: rewriting the
 evidence file after every record would hold the interpreter while other requests stream, and
-the client must not be what slows a level down.
+the client must not be what slows a level down. A level stopped before its end (Ctrl-C, SIGTERM)
+keeps every request that finished, handed over as each finishes (`finished`), under its level
+marked stopped (`Level.stopped`); the requests still out are not records: they did not finish.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.errors import RunnerError
+from runner.core.files import read_text_file
 from runner.core.records import Level, RequestRecord
 from runner.measure import ChatRequest
 from runner.measure.records import Conversation, stamp
@@ -58,6 +61,16 @@ class LoadLevel:
     def recorded(self) -> Level:
         """The level as each of its requests' records keeps it."""
         return Level(self.mode, self.value, self.requests, self.max_concurrency, self.input_tokens, self.label)
+
+
+def stopped_records(level: LoadLevel, finished: list[RequestRecord]) -> list[RequestRecord]:
+    """What a stopped level keeps: the requests that finished, in the level's order, each under
+    the level marked stopped after them (`Level.stopped`)."""
+    marked = level.recorded().stopped(len(finished))
+    kept = sorted(finished, key=lambda r: (r.run, r.turn or 0))
+    for record in kept:
+        record.level = marked
+    return kept
 
 
 def parse_numbers(text: str, flag: str, *, integer: bool) -> list[float]:
@@ -100,10 +113,7 @@ class Prompt:
 
 def read_prompts(path: Path, default_max_tokens: int) -> list[Prompt]:
     """JSON lines `{"prompt": "...", "max_tokens": N}` (max_tokens optional); one bad line stops it."""
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as error:
-        raise RunnerError(f"--prompts {path}: {error.strerror or error}") from None
+    lines = read_text_file(path, "--prompts").splitlines()
     prompts = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -147,13 +157,16 @@ async def run_level_async(
     level: LoadLevel,
     requests: list[ChatRequest | Conversation],
     seed: int,
+    finished: list[RequestRecord] | None = None,
 ) -> list[RequestRecord]:
     """Every request of one level on one event loop, for a client whose `chat` is a coroutine
     (the one load engine: `run_level` runs blocking clients through it). Closed loop: as many
     workers as requests in flight, each taking the next request. Open loop: sends at the seeded
     Poisson offsets, at most `max_concurrency` in flight (a late send is measured, not hidden).
     A failed request is a record with its error, never dropped. A conversation (multi-turn) is
-    one unit: its turns go one after another, each carrying the answers so far, a record each."""
+    one unit: its turns go one after another, each carrying the answers so far, a record each.
+    Each record is also added to `finished` as its request ends, so a caller whose level is
+    stopped midway still holds every request that finished."""
     records: list[list[RequestRecord]] = [[] for _ in range(level.requests)]
     started = time.perf_counter()
 
@@ -163,6 +176,8 @@ async def run_level_async(
             await chat(request, record)
         except Exception as error:
             record.ok, record.error = False, explain(error)
+        if finished is not None:
+            finished.append(record)
         return record.ok
 
     async def one(index: int, scheduled: float | None) -> None:
@@ -214,10 +229,12 @@ def run_level(
     level: LoadLevel,
     requests: list[ChatRequest | Conversation],
     seed: int,
+    finished: list[RequestRecord] | None = None,
 ) -> list[RequestRecord]:
     """The same engine for a client whose `chat` blocks (Bedrock and SageMaker through boto3):
     the event loop schedules, each request runs on a thread of a pool as wide as the level keeps
-    in flight. Ctrl-C stops the level without waiting for the requests still out."""
+    in flight. Ctrl-C stops the level without waiting for the requests still out (what finished
+    is in `finished`)."""
     pool = ThreadPoolExecutor(max_workers=level.in_flight, thread_name_prefix="level")
 
     async def engine() -> list[RequestRecord]:
@@ -226,7 +243,7 @@ def run_level(
         async def chat_on_a_thread(request: ChatRequest, record: RequestRecord) -> Any:
             return await loop.run_in_executor(pool, chat, request, record)
 
-        return await run_level_async(chat_on_a_thread, explain, backend, level, requests, seed)
+        return await run_level_async(chat_on_a_thread, explain, backend, level, requests, seed, finished)
 
     try:
         return asyncio.run(engine())

@@ -20,6 +20,7 @@ from typing import Any
 
 from runner.cloud.aws import boto_client
 from runner.core.errors import RunnerError, ServiceError, StreamFault, describe
+from runner.core.files import read_text_file
 from runner.core.records import RequestRecord
 from runner.measure.records import ChatRequest, Stopwatch, check_completion
 from runner.measure.sse import ChatStreamAccumulator, sse_lines
@@ -200,10 +201,7 @@ def read_batch_prompts(path: Path) -> list[dict[str, Any]]:
     """A JSON-lines prompt file: each line an object with a `prompt` string or a `messages` list
     (OpenAI chat messages), and optionally `max_tokens`. The first line that is not one is a
     one-line error naming it; blank lines are skipped."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise RunnerError(f"--prompts {path}: cannot read it ({error})") from None
+    text = read_text_file(path, "--prompts")
     prompts = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():

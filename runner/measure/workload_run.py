@@ -25,7 +25,7 @@ from runner.figures.levels import LevelSummary, level_summary
 from runner.measure import ChatRequest, timed_client_for
 from runner.measure.benchmark import skip_batch, warm_up_once
 from runner.measure.capacity import Budget, find_capacity
-from runner.measure.load import CLOSED, OPEN, LoadLevel, run_level, run_level_async
+from runner.measure.load import CLOSED, OPEN, LoadLevel, run_level, run_level_async, stopped_records
 from runner.measure.openai_async import AsyncOpenAIStreamClient, warm_up_async
 from runner.measure.records import Conversation
 from runner.measure.server_metrics import MetricsSampler, probe
@@ -227,18 +227,25 @@ class BackendRun:
 
     def measure_level(self, client, level: LoadLevel) -> LevelSummary:
         """One level: its requests sent by the one load engine, the server watched meanwhile; its
-        records graded and kept when it ends. Returns its summary."""
+        records graded and kept when it ends. Returns its summary. A level stopped midway (Ctrl-C,
+        SIGTERM, a fault) keeps the requests that finished, marked stopped, and what was read of
+        the server until then, before the stop goes on up."""
         requests = self.requests_for(level)
         sampler = MetricsSampler(self.metrics_url) if self.metrics_url else None
+        finished: list[RequestRecord] = []
+        stop: BaseException | None = None
         try:
             if sampler:
                 sampler.__enter__()
             if self.backend.speaks_openai and self.backend.base_url:
-                records = asyncio.run(self.openai_level(level, requests))
+                records = asyncio.run(self.openai_level(level, requests, finished))
             else:
                 records = run_level(
-                    client.chat, self.backend.explain, self.backend.name, level, requests, self.plan.seed
+                    client.chat, self.backend.explain, self.backend.name, level, requests, self.plan.seed, finished
                 )
+        except BaseException as error:
+            stop, records = error, stopped_records(level, finished)
+            console.print(f"[yellow]{self.row} {level.label}:[/yellow] stopped; the {len(records)} finished kept")
         finally:
             if sampler:
                 sampler.__exit__(None, None, None)
@@ -246,17 +253,29 @@ class BackendRun:
         if sampler:
             metrics = sampler.summary()
             metrics["series"] = sampler.samples
-        return self.keep_level(level, records, {"server_metrics": metrics} if sampler else {})
+        summary = self.keep_level(
+            level, records, {"server_metrics": metrics} if sampler else {}, stopped=stop is not None
+        )
+        if stop is not None:
+            raise stop
+        return summary
 
-    def keep_level(self, level: LoadLevel, records: list[RequestRecord], readings: dict[str, Any]) -> LevelSummary:
+    def keep_level(
+        self, level: LoadLevel, records: list[RequestRecord], readings: dict[str, Any], stopped: bool = False
+    ) -> LevelSummary:
         """A measured level's records graded on the objectives and kept, with what was read of the
-        server meanwhile (`readings`); its summary."""
+        server meanwhile (`readings`); its summary. `stopped`: the level was stopped midway, and
+        `records` are the requests that finished (their level says so)."""
         if self.plan.slo:
             for record in records:
                 record.slo = judge(record, self.plan.slo)
         rows = [r.to_json() | self.record_extra for r in records]
         self.evidence.data["records"].extend(rows)
         meta = {"backend": self.row, "label": level.label, "level": level.to_json()} | readings
+        if stopped:
+            # Under the stopped level's own label, as its records are (runner/core/records.py Level.stopped).
+            marked = level.recorded().stopped(len(records))
+            meta |= {"label": marked.label, "stopped_after": marked.stopped_after}
         self.evidence.data.setdefault("levels", []).append(meta)
         self.measured.add(level.label)
         self.evidence.save()
@@ -267,7 +286,9 @@ class BackendRun:
             console.print(f"[red]{self.row} {level.label}:[/red] {len(failed)} of {len(rows)} failed; first: {first}")
         return level_summary(records, self.plan.slo)
 
-    async def openai_level(self, level: LoadLevel, requests: list[ChatRequest | Conversation]) -> list[RequestRecord]:
+    async def openai_level(
+        self, level: LoadLevel, requests: list[ChatRequest | Conversation], finished: list[RequestRecord]
+    ) -> list[RequestRecord]:
         backend = self.backend
         async with AsyncOpenAIStreamClient(
             backend.base_url or "", backend.model_id, timeout_s=self.plan.timeout_s, connections=level.in_flight
@@ -276,7 +297,9 @@ class BackendRun:
             for record in warm:
                 record.level = level.recorded()
             self.evidence.data.setdefault("warm_up", []).extend(r.to_json() for r in warm)
-            return await run_level_async(client.chat, backend.explain, backend.name, level, requests, self.plan.seed)
+            return await run_level_async(
+                client.chat, backend.explain, backend.name, level, requests, self.plan.seed, finished
+            )
 
     def search(self, client, input_tokens: int | None) -> None:
         """The most load within the objectives, at this input length. A path that cannot judge an

@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -34,12 +34,16 @@ def start_on_a_free_port(
 ) -> tuple[subprocess.Popen[bytes], int]:
     """Start a child server on `port` (or a free one) and wait until it is healthy. A free port can
     be taken by another process between our choosing it and the child binding it: when the child
-    exits saying so, it is started again on another free port (a port given on purpose is not)."""
+    exits saying so, it is started again on another free port (a port given on purpose is not).
+    Whatever stops the wait (Ctrl-C, SIGTERM, a fault) stops the child first: it runs in a session
+    of its own, so nothing else would."""
     deadline = time.monotonic() + timeout_s
     for attempt in range(1, attempts + 1):
         chosen = port or free_port()
-        process = spawn(chosen)
+        process: subprocess.Popen[bytes] | None = None
         try:
+            with interrupts_held():
+                process = spawn(chosen)
             wait_until_healthy(
                 process,
                 f"http://127.0.0.1:{chosen}{health_path}",
@@ -55,8 +59,31 @@ def start_on_a_free_port(
             if port or attempt == attempts or not any(words in log for words in PORT_TAKEN):
                 raise
             continue
+        except BaseException:
+            stop_child(process, group=group)
+            raise
         return process, chosen
     raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Ctrl-C (and SIGTERM, which the commands hand on as one) held back while a child is made,
+    then taken: one landing inside `subprocess.Popen`, after the fork, would leave the child
+    running with nothing holding it to stop. Not held outside the main thread (no signal lands
+    there)."""
+    held: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
+    except ValueError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held and callable(previous):
+            previous(signal.SIGINT, None)
 
 
 def wait_until_healthy(
@@ -86,15 +113,39 @@ def wait_until_healthy(
 
 
 def stop_child(process: subprocess.Popen[bytes] | None, *, group: bool = False, grace_s: float = 5.0) -> None:
-    """SIGTERM (to its whole process group when `group`), then SIGKILL after `grace_s`."""
-    if process is None or process.poll() is not None:
+    """SIGTERM (to its whole process group when `group`), then SIGKILL after `grace_s`. A group is
+    waited for to the last of its processes (vLLM's API server leaves helpers that end after it,
+    such as multiprocessing's resource tracker), so that nothing of it outlives the stop."""
+    if process is None or (process.poll() is not None and not (group and group_running(process.pid))):
         return
     kill = os.killpg if group else os.kill
     with contextlib.suppress(ProcessLookupError):
         kill(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and (process.poll() is None or (group and group_running(process.pid))):
+        time.sleep(0.05)
+    if process.poll() is None or (group and group_running(process.pid)):
         with contextlib.suppress(ProcessLookupError):
             kill(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
+
+
+def group_running(leader: int) -> bool:
+    """Whether a process of `leader`'s process group still runs (one that ended and awaits its
+    parent's wait, a zombie, does not; without /proc, any process of the group counts)."""
+    if not Path("/proc/self").is_dir():
+        try:
+            os.killpg(leader, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == leader and fields[0] != "Z":
+            return True
+    return False

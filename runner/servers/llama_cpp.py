@@ -75,7 +75,8 @@ class LocalServer:
 
         def spawn(port: int) -> subprocess.Popen[bytes]:
             with log_path.open("wb") as log:
-                return subprocess.Popen(
+                # Held from the spawn on, so the stop at exit (atexit) finds it even before it is healthy.
+                self.process = subprocess.Popen(
                     [
                         sys.executable,
                         "-m",
@@ -96,6 +97,7 @@ class LocalServer:
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
+            return self.process
 
         atexit.register(self.stop)
         self.process, self.port = start_on_a_free_port(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.errors import RunnerError
+from runner.core.files import read_text_file
 from runner.workloads import Turn
 
 ROLES = ("system", "user", "assistant")
@@ -25,10 +26,7 @@ def read_dataset(
 ) -> tuple[list[Turn], str]:
     """(turns, format): the file's prompts in order; `count_reply` sizes a ShareGPT reply's length
     in the backend's tokens (else the default output length)."""
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise RunnerError(f"--dataset {path}: {error.strerror or error}") from None
+    text = read_text_file(path, "--dataset")
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:

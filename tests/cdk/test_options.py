@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -221,8 +223,27 @@ def test_every_option_passes_nag_and_cfn_lint_in_its_own_region(open_lane):
         assert (result.returncode, result.stdout) == (0, ""), names
 
 
+# What the copy runs besides its stand-ins. They are linked into the stand-ins' folder, which is
+# then the script's whole PATH: nothing on the caller's PATH (a virtual environment's `hf`, say)
+# can be found before a stand-in, whatever shell the tests run from.
+COPY_TOOLS = ("bash", "mktemp", "rm", "mkdir", "touch", "chmod", "cat", "du", "cut")
+
+
+@pytest.fixture(params=["the caller's PATH", "a virtual environment's bin first"])
+def caller_path(request, monkeypatch) -> str:
+    """Each weights-copy test runs twice: under the PATH it was started with, and with the
+    project's virtual environment's bin (where pip put the real `hf`) in front of it, as a user
+    with the environment activated has it."""
+    if request.param != "the caller's PATH":
+        scripts = sysconfig.get_path("scripts")
+        assert Path(scripts, "hf").is_file(), f"no hf in {scripts}: the case proves nothing"
+        monkeypatch.setenv("PATH", f"{scripts}{os.pathsep}{os.environ.get('PATH', '')}")
+    return request.param
+
+
 def run_copy(tmp_path: Path, *, with_config: bool) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    """The weights copy under bash with stand-ins for pip, hf and aws that log what they were asked."""
+    """The weights copy under bash with stand-ins for pip, hf and aws that log what they were asked,
+    on a PATH of the stand-ins' folder alone."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     log = tmp_path / "calls.log"
@@ -241,8 +262,12 @@ mkdir -p "$dir" && cd "$dir" && touch {files}
         path = bin_dir / name
         path.write_text(f"#!/bin/bash\n{body}\n")
         path.chmod(0o755)
+    for tool in COPY_TOOLS:
+        found = shutil.which(tool, path=os.defpath) or shutil.which(tool)
+        assert found, f"{tool} is not installed"
+        (bin_dir / tool).symlink_to(found)
     env = {
-        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "PATH": str(bin_dir),
         "CALLS": str(log),
         "AWS_REGION": "us-east-1",
         "MODEL_ID": OPEN_MODEL,
@@ -251,11 +276,20 @@ mkdir -p "$dir" && cd "$dir" && touch {files}
         "HF_HUB_VERSION": "2.4.0",
     }
     script = ROOT / "inference_constructs" / "weights_copy.sh"
-    result = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=30, check=False)
+    result = subprocess.run(
+        [str(bin_dir / "bash"), str(script)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert "command not found" not in result.stderr, result.stderr  # a tool missing from COPY_TOOLS
     return result, log.read_text().splitlines() if log.exists() else []
 
 
-def test_the_weights_copy_stages_then_moves_so_an_import_never_sees_half_a_copy(tmp_path):
+def test_the_weights_copy_stages_then_moves_so_an_import_never_sees_half_a_copy(tmp_path, caller_path):
     result, calls = run_copy(tmp_path, with_config=True)
     assert result.returncode == 0, result.stdout + result.stderr
     s3 = [c.split()[1:] for c in calls if c.startswith("aws s3")]
@@ -267,9 +301,10 @@ def test_the_weights_copy_stages_then_moves_so_an_import_never_sees_half_a_copy(
     assert s3[3][2:4] == [staged, final] and s3[4][3] == marker
     assert "anonymous" in result.stdout  # no token secret: Qwen's weights are not gated
     assert any(c.startswith("python3 -m pip install") and "huggingface_hub==2.4.0" in c for c in calls)
+    assert [c.split()[:3] for c in calls if c.startswith("hf ")] == [["hf", "download", OPEN_MODEL]]
 
 
-def test_a_model_without_config_json_is_refused_before_anything_is_uploaded(tmp_path):
+def test_a_model_without_config_json_is_refused_before_anything_is_uploaded(tmp_path, caller_path):
     result, calls = run_copy(tmp_path, with_config=False)
     assert result.returncode == 1
     assert f"error: {OPEN_MODEL} has no config.json" in result.stdout

@@ -80,6 +80,21 @@ def signal_process(pid: int, started: int, sig: int) -> bool:
     return signal_checked(pid, sig, lambda: start_time(pid) == started)
 
 
+def child_running(parent: int, command: str) -> tuple[int, int] | None:
+    """A running child of `parent` whose command line holds `command`: its pid and start time."""
+    for entry in Path("/proc").iterdir():
+        fields = stat_fields(int(entry.name)) if entry.name.isdigit() else None
+        if fields is None or int(fields[1]) != parent or fields[0] == "Z":
+            continue
+        try:
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if command in line:
+            return int(entry.name), int(fields[19])
+    return None
+
+
 def group_members(leader: int) -> list[int]:
     """The processes whose process group is `leader`'s number."""
     return [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit() and process_group(int(e.name)) == leader]

@@ -70,13 +70,13 @@ def test_the_latest_quality_run_that_graded_something_gives_the_accuracy(tmp_pat
 @pytest.mark.parametrize(
     ("entry", "line"),
     [
-        ({"backend": "g6", "model": "m"}, "q.json: summary[1] of g6, overall: expected a JSON object"),
-        ({"backend": "g6", "model": "m", "overall": {"total": 2}}, "q.json: summary[1] of g6, overall: no 'correct'"),
+        ({"backend": "g6", "model": "m"}, "q.json: summary[0] of g6, overall: expected a JSON object"),
+        ({"backend": "g6", "model": "m", "overall": {"total": 2}}, "q.json: summary[0] of g6, overall: no 'correct'"),
         (
             {"backend": "g6", "model": "m", "overall": {"correct": 1, "total": 2}, "families": {"x": {"correct": "1"}}},
-            "q.json: summary[1] of g6, x: 'correct' is '1'",
+            "q.json: summary[0] of g6, x: 'correct' is '1'",
         ),
-        ({"model": "m", "overall": {"correct": 1, "total": 2}}, "q.json: summary[1]: no 'backend'"),
+        ({"model": "m", "overall": {"correct": 1, "total": 2}}, "q.json: summary[0]: no 'backend'"),
     ],
 )
 def test_a_malformed_summary_is_one_line_naming_it(entry, line):
@@ -96,7 +96,7 @@ def test_the_report_refuses_a_malformed_quality_file_in_one_line_before_writing(
     assert exit_info.value.code == 2 and not page.exists()
     captured = capsys.readouterr()
     lines = [line for line in (captured.err + captured.out).splitlines() if line.strip()]
-    assert len(lines) == 1 and str(path) in lines[0] and "summary[1] of g6, overall: 'correct'" in lines[0], lines
+    assert len(lines) == 1 and str(path) in lines[0] and "summary[0] of g6, overall: 'correct'" in lines[0], lines
 
 
 def test_a_summary_is_a_dataclass_with_its_families_typed():

@@ -128,6 +128,16 @@ def test_the_winner_flips_from_serverless_to_an_always_on_instance_as_requests_g
     assert busy["why"][1].startswith("g6 beats sagemaker-serverless by $")
 
 
+def test_a_level_stopped_midway_sizes_no_instance(tmp_path):
+    """A level stopped before its end (Ctrl-C, SIGTERM) keeps the requests that finished, but their
+    figures are not the level's: the instance is sized from the level that ran to its end."""
+    stopped = closed_loop("g6", 16, 1.6, label="16 at a time (stopped after 32 of 64)", stopped_after=32)
+    path = write_evidence(tmp_path, [backend_entry("g6")], [*one_at_a_time("g6", [0.76, 0.76, 0.76]), *stopped])
+    (row,) = run_advise(tmp_path, [path], "--requests-per-day", "100000", "--allow-unmeasured-sources")["records"]
+    capacity = 100 / 0.76 * 3600 / 100  # one at a time: output tok/s x 3600 / T requests an hour
+    assert row["arithmetic"].startswith(f"peak 4,167 req/h ÷ {capacity:,.0f} per instance at 1 at a time → 1 instance")
+
+
 def test_a_latency_bound_excludes_options_and_sparse_requests_count_cold_starts(tmp_path):
     path = aws_bench(tmp_path)
     # 100 a day: 71 % of requests find serverless and the imported model at zero, so their p95

@@ -41,10 +41,10 @@ def test_an_unanswered_ask_reads_back_with_its_error():
 @pytest.mark.parametrize(
     ("entry", "line"),
     [
-        ({"backend": "g6", "question": "q"}, "ask.json: records[1] of g6: no 'run'"),
-        ({"backend": "g6", "run": 1, "pieces": "4"}, "ask.json: records[1] of g6: 'pieces' is '4'"),
-        ({"backend": "g6", "run": 1, "streamed": 1}, "ask.json: records[1] of g6: 'streamed' is 1"),
-        ("text", "ask.json: records[1]: expected a JSON object"),
+        ({"backend": "g6", "question": "q"}, "ask.json: records[0] of g6: no 'run'"),
+        ({"backend": "g6", "run": 1, "pieces": "4"}, "ask.json: records[0] of g6: 'pieces' is '4'"),
+        ({"backend": "g6", "run": 1, "streamed": 1}, "ask.json: records[0] of g6: 'streamed' is 1"),
+        ("text", "ask.json: records[0]: expected a JSON object"),
     ],
 )
 def test_a_malformed_ask_is_one_line_naming_it(entry, line):

@@ -55,11 +55,11 @@ def test_an_entry_without_catalog_or_output_reads_with_them_unknown():
 @pytest.mark.parametrize(
     ("data", "line"),
     [
-        ({"kind": "ec2-vllm"}, "bench.json: backends[1]: no 'name'"),
-        ({"name": "g6", "region": 2}, "bench.json: backends[1] of g6: 'region' is 2"),
-        ({"name": "g6", "catalog": {"max_instances": "2"}}, "bench.json: backends[1] of g6, its catalog entry: "),
-        ({"name": "g6", "stack_output": {"memory_mb": 1.5}}, "bench.json: backends[1] of g6, its stack output: "),
-        ("g6", "bench.json: backends[1]: expected a JSON object, got str"),
+        ({"kind": "ec2-vllm"}, "bench.json: backends[0]: no 'name'"),
+        ({"name": "g6", "region": 2}, "bench.json: backends[0] of g6: 'region' is 2"),
+        ({"name": "g6", "catalog": {"max_instances": "2"}}, "bench.json: backends[0] of g6, its catalog entry: "),
+        ({"name": "g6", "stack_output": {"memory_mb": 1.5}}, "bench.json: backends[0] of g6, its stack output: "),
+        ("g6", "bench.json: backends[0]: expected a JSON object, got str"),
     ],
 )
 def test_a_malformed_entry_is_one_line_naming_it_and_its_file(data, line):

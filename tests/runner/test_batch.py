@@ -213,4 +213,4 @@ def test_a_job_from_before_job_name_reads_and_a_malformed_one_is_one_line():
     assert jobs_of({"jobs": [{}]}) == [BatchJob()]
     with pytest.raises(RunnerError) as refused:
         jobs_of({"jobs": [{"backend": "sagemaker-batch", "billable_s": "ten"}]}, "batch.json")
-    assert str(refused.value).startswith("batch.json: jobs[1] of sagemaker-batch: 'billable_s' is 'ten'")
+    assert str(refused.value).startswith("batch.json: jobs[0] of sagemaker-batch: 'billable_s' is 'ten'")

@@ -93,12 +93,12 @@ def test_what_passes():
 @pytest.mark.parametrize(
     ("entry", "line"),
     [
-        ({"backend": "g6"}, "check.json: records[1] of g6, its health: expected a JSON object"),
-        ({"backend": "g6", "health": {"healthy": "yes"}}, "check.json: records[1] of g6, its health: 'healthy' is"),
-        ({"backend": "g6", "health": HEALTHY, "plain_ok": "no"}, "check.json: records[1] of g6: 'plain_ok' is 'no'"),
-        ({"backend": "g6", "health": HEALTHY, "plain": {"ok": True}}, "check.json: records[1] of g6, its plain answer: no 'seconds'"),
-        ({"backend": "g6", "health": HEALTHY, "tool": {"seconds": 1}}, "check.json: records[1] of g6, its tool call: no 'ok'"),
-        ({"health": HEALTHY}, "check.json: records[1]: no 'backend'"),
+        ({"backend": "g6"}, "check.json: records[0] of g6, its health: expected a JSON object"),
+        ({"backend": "g6", "health": {"healthy": "yes"}}, "check.json: records[0] of g6, its health: 'healthy' is"),
+        ({"backend": "g6", "health": HEALTHY, "plain_ok": "no"}, "check.json: records[0] of g6: 'plain_ok' is 'no'"),
+        ({"backend": "g6", "health": HEALTHY, "plain": {"ok": True}}, "check.json: records[0] of g6, its plain answer: no 'seconds'"),
+        ({"backend": "g6", "health": HEALTHY, "tool": {"seconds": 1}}, "check.json: records[0] of g6, its tool call: no 'ok'"),
+        ({"health": HEALTHY}, "check.json: records[0]: no 'backend'"),
     ],
 )  # fmt: skip
 def test_a_malformed_result_is_one_line_naming_it(entry, line):

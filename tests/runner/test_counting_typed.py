@@ -57,11 +57,11 @@ def test_a_run_with_no_model_writes_what_it_wrote_and_reads_back_the_same():
 @pytest.mark.parametrize(
     ("entry", "line"),
     [
-        ({"backend": "g6", "error": "x"}, "counting.json: records[1] of g6: no 'run'"),
-        ({"backend": "g6", "run": 1, "error": 5}, "counting.json: records[1] of g6: 'error' is 5"),
-        ({"backend": "g6", "run": 1, "seconds": 1.0}, "counting.json: records[1] of g6: no 'ok'"),
-        ({"backend": "g6", "run": 1, **RUN.to_json()}, "counting.json: records[1] of g6: no 'quoted'"),
-        ("text", "counting.json: records[1]: expected a JSON object"),
+        ({"backend": "g6", "error": "x"}, "counting.json: records[0] of g6: no 'run'"),
+        ({"backend": "g6", "run": 1, "error": 5}, "counting.json: records[0] of g6: 'error' is 5"),
+        ({"backend": "g6", "run": 1, "seconds": 1.0}, "counting.json: records[0] of g6: no 'ok'"),
+        ({"backend": "g6", "run": 1, **RUN.to_json()}, "counting.json: records[0] of g6: no 'quoted'"),
+        ("text", "counting.json: records[0]: expected a JSON object"),
     ],
 )
 def test_a_malformed_run_is_one_line_naming_it(entry, line):

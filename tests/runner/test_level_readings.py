@@ -56,8 +56,8 @@ def test_a_figure_the_server_lacks_is_none_and_a_level_without_readings_reads():
 @pytest.mark.parametrize(
     ("bad", "line"),
     [
-        ({"samples": "4"}, "bench.json: levels[1] of g6, its server metrics: 'samples' is '4'"),
-        ({"samples": 1, "queueing": "yes"}, "bench.json: levels[1] of g6, its server metrics: 'queueing' is 'yes'"),
+        ({"samples": "4"}, "bench.json: levels[0] of g6, its server metrics: 'samples' is '4'"),
+        ({"samples": 1, "queueing": "yes"}, "bench.json: levels[0] of g6, its server metrics: 'queueing' is 'yes'"),
     ],
 )
 def test_a_malformed_reading_is_one_line_naming_it(bad, line):

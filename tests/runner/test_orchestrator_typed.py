@@ -68,11 +68,11 @@ def test_a_run_writes_the_entry_it_wrote_untyped_and_reads_back_the_same(agent, 
 @pytest.mark.parametrize(
     ("change", "line"),
     [
-        ({"run": "1"}, "orchestrator.json: records[1]: 'run' is '1'"),
-        ({"agent": {"ok": False}}, "orchestrator.json: records[1], its agent: no 'error'"),
-        ({"table": [{"backend": "fast"}]}, "orchestrator.json: records[1]: table[1] of fast: no 'title'"),
-        ({"asks": [{"title": "t", "answer": "a", "backend": "fast"}]}, "orchestrator.json: records[1]: asks[1] of fast: no 'run'"),
-        ({"warm_ups": "none"}, "orchestrator.json: records[1]: 'warm_ups' is not a list"),
+        ({"run": "1"}, "orchestrator.json: records[0]: 'run' is '1'"),
+        ({"agent": {"ok": False}}, "orchestrator.json: records[0], its agent: no 'error'"),
+        ({"table": [{"backend": "fast"}]}, "orchestrator.json: records[0]: table[0] of fast: no 'title'"),
+        ({"asks": [{"title": "t", "answer": "a", "backend": "fast"}]}, "orchestrator.json: records[0]: asks[0] of fast: no 'run'"),
+        ({"warm_ups": "none"}, "orchestrator.json: records[0]: 'warm_ups' is not a list"),
     ],
 )  # fmt: skip
 def test_a_malformed_run_is_one_line_naming_it(change, line):

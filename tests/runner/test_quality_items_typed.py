@@ -76,11 +76,11 @@ def test_an_item_not_asked_because_the_backend_is_down():
 @pytest.mark.parametrize(
     ("change", "line"),
     [
-        ({"item": 3}, "quality.json: records[1] of g6: 'item' is 3"),
-        ({"graded": "yes"}, "quality.json: records[1] of g6: 'graded' is 'yes'"),
-        ({"ttft_s": 0.1}, "quality.json: records[1] of g6: no 'seconds'"),
-        ({"grading_route": "final-line"}, "quality.json: records[1] of g6: no 'quoted'"),
-        ({"model_calls": 2, "seconds": "slow"}, "quality.json: records[1] of g6: 'seconds' is 'slow'"),
+        ({"item": 3}, "quality.json: records[0] of g6: 'item' is 3"),
+        ({"graded": "yes"}, "quality.json: records[0] of g6: 'graded' is 'yes'"),
+        ({"ttft_s": 0.1}, "quality.json: records[0] of g6: no 'seconds'"),
+        ({"grading_route": "final-line"}, "quality.json: records[0] of g6: no 'quoted'"),
+        ({"model_calls": 2, "seconds": "slow"}, "quality.json: records[0] of g6: 'seconds' is 'slow'"),
     ],
 )
 def test_a_malformed_item_is_one_line_naming_it(change, line):

@@ -47,7 +47,10 @@ def test_import_and_batch_evidence_read_what_the_teardown_needs(tmp_path):
 @pytest.mark.parametrize(
     ("content", "line"),
     [
-        ({"schema": SCHEMA + 1, "command": "up"}, "is not an evidence file of this runner (schema 1)"),
+        (
+            {"schema": SCHEMA + 1, "command": "up"},
+            f"is evidence of schema {SCHEMA + 1}; this runner reads schema {SCHEMA} (written by a newer runner",
+        ),
         ({"schema": SCHEMA, "command": "bench"}, "bench evidence where up evidence was expected"),
         ({"schema": SCHEMA, "command": "up", "records": [{"backend": "g6"}]}, "the record of g6 has no 'outcome'"),
     ],

@@ -55,11 +55,11 @@ def test_an_unjudged_verdict_says_why_and_a_record_without_level_or_verdict_read
 @pytest.mark.parametrize(
     ("entry", "line"),
     [
-        ({"backend": "g6"}, "bench.json: records[2] of g6: no 'run'"),
-        ({"backend": "g6", "run": 1, "e2e_s": "slow"}, "bench.json: records[2] of g6: 'e2e_s' is 'slow'"),
-        ({"backend": "g6", "run": 1, "level": {"value": "x"}}, "bench.json: records[2] of g6, its level: 'value'"),
-        ({"backend": "g6", "run": 1, "slo": {"missed": []}}, "bench.json: records[2] of g6, its verdict: no 'met'"),
-        ("text", "bench.json: records[2]: expected a JSON object"),
+        ({"backend": "g6"}, "bench.json: records[1] of g6: no 'run'"),
+        ({"backend": "g6", "run": 1, "e2e_s": "slow"}, "bench.json: records[1] of g6: 'e2e_s' is 'slow'"),
+        ({"backend": "g6", "run": 1, "level": {"value": "x"}}, "bench.json: records[1] of g6, its level: 'value'"),
+        ({"backend": "g6", "run": 1, "slo": {"missed": []}}, "bench.json: records[1] of g6, its verdict: no 'met'"),
+        ("text", "bench.json: records[1]: expected a JSON object"),
     ],
 )
 def test_a_malformed_record_is_one_line_naming_it(entry, line):
@@ -75,5 +75,5 @@ def test_agent_tasks_read_back_typed_beside_the_request_records():
     refused = {"backend": "g6", "task": 1, "kind": "tool-use", "ok": False, "passed": False, "error": "no model"}
     first, second = tasks_of({"tasks": [done, refused | {"level": level}]})
     assert (first.sessions, first.model_calls, second.seconds, second.error) == (4, 2, None, "no model")
-    with pytest.raises(RunnerError, match=r"^bench.json: tasks\[2\] of g6: no 'task'$"):
+    with pytest.raises(RunnerError, match=r"^bench.json: tasks\[1\] of g6: no 'task'$"):
         tasks_of({"tasks": [done, {"backend": "g6", "kind": "x"}]}, where="bench.json")

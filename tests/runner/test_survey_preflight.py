@@ -215,7 +215,7 @@ def test_no_credentials_is_one_line_and_calls_nothing(monkeypatch, tmp_path, cap
         survey.main_guard(lambda: survey.run(["--dry-run", "--results-dir", str(tmp_path / "results")]))
     assert exit_.value.code == 2
     out = capsys.readouterr().err.strip().splitlines()
-    assert len(out) == 1 and "no AWS credentials configured" in out[0]
+    assert len(out) == 1 and "no AWS credentials are configured" in out[0]
     assert not (tmp_path / "results").exists()
 
 
@@ -238,7 +238,7 @@ def one_line(capsys, *argv: str) -> str:
 
 def test_a_whole_survey_without_credentials_is_one_line_and_creates_nothing(capsys, tmp_path):
     line = one_line(capsys, "g6", "--results-dir", str(tmp_path / "results"))
-    assert "no AWS credentials configured" in line
+    assert "no AWS credentials are configured" in line
     assert not (tmp_path / "results").exists()
 
 

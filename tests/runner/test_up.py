@@ -12,6 +12,8 @@ from tests.cdk.conftest import ROOT
 
 
 def run_up(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
+    """runner.up as a process with no AWS credentials anywhere (`--aws` takes it past the refusal
+    that brings, to the input checks that come before any AWS call)."""
     env = {"PATH": "/usr/bin:/bin", "AWS_EC2_METADATA_DISABLED": "true", "HOME": str(tmp_path)}
     env["INFERENCE_PLACEMENT_FILE"] = str(tmp_path / "placement.json")
     return subprocess.run(
@@ -43,12 +45,25 @@ def run_up(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_bad_input_is_one_line_and_nothing_is_deployed_or_written(tmp_path, args, message):
-    result = run_up(tmp_path, *args)
+    result = run_up(tmp_path, "--aws", *args)
     assert result.returncode == 2, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and message in lines[0], result.stderr
     assert not (tmp_path / "results").exists()
     assert not (tmp_path / "placement.json").exists()
+
+
+@pytest.mark.parametrize("args", [[], ["InferenceGpuStack"], ["--extend", "2"]])
+def test_without_credentials_it_refuses_in_one_line_as_every_aws_command_does(tmp_path, args):
+    """No credential chain walked, no time-to-live promised, no evidence: the one line the other
+    commands that work only through AWS give (runner/cloud/aws.py `require_aws`)."""
+    result = run_up(tmp_path, *args)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == [
+        "error: runner.up deploys with the CDK CLI and watches through the AWS API, and no AWS credentials are "
+        "configured (configure them, or pass --aws)"
+    ]
+    assert not (tmp_path / "results").exists() and not (tmp_path / "placement.json").exists()
 
 
 @pytest.mark.parametrize(
