@@ -16,7 +16,6 @@ offline table). Bad input is one line and exit 2; exit 1 when no option is withi
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import asdict
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from runner.cloud.aws import boto_client, credentials_configured
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, load
+from runner.core.flags import finite
 from runner.costing.advice import (
     ASSUMPTIONS,
     SHAPES,
@@ -98,7 +98,8 @@ def number(text: str | None, flag: str, *, integer: bool = False, default: float
         value = int(text) if integer else float(text)
     except ValueError:
         raise RunnerError(f"{flag} {text!r}: expected a {'whole ' if integer else ''}number above 0") from None
-    if not value > 0 or not math.isfinite(value):
+    finite(flag, value, text=repr(text))
+    if not value > 0:
         raise RunnerError(f"{flag} {text!r}: must be above 0")
     return value
 

@@ -31,6 +31,7 @@ from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, load
+from runner.core.flags import above, at_least
 from runner.measure import ChatRequest
 from runner.measure.benchmark import bench_backend, sweep_backend
 from runner.measure.capacity import Budget
@@ -139,8 +140,9 @@ def wants_workload(args: argparse.Namespace) -> bool:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.repeats < 1:
-        raise SystemExit("error: --repeats must be at least 1")
+    at_least("--repeats", args.repeats, 1)
+    at_least("--max-tokens", args.max_tokens, 1)
+    above("--capacity-seconds", args.capacity_seconds, 0, "seconds")
     if args.workload == AGENT:
         return run_agent_traffic(args)
     args.max_tokens = args.max_tokens or SURVEY_MAX_TOKENS

@@ -28,8 +28,8 @@ from runner.cloud.aws import boto_client, credentials_configured
 from runner.core.accuracy import accuracy_json
 from runner.core.backend_entries import entries_of
 from runner.core.console import console
-from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
+from runner.core.flags import above
 from runner.costing.measured import (
     catalog_backends,
     cost_price_requests,
@@ -64,8 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.latency_bound is not None and not args.latency_bound > 0:
-        raise RunnerError(f"--latency-bound {args.latency_bound}: must be above 0 seconds")
+    above("--latency-bound", args.latency_bound, 0, "seconds")
     # Every input is read before anything is priced or written: a bad file stops with nothing half-done.
     inputs, accuracy = split_quality(args.evidence, "runner.cost")
     use_api = not args.offline and (args.aws if args.aws is not None else credentials_configured())

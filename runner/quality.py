@@ -25,6 +25,7 @@ from runner.core.agent_evidence import QualityItem
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
+from runner.core.flags import at_least
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,8 +47,7 @@ def run(argv: list[str] | None = None) -> int:
 
     if args.items < 1:
         raise RunnerError(f"--items {args.items}: the task set needs at least 1 item")
-    if args.max_tokens < 1:
-        raise RunnerError(f"--max-tokens {args.max_tokens}: must be at least 1")
+    at_least("--max-tokens", args.max_tokens, 1)
     families = parse_families(args.families)
     tasks = generate(args.items, args.seed, families)
     settings = QualitySettings(max_tokens=args.max_tokens, timeout_s=args.timeout)

@@ -14,6 +14,7 @@ from runner.core.backends import (
 )
 from runner.core.errors import RunnerError
 from runner.core.evidence import DEFAULT_RESULTS
+from runner.core.flags import above, at_least
 
 
 @dataclass
@@ -99,6 +100,8 @@ def _parse_forward(text: str) -> tuple[str, int]:
 
 
 def options_from_args(args: argparse.Namespace) -> CommonOptions:
+    above("--timeout", args.timeout, 0, "seconds")
+    at_least("--threads", args.threads, 1)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else None
     return CommonOptions(
         backends=backends,

@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from catalog import CatalogError
 from runner.cli.options import CommonOptions, options_from_args
 from runner.cloud.aws import credentials_configured
@@ -205,7 +207,7 @@ def main_guard(run: Callable[[], int]) -> None:
     try:
         code = run()
     except (RunnerError, CatalogError) as error:
-        console.print(f"[red]error:[/red] {error}")
+        console.print(f"[red]error:[/red] {escape(str(error))}")  # a message's [brackets] are not markup
         code = 2
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/yellow]")
