@@ -21,7 +21,7 @@ from runner.core.records import RequestRecord
 from runner.core.tls import tls_context
 from runner.measure.connections import ATTEMPTS, ConnectionLog
 from runner.measure.records import WARM_UP, ChatRequest, Stopwatch
-from runner.measure.sse import ChatStreamAccumulator, LineSplitter
+from runner.measure.sse import BodyHead, ChatStreamAccumulator, LineSplitter
 
 # A kept-alive connection the server closed since: the request never reached it.
 STALE_CONNECTION_ERRORS = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
@@ -107,14 +107,18 @@ class AsyncOpenAIStreamClient:
             break
         async with response:
             self.log.note_known(connection.get("new_connection"), record)
+            content_type = response.headers.get("content-type", "")
             if response.status >= 400:
-                raise status_fault(response.status, await response.text(errors="replace"), response.reason or "")
+                body = await response.text(errors="replace")
+                raise status_fault(response.status, body, response.reason or "", content_type)
             lines = LineSplitter()
+            head = BodyHead()
             try:
                 # A chunk of the chunked body at a time, each timed as it is read (as the in-region
                 # kit reads them): chunks that came in one read are not merged into one moment.
                 async for part, _ in response.content.iter_chunks():
                     at = watch.now()
+                    head.feed(part)
                     for line in lines.feed(part):
                         stream.feed_line(line.decode(), at)
                     if at > self.timeout_s:
@@ -124,6 +128,8 @@ class AsyncOpenAIStreamClient:
             except BaseException:
                 response.close()  # a response given up on closes its connection: never reused
                 raise
+        if record.chunks == 0 and head.size and "event-stream" not in content_type:
+            raise StreamFault(head.not_a_stream(response.status, content_type))
         return stream.finish(watch.now())
 
 

@@ -32,7 +32,7 @@ from tests.runner.loopback import LoopbackServer
 
 @dataclass
 class Step:
-    kind: str = "text"  # text | tool | http_error | hang | cut | drop | malformed | empty
+    kind: str = "text"  # text | tool | http_error | body | hang | cut | drop | malformed | empty
     text: str = ""
     tool_calls: list[tuple[str, str]] = field(default_factory=list)  # (name, raw JSON arguments)
     status: int = 200
@@ -56,6 +56,9 @@ class Step:
     hold_until: threading.Event | None = None
     # The prompt's tokens in the usage record (None: 12, whatever the prompt).
     prompt_tokens: int | None = None
+    # The content type of an http_error's body, or of a `body` step (a whole body, not a stream:
+    # `text` as given, with `status`, as a proxy or a server that ignores `stream` answers).
+    content_type: str = "application/json"
 
 
 # Characters of a tool call's arguments per streamed chunk.
@@ -191,10 +194,11 @@ class FakeOpenAI(LoopbackServer):
                 pass
         if step.delay_s:
             time.sleep(step.delay_s)
-        if step.kind == "http_error":
-            data = (step.error_body or json.dumps({"error": {"message": "scripted failure"}})).encode()
+        if step.kind in ("http_error", "body"):
+            default = json.dumps({"error": {"message": "scripted failure"}}) if step.kind == "http_error" else ""
+            data = (step.error_body or step.text or default).encode()
             handler.send_response(step.status)
-            handler.send_header("content-type", "application/json")
+            handler.send_header("content-type", step.content_type)
             handler.send_header("content-length", str(len(data)))
             handler.end_headers()
             handler.wfile.write(data)
