@@ -107,7 +107,7 @@ def discover(options: CommonOptions) -> Discovery:
         console.print(f"[dim]starting the embedded model ({config.threads} threads) …[/dim]")
         server = LocalServer(config).start()
         notices.append(f"{CAVEAT}; started in {server.startup_s:.1f} s")
-        selected.append(local_backend(server.base_url, MODEL_ALIAS))
+        selected.append(local_backend(server.base_url, MODEL_ALIAS, server.config.context_tokens))
     return Discovery(backends=selected, notices=notices, outputs=outputs, local_server=server, aws=use_aws)
 
 

@@ -180,7 +180,8 @@ def bedrock_backend(region: str | None = None) -> Backend:
     )
 
 
-def local_backend(base_url: str, model_id: str) -> Backend:
+def local_backend(base_url: str, model_id: str, context_tokens: int | None = None) -> Backend:
+    """The embedded server, with the context it was started with (else the catalog's)."""
     spec = get_backend("local")
     root = base_url.rsplit("/v1", 1)[0]
     return Backend(
@@ -191,6 +192,7 @@ def local_backend(base_url: str, model_id: str) -> Backend:
         source="embedded",
         base_url=base_url,
         health_url=f"{root}/health",
+        max_total_tokens=context_tokens or spec.max_total_tokens,
         spec=spec,
         notes=[spec.notes],
     )

@@ -52,9 +52,19 @@ def os_error_text(error: OSError | None) -> str:
 
 
 class AsyncOpenAIStreamClient:
-    def __init__(self, base_url: str, model_id: str, *, timeout_s: float = 60.0, connections: int = 1) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model_id: str,
+        *,
+        timeout_s: float = 60.0,
+        connections: int = 1,
+        context_tokens: int | None = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model_id = model_id
+        # The model's context (prompt and output), where known: a reply it cut short is a fault.
+        self.context_tokens = context_tokens
         self.timeout_s = timeout_s
         self.connections = connections
         self.session: aiohttp.ClientSession | None = None
@@ -130,7 +140,7 @@ class AsyncOpenAIStreamClient:
                 raise
         if record.chunks == 0 and head.size and "event-stream" not in content_type:
             raise StreamFault(head.not_a_stream(response.status, content_type))
-        return stream.finish(watch.now())
+        return stream.finish(watch.now(), max_tokens=request.max_tokens, context_tokens=self.context_tokens)
 
 
 async def warm_up_async(client: AsyncOpenAIStreamClient, backend: str) -> RequestRecord:

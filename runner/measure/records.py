@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from runner.core.errors import BadCompletion, describe
+from runner.core.errors import BadCompletion, ContextOverflow, describe
 from runner.core.records import RequestRecord
 
 # Finish reasons that mean the model ended normally: OpenAI-compatible servers (vLLM, llama.cpp)
@@ -100,6 +100,20 @@ def check_completion(record: RequestRecord, *, has_output: bool) -> None:
         raise BadCompletion(f"empty completion: no text and no tool call (finish reason {record.finish_reason!r})")
     if record.token_source == "server" and record.output_tokens == 0:
         raise BadCompletion("impossible usage from the server: 0 output tokens for an answer with output")
+
+
+def check_context(record: RequestRecord, max_tokens: int, context_tokens: int | None) -> None:
+    """A reply the model's context cut short is no success: the server stopped at `length` with
+    fewer tokens than asked because the prompt and the output filled its context (llama.cpp stops
+    so; vLLM refuses such a request before it starts). Its figures would be of a shorter request."""
+    prompt, output = record.prompt_tokens, record.output_tokens
+    if not context_tokens or prompt is None or output is None or record.finish_reason != "length":
+        return
+    if output < max_tokens and prompt + output >= context_tokens:
+        raise ContextOverflow(
+            f"cut short by the model's context: {prompt} prompt + {output} output tokens fill its "
+            f"{context_tokens:,}, {max_tokens} output tokens asked"
+        )
 
 
 def usage_counts(usage: dict[str, Any], output_key: str, prompt_key: str) -> tuple[int, int | None]:

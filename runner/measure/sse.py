@@ -18,7 +18,7 @@ from typing import Any
 
 from runner.core.errors import StreamFault, http_line, size_text
 from runner.core.records import RequestRecord
-from runner.measure.records import check_completion, usage_counts
+from runner.measure.records import check_completion, check_context, usage_counts
 
 
 def check_stream_end(chunks: int, finish_reason: str | None) -> None:
@@ -168,8 +168,9 @@ class ChatStreamAccumulator:
         elif counts is not None:
             self.record.chunk_token_counts = None  # a chunk without the count: no exact split
 
-    def finish(self, at: float) -> RequestRecord:
-        """Close the record at [DONE] (or the end of the body when the server sends none)."""
+    def finish(self, at: float, *, max_tokens: int | None = None, context_tokens: int | None = None) -> RequestRecord:
+        """Close the record at [DONE] (or the end of the body when the server sends none); with the
+        output asked for and the model's context, a reply the context cut short is a fault."""
         record = self.record
         record.e2e_s = self.done_at if self.done_at is not None else at
         record.text = "".join(self.parts)
@@ -182,5 +183,7 @@ class ChatStreamAccumulator:
             record.output_tokens = self.content_chunks
             record.token_source = "client-chunks"
         check_completion(record, has_output=self.has_output)
+        if max_tokens is not None:
+            check_context(record, max_tokens, context_tokens)
         record.ok = True
         return record

@@ -270,7 +270,11 @@ class BackendRun:
     async def openai_level(self, level: LoadLevel, requests: list[ChatRequest | Conversation]) -> list[RequestRecord]:
         backend = self.backend
         async with AsyncOpenAIStreamClient(
-            backend.base_url or "", backend.model_id, timeout_s=self.plan.timeout_s, connections=level.in_flight
+            backend.base_url or "",
+            backend.model_id,
+            timeout_s=self.plan.timeout_s,
+            connections=level.in_flight,
+            context_tokens=backend.max_total_tokens,
         ) as client:
             warm = await asyncio.gather(*(warm_up_async(client, backend.name) for _ in range(min(level.in_flight, 64))))
             for record in warm:
