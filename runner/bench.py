@@ -149,6 +149,8 @@ def run(argv: list[str] | None = None) -> int:
     if wants_workload(args):
         return run_workload(args)
     baseline = load(args.compare) if args.compare else None
+    if baseline is not None and baseline["command"] != "bench":
+        raise RunnerError(f"--compare {args.compare} is {baseline['command']} evidence: it takes an earlier bench file")
     accuracy = quality_accuracy(args.quality) if args.quality else {}
     levels = plan_levels(args.concurrency, args.rate, args.requests, args.max_concurrency)
     if args.in_region and args.prompts:
@@ -287,6 +289,11 @@ def words_to_tokens(text: str) -> int:
 
 def run_workload(args: argparse.Namespace) -> int:
     """The benchmark on a workload (runner/measure/workload_run.py)."""
+    if args.compare:
+        raise RunnerError(
+            "--compare adds a change column to the one-prompt table (the survey's prompt, --repeats); "
+            "a workload's table has none: leave --compare out"
+        )
     plan = workload_plan(args)
     if plan.find_capacity:
         # The search starts at the smallest level given (else 1), and only the budget bounds it.
