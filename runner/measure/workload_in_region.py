@@ -78,7 +78,7 @@ class HostRun(BackendRun):
     def __init__(self, tunnel: BackendRun, advance: Advance) -> None:
         super().__init__(tunnel.backend, tunnel.plan, tunnel.evidence, advance, row=row_name(tunnel.backend.name))
         self.tunnel = tunnel
-        self.counter, self.force = tunnel.counter, tunnel.force
+        self.counter, self.fitter, self.force = tunnel.counter, tunnel.fitter, tunnel.force
         self.record_extra = {"path": "in-region"}
         self.added = False
         self.info.update(

@@ -32,7 +32,7 @@ from runner.measure.server_metrics import MetricsSampler, probe
 from runner.measure.tokens import PromptCounter, counter_for, server_root
 from runner.workloads import SURVEY_MAX_TOKENS, Workload, synthetic_turns
 from runner.workloads.slo import Slo, judge
-from runner.workloads.text import fit
+from runner.workloads.text import Fitter
 
 Advance = Callable[..., Any]
 
@@ -95,6 +95,8 @@ class BackendRun:
         self.supports = backend.supports
         self.force = self.supports.forced_output_length and plan.workload.output_tokens is not None
         self.counter: PromptCounter | None = None
+        # Prompts built on the counter, cheaper by what it learns (runner/workloads/text.py Fitter).
+        self.fitter: Fitter | None = None
         self.metrics_url: str | None = None
         # Requests built so far: the next request's text is seeded past them (no two alike).
         self.built = 0
@@ -159,6 +161,7 @@ class BackendRun:
                 self.counter = counter_for(backend, client)
             except Exception as error:
                 raise RunnerError(f"prompt lengths cannot be set: {describe(error)}") from None
+            self.fitter = Fitter(self.counter.text)
             self.info["token_count"] = self.counter.method
             if not self.supports.tokenizer:
                 self.note(self.supports.reason("tokenizer"))
@@ -197,19 +200,20 @@ class BackendRun:
                 )
                 for t in fixed
             ]
-        assert self.counter is not None and level.input_tokens is not None
-        counter = self.counter
+        assert self.fitter is not None and level.input_tokens is not None
         first, self.built = self.built, self.built + count
         if workload.turns > 1:
-            conversations = []
-            for session in range(first, first + count):
-                seeds = [workload.seed * 7919 + session * workload.turns + t + 1 for t in range(workload.turns)]
-                prompts = tuple(fit(level.input_tokens, counter.text, seed=seed)[0] for seed in seeds)
-                conversations.append(
-                    Conversation(prompts, output, self.force, level.input_tokens, usage_per_chunk=per_chunk)
+            turns = workload.turns
+            seeds = [workload.seed * 7919 + session * turns + t + 1 for session in range(first, first + count)
+                     for t in range(turns)]  # fmt: skip
+            texts = [text for text, _ in self.fitter.fit_all([(level.input_tokens, seed, "") for seed in seeds])]
+            return [
+                Conversation(
+                    tuple(texts[i : i + turns]), output, self.force, level.input_tokens, usage_per_chunk=per_chunk
                 )
-            return conversations
-        turns = synthetic_turns(workload, level.input_tokens, count, output, counter.text, first)
+                for i in range(0, len(texts), turns)
+            ]
+        turns = synthetic_turns(workload, level.input_tokens, count, output, self.fitter, first)
         return [
             ChatRequest(
                 t.prompt,
