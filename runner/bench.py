@@ -207,8 +207,9 @@ def workload_plan(args: argparse.Namespace) -> BenchPlan:
     fixed: tuple[Turn, ...] = ()
     source = preset.source if preset else ""
     if args.dataset:
-        # A ShareGPT reply's length sets its request's output, as vLLM's loader does, estimated at
-        # 4/3 tokens a word (the backend's tokenizer is not known yet); --output-tokens overrides it.
+        # A ShareGPT reply's length sets its request's output, as vLLM's loader does: counted on each
+        # backend's own tokenizer when it is measured, estimated at 4/3 tokens a word where it has
+        # none (runner/measure/workload_run.py); --output-tokens overrides it.
         turns, kind = read_dataset(
             args.dataset,
             args.output_tokens or args.max_tokens or SURVEY_MAX_TOKENS,
@@ -216,7 +217,9 @@ def workload_plan(args: argparse.Namespace) -> BenchPlan:
         )
         fixed, source = tuple(turns), f"{args.dataset} ({kind}, {len(turns)} prompts)"
         if kind == "sharegpt" and not args.output_tokens:
-            source += "; output lengths from each reply, estimated at 4/3 tokens a word"
+            source += (
+                "; output lengths from each reply, on the server's tokenizer (else estimated at 4/3 tokens a word)"
+            )
     input_tokens = (
         tuple(int(v) for v in parse_numbers(args.input_tokens, "--input-tokens", integer=True))
         if args.input_tokens

@@ -79,6 +79,7 @@ class HostRun(BackendRun):
         super().__init__(tunnel.backend, tunnel.plan, tunnel.evidence, advance, row=row_name(tunnel.backend.name))
         self.tunnel = tunnel
         self.counter, self.fitter, self.force = tunnel.counter, tunnel.fitter, tunnel.force
+        self.reply_count, self.reply_tokens = tunnel.reply_count, tunnel.reply_tokens
         self.record_extra = {"path": "in-region"}
         self.added = False
         self.info.update(

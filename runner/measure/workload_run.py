@@ -29,8 +29,8 @@ from runner.measure.load import CLOSED, OPEN, LoadLevel, run_level, run_level_as
 from runner.measure.openai_async import AsyncOpenAIStreamClient, warm_up_async
 from runner.measure.records import Conversation
 from runner.measure.server_metrics import MetricsSampler, probe
-from runner.measure.tokens import PromptCounter, counter_for, server_root
-from runner.workloads import SURVEY_MAX_TOKENS, Workload, synthetic_turns
+from runner.measure.tokens import PromptCounter, counter_for, reply_counter, server_root
+from runner.workloads import SURVEY_MAX_TOKENS, Turn, Workload, synthetic_turns
 from runner.workloads.slo import Slo, judge
 from runner.workloads.text import Fitter
 
@@ -95,6 +95,9 @@ class BackendRun:
         self.supports = backend.supports
         self.force = self.supports.forced_output_length and plan.workload.output_tokens is not None
         self.counter: PromptCounter | None = None
+        # A ShareGPT reply's length on the server's tokenizer (None: estimated), each counted once.
+        self.reply_count: Callable[[str], int] | None = None
+        self.reply_tokens: dict[str, int] = {}
         # Prompts built on the counter, cheaper by what it learns (runner/workloads/text.py Fitter).
         self.fitter: Fitter | None = None
         self.metrics_url: str | None = None
@@ -165,6 +168,15 @@ class BackendRun:
             self.info["token_count"] = self.counter.method
             if not self.supports.tokenizer:
                 self.note(self.supports.reason("tokenizer"))
+        elif workload.output_tokens is None and any(turn.reply for turn in workload.fixed):
+            self.reply_count = reply_counter(backend)
+            if self.reply_count is None:
+                self.note("output lengths estimated at 4/3 tokens a word of each reply: this path has no tokenizer")
+            self.info["output_lengths"] = (
+                "each reply's tokens on the server's tokenizer (POST /tokenize)"
+                if self.reply_count
+                else "each reply's words x 4/3 (no tokenizer)"
+            )
         warm = warm_up_once(client, backend)
         self.evidence.data.setdefault("warm_up", []).append(warm.to_json())
         if not self.plan.metrics:
@@ -193,7 +205,7 @@ class BackendRun:
             return [
                 ChatRequest(
                     t.prompt,
-                    max_tokens=workload.output_tokens or t.max_tokens,
+                    max_tokens=workload.output_tokens or self.output_for(t),
                     history=t.history,
                     usage_per_chunk=per_chunk,
                     force_length=self.force,
@@ -224,6 +236,15 @@ class BackendRun:
             )
             for t in turns
         ]
+
+    def output_for(self, turn: Turn) -> int:
+        """A dataset prompt's output: its ShareGPT reply's tokens on the server's own tokenizer (as
+        `vllm bench serve` counts them with its tokenizer), else the estimate it was read with."""
+        if turn.reply is None or self.reply_count is None:
+            return turn.max_tokens
+        if turn.reply not in self.reply_tokens:
+            self.reply_tokens[turn.reply] = max(1, self.reply_count(turn.reply))
+        return self.reply_tokens[turn.reply]
 
     def measure_levels(self, client, levels: list[LoadLevel]) -> list[LevelSummary]:
         """Each level in turn (the in-region row sends them together); their summaries."""

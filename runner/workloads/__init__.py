@@ -33,6 +33,9 @@ class Turn:
     # Index of the conversation it belongs to, and its place in it (multi-turn workloads).
     session: int | None = None
     turn: int | None = None
+    # A ShareGPT entry's first reply, whose length on the backend's own tokenizer is the output
+    # asked for (`max_tokens` holds the estimate used where the backend has no tokenizer).
+    reply: str | None = None
 
 
 @dataclass(frozen=True)
