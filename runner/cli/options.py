@@ -45,6 +45,29 @@ def add_aws_switch(parser: Any, *, no_aws_help: str | None = "never call AWS") -
         aws.add_argument("--no-aws", dest="aws", action="store_false", help=no_aws_help)
 
 
+def add_pricing_flags(parser: Any) -> None:
+    """`--price` and `--price-as` (runner.cost, runner.advise): a server AWS does not bill priced
+    as the user says (runner/costing/priced_as.py)."""
+    group = parser.add_argument_group(
+        "pricing a server AWS does not bill (the embedded model, an --endpoint server), as you say"
+    )
+    group.add_argument(
+        "--price-as",
+        action="append",
+        default=[],
+        metavar="BACKEND=INSTANCE_TYPE",
+        help="price BACKEND by the hour as the instance it stands for (g6.xlarge, ml.g6.xlarge): the Pricing API "
+        "with AWS, else the offline table; repeatable",
+    )
+    group.add_argument(
+        "--price",
+        action="append",
+        default=[],
+        metavar="BACKEND=USD_PER_HOUR",
+        help="price BACKEND at this rate an hour (shown as a rate given, not a list price); repeatable",
+    )
+
+
 def add_outputs_and_region(group: Any) -> None:
     group.add_argument("--outputs-file", type=Path, help="read stack outputs from `cdk deploy --outputs-file` JSON")
     group.add_argument(
