@@ -31,6 +31,7 @@ from runner.core.console import console
 from runner.core.evidence import Evidence
 from runner.core.flags import above
 from runner.costing.measured import (
+    NOT_BILLED,
     catalog_backends,
     cost_price_requests,
     cost_rows,
@@ -107,6 +108,11 @@ def run(argv: list[str] | None = None) -> int:
         for row in cost_rows(path, data, prices):
             rows.append(row)
             evidence.add_record(row.to_json())
+            if row.note == NOT_BILLED:
+                evidence.notice(
+                    f"{row.backend}: {NOT_BILLED}; --price-as {row.backend}=INSTANCE_TYPE (such as g6.xlarge) or "
+                    f"--price {row.backend}=USD_PER_HOUR prices it"
+                )
         for backend in entries_of(data, path) if path != "catalog" else []:
             request = price_request(backend)
             scaling = second_instance(data, backend, prices.get(request) if request else None, args.latency_bound)

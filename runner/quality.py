@@ -64,12 +64,6 @@ def run(argv: list[str] | None = None) -> int:
     at_least("--max-tokens", args.max_tokens, 1)
     families = parse_families(args.families)
     tasks = generate(args.items, args.seed, families)
-    if quick:
-        console.print(
-            f"[dim]quality: {DEFAULT_ITEMS} items ({DEFAULT_ITEMS // len(FAMILIES)} a family), a quick look whose "
-            f"interval is wide; --items {SURVEY_ITEMS} runs the survey's set (about 19 minutes on the embedded "
-            "model)[/dim]"
-        )
     settings = QualitySettings(max_tokens=args.max_tokens, timeout_s=args.timeout)
     config = {
         "items": args.items,
@@ -85,6 +79,13 @@ def run(argv: list[str] | None = None) -> int:
     items: list[QualityItem] = []
 
     def measure(discovery: Discovery, evidence: Evidence) -> None:
+        if quick:  # once every flag is taken and the backends found
+            console.print(
+                f"[dim]quality: {DEFAULT_ITEMS} items ({DEFAULT_ITEMS // len(FAMILIES)} a family), a quick look whose "
+                f"interval is wide; --items {SURVEY_ITEMS} runs the survey's set (about 19 minutes on the embedded "
+                "model)[/dim]"
+            )
+
         def emit(item: QualityItem) -> None:
             items.append(item)
             evidence.add_record(item.to_json())

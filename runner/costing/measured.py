@@ -78,6 +78,7 @@ ASYNC_IDLE_TAIL_S = 15 * 60
 # share of its own.
 PLATEAU_SHARE = 0.05
 NOT_EMULATED = "needs a real account: scaling under load is not emulated"
+NOT_BILLED = "not billed by AWS"
 
 
 def billing_of(backend: BackendEntry) -> Billing:
@@ -505,13 +506,7 @@ def cost_rows(
             rows.append(replace(base, note="priced from batch evidence (python -m runner.batch)"))
             continue
         if request is None:
-            why = (
-                f"not billed by AWS (--price-as {backend.name}=INSTANCE_TYPE or --price {backend.name}=USD_PER_HOUR "
-                "prices it)"
-                if billing is Billing.NONE
-                else "no price found"
-            )
-            rows.append(replace(base, note=why))
+            rows.append(replace(base, note=NOT_BILLED if billing is Billing.NONE else "no price found"))
             continue
         if price is None:
             rows.append(replace(base, note="no price found"))

@@ -37,10 +37,12 @@ def run_cost(tmp_path: Path, evidence: Path, *flags: str, code: int = 0) -> dict
     return json.loads(path.read_text())
 
 
-def test_without_a_price_the_row_says_how_to_give_one(measured, tmp_path):
+def test_without_a_price_a_line_says_how_to_give_one(measured, tmp_path, capsys):
     evidence = run_cost(tmp_path, measured, code=1)
     (row,) = evidence["records"]
-    assert row["note"] == "not billed by AWS (--price-as mine=INSTANCE_TYPE or --price mine=USD_PER_HOUR prices it)"
+    assert row["note"] == "not billed by AWS"
+    line = "mine: not billed by AWS; --price-as mine=INSTANCE_TYPE (such as g6.xlarge) or --price mine=USD_PER_HOUR prices it"
+    assert line in evidence["notices"] and line in capsys.readouterr().out
 
 
 def test_priced_as_the_instance_it_stands_for(measured, tmp_path, capsys):
