@@ -589,6 +589,9 @@ BACKENDS: tuple[BackendSpec, ...] = (
         container_port=0,
         billing=Billing.NONE,
         precision="Q4_K_M GGUF",
+        # The embedded server's context (runner/servers/llama_cpp.py starts it with this `--context`):
+        # a length past it is one line, not sent; a reply it cuts short is no success.
+        max_total_tokens=4096,
         notes="a small BASE model: proves the harness and measures speed, not answer quality",
     ),
 )

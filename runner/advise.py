@@ -16,18 +16,18 @@ offline table). Bad input is one line and exit 2; exit 1 when no option is withi
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import asdict
 from pathlib import Path
 
 from catalog.backends import Billing
 from catalog.prices import PRICING_API_REGION
-from runner.cli.options import add_aws_switch, add_results_dir
+from runner.cli.options import add_aws_switch, add_pricing_flags, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import boto_client, credentials_configured
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, load
+from runner.core.flags import finite
 from runner.costing.advice import (
     ASSUMPTIONS,
     SHAPES,
@@ -40,6 +40,7 @@ from runner.costing.advice import (
     rank,
 )
 from runner.costing.measured import split_quality
+from runner.costing.priced_as import parse_priced_as, price_as
 from runner.costing.prices import PriceList, price_all
 from runner.costing.rows import ROWS_SCHEMA
 from runner.render.tables import print_report
@@ -85,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="rank evidence not measured on AWS too (embedded model, --endpoint, emulated or scripted), labelled",
     )
     parser.add_argument("--offline", action="store_true", help="never call the Pricing API: use the offline table")
+    add_pricing_flags(parser)
     add_aws_switch(parser, no_aws_help="never call AWS (same as --offline)")
     add_results_dir(parser)
     return parser
@@ -98,7 +100,8 @@ def number(text: str | None, flag: str, *, integer: bool = False, default: float
         value = int(text) if integer else float(text)
     except ValueError:
         raise RunnerError(f"{flag} {text!r}: expected a {'whole ' if integer else ''}number above 0") from None
-    if not value > 0 or not math.isfinite(value):
+    finite(flag, value, text=repr(text))
+    if not value > 0:
         raise RunnerError(f"{flag} {text!r}: must be above 0")
     return value
 
@@ -157,6 +160,9 @@ def run(argv: list[str] | None = None) -> int:
     input_tokens, output_tokens = input_tokens or preset_in, output_tokens or preset_out
     paths = args.evidence or newest_evidence(args.results_dir, name)
     inputs, accuracy = split_quality(paths, "runner.advise")
+    use_api = not args.offline and (args.aws if args.aws is not None else credentials_configured())
+    given = parse_priced_as(args.price, args.price_as, offline=not use_api)
+    inputs = price_as(inputs, given)
     measured_in, measured_out = measured_tokens([data for _, data in inputs])
     workload = Workload(
         requests_per_day=requests_per_day,
@@ -174,8 +180,11 @@ def run(argv: list[str] | None = None) -> int:
     for path, data in inputs:
         for option in measured_options(path, data, workload.output_tokens, workload):
             if option.billing is Billing.NONE:
-                notices.append(f"{option.name} ({path}): not billed by AWS, not an option to price")
-            elif option.provenance and not args.allow_unmeasured_sources:
+                notices.append(
+                    f"{option.name} ({path}): not billed by AWS, not an option to price "
+                    f"(--price-as {option.name}=INSTANCE_TYPE or --price {option.name}=USD_PER_HOUR prices it)"
+                )
+            elif option.provenance and not (args.allow_unmeasured_sources or option.backend.priced_as):
                 refused.append(f"{option.name} ({path}): measured on {option.provenance}, not AWS")
             else:
                 options.append(option)
@@ -186,7 +195,6 @@ def run(argv: list[str] | None = None) -> int:
             + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else "")
             + ("; --allow-unmeasured-sources ranks it, labelled" if refused else "")
         )
-    use_api = not args.offline and (args.aws if args.aws is not None else credentials_configured())
     evidence = Evidence(
         "advise",
         {
@@ -194,6 +202,7 @@ def run(argv: list[str] | None = None) -> int:
             "pricing": "api" if use_api else "offline",
             "workload": workload.to_json(),
             "allow_unmeasured_sources": args.allow_unmeasured_sources,
+            "priced_as": {name: priced.to_json() for name, priced in given.items()},
         },
         args.results_dir,
     )
@@ -210,6 +219,12 @@ def run(argv: list[str] | None = None) -> int:
         )
     if args.allow_unmeasured_sources and any(o.provenance for o in options):
         notices.append("--allow-unmeasured-sources: options NOT measured on AWS are ranked, labelled NOT AWS")
+    for option in options:
+        if option.backend.priced_as is not None and option.provenance:
+            notices.append(
+                f"{option.name}: measured on {option.provenance}, priced as given ({option.backend.priced_as.flag}): "
+                "ranked, labelled NOT AWS"
+            )
     requests = {option.name: option.price_request() for option in options}
     price_list = PriceList(boto_client("pricing", PRICING_API_REGION, 30)) if use_api else None
     prices, price_notices = price_all([r for r in requests.values() if r is not None], price_list)
@@ -220,8 +235,11 @@ def run(argv: list[str] | None = None) -> int:
     evidence.data["pricing_queries"] = price_list.queries if price_list else []
     evidence.data["backends"] = [option.backend.to_json() for option in options]
     ranked = rank([advise(o, workload, prices.get(requests[o.name]) if requests[o.name] else None) for o in options])
+    priced = {option.name: option.backend.priced_as for option in options if option.backend.priced_as}
     for row in ranked:
         row.accuracy = accuracy.get(row.option)
+        if row.option in priced:  # the table says what the month is priced on: the user's word
+            row.arithmetic = f"priced as given ({priced[row.option].flag}): {row.arithmetic}"
     evidence.data["rows_schema"] = ROWS_SCHEMA
     evidence.data["records"] = [row.to_json() for row in ranked]
     evidence.data["why"] = explain(ranked)

@@ -23,6 +23,7 @@ from runner.core.agent_evidence import AskRecord
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError
+from runner.core.flags import at_least
 from runner.core.records import RequestRecord
 from runner.measure import ChatRequest, timed_client_for
 from runner.measure.sse import streaming_text_to
@@ -84,8 +85,7 @@ def run(argv: list[str] | None = None, on_text: Callable[[str], None] | None = N
         raise RunnerError("--backends does not apply: ask takes one BACKEND")
     if not args.question.strip():
         raise RunnerError("the question is empty")
-    if args.max_tokens < 1:
-        raise RunnerError(f"--max-tokens {args.max_tokens}: must be at least 1")
+    at_least("--max-tokens", args.max_tokens, 1)
     args.backends = args.backend  # discovery selects it; an unknown name is one line naming the known ones
     config = {"backend": args.backend, "question": args.question, "max_tokens": args.max_tokens, "warm_up": None}
     request = ChatRequest(prompt=args.question, max_tokens=args.max_tokens)

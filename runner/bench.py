@@ -31,6 +31,7 @@ from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, load
+from runner.core.flags import above, at_least
 from runner.measure import ChatRequest
 from runner.measure.benchmark import bench_backend, sweep_backend
 from runner.measure.capacity import Budget
@@ -139,14 +140,17 @@ def wants_workload(args: argparse.Namespace) -> bool:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.repeats < 1:
-        raise SystemExit("error: --repeats must be at least 1")
+    at_least("--repeats", args.repeats, 1)
+    at_least("--max-tokens", args.max_tokens, 1)
+    above("--capacity-seconds", args.capacity_seconds, 0, "seconds")
     if args.workload == AGENT:
         return run_agent_traffic(args)
     args.max_tokens = args.max_tokens or SURVEY_MAX_TOKENS
     if wants_workload(args):
         return run_workload(args)
     baseline = load(args.compare) if args.compare else None
+    if baseline is not None and baseline["command"] != "bench":
+        raise RunnerError(f"--compare {args.compare} is {baseline['command']} evidence: it takes an earlier bench file")
     accuracy = quality_accuracy(args.quality) if args.quality else {}
     levels = plan_levels(args.concurrency, args.rate, args.requests, args.max_concurrency)
     if args.in_region and args.prompts:
@@ -203,8 +207,9 @@ def workload_plan(args: argparse.Namespace) -> BenchPlan:
     fixed: tuple[Turn, ...] = ()
     source = preset.source if preset else ""
     if args.dataset:
-        # A ShareGPT reply's length sets its request's output, as vLLM's loader does, estimated at
-        # 4/3 tokens a word (the backend's tokenizer is not known yet); --output-tokens overrides it.
+        # A ShareGPT reply's length sets its request's output, as vLLM's loader does: counted on each
+        # backend's own tokenizer when it is measured, estimated at 4/3 tokens a word where it has
+        # none (runner/measure/workload_run.py); --output-tokens overrides it.
         turns, kind = read_dataset(
             args.dataset,
             args.output_tokens or args.max_tokens or SURVEY_MAX_TOKENS,
@@ -212,7 +217,9 @@ def workload_plan(args: argparse.Namespace) -> BenchPlan:
         )
         fixed, source = tuple(turns), f"{args.dataset} ({kind}, {len(turns)} prompts)"
         if kind == "sharegpt" and not args.output_tokens:
-            source += "; output lengths from each reply, estimated at 4/3 tokens a word"
+            source += (
+                "; output lengths from each reply, on the server's tokenizer (else estimated at 4/3 tokens a word)"
+            )
     input_tokens = (
         tuple(int(v) for v in parse_numbers(args.input_tokens, "--input-tokens", integer=True))
         if args.input_tokens
@@ -285,6 +292,11 @@ def words_to_tokens(text: str) -> int:
 
 def run_workload(args: argparse.Namespace) -> int:
     """The benchmark on a workload (runner/measure/workload_run.py)."""
+    if args.compare:
+        raise RunnerError(
+            "--compare adds a change column to the one-prompt table (the survey's prompt, --repeats); "
+            "a workload's table has none: leave --compare out"
+        )
     plan = workload_plan(args)
     if plan.find_capacity:
         # The search starts at the smallest level given (else 1), and only the budget bounds it.

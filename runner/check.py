@@ -11,6 +11,7 @@ from runner.cli.session import Discovery, main_guard, run_command
 from runner.core.agent_evidence import CheckResult
 from runner.core.console import console
 from runner.core.evidence import Evidence
+from runner.core.flags import at_least
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    at_least("--wait", args.wait, 0, "seconds")
+    at_least("--max-tokens", args.max_tokens, 1)
     # The agent (Strands and the model SDKs, about 1 s of imports) only once there is work: --help stays quick.
     from runner.agent.checks import PLAIN_PROMPT, TOOL_PROMPT, check_backend, wait_all
 

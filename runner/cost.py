@@ -22,21 +22,23 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from catalog.prices import PRICING_API_REGION
-from runner.cli.options import add_aws_switch, add_results_dir
+from runner.cli.options import add_aws_switch, add_pricing_flags, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import boto_client, credentials_configured
 from runner.core.accuracy import accuracy_json
 from runner.core.backend_entries import entries_of
 from runner.core.console import console
-from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
+from runner.core.flags import above
 from runner.costing.measured import (
+    NOT_BILLED,
     catalog_backends,
     cost_price_requests,
     cost_rows,
     second_instance,
     split_quality,
 )
+from runner.costing.priced_as import parse_priced_as, price_as
 from runner.costing.prices import PriceList, price_all, price_request
 from runner.costing.rows import ROWS_SCHEMA, CostRow
 from runner.render.tables import print_report
@@ -57,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="p95 end-to-end bound for the real-time endpoint's capacity (default: throughput alone)",
     )
+    add_pricing_flags(parser)
     add_aws_switch(parser, no_aws_help="never call AWS (same as --offline)")
     add_results_dir(parser)
     return parser
@@ -64,20 +67,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.latency_bound is not None and not args.latency_bound > 0:
-        raise RunnerError(f"--latency-bound {args.latency_bound}: must be above 0 seconds")
+    above("--latency-bound", args.latency_bound, 0, "seconds")
     # Every input is read before anything is priced or written: a bad file stops with nothing half-done.
     inputs, accuracy = split_quality(args.evidence, "runner.cost")
     use_api = not args.offline and (args.aws if args.aws is not None else credentials_configured())
+    given = parse_priced_as(args.price, args.price_as, offline=not use_api)
+    groups = price_as(
+        inputs or [("catalog", {"command": "bench", "backends": catalog_backends(), "records": []})], given
+    )
     evidence = Evidence(
         "cost",
-        {"evidence": [p for p, _ in inputs], "pricing": "api" if use_api else "offline", "bound_s": args.latency_bound},
+        {
+            "evidence": [p for p, _ in inputs],
+            "pricing": "api" if use_api else "offline",
+            "bound_s": args.latency_bound,
+            "priced_as": {name: priced.to_json() for name, priced in given.items()},
+        },
         args.results_dir,
     )
     if not use_api:
         why = "--offline" if args.offline else "--no-aws" if args.aws is False else "no AWS credentials configured"
         evidence.notice(f"prices from the offline table ({why})")
-    groups = inputs or [("catalog", {"command": "bench", "backends": catalog_backends(), "records": []})]
     requests = cost_price_requests([data for _, data in groups])
     price_list = PriceList(boto_client("pricing", PRICING_API_REGION, 30)) if use_api else None
     console.print(
@@ -98,6 +108,11 @@ def run(argv: list[str] | None = None) -> int:
         for row in cost_rows(path, data, prices):
             rows.append(row)
             evidence.add_record(row.to_json())
+            if row.note == NOT_BILLED:
+                evidence.notice(
+                    f"{row.backend}: {NOT_BILLED}; --price-as {row.backend}=INSTANCE_TYPE (such as g6.xlarge) or "
+                    f"--price {row.backend}=USD_PER_HOUR prices it"
+                )
         for backend in entries_of(data, path) if path != "catalog" else []:
             request = price_request(backend)
             scaling = second_instance(data, backend, prices.get(request) if request else None, args.latency_bound)

@@ -21,6 +21,7 @@ from runner.cli.session import Discovery, main_guard, run_command
 from runner.core.agent_evidence import CountingRun
 from runner.core.console import console
 from runner.core.evidence import Evidence
+from runner.core.flags import at_least
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    for flag, value in (
+        ("--runs", args.runs),
+        ("--max-tokens", args.max_tokens),
+        ("--max-model-calls", args.max_model_calls),
+    ):
+        at_least(flag, value, 1)
     # The agent (Strands and the model SDKs, about 1 s of imports) only once there is work: --help stays quick.
     from runner.agent.counting import EXPECTED, IDS, QUESTION, SYSTEM, count_once
 

@@ -14,6 +14,7 @@ from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
 from runner.core.agent_evidence import OrchestratorRun
 from runner.core.evidence import Evidence
+from runner.core.flags import at_least
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    at_least("--runs", args.runs, 1)
+    at_least("--max-tokens", args.max_tokens, 1)
     # The agent (Strands and the model SDKs, about 1 s of imports) only once there is work: --help stays quick.
     from runner.agent.orchestration import ASK_MAX_TOKENS, QUESTION, asks_measured, orchestrate_once, pick_agent
 

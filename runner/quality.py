@@ -18,18 +18,31 @@ import argparse
 
 from rich.progress import Progress
 
-from runner.agent.tasks import DEFAULT_ITEMS, DEFAULT_SEED, FAMILIES, TOOL_SYSTEM, generate, parse_families
+from runner.agent.tasks import (
+    DEFAULT_ITEMS,
+    DEFAULT_SEED,
+    FAMILIES,
+    SURVEY_ITEMS,
+    TOOL_SYSTEM,
+    generate,
+    parse_families,
+)
 from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
 from runner.core.agent_evidence import QualityItem
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
+from runner.core.flags import at_least
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runner.quality", description=__doc__.splitlines()[0])
-    parser.add_argument("--items", type=int, default=DEFAULT_ITEMS, help="items in all (default: %(default)s)")
+    parser.add_argument(
+        "--items",
+        type=int,
+        help=f"items in all (default: {DEFAULT_ITEMS}, a quick look; the survey's set: --items {SURVEY_ITEMS})",
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the task set's seed (default: %(default)s)")
     parser.add_argument(
         "--families", help=f"comma-separated task families (default: all: {', '.join(FAMILIES)})", metavar="A,B"
@@ -44,10 +57,11 @@ def run(argv: list[str] | None = None) -> int:
     # The agent (Strands and the model SDKs, about 1 s of imports) only once there is work: --help stays quick.
     from runner.agent.quality import CLIENTS, QualitySettings, model_of, run_backend, summarise
 
+    quick = args.items is None
+    args.items = DEFAULT_ITEMS if quick else args.items
     if args.items < 1:
         raise RunnerError(f"--items {args.items}: the task set needs at least 1 item")
-    if args.max_tokens < 1:
-        raise RunnerError(f"--max-tokens {args.max_tokens}: must be at least 1")
+    at_least("--max-tokens", args.max_tokens, 1)
     families = parse_families(args.families)
     tasks = generate(args.items, args.seed, families)
     settings = QualitySettings(max_tokens=args.max_tokens, timeout_s=args.timeout)
@@ -65,6 +79,13 @@ def run(argv: list[str] | None = None) -> int:
     items: list[QualityItem] = []
 
     def measure(discovery: Discovery, evidence: Evidence) -> None:
+        if quick:  # once every flag is taken and the backends found
+            console.print(
+                f"[dim]quality: {DEFAULT_ITEMS} items ({DEFAULT_ITEMS // len(FAMILIES)} a family), a quick look whose "
+                f"interval is wide; --items {SURVEY_ITEMS} runs the survey's set (about 19 minutes on the embedded "
+                "model)[/dim]"
+            )
+
         def emit(item: QualityItem) -> None:
             items.append(item)
             evidence.add_record(item.to_json())

@@ -60,6 +60,12 @@ def run(argv: list[str] | None = None) -> int:
         check_output_file(target, flag)  # a folder, or one that takes no file: before anything is read
     baseline = load(args.compare) if args.compare else None
     sources = [(path, load(path)) for path in args.files]
+    if baseline is not None and all(evidence["command"] != baseline["command"] for _, evidence in sources):
+        commands = ", ".join(sorted({evidence["command"] for _, evidence in sources}))
+        raise RunnerError(
+            f"--compare {args.compare} is {baseline['command']} evidence: it compares against an earlier file of "
+            f"the same command, and the files given are {commands} evidence"
+        )
     for path, evidence in sources:
         check_tables(path, evidence["command"])
         check_rows_schema(evidence, path)

@@ -164,6 +164,7 @@ class Stream:
         self.done_at = None
         self.content_chunks = 0
         self.has_output = False
+        self.usage = None
 
     def feed_line(self, line: str, at: float) -> None:
         line = line.strip()
@@ -203,9 +204,7 @@ class Stream:
                 record["finish_reason"] = choice["finish_reason"]
         usage = chunk.get("usage")
         if isinstance(usage, dict) and usage.get("completion_tokens") is not None:
-            record["output_tokens"] = int(usage["completion_tokens"])
-            record["prompt_tokens"] = usage.get("prompt_tokens")
-            record["token_source"] = "server"
+            self.usage = usage  # checked once the stream is read to its end (finish), as the runner does
         if isinstance(chunk.get("timings"), dict):
             record["server_timings"] = chunk["timings"]
 
@@ -228,6 +227,12 @@ class Stream:
             raise Fault("empty stream: no chunks before the connection closed")
         if record["finish_reason"] is None:
             raise Fault(f"stream cut: ended after {record['chunks']} chunks without a finish reason")
+        if self.usage is not None:
+            usage = self.usage
+            output = usage_count(usage, "completion_tokens")
+            prompt = usage_count(usage, "prompt_tokens") if usage.get("prompt_tokens") is not None else None
+            record["output_tokens"], record["prompt_tokens"] = output, prompt
+            record["token_source"] = "server"
         if record["output_tokens"] is None:
             record["output_tokens"] = self.content_chunks
             record["token_source"] = "client-chunks"
@@ -235,17 +240,78 @@ class Stream:
             raise Fault(f"finish reason {record['finish_reason']!r}: not a normal end of the answer")
         if not self.has_output:
             raise Fault(f"empty completion: no text and no tool call (finish reason {record['finish_reason']!r})")
+        if record["token_source"] == "server" and record["output_tokens"] == 0:
+            raise Fault("impossible usage from the server: 0 output tokens for an answer with output")
         record["ok"] = True
         return record
 
 
-def status_line(status: int, body: bytes, reason: str) -> Fault:
-    text = " ".join(body.decode("utf-8", "replace").split())[:200] or reason
-    line = f"HTTP {status}: {text}"
+# How servers word a prompt their context cannot hold (the runner's runner/core/errors.py).
+CONTEXT_WORDS = ("context length", "context window", "context size", "too long")
+
+
+def usage_count(usage: dict, key: str) -> int:
+    """A usage count as the runner takes it: a whole number of at least 0, else an impossible usage."""
+    value = usage.get(key)
+    whole = isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer()
+    if not whole or value < 0:
+        raise Fault(f"impossible usage from the server: {key} {value!r} (a token count is a whole number, at least 0)")
+    return int(value)
+
+
+def status_line(status: int, body: bytes, reason: str, content_type: str = "") -> Fault:
+    line = http_line(status, body.decode("utf-8", "replace"), reason, content_type)
     lowered = line.lower()
-    if status == 400 and ("context length" in lowered or "context window" in lowered or "too long" in lowered):
+    if status == 400 and any(words in lowered for words in CONTEXT_WORDS):
         return Fault(f"context overflow: {line}")
     return Fault(line)
+
+
+def http_line(status: int, body: str, reason: str = "", content_type: str = "") -> str:
+    """An HTTP answer in one line, as the runner words it: a JSON error body's message, else the
+    start of a text body; a page (HTML) as its kind and size, not its markup."""
+    kind = content_type.split(";")[0].strip().lower()
+    text = body.strip()
+    if kind in ("text/html", "application/xhtml+xml") or text[:1] == "<":
+        return (
+            f"HTTP {status}{' ' + reason if reason else ''} ({kind or 'markup'} body, {size_text(len(body.encode()))})"
+        )
+    message = json_message(text)
+    return f"HTTP {status}: {' '.join((message or text).split())[:200] or reason}"
+
+
+def json_message(text: str):
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    error = data.get("error")
+    for value in (
+        (error.get("message") if isinstance(error, dict) else error),
+        data.get("message"),
+        data.get("detail"),
+    ):
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def size_text(size: int) -> str:
+    if size < 1000:
+        return f"{size} B"
+    return f"{size / 1000:.1f} kB" if size < 1_000_000 else f"{size / 1_000_000:.1f} MB"
+
+
+def not_a_stream(status: int, head: bytes, size: int, content_type: str) -> Fault:
+    """What came back for a streamed request when it was no event stream (the runner's BodyHead)."""
+    kind = content_type.split(";")[0].strip() or "untyped"
+    body = http_line(status, head.decode("utf-8", "replace"), "", content_type)
+    said = body.partition(": ")[2] if ": " in body else ""
+    return Fault(
+        f"not an event stream: HTTP {status}, {kind} ({size_text(size)})" + (f": {said[:120]!r}" if said else "")
+    )
 
 
 class Client:
@@ -309,10 +375,12 @@ class Client:
     def chat(self, body: dict, record: dict) -> dict:
         start, response = self._send(json.dumps(body).encode(), record)
         try:
+            content_type = response.getheader("content-type", "")
             if response.status >= 400:
-                raise status_line(response.status, response.read(), response.reason)
+                raise status_line(response.status, response.read(), response.reason, content_type)
             stream = Stream(record)
             rest = b""
+            head, size = b"", 0
             # read1: what has arrived, as soon as it has (a chunk of the chunked body at most); a
             # body cut before its last chunk raises IncompleteRead (readline would hide it).
             while True:
@@ -320,13 +388,19 @@ class Client:
                 if not part:
                     break
                 at = time.perf_counter() - start
+                size += len(part)
+                head += part[: max(0, 2000 - len(head))]
                 *lines, rest = (rest + part).split(b"\n")
                 for line in lines:
                     stream.feed_line(line.decode("utf-8", "replace"), at)
                 if at > self.timeout_s:
                     raise TimedOut(f"timed out: stream still open after {self.timeout_s:.0f} s")
+            if response.length == 0:
+                response.close()  # a body of known length read to its end (read1 leaves it open): reusable
             if rest:
                 stream.feed_line(rest.decode("utf-8", "replace"), time.perf_counter() - start)
+            if record["chunks"] == 0 and size and "event-stream" not in content_type:
+                raise not_a_stream(response.status, head, size, content_type)
             return stream.finish(time.perf_counter() - start)
         except TimeoutError:
             self.connection.close()

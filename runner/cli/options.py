@@ -14,6 +14,7 @@ from runner.core.backends import (
 )
 from runner.core.errors import RunnerError
 from runner.core.evidence import DEFAULT_RESULTS
+from runner.core.flags import above, at_least
 
 
 @dataclass
@@ -42,6 +43,29 @@ def add_aws_switch(parser: Any, *, no_aws_help: str | None = "never call AWS") -
     )
     if no_aws_help:
         aws.add_argument("--no-aws", dest="aws", action="store_false", help=no_aws_help)
+
+
+def add_pricing_flags(parser: Any) -> None:
+    """`--price` and `--price-as` (runner.cost, runner.advise): a server AWS does not bill priced
+    as the user says (runner/costing/priced_as.py)."""
+    group = parser.add_argument_group(
+        "pricing a server AWS does not bill (the embedded model, an --endpoint server), as you say"
+    )
+    group.add_argument(
+        "--price-as",
+        action="append",
+        default=[],
+        metavar="BACKEND=INSTANCE_TYPE",
+        help="price BACKEND by the hour as the instance it stands for (g6.xlarge, ml.g6.xlarge): the Pricing API "
+        "with AWS, else the offline table; repeatable",
+    )
+    group.add_argument(
+        "--price",
+        action="append",
+        default=[],
+        metavar="BACKEND=USD_PER_HOUR",
+        help="price BACKEND at this rate an hour (shown as a rate given, not a list price); repeatable",
+    )
 
 
 def add_outputs_and_region(group: Any) -> None:
@@ -99,6 +123,8 @@ def _parse_forward(text: str) -> tuple[str, int]:
 
 
 def options_from_args(args: argparse.Namespace) -> CommonOptions:
+    above("--timeout", args.timeout, 0, "seconds")
+    at_least("--threads", args.threads, 1)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else None
     return CommonOptions(
         backends=backends,

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from catalog import CatalogError
 from runner.cli.options import CommonOptions, options_from_args
 from runner.cloud.aws import credentials_configured
@@ -27,7 +29,7 @@ from runner.core.backends import (
     select,
 )
 from runner.core.console import console
-from runner.core.errors import RunnerError
+from runner.core.errors import RunnerError, backend_down, describe
 from runner.core.evidence import Evidence
 from runner.render.tables import print_report
 from runner.servers.llama_cpp import CAVEAT, MODEL_ALIAS, LocalServer, LocalServerConfig
@@ -76,6 +78,8 @@ def discover(options: CommonOptions) -> Discovery:
     for flag in options.endpoints:
         existing = next((b for b in found if b.name == flag.name), None)
         replacement = endpoint_backend(flag, existing)
+        if flag.model_id is None and replacement.spec is None:
+            ask_served_model(replacement, notices)
         found = [b for b in found if b.name != flag.name] + [replacement]
     if use_aws:
         found.append(bedrock_backend())
@@ -108,8 +112,36 @@ def discover(options: CommonOptions) -> Discovery:
         console.print(f"[dim]starting the embedded model ({config.threads} threads) …[/dim]")
         server = LocalServer(config).start()
         notices.append(f"{CAVEAT}; started in {server.startup_s:.1f} s")
-        selected.append(local_backend(server.base_url, MODEL_ALIAS))
+        selected.append(local_backend(server.base_url, MODEL_ALIAS, server.config.context_tokens))
     return Discovery(backends=selected, notices=notices, outputs=outputs, local_server=server, aws=use_aws)
+
+
+def ask_served_model(backend: Backend, notices: list[str]) -> None:
+    """An `--endpoint` without `model=`: the one model its server lists (`GET /v1/models`), with
+    its context where the listing gives it. Several models or none is one line (name one with
+    `model=`); a server that cannot be reached is left to the measuring, which says so; a listing
+    that fails otherwise is a note, and the requests name `default`."""
+    from runner.measure.served import served_models
+
+    try:
+        models = served_models(backend.base_url or "")
+    except Exception as error:
+        if not backend_down(error):
+            notices.append(
+                f"{backend.name}: which model it serves is not known (GET /v1/models: {describe(error)}); "
+                f"requests name {backend.model_id!r}: give --endpoint {backend.name}=URL,model=ID"
+            )
+        return
+    if len(models) != 1:
+        listed = f": {', '.join(m.id for m in models[:5])}{' …' if len(models) > 5 else ''}" if models else ""
+        raise RunnerError(
+            f"--endpoint {backend.name}: its server lists {len(models)} models{listed}; "
+            f"name one with --endpoint {backend.name}=URL,model=ID"
+        )
+    (model,) = models
+    backend.model_id = model.id
+    backend.max_total_tokens = backend.max_total_tokens or model.context_tokens
+    backend.notes.append(f"model {model.id}: the one its server lists (GET /v1/models)")
 
 
 def open_forwards(notices: list[str]) -> list[Forward]:
@@ -236,7 +268,7 @@ def main_guard(run: Callable[[], int]) -> None:
         with stop_signals_as_ctrl_c():
             code = run()
     except (RunnerError, CatalogError) as error:
-        console.print(f"[red]error:[/red] {error}")
+        console.print(f"[red]error:[/red] {escape(str(error))}")  # a message's [brackets] are not markup
         code = error.exit_status if isinstance(error, RunnerError) else 2
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/yellow]")

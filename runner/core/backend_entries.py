@@ -83,6 +83,18 @@ class StackOutputFacts:
 
 
 @dataclass(frozen=True)
+class PricedAs(FlatJson):
+    """What a backend is priced as because the user said so (`runner.cost` and `runner.advise`,
+    `--price-as NAME=INSTANCE_TYPE` or `--price NAME=USD_PER_HOUR`): a server AWS does not bill
+    (the embedded model, an `--endpoint` server) priced by the hour, as the instance it stands for
+    or at the rate given; `flag` is the flag as given, shown beside the figures it priced."""
+
+    flag: str
+    instance_type: str | None = None
+    usd_per_hour: float | None = None
+
+
+@dataclass(frozen=True)
 class BackendEntry:
     """One backend as an evidence file lists it."""
 
@@ -102,6 +114,8 @@ class BackendEntry:
     scripted: str | bool | None = None
     # Custom Model Import units per model copy, where the entry gives them (either name it has used).
     custom_model_units: int | None = None
+    # What the user priced it as (runner.cost, runner.advise), written into the entry they read.
+    priced_as: PricedAs | None = None
     catalog: CatalogFacts | None = None
     stack_output: StackOutputFacts | None = None
     # The entry as the file holds it, every key included: what `to_json` gives back.
@@ -123,12 +137,15 @@ class BackendEntry:
 
     @classmethod
     def from_json(cls, data: object, what: str) -> BackendEntry:
-        found = read_fields(cls, data, what, apart=("custom_model_units", "catalog", "stack_output", "raw"))
+        found = read_fields(
+            cls, data, what, apart=("custom_model_units", "priced_as", "catalog", "stack_output", "raw")
+        )
         assert isinstance(data, dict)  # read_fields refused anything else
-        catalog, output = data.get("catalog"), data.get("stack_output")
+        catalog, output, priced = data.get("catalog"), data.get("stack_output"), data.get("priced_as")
         return cls(
             **found,
             custom_model_units=_units_in(data),
+            priced_as=PricedAs.from_json(priced, f"{what}, its price as given") if priced else None,
             catalog=CatalogFacts.from_json(catalog, f"{what}, its catalog entry") if catalog else None,
             stack_output=StackOutputFacts.from_json(output, f"{what}, its stack output") if output else None,
             raw=data,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from catalog import BACKENDS, BackendKind, BackendSpec, CatalogError, backend_names, get_backend
 from catalog.contract import BackendOutput
@@ -179,7 +180,8 @@ def bedrock_backend(region: str | None = None) -> Backend:
     )
 
 
-def local_backend(base_url: str, model_id: str) -> Backend:
+def local_backend(base_url: str, model_id: str, context_tokens: int | None = None) -> Backend:
+    """The embedded server, with the context it was started with (else the catalog's)."""
     spec = get_backend("local")
     root = base_url.rsplit("/v1", 1)[0]
     return Backend(
@@ -190,6 +192,7 @@ def local_backend(base_url: str, model_id: str) -> Backend:
         source="embedded",
         base_url=base_url,
         health_url=f"{root}/health",
+        max_total_tokens=context_tokens or spec.max_total_tokens,
         spec=spec,
         notes=[spec.notes],
     )
@@ -203,19 +206,30 @@ class EndpointFlag:
 
 
 def parse_endpoint(text: str) -> EndpointFlag:
-    """`NAME=URL[,model=ID]` -> EndpointFlag; the URL is the OpenAI base (ending in /v1 or not)."""
+    """`NAME=URL[,model=ID]` -> EndpointFlag; the URL is the OpenAI base (ending in /v1 or not),
+    with a host and, if it names one, a port from 1 to 65535."""
     name, sep, rest = text.partition("=")
     if not sep or not name or not rest:
         raise RunnerError(f"--endpoint {text!r}: expected NAME=URL[,model=ID]")
     url, *options = rest.split(",")
     model_id = None
     for option in options:
-        key, sep, value = option.partition("=")
-        if key != "model" or not sep or not value:
+        key, sep, value = (part.strip() for part in option.partition("="))
+        if key != "model" or not sep:
             raise RunnerError(f"--endpoint {text!r}: unknown option {option!r}; only model=ID is allowed")
+        if not value:
+            raise RunnerError(f"--endpoint {text!r}: model= names no model; give model=ID, or leave it out")
         model_id = value
     if not url.startswith(("http://", "https://")):
         raise RunnerError(f"--endpoint {text!r}: URL must start with http:// or https://")
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 (urllib checks the port when it is read)
+    except ValueError:
+        port = parts.netloc.rpartition(":")[2]
+        raise RunnerError(f"--endpoint {text!r}: port {port!r} is not a number from 1 to 65535") from None
+    if not parts.hostname or parts.port == 0:
+        raise RunnerError(f"--endpoint {text!r}: expected http(s)://HOST[:PORT][/PATH], the port from 1 to 65535")
     return EndpointFlag(name=name, url=url.rstrip("/"), model_id=model_id)
 
 

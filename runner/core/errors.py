@@ -127,8 +127,7 @@ def _classify_http(error: BaseException) -> BackendFault | None:
     if isinstance(error, httpx.TimeoutException):
         return TimedOut(f"timed out ({type(error).__name__})")
     if isinstance(error, httpx.HTTPStatusError):
-        status = error.response.status_code
-        return _status_fault(status, f"HTTP {status}: {_body_hint(error.response)}")
+        return _response_fault(error.response)
     if isinstance(error, httpx.RemoteProtocolError):
         return StreamFault(f"connection dropped mid-response: {_first_line(error)}")
     if isinstance(error, httpx.HTTPError):
@@ -142,16 +141,70 @@ def _classify_http(error: BaseException) -> BackendFault | None:
     return None
 
 
-def status_fault(status: int, body: str, reason: str = "") -> BackendFault:
-    """An HTTP error status with the start of its body, typed (a context overflow is its own fault)."""
-    return _status_fault(status, f"HTTP {status}: {' '.join(body.split())[:200] or reason}")
+def status_fault(status: int, body: str, reason: str = "", content_type: str = "") -> BackendFault:
+    """An HTTP error status in one line (`http_line`), typed (a context overflow is its own fault)."""
+    return _status_fault(status, http_line(status, body, reason, content_type))
+
+
+def http_line(status: int, body: str, reason: str = "", content_type: str = "") -> str:
+    """An HTTP answer in one line: the message of a JSON error body (vLLM's `message`, OpenAI's and
+    llama.cpp's `error.message`, FastAPI's `detail`), else the start of a text body; a page (HTML,
+    as a proxy's 502 sends) is no message, so what it was and its size instead of its markup."""
+    kind = content_type.split(";")[0].strip().lower()
+    text = body.strip()
+    if kind in ("text/html", "application/xhtml+xml") or text[:1] == "<":
+        return (
+            f"HTTP {status}{' ' + reason if reason else ''} ({kind or 'markup'} body, {size_text(len(body.encode()))})"
+        )
+    message = json_message(text)
+    return f"HTTP {status}: {' '.join((message or text).split())[:200] or reason}"
+
+
+def json_message(text: str) -> str | None:
+    """The message of a JSON error body, or None when the text is not one."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    error = data.get("error")
+    for value in (
+        (error.get("message") if isinstance(error, dict) else error),
+        data.get("message"),
+        data.get("detail"),
+    ):
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def size_text(size: int) -> str:
+    """`312 B`, `1.2 kB`, `3.4 MB`."""
+    if size < 1000:
+        return f"{size} B"
+    return f"{size / 1000:.1f} kB" if size < 1_000_000 else f"{size / 1_000_000:.1f} MB"
+
+
+# How servers word a prompt their context cannot hold: vLLM ("maximum context length"), llama.cpp
+# ("exceeds the available context size"), others ("context window", "too long").
+CONTEXT_WORDS = ("context length", "context window", "context size", "too long")
 
 
 def _status_fault(status: int, line: str) -> BackendFault:
     lowered = line.lower()
-    if status == 400 and ("context length" in lowered or "context window" in lowered or "too long" in lowered):
+    if status == 400 and any(words in lowered for words in CONTEXT_WORDS):
         return ContextOverflow(f"context overflow: {line}")
     return HttpStatus(line, status)
+
+
+def _response_fault(response: httpx.Response) -> BackendFault:
+    try:
+        body = response.text
+    except httpx.ResponseNotRead:
+        body = ""
+    line = http_line(response.status_code, body, response.reason_phrase, response.headers.get("content-type", ""))
+    return _status_fault(response.status_code, line)
 
 
 def _classify_openai(error: BaseException) -> BackendFault | None:
@@ -165,7 +218,11 @@ def _classify_openai(error: BaseException) -> BackendFault | None:
         cause = error.__cause__
         return Unreachable(f"unreachable: {_first_line(cause) if cause else 'connection error'}")
     if isinstance(error, openai.APIStatusError):
-        return _status_fault(error.status_code, f"HTTP {error.status_code}: {_first_line(error)[:200]}")
+        # The SDK has read the body already: parsed (its `error` object where it has one), or text.
+        body = error.body if isinstance(error.body, str) else json.dumps(error.body) if error.body else ""
+        response = error.response
+        line = http_line(error.status_code, body, response.reason_phrase, response.headers.get("content-type", ""))
+        return _status_fault(error.status_code, line)
     return None
 
 
@@ -225,11 +282,3 @@ def _aws_code_message(error) -> tuple[str, str]:
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0][:300] if text else ""
-
-
-def _body_hint(response: httpx.Response) -> str:
-    try:
-        text = response.text
-    except httpx.ResponseNotRead:
-        return response.reason_phrase
-    return " ".join(text.split())[:200] or response.reason_phrase

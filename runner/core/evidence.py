@@ -8,6 +8,7 @@ after every record, so Ctrl-C (or a crash) keeps everything measured so far.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import subprocess
@@ -114,7 +115,7 @@ class Evidence:
     def save(self) -> Path:
         """Write the file whole; a failure is said once (the run goes on) and tried again next time."""
         try:
-            write_atomically(self.path, json.dumps(self.data, indent=2, default=str) + "\n")
+            write_atomically(self.path, strict_json(self.data) + "\n")
         except OSError as error:
             self.unwritten = error.strerror or str(error)
             if not self._said:
@@ -139,6 +140,26 @@ class Evidence:
             console.print(f"[red]error:[/red] {line}")
         if interrupted:
             raise KeyboardInterrupt
+
+
+def strict_json(data: Any) -> str:
+    """`data` as strict JSON (RFC 8259 has no NaN or Infinity, which Python writes by default and
+    other readers refuse): a number that is not finite is written as null. The flags refuse such
+    numbers before they are taken, so this is the last guard, not a way in."""
+    try:
+        return json.dumps(data, indent=2, default=str, allow_nan=False)
+    except ValueError:  # a non-finite float somewhere: walked once, only then
+        return json.dumps(_finite(data), indent=2, default=str, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def load(path: Path) -> dict[str, Any]:

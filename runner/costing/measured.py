@@ -58,6 +58,7 @@ from runner.costing.arithmetic import (
     usd_per_month_24x7,
 )
 from runner.costing.prices import (
+    GIVEN,
     REFERENCE_BEDROCK,
     PriceRequest,
     batch_price_request,
@@ -77,11 +78,14 @@ ASYNC_IDLE_TAIL_S = 15 * 60
 # share of its own.
 PLATEAU_SHARE = 0.05
 NOT_EMULATED = "needs a real account: scaling under load is not emulated"
+NOT_BILLED = "not billed by AWS"
 
 
 def billing_of(backend: BackendEntry) -> Billing:
     """How AWS bills a backend as an evidence file lists it: by the kind it is priced as (a known
     backend given with --endpoint is priced as its catalog entry), else by its catalog entry."""
+    if backend.priced_as is not None:  # by the hour, as the user priced it
+        return Billing.INSTANCE_HOURS
     path = serving(priced_kind(backend))
     if path is not UNKNOWN:
         return path.billing
@@ -300,13 +304,23 @@ def _base_row(
         billing=billing,
         provenance=provenance(evidence, backend, records),
         region=request.region if request else backend.region,
-        billed_by=request.item if request else None,
+        billed_by=billed_by(backend, request),
         price=price,
         usd_per_hour=hourly,
         usd_per_month_24x7=usd_per_month_24x7(hourly)
         if hourly and billing in (Billing.INSTANCE_HOURS, Billing.INSTANCE_HOURS_WHILE_RUNNING)
         else None,
     )
+
+
+def billed_by(backend: BackendEntry, request: PriceRequest | None) -> str | None:
+    """What the row is priced by: the item billed, or, where the user priced it, `as <instance>`
+    (--price-as) or `rate given` (--price), so the table never passes it off as AWS's bill."""
+    if request is None:
+        return None
+    if backend.priced_as is None:
+        return request.item
+    return "rate given" if request.service == GIVEN else f"as {request.item}"
 
 
 def _per_million(usd: float, tokens: int) -> float | None:
@@ -492,7 +506,7 @@ def cost_rows(
             rows.append(replace(base, note="priced from batch evidence (python -m runner.batch)"))
             continue
         if request is None:
-            rows.append(replace(base, note="not billed by AWS" if billing is Billing.NONE else "no price found"))
+            rows.append(replace(base, note=NOT_BILLED if billing is Billing.NONE else "no price found"))
             continue
         if price is None:
             rows.append(replace(base, note="no price found"))

@@ -44,6 +44,8 @@ from runner.core.evidence import now_iso
 from runner.costing.arithmetic import with_raised_throughput
 
 PRICING_SOURCE = "AWS Pricing API GetProducts"
+# A rate the user gave (`--price NAME=USD_PER_HOUR`): priced as given, never looked up.
+GIVEN = "given"
 
 
 class PricingError(RunnerError):
@@ -237,6 +239,8 @@ class PriceRequest:
     item: str
     region: str
     volume_throughput_mbs: int = 0
+    # GIVEN: the hourly rate the user gave.
+    usd_per_hour: float | None = None
 
 
 def one_price(
@@ -294,6 +298,9 @@ def price_all(
     prices: dict[PriceRequest, Price] = {}
     notices: list[str] = []
     for request in dict.fromkeys(requests):
+        if request.service == GIVEN:
+            prices[request] = given_price(request)
+            continue
         if price_list is not None:
             try:
                 prices[request] = lookup(request, price_list)
@@ -308,6 +315,18 @@ def price_all(
         else:
             notices.append(f"no price for {request.item} in {request.region}: not in the offline table")
     return {request: with_volume(request, price) for request, price in prices.items()}, notices
+
+
+def given_price(request: PriceRequest) -> Price:
+    """The rate a user gave for a backend, as a price of its own (not a list price: said so)."""
+    return Price(
+        GIVEN,
+        request.item,
+        request.region,
+        f"{request.item}: a rate given on the command line, not a list price",
+        now_iso(),
+        usd_per_hour=request.usd_per_hour,
+    )
 
 
 def with_volume(request: PriceRequest, price: Price) -> Price:
@@ -357,12 +376,27 @@ def price_request(backend: BackendEntry) -> PriceRequest | None:
     A known backend's name given with `--endpoint NAME=URL` (the survey's own manual forward:
     `--endpoint g6=http://127.0.0.1:8001`) is that backend on its AWS instance, so it is priced
     as the catalog's entry, in its first region when the evidence names none."""
+    if backend.priced_as is not None:
+        return priced_as_request(backend)
     kind = priced_kind(backend)
     output, catalog = backend.output, backend.spec
     region = backend.region or output.region or next(iter(catalog.regions), None)
     instance_type = output.instance_type or catalog.instance_type
     request = PRICE_REQUESTS.get(kind or "")
     return request(backend, instance_type, region) if request else None
+
+
+def priced_as_request(backend: BackendEntry) -> PriceRequest:
+    """What the user priced a backend as: the rate given, or the instance type it stands for by
+    the hour (an `ml.` type as a SageMaker endpoint, any other as EC2), in its region, else the
+    offline table's (us-east-1)."""
+    given = backend.priced_as
+    assert given is not None
+    if given.usd_per_hour is not None:
+        return PriceRequest(GIVEN, given.flag, "", usd_per_hour=given.usd_per_hour)
+    instance_type = given.instance_type or ""
+    service = SAGEMAKER if instance_type.startswith("ml.") else EC2
+    return PriceRequest(service, instance_type, backend.region or backend.output.region or PRICING_API_REGION)
 
 
 Request = Callable[[BackendEntry, str | None, str | None], "PriceRequest | None"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from runner.agent.tasks import DEFAULT_ITEMS
+from runner.agent.tasks import SURVEY_ITEMS
 
 BEDROCK = "bedrock"
 # The survey's own settings where it had them (results/2026-10-05*, repository
@@ -45,7 +45,7 @@ class SurveyOptions:
     capacity_seconds: float = CAPACITY_SECONDS
     demo1_runs: int = DEMO1_RUNS
     demo2_runs: int = DEMO2_RUNS
-    quality_items: int = DEFAULT_ITEMS
+    quality_items: int = SURVEY_ITEMS
     check_wait_s: float = 1500.0
     poll_s: float = 15.0
     launch_timeout_s: float = 600.0

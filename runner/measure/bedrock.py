@@ -11,7 +11,7 @@ from typing import Any
 from runner.cloud.aws import boto_client
 from runner.core.errors import StreamFault
 from runner.core.records import RequestRecord
-from runner.measure.records import ChatRequest, Stopwatch, check_completion
+from runner.measure.records import ChatRequest, Stopwatch, check_completion, usage_counts
 
 
 class BedrockStreamClient:
@@ -55,8 +55,7 @@ class BedrockStreamClient:
             elif "metadata" in event:
                 usage = event["metadata"].get("usage", {})
                 if "outputTokens" in usage:
-                    record.output_tokens = int(usage["outputTokens"])
-                    record.prompt_tokens = usage.get("inputTokens")
+                    record.output_tokens, record.prompt_tokens = usage_counts(usage, "outputTokens", "inputTokens")
                     record.token_source = "server"
         record.e2e_s = watch.now()
         record.text = "".join(parts)

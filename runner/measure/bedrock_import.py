@@ -28,7 +28,7 @@ from typing import Any
 from runner.cloud.aws import boto_client
 from runner.core.errors import StreamFault, TimedOut, aws_error_code
 from runner.core.records import RequestRecord
-from runner.measure.records import ChatRequest, Stopwatch
+from runner.measure.records import ChatRequest, Stopwatch, usage_counts
 from runner.measure.sse import ChatStreamAccumulator
 
 NOT_READY = "ModelNotReadyException"
@@ -148,8 +148,9 @@ class BedrockImportStreamClient:
         if metrics is not None:
             record.server_timings = metrics
             if record.output_tokens is None and metrics.get("outputTokenCount") is not None:
-                record.output_tokens = int(metrics["outputTokenCount"])
-                record.prompt_tokens = metrics.get("inputTokenCount")
+                record.output_tokens, record.prompt_tokens = usage_counts(
+                    metrics, "outputTokenCount", "inputTokenCount"
+                )
                 record.token_source = "server"
         return stream.finish(watch.now())
 

@@ -159,7 +159,11 @@ async def sweep_openai(
     """The OpenAI-compatible path: every stream of a level on one event loop (see openai_async)."""
     connections = max(level.in_flight for level in levels)
     async with AsyncOpenAIStreamClient(
-        backend.base_url, backend.model_id, timeout_s=args.timeout, connections=connections
+        backend.base_url,
+        backend.model_id,
+        timeout_s=args.timeout,
+        connections=connections,
+        context_tokens=backend.max_total_tokens,
     ) as client:
         for level in levels:
             # As many untimed warm-ups at once as the level keeps in flight: every connection it

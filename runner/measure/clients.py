@@ -36,7 +36,13 @@ def openai_client(backend: Backend, timeout_s: float, region: str, connections: 
         raise RunnerError(f"backend {backend.name}: no URL to reach it")
     from runner.measure.openai_sync import OpenAIStreamClient
 
-    return OpenAIStreamClient(backend.base_url, backend.model_id, timeout_s=timeout_s, connections=connections)
+    return OpenAIStreamClient(
+        backend.base_url,
+        backend.model_id,
+        timeout_s=timeout_s,
+        connections=connections,
+        context_tokens=backend.max_total_tokens,
+    )
 
 
 def bedrock_client(backend: Backend, timeout_s: float, region: str, connections: int) -> TimedClient:

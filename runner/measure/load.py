@@ -23,6 +23,7 @@ from typing import Any
 
 from runner.core.errors import RunnerError
 from runner.core.files import read_text_file
+from runner.core.flags import finite
 from runner.core.records import Level, RequestRecord
 from runner.measure import ChatRequest
 from runner.measure.records import Conversation, stamp
@@ -82,7 +83,8 @@ def parse_numbers(text: str, flag: str, *, integer: bool) -> list[float]:
             raise RunnerError(
                 f"{flag} {text!r}: expected comma-separated {'whole ' if integer else ''}numbers"
             ) from None
-        if value <= 0 or not math.isfinite(value):
+        finite(flag, value, text=repr(text))
+        if value <= 0:
             raise RunnerError(f"{flag} {text!r}: every value must be above 0")
         values.append(value)
     return values

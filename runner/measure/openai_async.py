@@ -21,7 +21,7 @@ from runner.core.records import RequestRecord
 from runner.core.tls import tls_context
 from runner.measure.connections import ATTEMPTS, ConnectionLog
 from runner.measure.records import WARM_UP, ChatRequest, Stopwatch
-from runner.measure.sse import ChatStreamAccumulator, LineSplitter
+from runner.measure.sse import BodyHead, ChatStreamAccumulator, LineSplitter
 
 # A kept-alive connection the server closed since: the request never reached it.
 STALE_CONNECTION_ERRORS = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
@@ -52,9 +52,19 @@ def os_error_text(error: OSError | None) -> str:
 
 
 class AsyncOpenAIStreamClient:
-    def __init__(self, base_url: str, model_id: str, *, timeout_s: float = 60.0, connections: int = 1) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model_id: str,
+        *,
+        timeout_s: float = 60.0,
+        connections: int = 1,
+        context_tokens: int | None = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model_id = model_id
+        # The model's context (prompt and output), where known: a reply it cut short is a fault.
+        self.context_tokens = context_tokens
         self.timeout_s = timeout_s
         self.connections = connections
         self.session: aiohttp.ClientSession | None = None
@@ -107,14 +117,18 @@ class AsyncOpenAIStreamClient:
             break
         async with response:
             self.log.note_known(connection.get("new_connection"), record)
+            content_type = response.headers.get("content-type", "")
             if response.status >= 400:
-                raise status_fault(response.status, await response.text(errors="replace"), response.reason or "")
+                body = await response.text(errors="replace")
+                raise status_fault(response.status, body, response.reason or "", content_type)
             lines = LineSplitter()
+            head = BodyHead()
             try:
                 # A chunk of the chunked body at a time, each timed as it is read (as the in-region
                 # kit reads them): chunks that came in one read are not merged into one moment.
                 async for part, _ in response.content.iter_chunks():
                     at = watch.now()
+                    head.feed(part)
                     for line in lines.feed(part):
                         stream.feed_line(line.decode(), at)
                     if at > self.timeout_s:
@@ -124,7 +138,9 @@ class AsyncOpenAIStreamClient:
             except BaseException:
                 response.close()  # a response given up on closes its connection: never reused
                 raise
-        return stream.finish(watch.now())
+        if record.chunks == 0 and head.size and "event-stream" not in content_type:
+            raise StreamFault(head.not_a_stream(response.status, content_type))
+        return stream.finish(watch.now(), max_tokens=request.max_tokens, context_tokens=self.context_tokens)
 
 
 async def warm_up_async(client: AsyncOpenAIStreamClient, backend: str) -> RequestRecord:

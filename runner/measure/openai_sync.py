@@ -20,11 +20,21 @@ from runner.measure.records import ChatRequest
 class OpenAIStreamClient:
     """Keep-alive connections, reused by every request (one at a time: the same one)."""
 
-    def __init__(self, base_url: str, model_id: str, *, timeout_s: float = 60.0, connections: int = 1) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model_id: str,
+        *,
+        timeout_s: float = 60.0,
+        connections: int = 1,
+        context_tokens: int | None = None,
+    ) -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="openai-client", daemon=True)
         self.thread.start()
-        self.client = AsyncOpenAIStreamClient(base_url, model_id, timeout_s=timeout_s, connections=max(connections, 10))
+        self.client = AsyncOpenAIStreamClient(
+            base_url, model_id, timeout_s=timeout_s, connections=max(connections, 10), context_tokens=context_tokens
+        )
         self.call(self.client.__aenter__())
         self.base_url, self.model_id, self.timeout_s = self.client.base_url, model_id, timeout_s
 

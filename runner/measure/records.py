@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from runner.core.errors import BadCompletion, describe
+from runner.core.errors import BadCompletion, ContextOverflow, describe
 from runner.core.records import RequestRecord
 
 # Finish reasons that mean the model ended normally: OpenAI-compatible servers (vLLM, llama.cpp)
@@ -93,10 +93,44 @@ def check_finish_reason(reason: str | None) -> None:
 
 
 def check_completion(record: RequestRecord, *, has_output: bool) -> None:
-    """A complete response counts only with a normal finish reason and some output."""
+    """A complete response counts only with a normal finish reason and some output (and, where the
+    server counted it, an output of at least one token)."""
     check_finish_reason(record.finish_reason)
     if not has_output:
         raise BadCompletion(f"empty completion: no text and no tool call (finish reason {record.finish_reason!r})")
+    if record.token_source == "server" and record.output_tokens == 0:
+        raise BadCompletion("impossible usage from the server: 0 output tokens for an answer with output")
+
+
+def check_context(record: RequestRecord, max_tokens: int, context_tokens: int | None) -> None:
+    """A reply the model's context cut short is no success: the server stopped at `length` with
+    fewer tokens than asked because the prompt and the output filled its context (llama.cpp stops
+    so; vLLM refuses such a request before it starts). Its figures would be of a shorter request."""
+    prompt, output = record.prompt_tokens, record.output_tokens
+    if not context_tokens or prompt is None or output is None or record.finish_reason != "length":
+        return
+    if output < max_tokens and prompt + output >= context_tokens:
+        raise ContextOverflow(
+            f"cut short by the model's context: {prompt} prompt + {output} output tokens fill its "
+            f"{context_tokens:,}, {max_tokens} output tokens asked"
+        )
+
+
+def usage_counts(usage: dict[str, Any], output_key: str, prompt_key: str) -> tuple[int, int | None]:
+    """(output, prompt) tokens as a server's usage reports them, each a whole number of at least 0
+    (the prompt's may be missing); anything else is an impossible usage, so the request is an error
+    rather than a figure (a negative count once gave a negative tok/s, exit 0)."""
+    return _count(usage, output_key), _count(usage, prompt_key) if usage.get(prompt_key) is not None else None
+
+
+def _count(usage: dict[str, Any], key: str) -> int:
+    value = usage.get(key)
+    whole = isinstance(value, int | float) and not isinstance(value, bool) and float(value).is_integer()
+    if not whole or value < 0:  # type: ignore[operator]
+        raise BadCompletion(
+            f"impossible usage from the server: {key} {value!r} (a token count is a whole number, at least 0)"
+        )
+    return int(value)  # type: ignore[arg-type]
 
 
 class Stopwatch:

@@ -22,7 +22,7 @@ from runner.cloud.aws import boto_client
 from runner.core.errors import RunnerError, ServiceError, StreamFault, describe
 from runner.core.files import read_text_file
 from runner.core.records import RequestRecord
-from runner.measure.records import ChatRequest, Stopwatch, check_completion
+from runner.measure.records import ChatRequest, Stopwatch, check_completion, usage_counts
 from runner.measure.sse import ChatStreamAccumulator, sse_lines
 
 # The error codes SageMaker answers a request it has no capacity for right now with: a serverless
@@ -74,8 +74,7 @@ def read_completion(record: RequestRecord, data: Any) -> RequestRecord:
     usage = data.get("usage")
     if not isinstance(usage, dict) or usage.get("completion_tokens") is None:
         raise StreamFault("completion carried no usage: no token count")
-    record.output_tokens = int(usage["completion_tokens"])
-    record.prompt_tokens = usage.get("prompt_tokens")
+    record.output_tokens, record.prompt_tokens = usage_counts(usage, "completion_tokens", "prompt_tokens")
     record.token_source = "server"
     if isinstance(data.get("timings"), dict):
         record.server_timings = data["timings"]

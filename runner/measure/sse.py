@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
-from runner.core.errors import StreamFault
+from runner.core.errors import StreamFault, http_line, size_text
 from runner.core.records import RequestRecord
-from runner.measure.records import check_completion
+from runner.measure.records import check_completion, check_context, usage_counts
 
 
 def check_stream_end(chunks: int, finish_reason: str | None) -> None:
@@ -27,6 +27,31 @@ def check_stream_end(chunks: int, finish_reason: str | None) -> None:
         raise StreamFault("empty stream: no chunks before the connection closed")
     if finish_reason is None:
         raise StreamFault(f"stream cut: ended after {chunks} chunks without a finish reason")
+
+
+class BodyHead:
+    """The size and first bytes of a response body, to say what came back when it was not an
+    event stream (a text/plain or JSON answer to a streamed request is not an "empty stream")."""
+
+    KEEP = 2000
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.head = b""
+
+    def feed(self, part: bytes) -> None:
+        self.size += len(part)
+        if len(self.head) < self.KEEP:
+            self.head += part[: self.KEEP - len(self.head)]
+
+    def not_a_stream(self, status: int, content_type: str) -> str:
+        """One line: the status, the kind of body and its size, and its message or first words."""
+        kind = content_type.split(";")[0].strip() or "untyped"
+        body = http_line(status, self.head.decode("utf-8", "replace"), "", content_type)
+        said = body.partition(": ")[2] if ": " in body else ""
+        return f"not an event stream: HTTP {status}, {kind} ({size_text(self.size)})" + (
+            f": {said[:120]!r}" if said else ""
+        )
 
 
 class LineSplitter:
@@ -80,6 +105,7 @@ class ChatStreamAccumulator:
         self.done_at: float | None = None
         self.content_chunks = 0
         self.has_output = False
+        self.usage: dict[str, Any] | None = None
 
     @property
     def done(self) -> bool:
@@ -127,9 +153,7 @@ class ChatStreamAccumulator:
                 self.record.finish_reason = choice["finish_reason"]
         usage = chunk.get("usage")
         if isinstance(usage, dict) and usage.get("completion_tokens") is not None:
-            self.record.output_tokens = int(usage["completion_tokens"])
-            self.record.prompt_tokens = usage.get("prompt_tokens")
-            self.record.token_source = "server"
+            self.usage = usage  # checked once the stream is read to its end (finish)
         if isinstance(chunk.get("timings"), dict):
             self.record.server_timings = chunk["timings"]
 
@@ -144,16 +168,22 @@ class ChatStreamAccumulator:
         elif counts is not None:
             self.record.chunk_token_counts = None  # a chunk without the count: no exact split
 
-    def finish(self, at: float) -> RequestRecord:
-        """Close the record at [DONE] (or the end of the body when the server sends none)."""
+    def finish(self, at: float, *, max_tokens: int | None = None, context_tokens: int | None = None) -> RequestRecord:
+        """Close the record at [DONE] (or the end of the body when the server sends none); with the
+        output asked for and the model's context, a reply the context cut short is a fault."""
         record = self.record
         record.e2e_s = self.done_at if self.done_at is not None else at
         record.text = "".join(self.parts)
         check_stream_end(record.chunks, record.finish_reason)
+        if self.usage is not None:
+            record.output_tokens, record.prompt_tokens = usage_counts(self.usage, "completion_tokens", "prompt_tokens")
+            record.token_source = "server"
         if record.output_tokens is None:
             # Marked fallback: one content chunk is usually one token, but not always.
             record.output_tokens = self.content_chunks
             record.token_source = "client-chunks"
         check_completion(record, has_output=self.has_output)
+        if max_tokens is not None:
+            check_context(record, max_tokens, context_tokens)
         record.ok = True
         return record

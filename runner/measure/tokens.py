@@ -92,6 +92,31 @@ def llama_counter(http: httpx.Client, root: str) -> Callable[[str], int] | None:
     return count
 
 
+def reply_counter(backend: Backend, timeout_s: float = 30.0) -> Callable[[str], int] | None:
+    """The server's count of a plain text, the tokens a model would write for it (no chat template,
+    no special tokens): vLLM's /tokenize with `prompt` and `add_special_tokens` false, llama.cpp's
+    with `content`; None where the path has no tokenizer endpoint."""
+    if not (backend.supports.tokenizer and backend.base_url):
+        return None
+    root = server_root(backend.base_url)
+    http = httpx.Client(timeout=httpx.Timeout(timeout_s), verify=tls_context())
+
+    def vllm(text: str) -> int:
+        body = {"model": backend.model_id, "prompt": text, "add_special_tokens": False}
+        response = http.post(f"{root}/tokenize", json=body)
+        response.raise_for_status()
+        return int(response.json()["count"])
+
+    for count in (vllm, llama_counter(http, root)):
+        try:
+            if count is not None and count("Hi") >= 1:
+                return count
+        except (httpx.HTTPError, KeyError, ValueError, TypeError):
+            continue
+    http.close()
+    return None
+
+
 def joined(messages: Messages) -> str:
     return "\n".join(m["content"] for m in messages)
 

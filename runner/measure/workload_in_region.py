@@ -78,7 +78,8 @@ class HostRun(BackendRun):
     def __init__(self, tunnel: BackendRun, advance: Advance) -> None:
         super().__init__(tunnel.backend, tunnel.plan, tunnel.evidence, advance, row=row_name(tunnel.backend.name))
         self.tunnel = tunnel
-        self.counter, self.force = tunnel.counter, tunnel.force
+        self.counter, self.fitter, self.force = tunnel.counter, tunnel.fitter, tunnel.force
+        self.reply_count, self.reply_tokens = tunnel.reply_count, tunnel.reply_tokens
         self.record_extra = {"path": "in-region"}
         self.added = False
         self.info.update(

@@ -29,10 +29,10 @@ from runner.measure.load import CLOSED, OPEN, LoadLevel, run_level, run_level_as
 from runner.measure.openai_async import AsyncOpenAIStreamClient, warm_up_async
 from runner.measure.records import Conversation
 from runner.measure.server_metrics import MetricsSampler, probe
-from runner.measure.tokens import PromptCounter, counter_for, server_root
-from runner.workloads import SURVEY_MAX_TOKENS, Workload, synthetic_turns
+from runner.measure.tokens import PromptCounter, counter_for, reply_counter, server_root
+from runner.workloads import SURVEY_MAX_TOKENS, Turn, Workload, synthetic_turns
 from runner.workloads.slo import Slo, judge
-from runner.workloads.text import fit
+from runner.workloads.text import Fitter
 
 Advance = Callable[..., Any]
 
@@ -95,6 +95,11 @@ class BackendRun:
         self.supports = backend.supports
         self.force = self.supports.forced_output_length and plan.workload.output_tokens is not None
         self.counter: PromptCounter | None = None
+        # A ShareGPT reply's length on the server's tokenizer (None: estimated), each counted once.
+        self.reply_count: Callable[[str], int] | None = None
+        self.reply_tokens: dict[str, int] = {}
+        # Prompts built on the counter, cheaper by what it learns (runner/workloads/text.py Fitter).
+        self.fitter: Fitter | None = None
         self.metrics_url: str | None = None
         # Requests built so far: the next request's text is seeded past them (no two alike).
         self.built = 0
@@ -159,9 +164,19 @@ class BackendRun:
                 self.counter = counter_for(backend, client)
             except Exception as error:
                 raise RunnerError(f"prompt lengths cannot be set: {describe(error)}") from None
+            self.fitter = Fitter(self.counter.text)
             self.info["token_count"] = self.counter.method
             if not self.supports.tokenizer:
                 self.note(self.supports.reason("tokenizer"))
+        elif workload.output_tokens is None and any(turn.reply for turn in workload.fixed):
+            self.reply_count = reply_counter(backend)
+            if self.reply_count is None:
+                self.note("output lengths estimated at 4/3 tokens a word of each reply: this path has no tokenizer")
+            self.info["output_lengths"] = (
+                "each reply's tokens on the server's tokenizer (POST /tokenize)"
+                if self.reply_count
+                else "each reply's words x 4/3 (no tokenizer)"
+            )
         warm = warm_up_once(client, backend)
         self.evidence.data.setdefault("warm_up", []).append(warm.to_json())
         if not self.plan.metrics:
@@ -190,26 +205,27 @@ class BackendRun:
             return [
                 ChatRequest(
                     t.prompt,
-                    max_tokens=workload.output_tokens or t.max_tokens,
+                    max_tokens=workload.output_tokens or self.output_for(t),
                     history=t.history,
                     usage_per_chunk=per_chunk,
                     force_length=self.force,
                 )
                 for t in fixed
             ]
-        assert self.counter is not None and level.input_tokens is not None
-        counter = self.counter
+        assert self.fitter is not None and level.input_tokens is not None
         first, self.built = self.built, self.built + count
         if workload.turns > 1:
-            conversations = []
-            for session in range(first, first + count):
-                seeds = [workload.seed * 7919 + session * workload.turns + t + 1 for t in range(workload.turns)]
-                prompts = tuple(fit(level.input_tokens, counter.text, seed=seed)[0] for seed in seeds)
-                conversations.append(
-                    Conversation(prompts, output, self.force, level.input_tokens, usage_per_chunk=per_chunk)
+            turns = workload.turns
+            seeds = [workload.seed * 7919 + session * turns + t + 1 for session in range(first, first + count)
+                     for t in range(turns)]  # fmt: skip
+            texts = [text for text, _ in self.fitter.fit_all([(level.input_tokens, seed, "") for seed in seeds])]
+            return [
+                Conversation(
+                    tuple(texts[i : i + turns]), output, self.force, level.input_tokens, usage_per_chunk=per_chunk
                 )
-            return conversations
-        turns = synthetic_turns(workload, level.input_tokens, count, output, counter.text, first)
+                for i in range(0, len(texts), turns)
+            ]
+        turns = synthetic_turns(workload, level.input_tokens, count, output, self.fitter, first)
         return [
             ChatRequest(
                 t.prompt,
@@ -220,6 +236,15 @@ class BackendRun:
             )
             for t in turns
         ]
+
+    def output_for(self, turn: Turn) -> int:
+        """A dataset prompt's output: its ShareGPT reply's tokens on the server's own tokenizer (as
+        `vllm bench serve` counts them with its tokenizer), else the estimate it was read with."""
+        if turn.reply is None or self.reply_count is None:
+            return turn.max_tokens
+        if turn.reply not in self.reply_tokens:
+            self.reply_tokens[turn.reply] = max(1, self.reply_count(turn.reply))
+        return self.reply_tokens[turn.reply]
 
     def measure_levels(self, client, levels: list[LoadLevel]) -> list[LevelSummary]:
         """Each level in turn (the in-region row sends them together); their summaries."""
@@ -291,7 +316,11 @@ class BackendRun:
     ) -> list[RequestRecord]:
         backend = self.backend
         async with AsyncOpenAIStreamClient(
-            backend.base_url or "", backend.model_id, timeout_s=self.plan.timeout_s, connections=level.in_flight
+            backend.base_url or "",
+            backend.model_id,
+            timeout_s=self.plan.timeout_s,
+            connections=level.in_flight,
+            context_tokens=backend.max_total_tokens,
         ) as client:
             warm = await asyncio.gather(*(warm_up_async(client, backend.name) for _ in range(min(level.in_flight, 64))))
             for record in warm:

@@ -13,6 +13,7 @@ from rich.table import Table
 from catalog.prices import HOURS_PER_MONTH, Price
 from runner.core.accuracy import accuracy_of
 from runner.core.stats import fmt
+from runner.costing.prices import GIVEN
 from runner.costing.rows import CostRow, cost_rows_in, scaling_in
 from runner.render.tables import accuracy_text, add_columns
 
@@ -45,6 +46,8 @@ def source_text(row: CostRow) -> str:
     price = row.price
     if price is None:
         return row.note or ""
+    if price.service == GIVEN:
+        return f"given: {price.item}, not a list price"
     text = f"{'API' if price.live else 'offline'} {str(price.as_of)[:10]}"
     if price.verified is False:
         text += " UNVERIFIED"

@@ -32,7 +32,7 @@ from runner.core.errors import RunnerError
 from runner.render import plots
 from runner.render.beside import SURVEY_RUNS, beside_tables
 from runner.render.headline import PAGE_COMMANDS, headline_html, headline_markdown, headline_rows, quality_table
-from runner.render.tables import renderer_for
+from runner.render.tables import nothing_measured, renderer_for
 
 Source = tuple[Path, dict[str, Any]]
 CSS = Path(__file__).with_name("page.css")
@@ -44,16 +44,25 @@ SHORT_TEXT = 24
 LONG_TEXT = 40
 
 
+# The survey's steps whose evidence the page takes only beside the survey's own (its survey.json):
+# there the survey's tables put their figures beside the survey's; alone, a counting or check file
+# has no headline or plot of its own, and its table is what runner.report prints without a page.
+SURVEY_STEPS = ("up", "check", "ask", "counting", "orchestrator")
+
+
 def check_page_sources(sources: list[Source]) -> None:
     """Every file is evidence the page can render, or one line naming it and what the page takes."""
-    taken = ", ".join(PAGE_COMMANDS)
-    writers = ", ".join(PAGE_COMMANDS.values())
+    own = [command for command in PAGE_COMMANDS if command not in SURVEY_STEPS and command != "survey"]
+    taken = ", ".join(own)
+    writers = ", ".join(PAGE_COMMANDS[command] for command in own)
+    in_survey = any(data.get("command") == "survey" for _, data in sources)
     for path, data in sources:
-        if data.get("command") not in PAGE_COMMANDS:
+        command = data.get("command")
+        if command not in PAGE_COMMANDS or (command in SURVEY_STEPS and not in_survey):
             raise RunnerError(
-                f"{path} is {data.get('command')!r} evidence: the report page (--html, --markdown) takes {taken} "
-                f"evidence (written by {writers}); without --html or --markdown runner.report prints any "
-                "command's tables"
+                f"{path} is {command!r} evidence: the report page (--html, --markdown) takes {taken} evidence "
+                f"(written by {writers}), and a survey's steps ({', '.join(SURVEY_STEPS)}) beside its survey.json; "
+                "without --html or --markdown runner.report prints any command's tables"
             )
 
 
@@ -73,6 +82,9 @@ def render_tables(evidence: dict[str, Any]) -> list[Any]:
     """What the command's own report prints for this evidence (a quality file without its own
     table module gets the summary table of `headline.quality_table`)."""
     capture = Capture()
+    empty = nothing_measured(evidence)
+    if empty:
+        return [empty]
     try:
         render = renderer_for(evidence["command"])
     except RunnerError:

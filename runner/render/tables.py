@@ -42,8 +42,31 @@ def renderer_for(command: str) -> Renderer:
     return render
 
 
+# The commands whose evidence is its requests' (or tasks', items') records: with none, the
+# evidence measured nothing, and an empty table would only hide that.
+MEASURED_COMMANDS = ("bench", "check", "ask", "counting", "orchestrator", "quality")
+# Where such evidence keeps what it measured: requests, agent traffic's tasks, quality's summary.
+MEASURED_KEYS = ("records", "tasks", "summary")
+
+
+def nothing_measured(evidence: dict[str, Any]) -> str | None:
+    """The line that stands in for the tables of evidence that measured nothing (None: it did)."""
+    if evidence.get("command") not in MEASURED_COMMANDS or any(evidence.get(key) for key in MEASURED_KEYS):
+        return None
+    if evidence.get("interrupted"):
+        why = "interrupted before the first record"
+    else:
+        why = "no request was recorded" + (" (the notes say why)" if evidence.get("notices") else "")
+    return f"nothing measured in this {evidence['command']} evidence: {why}"
+
+
 def print_report(evidence: dict[str, Any], baseline: dict[str, Any] | None = None, *, notices: bool = True) -> None:
-    renderer_for(evidence["command"])(evidence, stdout, baseline)
+    render = renderer_for(evidence["command"])
+    empty = nothing_measured(evidence)
+    if empty:
+        stdout.print(f"[yellow]{empty}[/yellow]")
+    else:
+        render(evidence, stdout, baseline)
     for line in evidence.get("notices", []) if notices else []:
         stdout.print(f"[dim]note: {line}[/dim]")
     if evidence.get("interrupted"):

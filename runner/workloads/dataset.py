@@ -24,8 +24,8 @@ ROLES = ("system", "user", "assistant")
 def read_dataset(
     path: Path, default_max_tokens: int, count_reply: Callable[[str], int] | None = None
 ) -> tuple[list[Turn], str]:
-    """(turns, format): the file's prompts in order; `count_reply` sizes a ShareGPT reply's length
-    in the backend's tokens (else the default output length)."""
+    """(turns, format): the file's prompts in order; `count_reply` estimates a ShareGPT reply's
+    length (else the default output length), and the reply is kept for the backend's own count."""
     text = read_text_file(path, "--dataset")
     stripped = text.lstrip()
     if stripped.startswith("["):
@@ -83,10 +83,10 @@ def sharegpt(path: Path, data: Any, default_max_tokens: int, count_reply: Callab
         reply = next((m.get("value") for m in conversation if isinstance(m, dict) and m.get("from") == "gpt"), None)
         if not isinstance(asked, str) or not asked:
             raise RunnerError(f"--dataset {path} entry {index}: no human turn to ask")
-        max_tokens = default_max_tokens
+        max_tokens, kept = default_max_tokens, None
         if isinstance(reply, str) and reply and count_reply is not None:
-            max_tokens = max(1, count_reply(reply))
-        turns.append(Turn(asked, max_tokens))
+            max_tokens, kept = max(1, count_reply(reply)), reply
+        turns.append(Turn(asked, max_tokens, reply=kept))
     if not turns:
         raise RunnerError(f"--dataset {path}: no conversation in the file")
     return turns

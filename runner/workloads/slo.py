@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.core.errors import RunnerError
+from runner.core.flags import finite
 from runner.core.records import RequestRecord, SloVerdict
 from runner.core.typed_json import FlatJson
 
@@ -44,7 +45,8 @@ class Slo:
 
 
 def parse_goodput(items: list[str] | None, source: str = "--goodput") -> Slo:
-    """`["ttft:200", "e2el:3000"]` -> Slo; an unknown key or a bad number is one line."""
+    """`["ttft:200", "e2el:3000"]` -> Slo; an unknown key, a key given twice, or a number that is
+    not finite and above 0 is one line."""
     limits: dict[str, float] = {}
     for item in items or []:
         key, sep, value = item.partition(":")
@@ -53,10 +55,13 @@ def parse_goodput(items: list[str] | None, source: str = "--goodput") -> Slo:
         if key not in KEYS:
             known = ", ".join(f"{k} ({v})" for k, v in KEYS.items())
             raise RunnerError(f"--goodput {item!r}: unknown objective {key!r}; known: {known}")
+        if key in limits:
+            raise RunnerError(f"--goodput {item!r}: {key} is given twice; give each objective once")
         try:
             limit = float(value)
         except ValueError:
             raise RunnerError(f"--goodput {item!r}: {value!r} is not a number of milliseconds") from None
+        finite("--goodput", limit, "milliseconds", text=repr(item))
         if not limit > 0:
             raise RunnerError(f"--goodput {item!r}: the limit must be above 0 ms")
         limits[key] = limit

@@ -32,7 +32,7 @@ from tests.runner.loopback import LoopbackServer
 
 @dataclass
 class Step:
-    kind: str = "text"  # text | tool | http_error | hang | cut | drop | malformed | empty
+    kind: str = "text"  # text | tool | http_error | body | hang | cut | drop | malformed | empty
     text: str = ""
     tool_calls: list[tuple[str, str]] = field(default_factory=list)  # (name, raw JSON arguments)
     status: int = 200
@@ -56,6 +56,9 @@ class Step:
     hold_until: threading.Event | None = None
     # The prompt's tokens in the usage record (None: 12, whatever the prompt).
     prompt_tokens: int | None = None
+    # The content type of an http_error's body, or of a `body` step (a whole body, not a stream:
+    # `text` as given, with `status`, as a proxy or a server that ignores `stream` answers).
+    content_type: str = "application/json"
 
 
 # Characters of a tool call's arguments per streamed chunk.
@@ -105,10 +108,12 @@ class FakeOpenAI(LoopbackServer):
         self.connection_ids: list[int] = []
         # The status /health answers with; tests replace it to script readiness.
         self.health: Callable[[], int] = lambda: 200
+        # What GET /v1/models lists (tests replace it: several models, none, a context).
+        self.models: list[dict[str, Any]] = [{"id": "fake-model"}]
         self.paths: list[str] = []
         self.stop_event = threading.Event()
         self._connections = 0
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._served: dict[int, int] = {}
         self.in_flight = 0
         self.max_in_flight = 0
@@ -121,21 +126,30 @@ class FakeOpenAI(LoopbackServer):
                 super().setup()
                 # As uvicorn (vLLM) does: each chunk leaves at once, not held by Nagle's algorithm.
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                self.number: int | None = None
+
+            @property
+            def connection_id(self) -> int:
+                """Connections are numbered by the first request that counts (a client's model list,
+                asked for once at discovery on a connection of its own, does not)."""
                 with server._lock:
-                    server._connections += 1
-                    self.connection_id = server._connections
+                    if self.number is None:
+                        server._connections += 1
+                        self.number = server._connections
+                    return self.number
 
             def log_message(self, *args: Any) -> None:
                 pass
 
             def do_GET(self) -> None:
                 server.paths.append(self.path)
-                server.connection_ids.append(self.connection_id)
+                if self.path != "/v1/models":
+                    server.connection_ids.append(self.connection_id)
                 if self.path == "/health":
                     status = server.health()
                     self._json(status, {"status": "ok" if status == 200 else "loading"})
                 elif self.path in ("/v1/models", "/ping"):
-                    self._json(200, {"status": "ok", "data": [{"id": "fake-model"}]})
+                    self._json(200, {"status": "ok", "data": server.models})
                 else:
                     self._json(404, {"error": "not found"})
 
@@ -191,10 +205,11 @@ class FakeOpenAI(LoopbackServer):
                 pass
         if step.delay_s:
             time.sleep(step.delay_s)
-        if step.kind == "http_error":
-            data = (step.error_body or json.dumps({"error": {"message": "scripted failure"}})).encode()
+        if step.kind in ("http_error", "body"):
+            default = json.dumps({"error": {"message": "scripted failure"}}) if step.kind == "http_error" else ""
+            data = (step.error_body or step.text or default).encode()
             handler.send_response(step.status)
-            handler.send_header("content-type", "application/json")
+            handler.send_header("content-type", step.content_type)
             handler.send_header("content-length", str(len(data)))
             handler.end_headers()
             handler.wfile.write(data)

@@ -42,7 +42,7 @@ async def chat_once(
 @pytest.mark.parametrize(
     ("step", "kind", "expected"),
     [
-        (Step(kind="http_error", status=500), HttpStatus, 'HTTP 500: {"error": {"message": "scripted failure"}}'),
+        (Step(kind="http_error", status=500), HttpStatus, "HTTP 500: scripted failure"),
         (Step(kind="malformed"), StreamFault, "malformed stream: chunk 2 is not JSON"),
         (Step(kind="cut", text=OCEAN), StreamFault, "stream cut: ended after 9 chunks without a finish reason"),
         (Step(kind="drop", text=OCEAN), StreamFault, "connection dropped mid-response"),

@@ -527,7 +527,8 @@ def test_evidence_of_another_command_is_one_line_exit_2_and_nothing_written(
     lines = [line for line in (captured.err + captured.out).splitlines() if line.strip()]
     assert len(lines) == 1, lines
     assert lines[0].startswith("error: ") and f"{check} is 'sweep' evidence" in lines[0]
-    assert "takes bench, cost, quality, survey, up, check, ask, counting, orchestrator evidence" in lines[0]
+    assert "takes bench, cost, quality evidence" in lines[0]
+    assert "a survey's steps (up, check, ask, counting, orchestrator) beside its survey.json" in lines[0]
     assert not target.exists()
 
 

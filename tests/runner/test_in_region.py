@@ -155,6 +155,15 @@ FAULTS = {
     "context overflow": [
         Step(kind="http_error", status=400, error_body='{"error": {"message": "maximum context length is 8192"}}')
     ],
+    "llama.cpp context overflow": [
+        Step(kind="http_error", status=400, error_body='{"error": {"message": "exceeds the available context size"}}')
+    ],
+    "a proxy's page": [
+        Step(kind="http_error", status=502, error_body="<html>bad gateway</html>", content_type="text/html")
+    ],
+    "not an event stream": [Step(kind="body", text="Paris", content_type="text/plain")],
+    "negative usage": [text(OCEAN, usage_tokens=-5)],
+    "negative prompt usage": [text(OCEAN, prompt_tokens=-3)],
     "server closes reused connections": [text(OCEAN, close="on-reuse")],
     "dropped mid-body": [Step(kind="drop", text=OCEAN)],
     "hang": [Step(kind="hang")],

@@ -5,10 +5,13 @@ Expected figures are computed by hand here, never by the formula under test.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from runner.core.errors import (
     BadCompletion,
+    ContextOverflow,
     HttpStatus,
     StreamFault,
     TimedOut,
@@ -24,6 +27,14 @@ from runner.measure.openai_sync import OpenAIStreamClient
 from tests.runner.fake_openai import FakeOpenAI, Step, text
 
 REQUEST = ChatRequest(prompt="Write a short paragraph about the ocean.", max_tokens=100)
+# A proxy's error page in front of a server (nginx's words), 1,200 bytes.
+PROXY_PAGE = "<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>"
+PROXY_PAGE += " " * (1200 - len(PROXY_PAGE))
+# llama.cpp's answer to a prompt past its context (the embedded server's own words).
+LLAMA_CPP_OVERFLOW = json.dumps({"error": {
+    "code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": 5010, "n_ctx": 4096,
+    "message": "request (5010 tokens) exceeds the available context size (4096 tokens), try increasing it",
+}})  # fmt: skip
 
 
 def client_for(url: str, timeout_s: float = 5.0) -> OpenAIStreamClient:
@@ -172,8 +183,31 @@ def test_an_empty_completion_is_an_error():
         (Step(kind="drop", text="the ocean"), StreamFault, "connection dropped mid-response"),
         (Step(kind="malformed"), StreamFault, "malformed stream: chunk 2 is not JSON"),
         (Step(kind="empty"), StreamFault, "empty stream: no chunks before the connection closed"),
-        (Step(kind="http_error", status=500), HttpStatus, 'HTTP 500: {"error": {"message": "scripted failure"}}'),
+        (Step(kind="http_error", status=500), HttpStatus, "HTTP 500: scripted failure"),
         (Step(kind="http_error", status=400, error_body="bad request body"), HttpStatus, "HTTP 400: bad request body"),
+        # A proxy's page is said by its kind and size, never dumped into a table cell.
+        (
+            Step(kind="http_error", status=502, error_body=PROXY_PAGE, content_type="text/html"),
+            HttpStatus,
+            "HTTP 502 Bad Gateway (text/html body, 1.2 kB)",
+        ),
+        # vLLM's error body (a top-level message) and llama.cpp's (error.message) give their message.
+        (
+            Step(kind="http_error", status=400, error_body=json.dumps({"object": "error", "message": "bad `n`"})),
+            HttpStatus,
+            "HTTP 400: bad `n`",
+        ),
+        # A 200 that is no event stream says what came back (not "empty stream").
+        (
+            Step(kind="body", text="Paris", content_type="text/plain"),
+            StreamFault,
+            "not an event stream: HTTP 200, text/plain (5 B): 'Paris'",
+        ),
+        (
+            Step(kind="body", text='{"error": {"message": "model is loading"}}'),
+            StreamFault,
+            "not an event stream: HTTP 200, application/json (42 B): 'model is loading'",
+        ),
     ],
 )
 def test_faults_are_typed_errors_not_short_answers(step, kind, expected):
@@ -184,6 +218,36 @@ def test_faults_are_typed_errors_not_short_answers(step, kind, expected):
     line = describe(error)
     assert line.startswith(expected) and "\n" not in line
     assert gave_no_answer(error) is True and backend_down(error) is False
+
+
+def test_a_prompt_past_the_context_is_its_own_fault_in_the_servers_words():
+    with FakeOpenAI([Step(kind="http_error", status=400, error_body=LLAMA_CPP_OVERFLOW)]) as fake:
+        record, error = timed(fake.url)
+    assert not record.ok and isinstance(as_fault(error), ContextOverflow)
+    assert describe(error) == (
+        "context overflow: HTTP 400: request (5010 tokens) exceeds the available context size (4096 tokens), "
+        "try increasing it"
+    )
+
+
+@pytest.mark.parametrize(
+    ("step", "expected"),
+    [
+        (text("the ocean is deep", usage_tokens=-5),
+         "impossible usage from the server: completion_tokens -5 (a token count is a whole number, at least 0)"),
+        (text("the ocean is deep", prompt_tokens=-3),
+         "impossible usage from the server: prompt_tokens -3 (a token count is a whole number, at least 0)"),
+        (text("the ocean is deep", usage_tokens=0),
+         "impossible usage from the server: 0 output tokens for an answer with output"),
+    ],
+)  # fmt: skip
+def test_an_impossible_usage_is_an_error_on_the_record_not_a_figure(step, expected):
+    """A server that reports a negative count once gave a median of -2895.7 tok/s, exit 0."""
+    with FakeOpenAI([step]) as fake:
+        record, error = timed(fake.url)
+    assert not record.ok and isinstance(as_fault(error), BadCompletion)
+    assert describe(error) == expected
+    assert record.tokens_per_s is None and (record.output_tokens or 0) >= 0
 
 
 def test_a_hanging_server_times_out():
