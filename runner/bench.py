@@ -32,7 +32,7 @@ from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, load
 from runner.measure import ChatRequest
-from runner.measure.benchmark import bench_backend, sweep_backend
+from runner.measure.benchmark import bench_backend, sweep_backend, timeout_hint
 from runner.measure.capacity import Budget
 from runner.measure.host_rows import add_host_row, kit_warm_up, mark_tunnel_rows
 from runner.measure.load import (
@@ -167,7 +167,10 @@ def run(argv: list[str] | None = None) -> int:
         "in_region": args.in_region or None,
     }
 
+    evidence_kept: list[Evidence] = []
+
     def measure(discovery: Discovery, evidence: Evidence) -> None:
+        evidence_kept.append(evidence)
         if accuracy:
             evidence.data["accuracy"] = accuracy_json(accuracy)
         servers = plan_in_region(discovery, evidence) if args.in_region else []
@@ -188,9 +191,19 @@ def run(argv: list[str] | None = None) -> int:
         if servers:
             bench_in_region(servers, request, levels, args, evidence)
 
-    return run_command(
+    code = run_command(
         "bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records), baseline=baseline
     )
+    say_timeouts(evidence_kept, args.timeout)
+    return code
+
+
+def say_timeouts(kept: list[Evidence], timeout_s: float) -> None:
+    """After the table, one line when requests ran past --timeout: what to do about it (a timeout
+    is a slow moment, not a dead server)."""
+    hint = timeout_hint(kept[0].data, timeout_s) if kept else None
+    if hint:
+        console.print(f"[yellow]note:[/yellow] {hint}")
 
 
 def workload_plan(args: argparse.Namespace) -> BenchPlan:
@@ -303,7 +316,10 @@ def run_workload(args: argparse.Namespace) -> int:
         "in_region": args.in_region or None,
     }
 
+    evidence_kept: list[Evidence] = []
+
     def measure(discovery: Discovery, evidence: Evidence) -> None:
+        evidence_kept.append(evidence)
         servers = {b.name for b in plan_in_region(discovery, evidence)} if args.in_region else set()
         evidence.data["warm_up"] = []
         progress = Progress(
@@ -321,7 +337,9 @@ def run_workload(args: argparse.Namespace) -> int:
                     if not bench_workload_in_region(tunnel, functools.partial(progress.advance, task)):
                         progress.remove_task(task)
 
-    return run_command("bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records))
+    code = run_command("bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records))
+    say_timeouts(evidence_kept, args.timeout)
+    return code
 
 
 AGENT_REFUSES = ("rate", "input_tokens", "output_tokens", "dataset", "goodput", "find_capacity", "prompts")

@@ -23,7 +23,7 @@ from runner.core.evidence import Evidence
 from runner.core.records import RequestRecord
 from runner.figures.levels import LevelSummary, level_summary
 from runner.measure import ChatRequest, timed_client_for
-from runner.measure.benchmark import skip_batch, warm_up_once
+from runner.measure.benchmark import counting_timeouts, skip_batch, warm_up_once
 from runner.measure.capacity import Budget, find_capacity
 from runner.measure.load import CLOSED, OPEN, LoadLevel, run_level, run_level_async
 from runner.measure.openai_async import AsyncOpenAIStreamClient, warm_up_async
@@ -237,7 +237,12 @@ class BackendRun:
                 records = asyncio.run(self.openai_level(level, requests))
             else:
                 records = run_level(
-                    client.chat, self.backend.explain, self.backend.name, level, requests, self.plan.seed
+                    client.chat,
+                    counting_timeouts(self.backend.explain, self.evidence),
+                    self.backend.name,
+                    level,
+                    requests,
+                    self.plan.seed,
                 )
         finally:
             if sampler:
@@ -276,7 +281,8 @@ class BackendRun:
             for record in warm:
                 record.level = level.recorded()
             self.evidence.data.setdefault("warm_up", []).extend(r.to_json() for r in warm)
-            return await run_level_async(client.chat, backend.explain, backend.name, level, requests, self.plan.seed)
+            explain = counting_timeouts(backend.explain, self.evidence)
+            return await run_level_async(client.chat, explain, backend.name, level, requests, self.plan.seed)
 
     def search(self, client, input_tokens: int | None) -> None:
         """The most load within the objectives, at this input length. A path that cannot judge an

@@ -78,6 +78,21 @@ def test_good_dead_and_hanging_backends(tmp_path, dead_url, capsys):
     assert "good" in out and "3/3" in out and "0/3" in out and "evidence:" in out
 
 
+def test_a_timeout_is_not_a_dead_backend_and_one_line_says_what_to_do(tmp_path, capsys):
+    """One request past --timeout (a slow moment, not a dead server) leaves the other runs of a
+    backend that answered measured; one line after the table names the flag that gives more time."""
+    with FakeOpenAI([text("Hi"), Step(kind="hang"), text(OCEAN)]) as once_slow:
+        code, evidence = run_bench(tmp_path, "--repeats", "3", "--endpoint", f"slow-once={once_slow.url}")
+    assert code == 0
+    records = evidence["records"]
+    assert records[0]["error"].startswith("timed out") and [r["ok"] for r in records[1:]] == [True, True]
+    assert not any("skipped" in (r["error"] or "") for r in records)
+    captured = capsys.readouterr()
+    hints = [line for line in (captured.out + captured.err).splitlines() if "--timeout" in line]
+    assert len(hints) == 1, hints
+    assert "1 of 3 requests timed out after 2 s" in hints[0] and "--timeout 4" in hints[0]
+
+
 def test_bench_reuses_one_warmed_connection_per_backend(tmp_path):
     # README: "one reused connection per backend, warmed by the same untimed generation".
     with FakeOpenAI([text(OCEAN)]) as good:
