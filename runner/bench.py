@@ -16,14 +16,12 @@ difference is the path. Records carry `"path": "tunnel"` or `"path": "in-region"
 from __future__ import annotations
 
 import argparse
-import functools
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from runner.cli.options import add_common_arguments
+from runner.cli.progress import RequestProgress
 from runner.cli.session import Discovery, main_guard, run_command
 from runner.cloud.reach.in_region import no_instance_reason, row_name, run_in_region
 from runner.core.accuracy import Accuracy, accuracy_by_backend, accuracy_json
@@ -175,19 +173,14 @@ def run(argv: list[str] | None = None) -> int:
             evidence.data["accuracy"] = accuracy_json(accuracy)
         servers = plan_in_region(discovery, evidence) if args.in_region else []
         evidence.data["warm_up"] = []
-        progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-        )
-        with progress:
+        with RequestProgress() as progress:
             for backend in discovery.backends:
                 if levels:
-                    task = progress.add_task(f"{backend.name:<10}", total=sum(level.requests for level in levels))
-                    sweep_backend(backend, levels, prompts, args, evidence, functools.partial(progress.advance, task))
+                    task = progress.add_task(backend.name, total=sum(level.requests for level in levels))
+                    sweep_backend(backend, levels, prompts, args, evidence, progress.advancing(task))
                     continue
-                task = progress.add_task(f"{backend.name:<10}", total=args.repeats)
-                bench_backend(
-                    backend, request, args.repeats, args.timeout, evidence, functools.partial(progress.advance, task)
-                )
+                task = progress.add_task(backend.name, total=args.repeats)
+                bench_backend(backend, request, args.repeats, args.timeout, evidence, progress.advancing(task))
         if servers:
             bench_in_region(servers, request, levels, args, evidence)
 
@@ -322,19 +315,16 @@ def run_workload(args: argparse.Namespace) -> int:
         evidence_kept.append(evidence)
         servers = {b.name for b in plan_in_region(discovery, evidence)} if args.in_region else set()
         evidence.data["warm_up"] = []
-        progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-        )
         total = plan.total_requests if not plan.find_capacity else None
-        with progress:
+        with RequestProgress() as progress:
             for backend in discovery.backends:
-                task = progress.add_task(f"{backend.name:<10}", total=total)
-                tunnel = bench_workload(backend, plan, evidence, functools.partial(progress.advance, task))
+                task = progress.add_task(backend.name, total=total)
+                tunnel = bench_workload(backend, plan, evidence, progress.advancing(task))
                 if backend.name in servers:
                     # The same workload from the server's own host, right after its tunnel row.
                     mark_tunnel_rows({backend.name}, evidence)
-                    task = progress.add_task(f"{row_name(backend.name):<10}", total=total)
-                    if not bench_workload_in_region(tunnel, functools.partial(progress.advance, task)):
+                    task = progress.add_task(row_name(backend.name), total=total)
+                    if not bench_workload_in_region(tunnel, progress.advancing(task)):
                         progress.remove_task(task)
 
     code = run_command("bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records))
@@ -379,10 +369,7 @@ def run_agent_traffic(args: argparse.Namespace) -> int:
 
     def measure(discovery: Discovery, evidence: Evidence) -> None:
         evidence.data["tasks"] = tasks
-        progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-        )
-        with progress:
+        with RequestProgress(unit="tasks") as progress:
             for backend in discovery.backends:
                 why = tool_skip_reason(backend)
                 if why:
@@ -390,9 +377,9 @@ def run_agent_traffic(args: argparse.Namespace) -> int:
                     console.print(f"[yellow]note:[/yellow] {line}")
                     evidence.notice(line)
                     continue
-                task = progress.add_task(f"{backend.name:<10}", total=sum(settings.tasks_at(n) for n in sessions))
+                task = progress.add_task(backend.name, total=sum(settings.tasks_at(n) for n in sessions))
                 for count in sessions:
-                    level, warm = run_level(backend, count, settings, functools.partial(progress.advance, task))
+                    level, warm = run_level(backend, count, settings, progress.advancing(task))
                     tasks.extend(level)
                     evidence.data.setdefault("warm_up", []).extend(warm)
                     evidence.save()

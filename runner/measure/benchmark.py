@@ -171,8 +171,8 @@ def sweep_backend(
         evidence.data["warm_up"].append(warm.to_json())
         for level in levels:
             explain = counting_timeouts(backend.explain, evidence)
-            records = run_level(client.chat, explain, backend.name, level, requests, args.seed)
-            keep_level(backend, level, records, evidence, advance)
+            records = run_level(client.chat, explain, backend.name, level, requests, args.seed, advance)
+            keep_level(backend, level, records, evidence)
     finally:
         client.close()
 
@@ -200,14 +200,13 @@ async def sweep_openai(
                 record.level = level.recorded()
             evidence.data["warm_up"].extend(r.to_json() for r in warm)
             explain = counting_timeouts(backend.explain, evidence)
-            records = await run_level_async(client.chat, explain, backend.name, level, requests, args.seed)
-            keep_level(backend, level, records, evidence, advance)
+            records = await run_level_async(client.chat, explain, backend.name, level, requests, args.seed, advance)
+            keep_level(backend, level, records, evidence)
 
 
-def keep_level(backend: Backend, level: LoadLevel, records: list[RequestRecord], evidence: Evidence, advance) -> None:
+def keep_level(backend: Backend, level: LoadLevel, records: list[RequestRecord], evidence: Evidence) -> None:
     evidence.data["records"].extend(r.to_json() for r in records)
     evidence.save()
-    advance(level.requests)
     failed = sum(1 for r in records if not r.ok)
     if failed:
         first = next(r.error for r in records if r.error)

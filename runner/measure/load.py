@@ -147,13 +147,15 @@ async def run_level_async(
     level: LoadLevel,
     requests: list[ChatRequest | Conversation],
     seed: int,
+    done: Callable[[], None] = lambda: None,
 ) -> list[RequestRecord]:
     """Every request of one level on one event loop, for a client whose `chat` is a coroutine
     (the one load engine: `run_level` runs blocking clients through it). Closed loop: as many
     workers as requests in flight, each taking the next request. Open loop: sends at the seeded
     Poisson offsets, at most `max_concurrency` in flight (a late send is measured, not hidden).
     A failed request is a record with its error, never dropped. A conversation (multi-turn) is
-    one unit: its turns go one after another, each carrying the answers so far, a record each."""
+    one unit: its turns go one after another, each carrying the answers so far, a record each.
+    `done()` is called as each unit ends (the progress moves with every request)."""
     records: list[list[RequestRecord]] = [[] for _ in range(level.requests)]
     started = time.perf_counter()
 
@@ -166,6 +168,12 @@ async def run_level_async(
         return record.ok
 
     async def one(index: int, scheduled: float | None) -> None:
+        try:
+            await send_unit(index, scheduled)
+        finally:
+            done()
+
+    async def send_unit(index: int, scheduled: float | None) -> None:
         unit = requests[index % len(requests)]
         if not isinstance(unit, Conversation):
             record = start_record(backend, index, level, scheduled, started)
@@ -214,6 +222,7 @@ def run_level(
     level: LoadLevel,
     requests: list[ChatRequest | Conversation],
     seed: int,
+    done: Callable[[], None] = lambda: None,
 ) -> list[RequestRecord]:
     """The same engine for a client whose `chat` blocks (Bedrock and SageMaker through boto3):
     the event loop schedules, each request runs on a thread of a pool as wide as the level keeps
@@ -226,7 +235,7 @@ def run_level(
         async def chat_on_a_thread(request: ChatRequest, record: RequestRecord) -> Any:
             return await loop.run_in_executor(pool, chat, request, record)
 
-        return await run_level_async(chat_on_a_thread, explain, backend, level, requests, seed)
+        return await run_level_async(chat_on_a_thread, explain, backend, level, requests, seed, done)
 
     try:
         return asyncio.run(engine())

@@ -243,6 +243,7 @@ class BackendRun:
                     level,
                     requests,
                     self.plan.seed,
+                    self.advance,
                 )
         finally:
             if sampler:
@@ -265,7 +266,6 @@ class BackendRun:
         self.evidence.data.setdefault("levels", []).append(meta)
         self.measured.add(level.label)
         self.evidence.save()
-        self.advance(level.requests)
         failed = [r for r in records if not r.ok]
         if failed:
             first = next((r.error for r in failed if r.error), None)
@@ -282,7 +282,9 @@ class BackendRun:
                 record.level = level.recorded()
             self.evidence.data.setdefault("warm_up", []).extend(r.to_json() for r in warm)
             explain = counting_timeouts(backend.explain, self.evidence)
-            return await run_level_async(client.chat, explain, backend.name, level, requests, self.plan.seed)
+            return await run_level_async(
+                client.chat, explain, backend.name, level, requests, self.plan.seed, self.advance
+            )
 
     def search(self, client, input_tokens: int | None) -> None:
         """The most load within the objectives, at this input length. A path that cannot judge an

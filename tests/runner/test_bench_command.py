@@ -93,6 +93,20 @@ def test_a_timeout_is_not_a_dead_backend_and_one_line_says_what_to_do(tmp_path, 
     assert "1 of 3 requests timed out after 2 s" in hints[0] and "--timeout 4" in hints[0]
 
 
+def test_progress_moves_with_every_request_and_shows_without_a_terminal(tmp_path, capsys, monkeypatch):
+    """Without a terminal (as here) a plain line goes to stderr; with the interval at 0, one per
+    request within a level, not one per level."""
+    from runner.cli import progress
+
+    monkeypatch.setattr(progress, "PLAIN_EVERY_S", 0.0)
+    with FakeOpenAI([text(OCEAN)]) as good:
+        code, _ = run_bench(tmp_path, "--concurrency", "2", "--requests", "6", "--endpoint", f"good={good.url}")
+    assert code == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("good: ")]
+    assert [line.split()[1] for line in lines] == [f"{n}/6" for n in range(1, 7)], lines
+    assert all(line.split()[2] == "requests," and line.endswith(" s") for line in lines)
+
+
 def test_bench_reuses_one_warmed_connection_per_backend(tmp_path):
     # README: "one reused connection per backend, warmed by the same untimed generation".
     with FakeOpenAI([text(OCEAN)]) as good:
