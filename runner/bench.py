@@ -16,11 +16,12 @@ difference is the path. Records carry `"path": "tunnel"` or `"path": "in-region"
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from runner.cli.options import add_common_arguments
+from runner.cli.options import add_block_arguments, add_common_arguments, block_config
 from runner.cli.progress import RequestProgress
 from runner.cli.session import Discovery, main_guard, run_command
 from runner.cloud.reach.in_region import no_instance_reason, row_name, run_in_region
@@ -70,6 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--requests", type=int, help="timed requests per level (default: four waves, or 10 s of arrivals)"
     )
     load.add_argument("--seed", type=int, default=0, help="seed of the open-loop arrivals (default: %(default)s)")
+    load.add_argument(
+        "--level-seconds",
+        type=float,
+        metavar="S",
+        help="a time limit per level (and for --repeats): nothing is sent after S seconds, what is in flight "
+        "finishes (GuideLLM's --max-seconds bounds each of its benchmarks alike)",
+    )
     load.add_argument("--prompts", type=Path, help='JSON lines {"prompt": ..., "max_tokens": N}, used in turn')
     work = parser.add_argument_group(
         "workload (lengths in the backend's own tokens; default: the survey's prompt, output left to the model)"
@@ -113,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     slo.add_argument("--capacity-levels", type=int, default=10, help="most levels the capacity search runs")
     slo.add_argument("--capacity-seconds", type=float, default=1800.0, help="most seconds the capacity search takes")
     parser.add_argument("--no-server-metrics", action="store_true", help="do not sample the servers' /metrics")
+    add_block_arguments(parser)
     parser.add_argument(
         "--quality",
         type=Path,
@@ -128,6 +137,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_level_seconds(args: argparse.Namespace) -> None:
+    seconds = args.level_seconds
+    if seconds is None:
+        return
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise RunnerError(f"--level-seconds {seconds:g}: a number of seconds above 0")
+    if args.in_region:
+        raise RunnerError(
+            "--level-seconds bounds the levels sent from this machine; the in-region kit runs each level whole: "
+            "give --requests instead"
+        )
+
+
 WORKLOAD_FLAGS = ("workload", "input_tokens", "output_tokens", "dataset", "goodput", "find_capacity")
 
 
@@ -139,6 +161,7 @@ def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.repeats < 1:
         raise SystemExit("error: --repeats must be at least 1")
+    check_level_seconds(args)
     if args.workload == AGENT:
         return run_agent_traffic(args)
     args.max_tokens = args.max_tokens or SURVEY_MAX_TOKENS
@@ -163,7 +186,8 @@ def run(argv: list[str] | None = None) -> int:
         "prompts_file": str(args.prompts) if args.prompts else None,
         "prompts": len(prompts),
         "in_region": args.in_region or None,
-    }
+        "level_seconds": args.level_seconds,
+    } | block_config(args)
 
     evidence_kept: list[Evidence] = []
 
@@ -180,7 +204,15 @@ def run(argv: list[str] | None = None) -> int:
                     sweep_backend(backend, levels, prompts, args, evidence, progress.advancing(task))
                     continue
                 task = progress.add_task(backend.name, total=args.repeats)
-                bench_backend(backend, request, args.repeats, args.timeout, evidence, progress.advancing(task))
+                bench_backend(
+                    backend,
+                    request,
+                    args.repeats,
+                    args.timeout,
+                    evidence,
+                    progress.advancing(task),
+                    args.level_seconds,
+                )
         if servers:
             bench_in_region(servers, request, levels, args, evidence)
 
@@ -277,6 +309,7 @@ def workload_plan(args: argparse.Namespace) -> BenchPlan:
         slo_share=share,
         budget=Budget(levels=args.capacity_levels, seconds=args.capacity_seconds),
         metrics=not args.no_server_metrics,
+        level_seconds=args.level_seconds,
     )
 
 
@@ -307,7 +340,8 @@ def run_workload(args: argparse.Namespace) -> int:
         "max_tokens": plan.workload.output_tokens or SURVEY_MAX_TOKENS,
         "prompt": plan.workload.fixed[0].prompt if plan.workload.fixed else None,
         "in_region": args.in_region or None,
-    }
+        "level_seconds": args.level_seconds,
+    } | block_config(args)
 
     evidence_kept: list[Evidence] = []
 
@@ -332,7 +366,18 @@ def run_workload(args: argparse.Namespace) -> int:
     return code
 
 
-AGENT_REFUSES = ("rate", "input_tokens", "output_tokens", "dataset", "goodput", "find_capacity", "prompts")
+AGENT_REFUSES = (
+    "rate",
+    "input_tokens",
+    "output_tokens",
+    "dataset",
+    "goodput",
+    "find_capacity",
+    "prompts",
+    "level_seconds",
+    "percentile_metrics",
+    "metric_percentiles",
+)
 
 
 def run_agent_traffic(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from runner.cli.options import add_block_arguments, block_config
 from runner.cli.session import main_guard
 from runner.core.accuracy import summaries_of
 from runner.core.errors import RunnerError
@@ -54,7 +55,10 @@ def run(argv: list[str] | None = None) -> int:
         help="write one self-contained HTML page (headline, plots, tables) here: bench, cost, quality",
     )
     parser.add_argument("--markdown", type=Path, help="write the headline and the tables as Markdown here")
+    add_block_arguments(parser)
     args = parser.parse_args(argv)
+    # The run blocks of bench evidence as asked here, over what the bench run asked for.
+    asked = block_config(args, given_only=True)
     baseline = load(args.compare) if args.compare else None
     sources = [(path, load(path)) for path in args.files]
     for path, evidence in sources:
@@ -76,6 +80,8 @@ def run(argv: list[str] | None = None) -> int:
     for path, evidence in sources:
         stdout.print(f"[bold]{path}[/bold] ({evidence['started_at']})")
         same_command = baseline is not None and baseline["command"] == evidence["command"]
+        if asked and evidence.get("command") == "bench":
+            evidence = evidence | {"config": (evidence.get("config") or {}) | asked}
         print_tables(evidence, baseline if same_command else None)
     return 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import time
 from collections.abc import Callable
 
 from runner.core.backends import BATCH_COMMAND, Backend
@@ -62,10 +63,17 @@ def timeout_hint(evidence: dict, timeout_s: float) -> str | None:
 
 
 def bench_backend(
-    backend: Backend, request: ChatRequest, repeats: int, timeout_s: float, evidence: Evidence, advance
+    backend: Backend,
+    request: ChatRequest,
+    repeats: int,
+    timeout_s: float,
+    evidence: Evidence,
+    advance,
+    seconds: float | None = None,
 ) -> None:
-    """Warm one client, then time `repeats` requests. A backend that refuses the connection is not
-    tried again; one that timed out is (a slow moment on a busy machine is not a dead server)."""
+    """Warm one client, then time `repeats` requests, none sent after `seconds` (the level's time
+    limit, when given). A backend that refuses the connection is not tried again; one that timed
+    out is (a slow moment on a busy machine is not a dead server)."""
     level = LoadLevel("concurrency", 1, repeats).recorded()
     if not backend.timed_chat:
         skip_batch(backend, evidence)
@@ -88,8 +96,12 @@ def bench_backend(
             # Warm-up failing is information, not a verdict: the timed request decides.
             console.print(f"[yellow]{backend.name}:[/yellow] warm-up failed: {warm.error}")
         skip_reason = None
+        started = time.perf_counter()
         for run in range(1, repeats + 1):
+            if seconds is not None and time.perf_counter() - started >= seconds:
+                break
             record = RequestRecord(backend=backend.name, run=run, level=level)
+            record.sent_s = time.perf_counter() - started
             if skip_reason:
                 record.error = f"skipped after run 1: {skip_reason}"
             else:
@@ -171,7 +183,9 @@ def sweep_backend(
         evidence.data["warm_up"].append(warm.to_json())
         for level in levels:
             explain = counting_timeouts(backend.explain, evidence)
-            records = run_level(client.chat, explain, backend.name, level, requests, args.seed, advance)
+            records = run_level(
+                client.chat, explain, backend.name, level, requests, args.seed, advance, args.level_seconds
+            )
             keep_level(backend, level, records, evidence)
     finally:
         client.close()
@@ -200,7 +214,9 @@ async def sweep_openai(
                 record.level = level.recorded()
             evidence.data["warm_up"].extend(r.to_json() for r in warm)
             explain = counting_timeouts(backend.explain, evidence)
-            records = await run_level_async(client.chat, explain, backend.name, level, requests, args.seed, advance)
+            records = await run_level_async(
+                client.chat, explain, backend.name, level, requests, args.seed, advance, args.level_seconds
+            )
             keep_level(backend, level, records, evidence)
 
 

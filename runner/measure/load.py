@@ -148,6 +148,7 @@ async def run_level_async(
     requests: list[ChatRequest | Conversation],
     seed: int,
     done: Callable[[], None] = lambda: None,
+    seconds: float | None = None,
 ) -> list[RequestRecord]:
     """Every request of one level on one event loop, for a client whose `chat` is a coroutine
     (the one load engine: `run_level` runs blocking clients through it). Closed loop: as many
@@ -155,9 +156,14 @@ async def run_level_async(
     Poisson offsets, at most `max_concurrency` in flight (a late send is measured, not hidden).
     A failed request is a record with its error, never dropped. A conversation (multi-turn) is
     one unit: its turns go one after another, each carrying the answers so far, a record each.
-    `done()` is called as each unit ends (the progress moves with every request)."""
+    `done()` is called as each unit ends (the progress moves with every request). With a time
+    limit (`seconds`, `--level-seconds`) nothing is sent once it is over; what is in flight then
+    finishes and is measured like any other request."""
     records: list[list[RequestRecord]] = [[] for _ in range(level.requests)]
     started = time.perf_counter()
+
+    def over() -> bool:
+        return seconds is not None and time.perf_counter() - started >= seconds
 
     async def send(request: ChatRequest, record: RequestRecord) -> bool:
         stamp(record, request)
@@ -195,6 +201,8 @@ async def run_level_async(
 
         async def worker() -> None:
             for index in pending:
+                if over():
+                    return
                 await one(index, None)
 
         await asyncio.gather(*(worker() for _ in range(level.in_flight)))
@@ -207,6 +215,8 @@ async def run_level_async(
 
         tasks = []
         for index, offset in enumerate(poisson_offsets(level.value, level.requests, seed)):
+            if seconds is not None and offset >= seconds:
+                break
             delay = started + offset - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -223,6 +233,7 @@ def run_level(
     requests: list[ChatRequest | Conversation],
     seed: int,
     done: Callable[[], None] = lambda: None,
+    seconds: float | None = None,
 ) -> list[RequestRecord]:
     """The same engine for a client whose `chat` blocks (Bedrock and SageMaker through boto3):
     the event loop schedules, each request runs on a thread of a pool as wide as the level keeps
@@ -235,7 +246,7 @@ def run_level(
         async def chat_on_a_thread(request: ChatRequest, record: RequestRecord) -> Any:
             return await loop.run_in_executor(pool, chat, request, record)
 
-        return await run_level_async(chat_on_a_thread, explain, backend, level, requests, seed, done)
+        return await run_level_async(chat_on_a_thread, explain, backend, level, requests, seed, done, seconds)
 
     try:
         return asyncio.run(engine())

@@ -57,6 +57,8 @@ class BenchPlan:
     # The output cap when no length is forced (--max-tokens), and where the capacity search starts.
     max_tokens: int = SURVEY_MAX_TOKENS
     search_start: float = 1.0
+    # No request of a level sent after this many seconds (--level-seconds); None: no limit.
+    level_seconds: float | None = None
 
     def levels(self, input_tokens: int | None) -> list[LoadLevel]:
         levels = [
@@ -244,6 +246,7 @@ class BackendRun:
                     requests,
                     self.plan.seed,
                     self.advance,
+                    self.plan.level_seconds,
                 )
         finally:
             if sampler:
@@ -283,7 +286,14 @@ class BackendRun:
             self.evidence.data.setdefault("warm_up", []).extend(r.to_json() for r in warm)
             explain = counting_timeouts(backend.explain, self.evidence)
             return await run_level_async(
-                client.chat, explain, backend.name, level, requests, self.plan.seed, self.advance
+                client.chat,
+                explain,
+                backend.name,
+                level,
+                requests,
+                self.plan.seed,
+                self.advance,
+                self.plan.level_seconds,
             )
 
     def search(self, client, input_tokens: int | None) -> None:

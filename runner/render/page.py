@@ -32,7 +32,7 @@ from runner.core.errors import RunnerError
 from runner.render import plots
 from runner.render.beside import SURVEY_RUNS, beside_tables
 from runner.render.headline import PAGE_COMMANDS, headline_html, headline_markdown, headline_rows, quality_table
-from runner.render.tables import renderer_for
+from runner.render.tables import TerminalOnly, renderer_for
 
 Source = tuple[Path, dict[str, Any]]
 CSS = Path(__file__).with_name("page.css")
@@ -66,7 +66,8 @@ class Capture(Console):
         self.items: list[Any] = []
 
     def print(self, *objects: Any, **_: Any) -> None:
-        self.items.extend(objects)
+        # What only a terminal shows (a run's block, vllm's form) the page shows as its tables and plots.
+        self.items.extend(o for o in objects if not isinstance(o, TerminalOnly))
 
 
 def render_tables(evidence: dict[str, Any]) -> list[Any]:
