@@ -43,6 +43,8 @@ class TokenFigures(FlatJson):
     input_miss: float | None
     output_miss: float | None
     force_ignored: int
+    # Conversations (`--turns`): the prompt the server counted at each turn (the context so far), means.
+    input_by_turn: tuple[float, ...] = ()
 
 
 def token_figures(done: list[RequestRecord]) -> TokenFigures:
@@ -69,7 +71,19 @@ def token_figures(done: list[RequestRecord]) -> TokenFigures:
         input_miss=miss(input_target, input_counted),
         output_miss=miss(output_target, output_counted) if forced else None,
         force_ignored=len(short),
+        input_by_turn=by_turn(done),
     )
+
+
+def by_turn(done: list[RequestRecord]) -> tuple[float, ...]:
+    """The mean prompt the server counted at each turn of a level's conversations (none: ())."""
+    turns: dict[int, list[int]] = defaultdict(list)
+    for record in done:
+        if record.turn is not None and record.prompt_tokens is not None:
+            turns[record.turn].append(record.prompt_tokens)
+    if len(turns) < 2:
+        return ()
+    return tuple(sum(turns[t]) / len(turns[t]) for t in sorted(turns))
 
 
 def miss(target: float | None, counted: float | None) -> float | None:

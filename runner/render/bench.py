@@ -339,11 +339,22 @@ def is_workload(evidence: dict[str, Any]) -> bool:
     return bool(evidence.get("config", {}).get("workload"))
 
 
+# Turns whose prompt the input cell lists; more are shown as the first few, "..." and the last.
+TURNS_SHOWN = 5
+
+
 def tokens_cell(figures: TokenFigures, side: str) -> str:
     if side == "input":
         target, counted, missed = figures.input_target, figures.input_counted, figures.input_miss
     else:
         target, counted, missed = figures.output_target, figures.output_counted, figures.output_miss
+    if side == "input" and figures.input_by_turn:
+        # A conversation's context grows turn by turn: each turn's prompt, not the first's alone.
+        turns = [f"{v:.0f}" for v in figures.input_by_turn]
+        if len(turns) > TURNS_SHOWN:
+            turns = [*turns[: TURNS_SHOWN - 2], "...", turns[-1]]
+        lead = f"{target:.0f} → " if target is not None else ""
+        return f"{lead}turns {', '.join(turns)}" + (f" ({len(figures.input_by_turn)})" if "..." in turns else "")
     if target is None:
         return fmt(counted, 0) if counted is not None else "-"
     text = f"{target:.0f} → {fmt(counted, 0)}"
