@@ -16,14 +16,12 @@ difference is the path. Records carry `"path": "tunnel"` or `"path": "in-region"
 from __future__ import annotations
 
 import argparse
-import functools
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-from runner.cli.options import add_common_arguments
+from runner.cli.options import add_block_arguments, add_common_arguments, block_config
+from runner.cli.progress import RequestProgress
 from runner.cli.session import Discovery, main_guard, run_command
 from runner.cloud.reach.in_region import no_instance_reason, row_name, run_in_region
 from runner.core.accuracy import Accuracy, accuracy_by_backend, accuracy_json
@@ -33,7 +31,7 @@ from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, load
 from runner.core.flags import above, at_least
 from runner.measure import ChatRequest
-from runner.measure.benchmark import bench_backend, sweep_backend
+from runner.measure.benchmark import bench_backend, sweep_backend, timeout_hint
 from runner.measure.capacity import Budget
 from runner.measure.host_rows import add_host_row, kit_warm_up, mark_tunnel_rows
 from runner.measure.load import (
@@ -73,6 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--requests", type=int, help="timed requests per level (default: four waves, or 10 s of arrivals)"
     )
     load.add_argument("--seed", type=int, default=0, help="seed of the open-loop arrivals (default: %(default)s)")
+    load.add_argument(
+        "--level-seconds",
+        type=float,
+        metavar="S",
+        help="a time limit per level (and for --repeats): nothing is sent after S seconds, what is in flight "
+        "finishes (GuideLLM's --max-seconds bounds each of its benchmarks alike)",
+    )
     load.add_argument("--prompts", type=Path, help='JSON lines {"prompt": ..., "max_tokens": N}, used in turn')
     work = parser.add_argument_group(
         "workload (lengths in the backend's own tokens; default: the survey's prompt, output left to the model)"
@@ -116,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     slo.add_argument("--capacity-levels", type=int, default=10, help="most levels the capacity search runs")
     slo.add_argument("--capacity-seconds", type=float, default=1800.0, help="most seconds the capacity search takes")
     parser.add_argument("--no-server-metrics", action="store_true", help="do not sample the servers' /metrics")
+    add_block_arguments(parser)
     parser.add_argument(
         "--quality",
         type=Path,
@@ -131,6 +137,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_level_seconds(args: argparse.Namespace) -> None:
+    if args.level_seconds is None:
+        return
+    above("--level-seconds", args.level_seconds, 0, "seconds")
+    if args.in_region:
+        raise RunnerError(
+            "--level-seconds bounds the levels sent from this machine; the in-region kit runs each level whole: "
+            "give --requests instead"
+        )
+
+
 WORKLOAD_FLAGS = ("workload", "input_tokens", "output_tokens", "dataset", "goodput", "find_capacity")
 
 
@@ -143,6 +160,7 @@ def run(argv: list[str] | None = None) -> int:
     at_least("--repeats", args.repeats, 1)
     at_least("--max-tokens", args.max_tokens, 1)
     above("--capacity-seconds", args.capacity_seconds, 0, "seconds")
+    check_level_seconds(args)
     if args.workload == AGENT:
         return run_agent_traffic(args)
     args.max_tokens = args.max_tokens or SURVEY_MAX_TOKENS
@@ -169,32 +187,49 @@ def run(argv: list[str] | None = None) -> int:
         "prompts_file": str(args.prompts) if args.prompts else None,
         "prompts": len(prompts),
         "in_region": args.in_region or None,
-    }
+        "level_seconds": args.level_seconds,
+    } | block_config(args)
+
+    evidence_kept: list[Evidence] = []
 
     def measure(discovery: Discovery, evidence: Evidence) -> None:
+        evidence_kept.append(evidence)
         if accuracy:
             evidence.data["accuracy"] = accuracy_json(accuracy)
         servers = plan_in_region(discovery, evidence) if args.in_region else []
         evidence.data["warm_up"] = []
-        progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-        )
-        with progress:
+        with RequestProgress() as progress:
             for backend in discovery.backends:
                 if levels:
-                    task = progress.add_task(f"{backend.name:<10}", total=sum(level.requests for level in levels))
-                    sweep_backend(backend, levels, prompts, args, evidence, functools.partial(progress.advance, task))
+                    task = progress.add_task(backend.name, total=sum(level.requests for level in levels))
+                    sweep_backend(backend, levels, prompts, args, evidence, progress.advancing(task))
                     continue
-                task = progress.add_task(f"{backend.name:<10}", total=args.repeats)
+                task = progress.add_task(backend.name, total=args.repeats)
                 bench_backend(
-                    backend, request, args.repeats, args.timeout, evidence, functools.partial(progress.advance, task)
+                    backend,
+                    request,
+                    args.repeats,
+                    args.timeout,
+                    evidence,
+                    progress.advancing(task),
+                    args.level_seconds,
                 )
         if servers:
             bench_in_region(servers, request, levels, args, evidence)
 
-    return run_command(
+    code = run_command(
         "bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records), baseline=baseline
     )
+    say_timeouts(evidence_kept, args.timeout)
+    return code
+
+
+def say_timeouts(kept: list[Evidence], timeout_s: float) -> None:
+    """After the table, one line when requests ran past --timeout: what to do about it (a timeout
+    is a slow moment, not a dead server)."""
+    hint = timeout_hint(kept[0].data, timeout_s) if kept else None
+    if hint:
+        console.print(f"[yellow]note:[/yellow] {hint}")
 
 
 def workload_plan(args: argparse.Namespace) -> BenchPlan:
@@ -278,6 +313,7 @@ def workload_plan(args: argparse.Namespace) -> BenchPlan:
         slo_share=share,
         budget=Budget(levels=args.capacity_levels, seconds=args.capacity_seconds),
         metrics=not args.no_server_metrics,
+        level_seconds=args.level_seconds,
     )
 
 
@@ -313,30 +349,44 @@ def run_workload(args: argparse.Namespace) -> int:
         "max_tokens": plan.workload.output_tokens or SURVEY_MAX_TOKENS,
         "prompt": plan.workload.fixed[0].prompt if plan.workload.fixed else None,
         "in_region": args.in_region or None,
-    }
+        "level_seconds": args.level_seconds,
+    } | block_config(args)
+
+    evidence_kept: list[Evidence] = []
 
     def measure(discovery: Discovery, evidence: Evidence) -> None:
+        evidence_kept.append(evidence)
         servers = {b.name for b in plan_in_region(discovery, evidence)} if args.in_region else set()
         evidence.data["warm_up"] = []
-        progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-        )
         total = plan.total_requests if not plan.find_capacity else None
-        with progress:
+        with RequestProgress() as progress:
             for backend in discovery.backends:
-                task = progress.add_task(f"{backend.name:<10}", total=total)
-                tunnel = bench_workload(backend, plan, evidence, functools.partial(progress.advance, task))
+                task = progress.add_task(backend.name, total=total)
+                tunnel = bench_workload(backend, plan, evidence, progress.advancing(task))
                 if backend.name in servers:
                     # The same workload from the server's own host, right after its tunnel row.
                     mark_tunnel_rows({backend.name}, evidence)
-                    task = progress.add_task(f"{row_name(backend.name):<10}", total=total)
-                    if not bench_workload_in_region(tunnel, functools.partial(progress.advance, task)):
+                    task = progress.add_task(row_name(backend.name), total=total)
+                    if not bench_workload_in_region(tunnel, progress.advancing(task)):
                         progress.remove_task(task)
 
-    return run_command("bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records))
+    code = run_command("bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records))
+    say_timeouts(evidence_kept, args.timeout)
+    return code
 
 
-AGENT_REFUSES = ("rate", "input_tokens", "output_tokens", "dataset", "goodput", "find_capacity", "prompts")
+AGENT_REFUSES = (
+    "rate",
+    "input_tokens",
+    "output_tokens",
+    "dataset",
+    "goodput",
+    "find_capacity",
+    "prompts",
+    "level_seconds",
+    "percentile_metrics",
+    "metric_percentiles",
+)
 
 
 def run_agent_traffic(args: argparse.Namespace) -> int:
@@ -373,10 +423,7 @@ def run_agent_traffic(args: argparse.Namespace) -> int:
 
     def measure(discovery: Discovery, evidence: Evidence) -> None:
         evidence.data["tasks"] = tasks
-        progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-        )
-        with progress:
+        with RequestProgress(unit="tasks") as progress:
             for backend in discovery.backends:
                 why = tool_skip_reason(backend)
                 if why:
@@ -384,13 +431,11 @@ def run_agent_traffic(args: argparse.Namespace) -> int:
                     console.print(f"[yellow]note:[/yellow] {line}")
                     evidence.notice(line)
                     continue
-                task = progress.add_task(f"{backend.name:<10}", total=sum(settings.tasks_at(n) for n in sessions))
+                task = progress.add_task(backend.name, total=sum(settings.tasks_at(n) for n in sessions))
                 for count in sessions:
                     finished: list[dict[str, Any]] = []
                     try:
-                        level, warm = run_level(
-                            backend, count, settings, functools.partial(progress.advance, task), finished
-                        )
+                        level, warm = run_level(backend, count, settings, progress.advancing(task), finished)
                     except BaseException:
                         # Stopped midway (Ctrl-C, SIGTERM): every task that finished is kept.
                         tasks.extend(stopped_tasks(count, settings, finished))

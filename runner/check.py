@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from runner.cli.options import add_common_arguments
+from runner.cli.progress import step
 from runner.cli.session import Discovery, main_guard, run_command
 from runner.core.agent_evidence import CheckResult
 from runner.core.console import console
@@ -35,14 +36,17 @@ def run(argv: list[str] | None = None) -> int:
     results: list[CheckResult] = []
 
     def measure(discovery: Discovery, evidence: Evidence) -> None:
-        if args.wait > 0:
-            console.print(
-                f"[dim]waiting up to {args.wait:.0f} s for {len(discovery.backends)} backends at once …[/dim]"
-            )
-        health = wait_all(discovery.backends, args, discovery.aws)
+        # Each step said as it starts and as it ends, with its time: a slow model answers for minutes.
+        names = ", ".join(b.name for b in discovery.backends)
+        within = f", up to {args.wait:.0f} s for all at once" if args.wait > 0 else ""
+        with step(f"waiting for health: {names}{within}") as done:
+            health = wait_all(discovery.backends, args, discovery.aws)
+            done(f"{sum(h.healthy for h in health.values())} of {len(health)} healthy")
         for backend in discovery.backends:
-            console.print(f"[dim]checking {backend.name} …[/dim]")
-            results.append(check_backend(backend, health[backend.name], args))
+            state = health[backend.name]
+            said = "healthy" if state.healthy else "not healthy"
+            console.print(f"[dim]{backend.name}: {said} after {state.waited_s:.1f} s ({state.detail})[/dim]")
+            results.append(check_backend(backend, state, args, step))
             evidence.add_record(results[-1].to_json())
 
     # Exit 1 when no check passed: reaching a server that answers HTTP 500 is not a pass.

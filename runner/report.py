@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from runner.cli.options import add_block_arguments, block_config
 from runner.cli.session import main_guard
 from runner.core.accuracy import summaries_of
 from runner.core.errors import NotWritten, RunnerError
@@ -54,10 +55,13 @@ def run(argv: list[str] | None = None) -> int:
         help="write one self-contained HTML page (headline, plots, tables) here: bench, cost, quality",
     )
     parser.add_argument("--markdown", type=Path, help="write the headline and the tables as Markdown here")
+    add_block_arguments(parser)
     args = parser.parse_args(argv)
     outputs = [(flag, target) for flag, target in (("--html", args.html), ("--markdown", args.markdown)) if target]
     for flag, target in outputs:
         check_output_file(target, flag)  # a folder, or one that takes no file: before anything is read
+    # The run blocks of bench evidence as asked here, over what the bench run asked for.
+    asked = block_config(args, given_only=True)
     baseline = load(args.compare) if args.compare else None
     sources = [(path, load(path)) for path in args.files]
     if baseline is not None and all(evidence["command"] != baseline["command"] for _, evidence in sources):
@@ -85,6 +89,8 @@ def run(argv: list[str] | None = None) -> int:
     for path, evidence in sources:
         stdout.print(f"[bold]{path}[/bold] ({evidence['started_at']})")
         same_command = baseline is not None and baseline["command"] == evidence["command"]
+        if asked and evidence.get("command") == "bench":
+            evidence = evidence | {"config": (evidence.get("config") or {}) | asked}
         print_tables(evidence, baseline if same_command else None)
     return 0
 

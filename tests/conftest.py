@@ -28,6 +28,10 @@ for name in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_S
     os.environ.pop(name, None)
 os.environ["AWS_CONFIG_FILE"] = os.devnull + ".missing"
 os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull + ".missing"
+# The runner draws its tables as wide as stdout's terminal, and, not a terminal, as COLUMNS says
+# (xdist's workers set 80; a shell may export anything): the suite reads them at one width, whatever
+# the caller's (the tests of the width itself set their own).
+os.environ["COLUMNS"] = "200"
 # runner.forward's state file: never the project's own (a developer's open forwards stay theirs).
 os.environ["INFERENCE_FORWARDS_FILE"] = os.path.join(tempfile.mkdtemp(prefix="forwards-"), "forwards.json")
 # Loopback only, in this process (the autouse fixture below) and in every Python process a test

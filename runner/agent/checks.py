@@ -4,8 +4,11 @@ each through the shared agent."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
 
@@ -73,17 +76,36 @@ def wait_all(backends: list[Backend], args: argparse.Namespace, aws: bool) -> di
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def check_backend(backend: Backend, health: Health, args: argparse.Namespace) -> CheckResult:
+# A step of the check, said as it starts and ends (runner/cli/progress.py `step`): it yields a
+# callable that sets what the step ended with ("passed", "failed: why").
+Step = Callable[[str], AbstractContextManager[Callable[[str], None]]]
+
+
+@contextlib.contextmanager
+def unsaid(_text: str):
+    yield lambda _outcome: None
+
+
+def verdict(ok: bool | None, error: str | None = None) -> str:
+    return "passed" if ok else "not applicable" if ok is None else "failed" + (f": {error}" if error else "")
+
+
+def check_backend(backend: Backend, health: Health, args: argparse.Namespace, step: Step = unsaid) -> CheckResult:
     record = CheckResult(backend.name, CheckHealth(health.healthy, round(health.waited_s, 2), health.detail))
     if not health.healthy:
         return replace(record, reached=False, plain_ok=False, tool_ok=False, error=f"not healthy: {health.detail}")
     if not backend.supports.agent:
-        return plain_answer(backend, args, record)
+        with step(f"{backend.name}: the plain answer") as done:
+            record = plain_answer(backend, args, record)
+            done(verdict(record.plain_ok, record.error))
+        return record
     try:
         model = strands_model(backend, max_tokens=args.max_tokens, timeout_s=args.timeout)
     except Exception as error:
         return replace(record, reached=False, plain_ok=False, tool_ok=False, error=backend.explain(error))
-    plain = run_agent(model, PLAIN_PROMPT, limits=AgentLimits(max_model_calls=2, max_tool_calls=0))
+    with step(f"{backend.name}: the plain answer") as done:
+        plain = run_agent(model, PLAIN_PROMPT, limits=AgentLimits(max_model_calls=2, max_tool_calls=0))
+        done(verdict(plain.ok and bool(plain.answer), plain.error))
     record = replace(
         record,
         plain=plain,
@@ -94,9 +116,11 @@ def check_backend(backend: Backend, health: Health, args: argparse.Namespace) ->
     if not backend.supports_tools:
         return replace(record, tool_ok=None, tool_note="server ignores tool definitions")
     seen: list[dict[str, Any]] = []
-    tooled = run_agent(
-        model, TOOL_PROMPT, tools=[make_add_tool(seen)], limits=AgentLimits(max_model_calls=4, max_tool_calls=4)
-    )
+    with step(f"{backend.name}: the tool call") as done:
+        tooled = run_agent(
+            model, TOOL_PROMPT, tools=[make_add_tool(seen)], limits=AgentLimits(max_model_calls=4, max_tool_calls=4)
+        )
+        done(verdict(tooled.ok and TOOL_ARGS in seen, tooled.error))
     # A run stopped by its limits or by a backend error never passes, whatever it called.
     return replace(
         record,

@@ -15,6 +15,13 @@ from runner.core.backends import (
 from runner.core.errors import RunnerError
 from runner.core.evidence import DEFAULT_RESULTS
 from runner.core.flags import above, at_least
+from runner.figures.latency import (
+    DEFAULT_METRICS,
+    DEFAULT_PERCENTILES,
+    METRICS,
+    parse_metric_percentiles,
+    parse_percentile_metrics,
+)
 
 
 @dataclass
@@ -138,3 +145,34 @@ def options_from_args(args: argparse.Namespace) -> CommonOptions:
         timeout_s=args.timeout,
         threads=args.threads,
     )
+
+
+def add_block_arguments(parser: argparse.ArgumentParser) -> None:
+    """What each run's block gives percentiles of, and which (vllm bench serve's two flags)."""
+    block = parser.add_argument_group("each run's block (vllm bench serve's flags)")
+    block.add_argument(
+        "--percentile-metrics",
+        metavar="M[,M...]",
+        help=f"latency metrics to give the mean, median and percentiles of: {', '.join(METRICS)} "
+        f"(default: {','.join(DEFAULT_METRICS)})",
+    )
+    block.add_argument(
+        "--metric-percentiles",
+        metavar="P[,P...]",
+        help=f"percentiles of each, e.g. 50,90,99 (default: {','.join(f'{p:g}' for p in DEFAULT_PERCENTILES)})",
+    )
+
+
+def block_config(args: argparse.Namespace, *, given_only: bool = False) -> dict[str, Any]:
+    """The block's metrics and percentiles as the evidence keeps them (runner.report draws the same;
+    with `given_only`, only what the flags gave)."""
+    if given_only:
+        return {key: value for key, value in block_config(args).items() if getattr(args, key)}
+    return {
+        "percentile_metrics": list(
+            parse_percentile_metrics(args.percentile_metrics) if args.percentile_metrics else DEFAULT_METRICS
+        ),
+        "metric_percentiles": list(
+            parse_metric_percentiles(args.metric_percentiles) if args.metric_percentiles else DEFAULT_PERCENTILES
+        ),
+    }

@@ -10,8 +10,11 @@ chunk are spread evenly over the later chunks, and the record says so.
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from runner.core.errors import RunnerError
 from runner.core.records import RequestRecord
 from runner.core.stats import percentile, weighted_mean
 from runner.core.typed_json import FlatJson
@@ -74,3 +77,83 @@ def distribution(values: list[float], weights: list[float] | None = None) -> Dis
     return Distribution(
         mean, percentile(values, 50, weights), percentile(values, 90, weights), percentile(values, 99, weights)
     )
+
+
+# The latency metrics a run's block can give percentiles of, by `vllm bench serve`'s names
+# (`--percentile-metrics`), with its headings.
+METRICS = {
+    "ttft": ("TTFT", "Time to First Token"),
+    "tpot": ("TPOT", "Time per Output Token (excl. 1st token)"),
+    "itl": ("ITL", "Inter-token Latency"),
+    "e2el": ("E2EL", "End-to-end Latency"),
+}
+
+
+def metric_values(records: Sequence[RequestRecord], metric: str) -> tuple[list[float], list[float] | None]:
+    """One metric's values (s) over a level's completed requests, with the weight of each
+    (inter-token latency is per token: a gap carries the tokens it stands for; None elsewhere)."""
+    done = [r for r in records if r.ok]
+    if metric == "ttft":
+        return [r.ttft_s for r in done if r.ttft_s is not None], None
+    if metric == "tpot":
+        return [t for t in map(time_per_output_token, done) if t is not None], None
+    if metric == "e2el":
+        return [r.e2e_s for r in done if r.e2e_s is not None], None
+    if metric == "itl":
+        values: list[float] = []
+        weights: list[float] = []
+        for record in done:
+            gaps = token_gaps(record)
+            values += gaps.values
+            weights += gaps.weights
+        return values, weights
+    raise ValueError(f"unknown metric {metric!r}")
+
+
+@dataclass(frozen=True)
+class MetricFigures:
+    """One metric over a level: its mean and median, and each percentile asked for (s)."""
+
+    mean: float | None
+    median: float | None
+    percentiles: tuple[tuple[float, float | None], ...]
+
+
+def metric_figures(records: Sequence[RequestRecord], metric: str, percentiles: Sequence[float]) -> MetricFigures:
+    values, weights = metric_values(records, metric)
+    mean = weighted_mean(values, weights if weights is not None else [1.0] * len(values))
+    return MetricFigures(
+        mean, percentile(values, 50, weights), tuple((q, percentile(values, q, weights)) for q in percentiles)
+    )
+
+
+# What a run's block gives unless asked otherwise: every metric (vllm's default leaves out e2el),
+# and p90 and p99 beside the mean and median (vllm's default is p99 alone); the tables always
+# showed these.
+DEFAULT_METRICS = ("ttft", "tpot", "itl", "e2el")
+DEFAULT_PERCENTILES = (90.0, 99.0)
+
+
+def parse_percentile_metrics(text: str) -> tuple[str, ...]:
+    """`--percentile-metrics ttft,tpot,itl,e2el` (vllm bench serve's flag and names)."""
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [name for name in names if name not in METRICS]
+    if unknown or not names:
+        raise RunnerError(
+            f"--percentile-metrics {text!r}: comma-separated names of {', '.join(METRICS)} (vllm bench serve's)"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+def parse_metric_percentiles(text: str) -> tuple[float, ...]:
+    """`--metric-percentiles 50,90,99`: each above 0 and at most 100."""
+    values = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            value = math.nan
+        if not 0 < value <= 100:
+            raise RunnerError(f"--metric-percentiles {text!r}: comma-separated percentiles above 0 and at most 100")
+        values.append(value)
+    return tuple(dict.fromkeys(values))

@@ -43,6 +43,8 @@ class TokenFigures(FlatJson):
     input_miss: float | None
     output_miss: float | None
     force_ignored: int
+    # Conversations (`--turns`): the prompt the server counted at each turn (the context so far), means.
+    input_by_turn: tuple[float, ...] = ()
 
 
 def token_figures(done: list[RequestRecord]) -> TokenFigures:
@@ -69,7 +71,19 @@ def token_figures(done: list[RequestRecord]) -> TokenFigures:
         input_miss=miss(input_target, input_counted),
         output_miss=miss(output_target, output_counted) if forced else None,
         force_ignored=len(short),
+        input_by_turn=by_turn(done),
     )
+
+
+def by_turn(done: list[RequestRecord]) -> tuple[float, ...]:
+    """The mean prompt the server counted at each turn of a level's conversations (none: ())."""
+    turns: dict[int, list[int]] = defaultdict(list)
+    for record in done:
+        if record.turn is not None and record.prompt_tokens is not None:
+            turns[record.turn].append(record.prompt_tokens)
+    if len(turns) < 2:
+        return ()
+    return tuple(sum(turns[t]) / len(turns[t]) for t in sorted(turns))
 
 
 def miss(target: float | None, counted: float | None) -> float | None:
@@ -154,6 +168,13 @@ class LevelSummary(FlatJson):
     tokens: TokenFigures
     prefill_tok_s: float | None
     goodput: Goodput | None
+    # Tokens of the completed requests (input: None when the server did not count every prompt),
+    # and input and output tokens together over the level's wall time (vllm's total throughput).
+    input_tokens: int | None = None
+    output_tokens: int = 0
+    total_tok_s: float | None = None
+    # Units sent (a conversation counts once): fewer than the level planned when its time limit ended it.
+    units: int = 0
 
     def to_json(self) -> dict[str, Any]:
         data = super().to_json()
@@ -174,6 +195,8 @@ def level_summary(records: list[RequestRecord], slo: Any = None) -> LevelSummary
     ends = [r.sent_s + r.e2e_s for r in done if r.sent_s is not None and r.e2e_s is not None]
     duration = (max(ends) - min(sent)) if ends and sent else None
     output = sum(r.output_tokens or 0 for r in done)
+    prompts = [r.prompt_tokens for r in done]
+    input_tokens = sum(p for p in prompts if p is not None) if None not in prompts else None
     gaps_values: list[float] = []
     gaps_weights: list[float] = []
     methods = set()
@@ -190,6 +213,10 @@ def level_summary(records: list[RequestRecord], slo: Any = None) -> LevelSummary
         duration_s=duration,
         request_throughput=len(done) / duration if duration else None,
         output_tok_s=output / duration if duration else None,
+        input_tokens=input_tokens,
+        output_tokens=output,
+        total_tok_s=(input_tokens + output) / duration if duration and input_tokens is not None else None,
+        units=len({(r.session if r.session is not None else ("run", r.run)) for r in records}),
         ttft_s=distribution([r.ttft_s for r in done if r.ttft_s is not None]),
         itl_s=distribution(gaps_values, gaps_weights),
         itl_method=sorted(methods),

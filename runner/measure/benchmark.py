@@ -13,11 +13,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 from runner.core.backends import BATCH_COMMAND, Backend
 from runner.core.console import console
-from runner.core.errors import backend_down
+from runner.core.errors import TimedOut, Unreachable, as_fault
 from runner.core.evidence import Evidence
 from runner.core.records import RequestRecord
 from runner.measure import ChatRequest, timed_client_for, warm_up
@@ -32,12 +33,49 @@ from runner.measure.openai_async import AsyncOpenAIStreamClient, warm_up_async
 
 # Connections opened ahead of a level (an open-loop level without a cap may reach far more).
 WARM_CONNECTIONS_MAX = 64
+# Where the evidence counts the requests that ran past --timeout.
+TIMED_OUT = "timed_out"
+
+
+def counting_timeouts(explain: Callable[[BaseException], str], evidence: Evidence) -> Callable[[BaseException], str]:
+    """`explain`, also counting (under the evidence's `timed_out`) each request that ran past
+    `--timeout`: counted here, where the fault is still typed, so the run can end with what to do."""
+
+    def line(error: BaseException) -> str:
+        if isinstance(as_fault(error), TimedOut):
+            evidence.data[TIMED_OUT] = evidence.data.get(TIMED_OUT, 0) + 1
+        return explain(error)
+
+    return line
+
+
+def timeout_hint(evidence: dict, timeout_s: float) -> str | None:
+    """One line when requests ran past `--timeout`: a slow moment is not a dead server, and the
+    flag that gives it more time (twice as much, as `make bench` takes it)."""
+    count = evidence.get(TIMED_OUT) or 0
+    if not count:
+        return None
+    total = len(evidence.get("records") or [])
+    more = f"{timeout_s * 2:g}"
+    return (
+        f"{count} of {total} request{'s' if total != 1 else ''} timed out after {timeout_s:g} s: the server was "
+        f"slower than --timeout, not down; give it more time with --timeout {more} "
+        f'(make bench ARGS="--timeout {more}")'
+    )
 
 
 def bench_backend(
-    backend: Backend, request: ChatRequest, repeats: int, timeout_s: float, evidence: Evidence, advance
+    backend: Backend,
+    request: ChatRequest,
+    repeats: int,
+    timeout_s: float,
+    evidence: Evidence,
+    advance,
+    seconds: float | None = None,
 ) -> None:
-    """Warm one client, then time `repeats` requests; a backend that is down is not retried."""
+    """Warm one client, then time `repeats` requests, none sent after `seconds` (the level's time
+    limit, when given). A backend that refuses the connection is not tried again; one that timed
+    out is (a slow moment on a busy machine is not a dead server)."""
     level = LoadLevel("concurrency", 1, repeats).recorded()
     if not backend.timed_chat:
         skip_batch(backend, evidence)
@@ -52,6 +90,7 @@ def bench_backend(
             evidence.add_record(RequestRecord(backend=backend.name, run=run, error=line, level=level).to_json())
             advance()
         return
+    explain = counting_timeouts(backend.explain, evidence)
     try:
         warm = warm_up_once(client, backend)
         evidence.data["warm_up"].append(warm.to_json())
@@ -59,8 +98,12 @@ def bench_backend(
             # Warm-up failing is information, not a verdict: the timed request decides.
             console.print(f"[yellow]{backend.name}:[/yellow] warm-up failed: {warm.error}")
         skip_reason = None
+        started = time.perf_counter()
         for run in range(1, repeats + 1):
+            if seconds is not None and time.perf_counter() - started >= seconds:
+                break
             record = RequestRecord(backend=backend.name, run=run, level=level)
+            record.sent_s = time.perf_counter() - started
             if skip_reason:
                 record.error = f"skipped after run 1: {skip_reason}"
             else:
@@ -68,9 +111,9 @@ def bench_backend(
                     client.chat(request, record)
                 except Exception as error:
                     record.ok = False
-                    record.error = backend.explain(error)
+                    record.error = explain(error)
                     console.print(f"[red]{backend.name} run {run}:[/red] {record.error}")
-                    if run == 1 and backend_down(error):
+                    if run == 1 and isinstance(as_fault(error), Unreachable):
                         skip_reason = record.error
             evidence.add_record(record.to_json())
             advance()
@@ -141,9 +184,20 @@ def sweep_backend(
         warm = warm_up_once(client, backend)
         evidence.data["warm_up"].append(warm.to_json())
         for level in levels:
-            with kept_if_stopped(backend, level, evidence, advance) as finished:
-                records = run_level(client.chat, backend.explain, backend.name, level, requests, args.seed, finished)
-            keep_level(backend, level, records, evidence, advance)
+            explain = counting_timeouts(backend.explain, evidence)
+            with kept_if_stopped(backend, level, evidence) as finished:
+                records = run_level(
+                    client.chat,
+                    explain,
+                    backend.name,
+                    level,
+                    requests,
+                    args.seed,
+                    advance,
+                    args.level_seconds,
+                    finished,
+                )
+            keep_level(backend, level, records, evidence)
     finally:
         client.close()
 
@@ -174,15 +228,24 @@ async def sweep_openai(
             for record in warm:
                 record.level = level.recorded()
             evidence.data["warm_up"].extend(r.to_json() for r in warm)
-            with kept_if_stopped(backend, level, evidence, advance) as finished:
+            explain = counting_timeouts(backend.explain, evidence)
+            with kept_if_stopped(backend, level, evidence) as finished:
                 records = await run_level_async(
-                    client.chat, backend.explain, backend.name, level, requests, args.seed, finished
+                    client.chat,
+                    explain,
+                    backend.name,
+                    level,
+                    requests,
+                    args.seed,
+                    advance,
+                    args.level_seconds,
+                    finished,
                 )
-            keep_level(backend, level, records, evidence, advance)
+            keep_level(backend, level, records, evidence)
 
 
 @contextlib.contextmanager
-def kept_if_stopped(backend: Backend, level: LoadLevel, evidence: Evidence, advance) -> Iterator[list[RequestRecord]]:
+def kept_if_stopped(backend: Backend, level: LoadLevel, evidence: Evidence) -> Iterator[list[RequestRecord]]:
     """The list a level's requests go to as each finishes; a level stopped midway (Ctrl-C,
     SIGTERM, a fault) keeps them, marked stopped, before the stop goes on up."""
     finished: list[RequestRecord] = []
@@ -191,14 +254,13 @@ def kept_if_stopped(backend: Backend, level: LoadLevel, evidence: Evidence, adva
     except BaseException:
         kept = stopped_records(level, finished)
         console.print(f"[yellow]{backend.name} {level.label}:[/yellow] stopped; the {len(kept)} finished kept")
-        keep_level(backend, level, kept, evidence, advance)
+        keep_level(backend, level, kept, evidence)
         raise
 
 
-def keep_level(backend: Backend, level: LoadLevel, records: list[RequestRecord], evidence: Evidence, advance) -> None:
+def keep_level(backend: Backend, level: LoadLevel, records: list[RequestRecord], evidence: Evidence) -> None:
     evidence.data["records"].extend(r.to_json() for r in records)
     evidence.save()
-    advance(level.requests)
     failed = sum(1 for r in records if not r.ok)
     if failed:
         first = next(r.error for r in records if r.error)

@@ -159,6 +159,8 @@ async def run_level_async(
     level: LoadLevel,
     requests: list[ChatRequest | Conversation],
     seed: int,
+    done: Callable[[], None] = lambda: None,
+    seconds: float | None = None,
     finished: list[RequestRecord] | None = None,
 ) -> list[RequestRecord]:
     """Every request of one level on one event loop, for a client whose `chat` is a coroutine
@@ -167,10 +169,16 @@ async def run_level_async(
     Poisson offsets, at most `max_concurrency` in flight (a late send is measured, not hidden).
     A failed request is a record with its error, never dropped. A conversation (multi-turn) is
     one unit: its turns go one after another, each carrying the answers so far, a record each.
-    Each record is also added to `finished` as its request ends, so a caller whose level is
-    stopped midway still holds every request that finished."""
+    `done()` is called as each unit ends (the progress moves with every request). With a time
+    limit (`seconds`, `--level-seconds`) nothing is sent once it is over; what is in flight then
+    finishes and is measured like any other request. Each record is also added to `finished` as
+    its request ends, so a caller whose level is stopped midway still holds every request that
+    finished."""
     records: list[list[RequestRecord]] = [[] for _ in range(level.requests)]
     started = time.perf_counter()
+
+    def over() -> bool:
+        return seconds is not None and time.perf_counter() - started >= seconds
 
     async def send(request: ChatRequest, record: RequestRecord) -> bool:
         stamp(record, request)
@@ -183,6 +191,12 @@ async def run_level_async(
         return record.ok
 
     async def one(index: int, scheduled: float | None) -> None:
+        try:
+            await send_unit(index, scheduled)
+        finally:
+            done()
+
+    async def send_unit(index: int, scheduled: float | None) -> None:
         unit = requests[index % len(requests)]
         if not isinstance(unit, Conversation):
             record = start_record(backend, index, level, scheduled, started)
@@ -204,6 +218,8 @@ async def run_level_async(
 
         async def worker() -> None:
             for index in pending:
+                if over():
+                    return
                 await one(index, None)
 
         await asyncio.gather(*(worker() for _ in range(level.in_flight)))
@@ -216,6 +232,8 @@ async def run_level_async(
 
         tasks = []
         for index, offset in enumerate(poisson_offsets(level.value, level.requests, seed)):
+            if seconds is not None and offset >= seconds:
+                break
             delay = started + offset - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -231,6 +249,8 @@ def run_level(
     level: LoadLevel,
     requests: list[ChatRequest | Conversation],
     seed: int,
+    done: Callable[[], None] = lambda: None,
+    seconds: float | None = None,
     finished: list[RequestRecord] | None = None,
 ) -> list[RequestRecord]:
     """The same engine for a client whose `chat` blocks (Bedrock and SageMaker through boto3):
@@ -245,7 +265,7 @@ def run_level(
         async def chat_on_a_thread(request: ChatRequest, record: RequestRecord) -> Any:
             return await loop.run_in_executor(pool, chat, request, record)
 
-        return await run_level_async(chat_on_a_thread, explain, backend, level, requests, seed, finished)
+        return await run_level_async(chat_on_a_thread, explain, backend, level, requests, seed, done, seconds, finished)
 
     try:
         return asyncio.run(engine())

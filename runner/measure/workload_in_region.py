@@ -157,6 +157,7 @@ class HostRun(BackendRun):
         readings: dict[str, Any] = {"accelerator": accelerator_within(result.accelerator, span)}
         if metrics is not None:
             readings["server_metrics"] = server_metrics_of(metrics)
+        self.advance(level.requests)  # the kit's records come back together, when the level is over
         return self.keep_level(level, [kit_request(r, self.row) for r in result.records], readings)
 
 

@@ -23,7 +23,7 @@ from runner.core.evidence import Evidence
 from runner.core.records import RequestRecord
 from runner.figures.levels import LevelSummary, level_summary
 from runner.measure import ChatRequest, timed_client_for
-from runner.measure.benchmark import skip_batch, warm_up_once
+from runner.measure.benchmark import counting_timeouts, skip_batch, warm_up_once
 from runner.measure.capacity import Budget, find_capacity
 from runner.measure.load import CLOSED, OPEN, LoadLevel, run_level, run_level_async, stopped_records
 from runner.measure.openai_async import AsyncOpenAIStreamClient, warm_up_async
@@ -57,6 +57,8 @@ class BenchPlan:
     # The output cap when no length is forced (--max-tokens), and where the capacity search starts.
     max_tokens: int = SURVEY_MAX_TOKENS
     search_start: float = 1.0
+    # No request of a level sent after this many seconds (--level-seconds); None: no limit.
+    level_seconds: float | None = None
 
     def levels(self, input_tokens: int | None) -> list[LoadLevel]:
         levels = [
@@ -266,7 +268,15 @@ class BackendRun:
                 records = asyncio.run(self.openai_level(level, requests, finished))
             else:
                 records = run_level(
-                    client.chat, self.backend.explain, self.backend.name, level, requests, self.plan.seed, finished
+                    client.chat,
+                    counting_timeouts(self.backend.explain, self.evidence),
+                    self.backend.name,
+                    level,
+                    requests,
+                    self.plan.seed,
+                    self.advance,
+                    self.plan.level_seconds,
+                    finished,
                 )
         except BaseException as error:
             stop, records = error, stopped_records(level, finished)
@@ -304,7 +314,6 @@ class BackendRun:
         self.evidence.data.setdefault("levels", []).append(meta)
         self.measured.add(level.label)
         self.evidence.save()
-        self.advance(level.requests)
         failed = [r for r in records if not r.ok]
         if failed:
             first = next((r.error for r in failed if r.error), None)
@@ -326,8 +335,17 @@ class BackendRun:
             for record in warm:
                 record.level = level.recorded()
             self.evidence.data.setdefault("warm_up", []).extend(r.to_json() for r in warm)
+            explain = counting_timeouts(backend.explain, self.evidence)
             return await run_level_async(
-                client.chat, backend.explain, backend.name, level, requests, self.plan.seed, finished
+                client.chat,
+                explain,
+                backend.name,
+                level,
+                requests,
+                self.plan.seed,
+                self.advance,
+                self.plan.level_seconds,
+                finished,
             )
 
     def search(self, client, input_tokens: int | None) -> None:

@@ -17,7 +17,7 @@ from rich.table import Table
 from runner.core.accuracy import accuracy_of
 from runner.core.backend_entries import entries_of
 from runner.core.readings import AcceleratorReadings, ServerMetrics, readings_of
-from runner.core.records import RequestRecord, records_of, tasks_of
+from runner.core.records import SINGLE, RequestRecord, records_of, tasks_of
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
 from runner.figures.capacity import capacity_of
 from runner.figures.latency import Distribution
@@ -31,7 +31,8 @@ from runner.figures.levels import (
     roofline,
 )
 from runner.measure.benchmark import COLD_ASSUMED
-from runner.render.tables import accuracy_text, add_columns, models
+from runner.render.run_blocks import run_blocks
+from runner.render.tables import SummaryTable, accuracy_text, add_columns, models
 from runner.workloads.slo import Goodput
 
 BATCH_KIND = "sagemaker-batch"
@@ -126,7 +127,7 @@ def bench_summary(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None) -> Table:
     config = evidence["config"]
-    table = Table(title=f"bench: {config.get('prompt', '')!r}, {config.get('max_tokens')} tokens max")
+    table = SummaryTable(title=f"bench: {config.get('prompt', '')!r}, {config.get('max_tokens')} tokens max")
     summary = bench_summary(evidence)
     server_figures = any(row["median_server_tok_s"] is not None for row in summary.values())
     columns = [
@@ -160,28 +161,11 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     table.add_column("notes")
     old = bench_summary(baseline) if baseline else {}
     survey = survey_figures(evidence)
-    same = same_text(evidence)
     served = models(evidence)
-    # bench --in-region: each server's row through the tunnel and its row on its own host say so.
-    paths = {b.name: b.path_note for b in entries}
 
+    notes_of = single_notes(evidence, summary)
     for name, row in summary.items():
-        notes = [paths[name]] if paths.get(name) else []
-        if row["batch"]:
-            notes.append("measured by python -m runner.batch")
-        if row["cold"]:
-            notes.append(cold_note(row["cold"]))
-        if row["not_streamed"]:
-            notes.append("whole answers (not streamed): no time to first token")
-        if same.get(name):
-            notes.append(f"same text as {', '.join(same[name])}")
-        if "client-chunks" in row["token_sources"]:
-            notes.append("tokens counted by client (no server usage)")
-        if row["new_connections"]:
-            retried = f", {row['stale_retries']} resent after the server closed it" if row["stale_retries"] else ""
-            notes.append(f"new connection on {row['new_connections']} of {row['runs']} timed requests{retried}")
-        if row["first_error"]:
-            notes.append(row["first_error"])
+        notes = notes_of[name]
         cells = [
             name,
             escape(served.get(name, "-")),
@@ -211,6 +195,51 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     return table
 
 
+def single_notes(evidence: dict[str, Any], summary: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """Per backend of one-at-a-time evidence, what its figures need said beside them."""
+    same = same_text(evidence)
+    # bench --in-region: each server's row through the tunnel and its row on its own host say so.
+    paths = {b.name: b.path_note for b in entries_of(evidence)}
+    limit = time_limit_notes(evidence)
+    found = {}
+    for name, row in summary.items():
+        notes = [paths[name]] if paths.get(name) else []
+        if row["batch"]:
+            notes.append("measured by python -m runner.batch")
+        if row["cold"]:
+            notes.append(cold_note(row["cold"]))
+        if row["not_streamed"]:
+            notes.append("whole answers (not streamed): no time to first token")
+        if same.get(name):
+            notes.append(f"same text as {', '.join(same[name])}")
+        if "client-chunks" in row["token_sources"]:
+            notes.append("tokens counted by client (no server usage)")
+        if row["new_connections"]:
+            retried = f", {row['stale_retries']} resent after the server closed it" if row["stale_retries"] else ""
+            notes.append(f"new connection on {row['new_connections']} of {row['runs']} timed requests{retried}")
+        notes += limit.get((name, SINGLE), [])
+        if row["first_error"]:
+            notes.append(row["first_error"])
+        found[name] = notes
+    return found
+
+
+def time_limit_notes(evidence: dict[str, Any]) -> dict[tuple[str, str], list[str]]:
+    """Per backend and level ended by `--level-seconds` before it sent all it planned: one note."""
+    seconds = evidence.get("config", {}).get("level_seconds")
+    if not seconds:
+        return {}
+    found = {}
+    for (backend, label), records in level_groups(records_of(evidence)).items():
+        planned = records[0].level.requests if records and records[0].level else None
+        sent = level_summary(records).units
+        if planned and sent < planned:
+            found[(backend, label)] = [
+                f"the {seconds:g} s time limit (--level-seconds) ended it: {sent} of {planned} sent"
+            ]
+    return found
+
+
 def survey_figures(evidence: dict[str, Any]) -> dict[str, tuple[float, ...]]:
     """Per backend, the survey's published single-request tok/s (catalog, with its source)."""
     return {b.name: tuple(b.spec.survey_tok_s) for b in entries_of(evidence)}
@@ -236,7 +265,7 @@ def is_sweep(evidence: dict[str, Any]) -> bool:
 def sweep_table(evidence: dict[str, Any]) -> Table:
     """Per backend and level: counts, throughputs, and latency percentiles in milliseconds."""
     config = evidence["config"]
-    table = Table(title=f"bench sweep: {config.get('prompts')} prompt(s), seed {config.get('seed')}")
+    table = SummaryTable(title=f"bench sweep: {config.get('prompts')} prompt(s), seed {config.get('seed')}")
     columns = [
         "backend",
         "model",
@@ -252,22 +281,11 @@ def sweep_table(evidence: dict[str, Any]) -> Table:
     ]
     add_columns(table, columns, left=("backend", "model", "load", "notes"))
     served = models(evidence)
-    colds = cold_records(evidence)
-    noted: set[str] = set()
+    notes_of = sweep_notes(evidence)
     for (backend, label), records in level_groups(records_of(evidence)).items():
         # Cold starts never enter a level's figures: they are one note, on the backend's first row.
         row = level_summary([r for r in records if not r.cold_start])
-        notes = []
-        if colds.get(backend) and backend not in noted:
-            noted.add(backend)
-            cold = cold_summary(colds[backend])
-            notes.append(cold_note(cold) + (f" ({fmt(cold['median_s'], 2)} s)" if cold["median_s"] is not None else ""))
-        if row.itl_method and row.itl_method != ["server running count"]:
-            notes.append("ITL: " + "; ".join(row.itl_method))
-        if row.max_send_lag_s is not None and row.max_send_lag_s > 0.05:
-            notes.append(f"sends up to {row.max_send_lag_s * 1000:.0f} ms late")
-        if row.first_error:
-            notes.append(row.first_error)
+        notes = notes_of[(backend, label)]
         table.add_row(
             backend,
             escape(served.get(backend, "-")),
@@ -284,6 +302,31 @@ def sweep_table(evidence: dict[str, Any]) -> Table:
     return table
 
 
+def sweep_notes(evidence: dict[str, Any]) -> dict[tuple[str, str], list[str]]:
+    """Per backend and level of a sweep, what its figures need said beside them (cold starts once,
+    on the backend's first level)."""
+    colds = cold_records(evidence)
+    limit = time_limit_notes(evidence)
+    noted: set[str] = set()
+    found = {}
+    for (backend, label), records in level_groups(records_of(evidence)).items():
+        row = level_summary([r for r in records if not r.cold_start])
+        notes = []
+        if colds.get(backend) and backend not in noted:
+            noted.add(backend)
+            cold = cold_summary(colds[backend])
+            notes.append(cold_note(cold) + (f" ({fmt(cold['median_s'], 2)} s)" if cold["median_s"] is not None else ""))
+        if row.itl_method and row.itl_method != ["server running count"]:
+            notes.append("ITL: " + "; ".join(row.itl_method))
+        if row.max_send_lag_s is not None and row.max_send_lag_s > 0.05:
+            notes.append(f"sends up to {row.max_send_lag_s * 1000:.0f} ms late")
+        notes += limit.get((backend, label), [])
+        if row.first_error:
+            notes.append(row.first_error)
+        found[(backend, label)] = notes
+    return found
+
+
 def _ms(value: float | None) -> float | None:
     return None if value is None else value * 1000
 
@@ -296,11 +339,22 @@ def is_workload(evidence: dict[str, Any]) -> bool:
     return bool(evidence.get("config", {}).get("workload"))
 
 
+# Turns whose prompt the input cell lists; more are shown as the first few, "..." and the last.
+TURNS_SHOWN = 5
+
+
 def tokens_cell(figures: TokenFigures, side: str) -> str:
     if side == "input":
         target, counted, missed = figures.input_target, figures.input_counted, figures.input_miss
     else:
         target, counted, missed = figures.output_target, figures.output_counted, figures.output_miss
+    if side == "input" and figures.input_by_turn:
+        # A conversation's context grows turn by turn: each turn's prompt, not the first's alone.
+        turns = [f"{v:.0f}" for v in figures.input_by_turn]
+        if len(turns) > TURNS_SHOWN:
+            turns = [*turns[: TURNS_SHOWN - 2], "...", turns[-1]]
+        lead = f"{target:.0f} → " if target is not None else ""
+        return f"{lead}turns {', '.join(turns)}" + (f" ({len(figures.input_by_turn)})" if "..." in turns else "")
     if target is None:
         return fmt(counted, 0) if counted is not None else "-"
     text = f"{target:.0f} → {fmt(counted, 0)}"
@@ -357,7 +411,7 @@ def workload_table(evidence: dict[str, Any]) -> Table:
     workload = config["workload"]
     slo = (config.get("slo") or {}).get("text")
     title = f"bench: workload {workload.get('name')}" + (f", objectives {slo}" if slo else "")
-    table = Table(title=title)
+    table = SummaryTable(title=title)
     columns = ["backend", "model", "load", "ok/failed", "in tok", "out tok", "TTFT ms p50/p90/p99", "TPOT ms p50",
                "e2e s p50/p99", "req/s", "out tok/s", "prefill tok/s", "goodput", "server", "notes"]  # fmt: skip
     add_columns(table, columns, left=("backend", "model", "load", "server", "notes"))
@@ -365,15 +419,11 @@ def workload_table(evidence: dict[str, Any]) -> Table:
     readings = readings_of(evidence)
     slo_config = config.get("slo")
     asked_output = workload.get("output_tokens") is not None
-    # Prefill is input over TTFT only for one prompt at a time computed whole (no shared prefix
-    # or earlier turns in the cache, no queue).
-    plain = not workload.get("prefix_tokens") and (workload.get("turns") or 1) == 1
+    notes_of = workload_level_notes(evidence)
     for (backend, label), records in level_groups(records_of(evidence)).items():
         row = level_summary([r for r in records if not r.cold_start], slo_config)
         read = readings.get((backend, label))
         metrics, accelerator = (read.server_metrics, read.accelerator) if read else (None, None)
-        level = records[0].level if records else None
-        one_at_a_time = level is None or (level.mode == "concurrency" and level.value == 1)
         table.add_row(
             backend,
             escape(served.get(backend, "-")),
@@ -386,12 +436,37 @@ def workload_table(evidence: dict[str, Any]) -> Table:
             f"{fmt(row.e2e_s.median, 2)}/{fmt(row.e2e_s.p99, 2)}",
             fmt(row.request_throughput, 2),
             fmt(row.output_tok_s, 1),
-            fmt(row.prefill_tok_s if plain and one_at_a_time else None, 0),
+            fmt(prefill_shown(evidence, records, row), 0),
             goodput_cell(row.goodput),
             server_cell(metrics, accelerator),
-            "; ".join(workload_notes(row, metrics, asked_output)),
+            "; ".join(notes_of[(backend, label)]),
         )
     return table
+
+
+def prefill_shown(evidence: dict[str, Any], records: list[RequestRecord], row: LevelSummary) -> float | None:
+    """The level's prefill rate where it means one: input over TTFT only for one prompt at a time
+    computed whole (no shared prefix or earlier turns in the cache, no queue)."""
+    workload = evidence["config"]["workload"]
+    plain = not workload.get("prefix_tokens") and (workload.get("turns") or 1) == 1
+    level = records[0].level if records else None
+    one_at_a_time = level is None or (level.mode == "concurrency" and level.value == 1)
+    return row.prefill_tok_s if plain and one_at_a_time else None
+
+
+def workload_level_notes(evidence: dict[str, Any]) -> dict[tuple[str, str], list[str]]:
+    """Per backend and level of a workload, what its figures need said beside them."""
+    config = evidence["config"]
+    asked_output = config["workload"].get("output_tokens") is not None
+    readings = readings_of(evidence)
+    limit = time_limit_notes(evidence)
+    found = {}
+    for (backend, label), records in level_groups(records_of(evidence)).items():
+        row = level_summary([r for r in records if not r.cold_start], config.get("slo"))
+        read = readings.get((backend, label))
+        notes = workload_notes(row, read.server_metrics if read else None, asked_output)
+        found[(backend, label)] = limit.get((backend, label), []) + notes
+    return found
 
 
 def capacity_table(evidence: dict[str, Any]) -> Table | None:
@@ -480,16 +555,32 @@ def agent_table(evidence: dict[str, Any]) -> Table:
     return table
 
 
+# What each table's columns say that a run's block (runner/render/run_blocks.py) says in its own lines.
+IN_BLOCK_SINGLE = ("backend", "model", "ok/runs", "median s", "median TTFT s")
+IN_BLOCK_LEVELS = ("backend", "model", "load", "ok/failed", "req/s", "out tok/s", "TTFT ms p50/p90/p99",
+                   "ITL ms p50/p90/p99", "TPOT ms p50", "e2e s p50/p99")  # fmt: skip
+
+
 def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
+    """On the terminal, a block per backend and level as `vllm bench serve` prints its run, then
+    the table (where the terminal is wide enough for it)."""
     if evidence.get("config", {}).get("agent"):
         out.print(agent_table(evidence))
         return
     if is_workload(evidence):
-        out.print(workload_table(evidence))
+        table = workload_table(evidence)
+        out.print(run_blocks(evidence, table, IN_BLOCK_LEVELS))
+        out.print(table)
         capacity = capacity_table(evidence)
         if capacity is not None:
             out.print(capacity)
         for line in workload_lines(evidence):
             out.print(f"[dim]{line}[/dim]")
         return
-    out.print(sweep_table(evidence) if is_sweep(evidence) else bench_table(evidence, baseline))
+    if is_sweep(evidence):
+        table = sweep_table(evidence)
+        out.print(run_blocks(evidence, table, IN_BLOCK_LEVELS))
+    else:
+        table = bench_table(evidence, baseline)
+        out.print(run_blocks(evidence, table, IN_BLOCK_SINGLE))
+    out.print(table)

@@ -219,6 +219,8 @@ def bench_rows(path: Path, data: Evidence) -> list[Row]:
         model = served.get(backend, "-")
         row = Row(backend, model, aliases={model, ids.get(backend) or model}, source=path.name)
         row.stream_tok_s, row.peak_tok_s, row.ttft_s = speed_cells(levels, throughput.get(backend, {}))
+        for cell in (row.stream_tok_s, row.peak_tok_s, row.ttft_s):
+            cell.source = path.name
         rows.append(row)
     return rows
 
@@ -250,6 +252,7 @@ def cost_evidence_rows(path: Path, data: Evidence) -> list[Row]:
             else Cell(why="one load level priced: a sweep (bench --concurrency 1,4,16) finds the peak")
         )
         row.ttft_s = Cell(why=f"cost evidence keeps no latency ({path.name}): give its bench evidence too")
+        row.stream_tok_s.source = row.peak_tok_s.source = path.name
         rows.append(row)
     return rows
 
@@ -292,13 +295,13 @@ def cost_cell(rows: list[CostRow] | None, how: str | None) -> Cell:
     return Cell(value, at=at, flag=flag, source=how, as_of=as_of or None)
 
 
-def quality_summaries(sources: list[Source]) -> list[QualitySummary]:
-    """Every summary row of the quality evidence given, typed, later runs last."""
+def quality_summaries(sources: list[Source]) -> list[tuple[Path, QualitySummary]]:
+    """Every summary row of the quality evidence given, typed, with its file, later runs last."""
     entries = []
     for path, data in sorted(
         ((p, d) for p, d in sources if d.get("command") == "quality"), key=lambda s: str(s[1].get("started_at"))
     ):
-        entries += summaries_of(data, path)
+        entries += [(path, summary) for summary in summaries_of(data, path)]
     return entries
 
 
@@ -358,7 +361,7 @@ def capacity_cells(
             continue
         unit = "at a time" if search.mode == "concurrency" else "req/s offered"
         at = f"{search.capacity:g} {unit}, {objectives}"
-        row.good_rps = Cell(best.goodput_rps, at=at)
+        row.good_rps = Cell(best.goodput_rps, at=at, source=path.name)
         cost_rows, how = priced.get((path.name, row.backend), (None, None))
         level = [r for r in cost_rows or [] if r.level == search.label]
         row.usd_at_slo = cost_cell(level, how) if level else Cell(why="no price at that level")
@@ -395,7 +398,7 @@ def headline_rows(sources: list[Source]) -> list[Row]:
     summaries = quality_summaries(sources)
     for row in rows:
         row.accuracy = Cell(why=NO_QUALITY if not summaries else "not in the quality evidence")
-    for summary in summaries:
+    for path, summary in summaries:
         model = summary.model or "-"
         matches = [r for r in rows if r.backend == summary.backend and (model in r.aliases or model == "-")]
         if not matches:
@@ -407,6 +410,7 @@ def headline_rows(sources: list[Source]) -> list[Row]:
             matches = [row]
         for row in matches:
             row.accuracy = accuracy_cell(summary)
+            row.accuracy.source = path.name
     rows.sort(
         key=lambda r: (
             r.stream_tok_s.value is None,
@@ -500,6 +504,24 @@ def price_sources(rows: list[Row]) -> list[str]:
     ]
 
 
+def figure_sources(rows: list[Row]) -> list[tuple[list[str], list[str]]]:
+    """Which evidence file each figure was taken from: (the columns, each file with the rows it
+    gave them), columns taken from the same files in the same rows said once."""
+    grouped: dict[tuple[tuple[str, tuple[str, ...]], ...], list[str]] = {}
+    for column in columns_for(rows):
+        where: dict[str, list[str]] = {}
+        for row in rows:
+            cell = getattr(row, column.attr)
+            if cell.value is not None and cell.source:
+                where.setdefault(cell.source, []).append(row_name(row))
+        if where:
+            key = tuple(sorted((source, tuple(names)) for source, names in where.items()))
+            grouped.setdefault(key, []).append(column.header)
+    return [
+        ([*headers], [f"{source} ({', '.join(names)})" for source, names in key]) for key, headers in grouped.items()
+    ]
+
+
 def any_best(rows: list[Row]) -> bool:
     return any(getattr(r, c.attr).best for r in rows for c in columns_for(rows))
 
@@ -535,6 +557,10 @@ def headline_html(rows: list[Row]) -> str:
     if price_sources(rows):
         notes.append(f"<li>$ per M output from {html.escape('; '.join(price_sources(rows)))}</li>")
     definitions = "".join(f"<dt>{html.escape(c.header)}</dt><dd>{html.escape(c.definition)}</dd>" for c in columns)
+    taken = "".join(
+        f"<li><strong>{html.escape(' · '.join(headers))}</strong>: {html.escape('; '.join(files))}</li>"
+        for headers, files in figure_sources(rows)
+    )
     return (
         f'<p class="lede">Sorted by {html.escape(SORTED_BY)}.'
         + (' <span class="best-key">★ best in its column</span>;' if any_best(rows) else "")
@@ -543,6 +569,11 @@ def headline_html(rows: list[Row]) -> str:
         f'<th scope="col" class="text">backend</th><th scope="col" class="text">model</th>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
         + (f'<ul class="notes">{"".join(notes)}</ul>' if notes else "")
+        + (
+            f'<p class="dim">Where each figure comes from:</p><ul class="notes" id="headline-sources">{taken}</ul>'
+            if taken
+            else ""
+        )
         + f'<dl class="definitions">{definitions}</dl>'
     )
 
@@ -597,6 +628,10 @@ def headline_markdown(rows: list[Row]) -> str:
     lines += [f"{index}. {why} — {'; '.join(where)}" for index, (why, where) in enumerate(reasons(rows), 1)]
     lines += [f"- {flag} — {', '.join(sorted(set(where)))}" for flag, where in flags(rows)]
     lines += [f"- $ per M output from {'; '.join(price_sources(rows))}"] if price_sources(rows) else []
+    sources = figure_sources(rows)
+    if sources:
+        lines += ["", "Where each figure comes from:", ""]
+        lines += [f"- {' · '.join(headers)}: {'; '.join(files)}" for headers, files in sources]
     return "\n".join(lines)
 
 

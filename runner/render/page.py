@@ -32,7 +32,7 @@ from runner.core.errors import RunnerError
 from runner.render import plots
 from runner.render.beside import SURVEY_RUNS, beside_tables
 from runner.render.headline import PAGE_COMMANDS, headline_html, headline_markdown, headline_rows, quality_table
-from runner.render.tables import nothing_measured, renderer_for
+from runner.render.tables import TerminalOnly, nothing_measured, renderer_for
 
 Source = tuple[Path, dict[str, Any]]
 CSS = Path(__file__).with_name("page.css")
@@ -75,7 +75,8 @@ class Capture(Console):
         self.items: list[Any] = []
 
     def print(self, *objects: Any, **_: Any) -> None:
-        self.items.extend(objects)
+        # What only a terminal shows (a run's block, vllm's form) the page shows as its tables and plots.
+        self.items.extend(o for o in objects if not isinstance(o, TerminalOnly))
 
 
 def render_tables(evidence: dict[str, Any]) -> list[Any]:
@@ -200,8 +201,9 @@ def drawn_plots(sources: list[Source]) -> tuple[list[str], list[str]]:
                 continue
             data = png_data(figure)
         width, height = (round(v * plots.DPI / plots.DISPLAY_SCALE) for v in figure.get_size_inches())
+        wide = " wide" if name in plots.WIDE else ""
         drawn.append(
-            f'<figure class="plot" id="plot-{name}"><h3>{html.escape(title)}</h3>'
+            f'<figure class="plot{wide}" id="plot-{name}"><h3>{html.escape(title)}</h3>'
             f'<img alt="{html.escape(title)}: {html.escape(message)}" width="{width}" height="{height}" '
             f'src="data:image/png;base64,{data}"><figcaption>{html.escape(message)}</figcaption></figure>'
         )
@@ -246,6 +248,52 @@ def evidence_html(path: Path, data: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+# The failures table lists at most this many; the rest are counted under it.
+FAILURES_SHOWN = 100
+
+
+def failures_table(sources: list[Source]) -> tuple[Table | None, int]:
+    """Every timed request that failed in the bench evidence given, with its error (the tables
+    give only the first error of each level): the table, and how many failed in all."""
+    from runner.core.records import records_of
+    from runner.render.tables import add_columns
+
+    failed = [
+        (path, record)
+        for path, data in sources
+        if data.get("command") == "bench"
+        for record in records_of(data, where=path)
+        if not record.ok
+    ]
+    if not failed:
+        return None, 0
+    table = Table(title=f"failed requests: {len(failed)}")
+    add_columns(
+        table,
+        ["evidence", "backend", "level", "run", "sent", "error"],
+        left=("evidence", "backend", "level", "sent", "error"),
+    )
+    for path, record in failed[:FAILURES_SHOWN]:
+        table.add_row(
+            path.name, record.backend, record.label, str(record.run), record.started_at[11:23], record.error or "-"
+        )
+    return table, len(failed)
+
+
+def failures_html(sources: list[Source]) -> str:
+    table, count = failures_table(sources)
+    if table is None:
+        if not any(d.get("command") == "bench" for _, d in sources):
+            return ""
+        return '<section id="failures"><h2>Failed requests</h2><p class="dim">No timed request failed.</p></section>'
+    more = (
+        f'<p class="dim">{count - FAILURES_SHOWN} more not listed: every one is in its evidence file.</p>'
+        if count > FAILURES_SHOWN
+        else ""
+    )
+    return f'<section id="failures"><h2>Failed requests</h2>{table_html(table)}{more}</section>'
+
+
 def render_html(sources: list[Source]) -> str:
     check_page_sources(sources)
     drawn, not_drawn = drawn_plots(sources)
@@ -268,6 +316,7 @@ def render_html(sources: list[Source]) -> str:
         f'<div class="plots">{"".join(drawn)}</div>',
         f'<p class="dim">Not drawn:</p><ul class="notes">{"".join(not_drawn)}</ul>' if not_drawn else "",
         "</section>",
+        failures_html(sources),
         '<section id="tables"><h2>Tables</h2>',
         *[evidence_html(path, data) for path, data in sources],
         "</section>",
@@ -316,6 +365,13 @@ def render_markdown(sources: list[Source]) -> str:
     parts = ["# Inference survey report", "", "Rendered from: " + ", ".join(f"`{p}`" for p, _ in sources), ""]
     parts += ["## Headline", "", headline_markdown(headline_rows(sources)), ""]
     parts += beside_markdown(sources)
+    failed, count = failures_table(sources)
+    if failed is not None:
+        console = Console(record=True, width=220, file=io.StringIO(), highlight=False)
+        console.print(failed)
+        more = [f"{count - FAILURES_SHOWN} more not listed: every one is in its evidence file.", ""]
+        parts += ["## Failed requests", "", "```text", console.export_text().rstrip(), "```", ""]
+        parts += more if count > FAILURES_SHOWN else []
     for path, data in sources:
         parts += [f"## {data['command']}: {path.name}", "", f"started {data.get('started_at')}", "", "```text"]
         parts += [table_text(data).rstrip(), "```", ""]

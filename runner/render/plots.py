@@ -12,6 +12,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -329,19 +330,34 @@ def accuracy_against_cost(sources: list[Source]) -> Figure | str:
     return figure
 
 
+def lightest(label: str) -> bool:
+    """A level of one request at a time (a workload's labels lead with its input length)."""
+    return label.endswith(SINGLE)
+
+
 def run_to_run(sources: list[Source]) -> Figure | str:
-    """Median single-request tok/s per backend in each bench file, in the order given."""
-    if not bench_files(sources):
-        return NO_BENCH
+    """Median tok/s of one request at a time per backend (and input length) in each bench file
+    (the survey's prompt or a workload), in the order given: what a figure moves between runs."""
+    given = [(p, d) for p, d in sources if d.get("command") == "bench"]
     runs = []
-    for _, evidence in bench_files(sources):
+    for _, evidence in given:
+        if (evidence.get("config") or {}).get("agent"):
+            continue
         medians = {}
         for (backend, label), records in level_groups(records_of(evidence)).items():
-            if label == SINGLE:
-                medians[backend] = median(r.tokens_per_s for r in records if r.ok and not r.cold_start)
-        runs.append((run_label(evidence), medians))
+            if lightest(label):
+                lead = label.removesuffix(SINGLE).removesuffix(", ")
+                key = f"{backend}\n{lead}" if lead else backend
+                medians[key] = median(r.tokens_per_s for r in records if r.ok and not r.cold_start)
+        if any(v is not None for v in medians.values()):
+            runs.append((run_label(evidence), medians))
     if len(runs) < 2:
-        return "one bench evidence file (give two or more runs to compare them)"
+        count = len(given)
+        files = f"{count} bench evidence file{'s' if count != 1 else ''} given"
+        return (
+            f"{files}, {len(runs)} of them with requests one at a time (agent traffic and sweeps without "
+            "--concurrency 1 have none): give two or more such runs to compare them"
+        )
     backends = sorted({b for _, medians in runs for b in medians})
     figure = new_figure(4.0)
     axes = figure.subplots()
@@ -381,6 +397,105 @@ def roofline_share(sources: list[Source]) -> Figure | str:
     axes.axvline(100, color="black", linewidth=1)
     axes.set_xlabel("% of the decode ceiling\n(memory bandwidth / weight bytes read per token)")
     axes.grid(False, axis="y")
+    return figure
+
+
+def timed_files(sources: list[Source]) -> list[Source]:
+    """Bench evidence of timed requests: the survey's prompt or a workload (not agent traffic)."""
+    return [(p, d) for p, d in sources if d.get("command") == "bench" and not (d.get("config") or {}).get("agent")]
+
+
+def lightest_levels(evidence: Evidence) -> list[tuple[str, str, list[Any]]]:
+    """(backend, level label, its warm records) at each backend's lightest load: one request at a
+    time (each input length of a workload), else the first level it measured."""
+    groups = level_groups(records_of(evidence))
+    chosen = [(b, label, rs) for (b, label), rs in groups.items() if lightest(label)]
+    seen = {b for b, _, _ in chosen}
+    for (backend, label), records in groups.items():
+        if backend not in seen:
+            seen.add(backend)
+            chosen.append((backend, label, records))
+    return [(b, label, [r for r in rs if not r.cold_start]) for b, label, rs in chosen]
+
+
+def latency_distribution(sources: list[Source]) -> Figure | str:
+    """The share of requests done within each time (the empirical CDF), time to first token and
+    end-to-end, per backend at its lightest load."""
+    files = timed_files(sources)
+    if not files:
+        return NO_BENCH
+    series: dict[str, tuple[list[float], list[float]]] = {}
+    for _, evidence in files:
+        for backend, label, records in lightest_levels(evidence):
+            done = [r for r in records if r.ok]
+            lead = label.removesuffix(SINGLE).removesuffix(", ")
+            name = backend + (f", {lead}" if lead else "") + (f", {label}" if not lightest(label) else "")
+            name += f" ({run_label(evidence)})" if len(files) > 1 else ""
+            ttft = [r.ttft_s * 1000 for r in done if r.ttft_s is not None]
+            e2e = [r.e2e_s for r in done if r.e2e_s is not None]
+            if e2e:
+                series[name] = (ttft, e2e)
+    if not series:
+        return "no request completed in the bench evidence"
+    figure = new_figure(4.6)
+    left, right = figure.subplots(1, 2, sharey=True)
+    colour = workload_colours(list(series))
+    for axes, index, title in ((left, 0, "time to first token (ms)"), (right, 1, "end-to-end latency (s)")):
+        values = []
+        for name, figures in sorted(series.items()):
+            if figures[index]:
+                axes.ecdf(figures[index], color=colour[name], label=name)
+                values += figures[index]
+        axes.set_xlabel(title)
+        scale_for(axes, values, axis="x")
+    left.set_ylabel("share of requests done within")
+    left.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0%}"))
+    legend_below(figure)
+    return figure
+
+
+# A run's timeline draws at most this many rows (backend and level); the rest are said under it.
+TIMELINE_ROWS = 48
+
+
+def run_timeline(sources: list[Source]) -> Figure | str:
+    """The first bench run given, request by request: when each was sent, its first token and its
+    end, a row per backend and load level in the order measured (time from the run's first request)."""
+    files = [(p, d) for p, d in timed_files(sources) if records_of(d)]
+    if not files:
+        return NO_BENCH
+    path, evidence = files[0]
+    groups = list(level_groups(records_of(evidence)).items())[:TIMELINE_ROWS]
+    starts = {id(r): datetime.fromisoformat(r.started_at) for _, records in groups for r in records}
+    zero = min(starts.values())
+    figure = new_figure(1.6 + 0.28 * len(groups), WIDTH_IN * 1.4)
+    axes = figure.subplots()
+    colour = workload_colours([backend for (backend, _), _ in groups])
+    failed = []
+    for row, ((backend, _label), records) in enumerate(groups):
+        for index, record in enumerate(records):
+            start = (starts[id(record)] - zero).total_seconds()
+            y = row + 0.8 * (index + 0.5) / len(records) - 0.4
+            if not record.ok or record.e2e_s is None:
+                failed.append((start, y))
+                continue
+            first = start + (record.ttft_s or 0.0)
+            axes.plot([start, first], [y, y], color=colour[backend], alpha=0.35, linewidth=1.2)
+            axes.plot([first, start + record.e2e_s], [y, y], color=colour[backend], linewidth=1.2)
+    if failed:
+        axes.plot(*zip(*failed, strict=True), "x", color="#a3261b", markersize=5, label="failed (when sent)")
+    axes.set_yticks(range(len(groups)), [f"{backend} · {label}" for (backend, label), _ in groups])
+    axes.set_ylim(len(groups) - 0.5, -0.5)
+    axes.set_xlim(left=0)
+    axes.set_xlabel(f"seconds from the run's first request ({path.name})")
+    axes.grid(False, axis="y")
+    handles = [
+        Line2D([], [], color="0.35", alpha=0.35, label="sent → first token"),
+        Line2D([], [], color="0.35", label="first token → end"),
+    ]
+    if failed:
+        handles.append(Line2D([], [], color="#a3261b", marker="x", linestyle="", label="failed (when sent)"))
+    legend_below(figure, handles, [h.get_label() for h in handles])
     return figure
 
 
@@ -486,8 +601,10 @@ def goodput_against_load(sources: list[Source]) -> Figure | str:
         return "no level was graded on the objectives"
     values = sorted({x for points in curves.values() for x, _ in points})
     figure, axes = curve_figure(curves)
-    for share in sorted(shares):
-        axes.axhline(share * 100, color="0.35", linestyle="--", linewidth=1)
+    for share, line in zip(sorted(shares), ("--", ":", "-."), strict=False):
+        axes.axhline(
+            share * 100, color="0.35", linestyle=line, linewidth=1, label=f"{share:.0%} of requests asked to meet them"
+        )
     axes.set_xscale("log", base=2)
     axes.set_xticks(values, [f"{v:g}" for v in values])
     axes.minorticks_off()
@@ -498,6 +615,8 @@ def goodput_against_load(sources: list[Source]) -> Figure | str:
     return figure
 
 
+# Plots as wide as the page (a timeline's rows need its width).
+WIDE = ("timeline",)
 Plot = Callable[[list[Source]], "Figure | str"]
 PLOTS: dict[str, tuple[str, str, Plot]] = {
     "throughput": (
@@ -526,9 +645,21 @@ PLOTS: dict[str, tuple[str, str, Plot]] = {
     ),
     "goodput": (
         "Goodput against load",
-        "The share of requests within every objective at each load level; the dashed line is the share asked "
-        "for, and the capacity is the most load at or above it.",
+        "The share of requests within every objective at each load level; the grey lines are the shares asked "
+        "for (named in the legend), and the capacity is the most load at or above its line.",
         goodput_against_load,
+    ),
+    "distribution": (
+        "Latency distribution",
+        "The share of requests done within each time to first token and each end-to-end latency (the "
+        "empirical CDF), per backend at its lightest load: the tail a median hides.",
+        latency_distribution,
+    ),
+    "timeline": (
+        "Timeline of a run",
+        "Every request of the first bench run given, in the order measured: a row per backend and load level, "
+        "each request a line from when it was sent (pale to its first token) to its end; a failed one an x.",
+        run_timeline,
     ),
     "cost": (
         "Cost against load",

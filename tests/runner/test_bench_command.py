@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,37 @@ def test_good_dead_and_hanging_backends(tmp_path, dead_url, capsys):
     assert summary["good"]["token_range"] == (13, 13)
     assert summary["dead"]["median_tok_s"] is None
     out = capsys.readouterr().out
-    assert "good" in out and "3/3" in out and "0/3" in out and "evidence:" in out
+    blocks = dict(re.findall(r"^=+ (\w+) · 1 at a time =+\n(?:.*\n)*?Successful requests:\s+(\d+)", out, re.M))
+    assert blocks == {"good": "3", "dead": "0", "slow": "0"} and "evidence:" in out
+
+
+def test_a_timeout_is_not_a_dead_backend_and_one_line_says_what_to_do(tmp_path, capsys):
+    """One request past --timeout (a slow moment, not a dead server) leaves the other runs of a
+    backend that answered measured; one line after the table names the flag that gives more time."""
+    with FakeOpenAI([text("Hi"), Step(kind="hang"), text(OCEAN)]) as once_slow:
+        code, evidence = run_bench(tmp_path, "--repeats", "3", "--endpoint", f"slow-once={once_slow.url}")
+    assert code == 0
+    records = evidence["records"]
+    assert records[0]["error"].startswith("timed out") and [r["ok"] for r in records[1:]] == [True, True]
+    assert not any("skipped" in (r["error"] or "") for r in records)
+    captured = capsys.readouterr()
+    hints = [line for line in (captured.out + captured.err).splitlines() if "--timeout" in line]
+    assert len(hints) == 1, hints
+    assert "1 of 3 requests timed out after 2 s" in hints[0] and "--timeout 4" in hints[0]
+
+
+def test_progress_moves_with_every_request_and_shows_without_a_terminal(tmp_path, capsys, monkeypatch):
+    """Without a terminal (as here) a plain line goes to stderr; with the interval at 0, one per
+    request within a level, not one per level."""
+    from runner.cli import progress
+
+    monkeypatch.setattr(progress, "PLAIN_EVERY_S", 0.0)
+    with FakeOpenAI([text(OCEAN)]) as good:
+        code, _ = run_bench(tmp_path, "--concurrency", "2", "--requests", "6", "--endpoint", f"good={good.url}")
+    assert code == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("good: ")]
+    assert [line.split()[1] for line in lines] == [f"{n}/6" for n in range(1, 7)], lines
+    assert all(line.split()[2] == "requests," and line.endswith(" s") for line in lines)
 
 
 def test_bench_reuses_one_warmed_connection_per_backend(tmp_path):

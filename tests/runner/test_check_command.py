@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -73,3 +74,28 @@ def test_an_unhealthy_backend_reports_what_it_last_saw(tmp_path):
         code, evidence = run_check(tmp_path, "--wait", "1", "--endpoint", f"loading={fake.url}")
     (record,) = evidence["records"]
     assert record["error"] == "not healthy: HTTP 503" and code == 1
+
+
+def test_check_says_each_step_as_it_goes_with_its_time(tmp_path, capsys):
+    """The wait for health, then per backend the plain answer and the tool call, each said as it
+    starts and as it ends with how it went and how long it took (here, without a terminal, as lines)."""
+    script = [text("Paris", delay_s=0.3), tool_call("add_numbers", {"a": 17, "b": 25}), text("The result is 42.")]
+    with FakeOpenAI(script) as fake:
+        code, _ = run_check(tmp_path, "--endpoint", f"good={fake.url}")
+    assert code == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    wanted = [
+        r"waiting for health: good …",
+        r"waiting for health: good: 1 of 1 healthy \(\d+\.\d s\)",
+        r"good: healthy after \d+\.\d s \(HTTP 200\)",
+        r"good: the plain answer …",
+        r"good: the plain answer: passed \((\d+\.\d) s\)",
+        r"good: the tool call …",
+        r"good: the tool call: passed \(\d+\.\d s\)",
+    ]
+    said = [line for line in lines if any(re.fullmatch(pattern, line) for pattern in wanted)]
+    assert len(said) == len(wanted), lines
+    for pattern, line in zip(wanted, said, strict=True):
+        assert re.fullmatch(pattern, line), (pattern, line)
+    # The plain answer's time is its own: at least the server's scripted 0.3 s.
+    assert float(re.fullmatch(wanted[4], said[4]).group(1)) >= 0.3

@@ -5,7 +5,10 @@ screenshots kept (the first screen at each width and the whole page at 1280, und
 tmp_path, their paths recorded with record_property and printed). In CI (`CI` set, as CI services
 set it) a missing Chromium fails these tests; elsewhere they skip. The plots are checked apart for
 text that overlaps or is cut; --markdown holds the headline and the same tables; evidence of a
-command the page does not take is one line, exit 2, nothing written.
+command the page does not take is one line, exit 2, nothing written. The headline names the file
+each figure comes from; run to run compares every bench file measured one at a time; the goodput
+plot names its lines; the latency distribution and the timeline are drawn from the records; every
+failed request is a row of its own.
 
 The evidence is the real commands' own: bench against scripted servers (a sweep of two backends at
 1 and 4 streams, and five known backends once each), cost from `runner.cost --offline`; a sweep of
@@ -24,12 +27,14 @@ import shutil
 import subprocess
 import sys
 import warnings
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from runner import bench, cost, report
 from runner.core.evidence import SCHEMA
+from runner.render.plots import PLOTS
 from tests.runner.fake_openai import FakeOpenAI, Step
 from tests.runner.known_server import known as known_rate
 from tests.runner.known_server import known_server
@@ -57,6 +62,14 @@ MODELS = {
 }
 # Accuracy per backend (items right of 100); local (the embedded model) is left out on purpose.
 RIGHT = {"g6": 68, "g5g": 61, "inf2": 66, "trn1": 67, "sagemaker": 65}
+
+# The many-level sweep's failures: every 16th request of trn1 at 128 streams, refused by the server.
+FAILING = ("trn1", 128)
+FAILED = {"ok": False, "error": "HTTP 503: the server is overloaded", "e2e_s": None, "output_tokens": None,
+          "tokens_per_s": None, "decode_tokens_per_s": None}  # fmt: skip
+
+# Failed requests of the many-level sweep (every 16th of trn1's 128 at 128 streams).
+FAILURES = 128 // 16
 
 IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
@@ -114,6 +127,11 @@ window.addEventListener("load", function () {
     body.headlineScrolls = String(boxes.filter(function (b) { return b.id === "headline-table"; })
       .some(function (b) { return b.scrollWidth > b.clientWidth; }));
     body.boxesScrolling = boxes.filter(function (b) { return b.scrollWidth > b.clientWidth; }).length;
+    body.failedRows = document.querySelectorAll("#failures tbody tr").length;
+    body.sourceLines = document.querySelectorAll("#headline-sources li").length;
+    var timeline = document.querySelector("#plot-timeline img");
+    body.timelineWidth = timeline ? Math.round(timeline.getBoundingClientRect().width) : 0;
+    body.mainWidth = Math.round(document.querySelector("main").clientWidth);
     body.probe = "done";
   });
 });
@@ -210,13 +228,17 @@ def many_levels(template: dict, path: Path) -> Path:
     ]
     data["records"] = []
     data["warm_up"] = []
+    at = datetime.fromisoformat(record["started_at"])  # each request stamped when it was sent
     for backend, (rate, knee, ttft) in SPEEDS.items():
         for level in data["config"]["levels"]:
             streams = level["value"]
             slowdown = max(1.0, streams / knee)
+            level_end = 0.0
             for index in range(level["requests"]):
                 first = ttft * slowdown**1.5 * (1 + 0.1 * (index % 3))
                 e2e = first + TOKENS / rate * slowdown * (1 + 0.05 * (index % 4))
+                sent = (index // streams) * e2e
+                level_end = max(level_end, sent + e2e)
                 data["records"].append(
                     record
                     | {
@@ -226,13 +248,16 @@ def many_levels(template: dict, path: Path) -> Path:
                         "ttft_s": first,
                         "e2e_s": e2e,
                         "output_tokens": TOKENS,
-                        "sent_s": (index // streams) * e2e,
+                        "sent_s": sent,
+                        "started_at": (at + timedelta(seconds=sent)).isoformat(timespec="milliseconds"),
                         "tokens_per_s": TOKENS / e2e,
                         "decode_tokens_per_s": (TOKENS - 1) / (e2e - first),
                         "chunk_times": [first + i * (e2e - first) / (TOKENS - 1) for i in range(TOKENS)],
                         "chunk_token_counts": None,
                     }
+                    | (FAILED if (backend, streams) == FAILING and index % 16 == 15 else {})
                 )
+            at += timedelta(seconds=level_end)
     target = path.with_name("bench-many-levels.json")
     target.write_text(json.dumps(data))
     return target
@@ -353,7 +378,11 @@ def test_the_page_fits_decodes_and_logs_nothing_at_each_width(page, tmp_path, wi
     assert int(figures["scrollwidth"]) <= int(figures["clientwidth"]), figures  # no sideways scrollbar at all
     assert figures["overflowing"] == "", figures
     assert figures["headlinescrolls"] == "false", figures  # the headline fits without scrolling its box
-    assert int(figures["images"]) == 9 and figures["imagesdecoded"] == figures["images"], figures
+    assert int(figures["images"]) == len(PLOTS) == 11 and figures["imagesdecoded"] == figures["images"], figures
+    # The failures as a table of their own, where each figure comes from as a list under the headline,
+    # and the run's timeline as wide as the page's column allows (its rows need the width).
+    assert int(figures["failedrows"]) == FAILURES and int(figures["sourcelines"]) >= 3, figures
+    assert int(figures["timelinewidth"]) > int(figures["mainwidth"]) * 0.6, figures
     assert screenshot.stat().st_size > 10_000
     record_property(f"screenshot-{width}", str(screenshot))
     record_property(f"tables-scrolling-in-their-box-{width}", figures["boxesscrolling"])
@@ -393,7 +422,7 @@ def test_the_page_is_self_contained_and_says_what_it_was_rendered_from(page, evi
     for name in ("many", "cost", "quality", "sweep"):
         assert evidence[name].name in text
     assert "Rendered from 5 evidence files (bench, cost, quality)" in text
-    for plot in ("throughput", "latency", "cost", "accuracy", "run-to-run", "roofline"):
+    for plot in ("throughput", "latency", "distribution", "timeline", "cost", "accuracy", "run-to-run", "roofline"):
         assert f'id="plot-{plot}"' in text
     # Tables as HTML tables, figures right-aligned; none as preformatted text.
     assert "<pre" not in text and text.count('<div class="table-wrap">') >= 4
@@ -477,7 +506,7 @@ def test_the_plots_hold_no_overlapping_or_cut_text(evidence):
             overlap_x = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
             overlap_y = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
             assert overlap_x <= 1 or overlap_y <= 1, f"{name}: {a!r} overlaps {b!r}"
-    assert drawn == 9
+    assert drawn == len(plots.PLOTS) == 11
 
 
 def shown(text, figure) -> bool:
@@ -554,3 +583,105 @@ def test_the_headline_holds_each_backends_capacity_within_the_objectives(page, e
             assert f"{search['capacity']:g} at a time" in " ".join(cell)
         else:
             assert cell[0].startswith("—"), (name, cell)
+
+
+# -- where figures come from, run to run, the new plots, failures ---------------------------------
+
+
+def test_the_headline_says_which_file_each_figure_comes_from(page, evidence):
+    """The speed figures from the bench evidence, accuracy from the quality evidence, $ per million
+    from the cost evidence, the capacity from the workload's: each named with the rows it gave."""
+    text = html_unescape(page.read_text())
+    lines = re.findall(
+        r"<li><strong>(.*?)</strong>: (.*?)</li>", re.search(r'id="headline-sources">(.*?)</ul>', text, re.S).group(1)
+    )
+    where = {header: files for headers, files in lines for header in headers.split(" · ")}
+    speed = where["TTFT"]
+    assert f"{evidence['many'].name} (" in speed and "local" in speed.split(evidence["many"].name)[1]
+    assert where["accuracy"].startswith(f"{evidence['quality'].name} (")
+    assert evidence["cost"].name in where["$ per M output"]
+    assert where["good req/s at SLO"].startswith(f"{evidence['workload'].name} (")
+    # Several columns from the same files in the same rows are said once.
+    assert any(
+        headers.split(" · ")[:3] == ["tok/s, one stream", "peak tok/s, all streams", "TTFT"] for headers, _ in lines
+    )
+
+
+def test_run_to_run_compares_every_bench_file_measured_one_at_a_time(evidence):
+    """Four bench files (the survey's prompt and a workload): four runs, not 'one bench evidence
+    file'; a file alone says how many were given and why it cannot compare."""
+    from runner.core.evidence import load
+    from runner.render import plots
+
+    files = [(evidence[k], load(evidence[k])) for k in ("sweep", "workload", "known", "many")]
+    with plots.style():
+        figure = plots.run_to_run(files)
+    assert not isinstance(figure, str), figure
+    (axes,) = figure.axes
+    assert len(axes.containers) == 4  # a group of bars per run
+    ticks = [t.get_text() for t in axes.get_xticklabels()]
+    assert "g6" in ticks and "g6\n100 in" in ticks  # the workload's one-at-a-time level beside the prompt's
+    with plots.style():
+        alone = plots.run_to_run([(evidence["workload"], load(evidence["workload"]))])
+    assert alone.startswith("1 bench evidence file given, 1 of them with requests one at a time")
+
+
+def test_the_goodput_plot_names_the_share_each_line_stands_for(evidence):
+    from runner.core.evidence import load
+    from runner.render import plots
+
+    with plots.style():
+        figure = plots.goodput_against_load([(evidence["workload"], load(evidence["workload"]))])
+    (legend,) = figure.legends
+    assert "90% of requests asked to meet them" in [t.get_text() for t in legend.get_texts()]
+
+
+def test_the_latency_distribution_is_each_backends_requests_as_a_cdf(evidence):
+    """At each backend's lightest load, the share done within each time rises to every request:
+    its last step at the slowest request the evidence holds."""
+    from runner.core.evidence import load
+    from runner.core.records import records_of
+    from runner.render import plots
+
+    data = load(evidence["sweep"])
+    with plots.style():
+        figure = plots.latency_distribution([(evidence["sweep"], data)])
+    ttft_axes, e2e_axes = figure.axes
+    for axes, figure_of in ((ttft_axes, lambda r: r.ttft_s * 1000), (e2e_axes, lambda r: r.e2e_s)):
+        for line in axes.get_lines():
+            backend = line.get_label()
+            values = [
+                figure_of(r) for r in records_of(data) if r.backend == backend and r.label == "1 at a time" and r.ok
+            ]
+            xs, ys = line.get_data()
+            assert max(ys) == 1.0 and max(x for x in xs if math.isfinite(x)) == pytest.approx(max(values))
+        assert {line.get_label() for line in axes.get_lines()} == {"g6", "inf2"}
+
+
+def test_the_timeline_draws_each_request_from_its_send_to_its_end(evidence):
+    from runner.core.evidence import load
+    from runner.core.records import records_of
+    from runner.render import plots
+
+    data = load(evidence["sweep"])
+    with plots.style():
+        figure = plots.run_timeline([(evidence["sweep"], data)])
+    (axes,) = figure.axes
+    records = records_of(data)
+    starts = [datetime.fromisoformat(r.started_at) for r in records]
+    zero = min(starts)
+    ends = sorted(round((s - zero).total_seconds() + r.e2e_s, 6) for s, r in zip(starts, records, strict=True))
+    drawn = sorted(round(line.get_xdata()[1], 6) for line in axes.get_lines() if line.get_alpha() is None)
+    assert drawn == ends  # every request's end, one line each
+    assert [t.get_text() for t in axes.get_yticklabels()] == [
+        "g6 · 1 at a time", "g6 · 4 at a time", "inf2 · 1 at a time", "inf2 · 4 at a time"
+    ]  # fmt: skip
+
+
+def test_the_page_lists_every_failed_request_with_its_error(page, evidence):
+    text = page.read_text()
+    section = re.search(r'<section id="failures">(.*?)</section>', text, re.S).group(1)
+    rows = re.findall(r"<tr>(.*?)</tr>", section.split("<tbody>")[1], re.S)
+    assert len(rows) == FAILURES
+    assert all("trn1" in row and "128 at a time" in row and "HTTP 503: the server is overloaded" in row for row in rows)
+    assert f"failed requests: {FAILURES}" in section

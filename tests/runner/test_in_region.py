@@ -202,7 +202,7 @@ def runner_sweep(url: str, levels: list[LoadLevel], tmp_path: Path) -> tuple[Bac
     )
     evidence = Evidence("bench", {}, tmp_path / "runner-evidence")
     evidence.data["warm_up"] = []
-    args = argparse.Namespace(timeout=5.0, seed=7)
+    args = argparse.Namespace(timeout=5.0, seed=7, level_seconds=None)
     sweep_backend(backend, levels, [Prompt(bench.PROMPT, 100)], args, evidence, lambda *_: None)
     return backend, evidence.data
 

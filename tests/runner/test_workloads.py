@@ -192,6 +192,22 @@ def test_conversations_carry_their_context_from_turn_to_turn(tmp_path):
             assert after["prompt_tokens"] == before["prompt_tokens"] + 10 + TEMPLATE_TOKENS + 100 - 1
 
 
+def test_the_table_shows_each_turns_prompt_as_the_context_grows(tmp_path):
+    """`--turns`: the input cell gives the prompt the server counted at each turn (the context so
+    far), not the first turn's alone."""
+    from runner.render.bench import workload_table
+
+    with known_server(ttft=BASE_TTFT, rate=RATE, tokens=500, prefill_rate=PREFILL) as server:
+        _, evidence = run(
+            tmp_path, server, "--input-tokens", "100", "--output-tokens", "10", "--turns", "3", "--repeats", "2"
+        )  # fmt: skip
+    # Each turn adds the answer (10), its template share, and a new 100-token message (its BOS once).
+    grows = 10 + TEMPLATE_TOKENS + 100 - 1
+    table = workload_table(evidence)
+    (cell,) = next(c for c in table.columns if c.header == "in tok").cells
+    assert cell == f"100 → turns 100, {100 + grows}, {100 + 2 * grows}", cell
+
+
 def test_a_server_that_ignores_ignore_eos_is_caught_and_the_real_count_used(tmp_path):
     with known_server(ttft=BASE_TTFT, rate=RATE, tokens=500, natural=12, deaf=True) as server:
         _, evidence = run(tmp_path, server, "--input-tokens", "50", "--output-tokens", "40", "--repeats", "3")
