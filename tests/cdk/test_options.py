@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -226,7 +227,7 @@ def test_every_option_passes_nag_and_cfn_lint_in_its_own_region(open_lane):
 # What the copy runs besides its stand-ins. They are linked into the stand-ins' folder, which is
 # then the script's whole PATH: nothing on the caller's PATH (a virtual environment's `hf`, say)
 # can be found before a stand-in, whatever shell the tests run from.
-COPY_TOOLS = ("bash", "mktemp", "rm", "mkdir", "touch", "chmod", "cat", "du", "cut")
+COPY_TOOLS = ("bash", "mktemp", "rm", "mkdir", "touch", "chmod", "cat", "du", "cut", "sed", "grep", "tail")
 
 
 @pytest.fixture(params=["the caller's PATH", "a virtual environment's bin first"])
@@ -248,14 +249,20 @@ def run_copy(tmp_path: Path, *, with_config: bool) -> tuple[subprocess.Completed
     bin_dir.mkdir()
     log = tmp_path / "calls.log"
     files = "config.json model.safetensors tokenizer.json" if with_config else "model.safetensors"
+    # `hf models info --expand sha --json` answers the commit as the hub's API does (its `sha`).
     hf = f"""#!/bin/bash
 echo "hf $*" >> "$CALLS"
+[ "$1 $2" != "models info" ] || {{ echo '{{"id": "{OPEN_MODEL}", "sha": "{"c" * 40}"}}'; exit 0; }}
 while [ $# -gt 0 ]; do [ "$1" = --local-dir ] && dir=$2; shift; done
 mkdir -p "$dir" && cd "$dir" && touch {files}
 """
-    # pip's install is what puts `hf` on the PATH, as on CodeBuild's standard image.
+    # pip's install is what puts `hf` on the PATH (its scripts folder, this bin), as on CodeBuild's
+    # standard image; any other python3 call (reading the hub's JSON) is the real interpreter's.
+    python = sys.executable
     stand_ins = {
-        "python3": f'echo "python3 $*" >> "$CALLS"\ncat > "{bin_dir}/hf" <<\'EOF\'\n{hf}EOF\nchmod +x "{bin_dir}/hf"',
+        "python3": f'case "$2" in *sysconfig*) echo "{bin_dir}"; exit 0;; esac\n'
+        f'[ "$1 $2" = "-m pip" ] || exec "{python}" "$@"\necho "python3 $*" >> "$CALLS"\n'
+        f'cat > "{bin_dir}/hf" <<\'EOF\'\n{hf}EOF\nchmod +x "{bin_dir}/hf"',
         "aws": 'echo "aws $*" >> "$CALLS"; [ "$1" != secretsmanager ] || exit 254',
     }
     for name, body in stand_ins.items():
@@ -301,7 +308,12 @@ def test_the_weights_copy_stages_then_moves_so_an_import_never_sees_half_a_copy(
     assert s3[3][2:4] == [staged, final] and s3[4][3] == marker
     assert "anonymous" in result.stdout  # no token secret: Qwen's weights are not gated
     assert any(c.startswith("python3 -m pip install") and "huggingface_hub==2.4.0" in c for c in calls)
-    assert [c.split()[:3] for c in calls if c.startswith("hf ")] == [["hf", "download", OPEN_MODEL]]
+    assert [c.split()[:3] for c in calls if c.startswith("hf ")] == [
+        ["hf", "models", "info"],
+        ["hf", "download", OPEN_MODEL],
+    ]
+    # At the commit the hub named, never a branch that may move meanwhile.
+    assert f"--revision {'c' * 40}" in next(c for c in calls if c.startswith("hf download"))
 
 
 def test_a_model_without_config_json_is_refused_before_anything_is_uploaded(tmp_path, caller_path):

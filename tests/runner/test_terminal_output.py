@@ -134,7 +134,7 @@ def test_the_blocks_give_the_metrics_and_percentiles_asked_for(evidence, monkeyp
     [
         (["--percentile-metrics", "ttft,queue"], "--percentile-metrics 'ttft,queue': comma-separated names of"),
         (["--metric-percentiles", "0,99"], "--metric-percentiles '0,99': comma-separated percentiles above 0"),
-        (["--level-seconds", "0"], "--level-seconds 0: a number of seconds above 0"),
+        (["--level-seconds", "0"], "--level-seconds 0: must be above 0 seconds"),
     ],
 )
 def test_bad_block_flags_and_time_limits_are_one_line_exit_2(tmp_path, monkeypatch, capsys, flags, says):
