@@ -56,7 +56,12 @@ LIMITS: dict[str, AwsLimit] = {
         AwsLimit("mappings", "CloudFormation mappings per template", 200, CFN_QUOTAS),
         AwsLimit("logical-id", "CloudFormation logical id, characters", 255, CFN_QUOTAS),
         AwsLimit("stack-name", "CloudFormation stack name, characters", 128, CFN_QUOTAS),
-        AwsLimit("output-value", "CloudFormation output value, characters", 4_096, CFN_QUOTAS),
+        AwsLimit(
+            "output-value",
+            "CloudFormation output value, characters",
+            4_096,
+            "the app's own bound: AWS publishes no size for an output value (its description's is 4K)",
+        ),
         AwsLimit(
             "log-group-name",
             "CloudWatch Logs group name, characters",
@@ -75,8 +80,8 @@ LIMITS: dict[str, AwsLimit] = {
         AwsLimit(
             "codebuild-project-name",
             "CodeBuild project name, characters",
-            255,
-            "CodeBuild API Reference, CreateProject",
+            150,
+            "CodeBuild API Reference, CreateProject (name: ProjectName, 2 to 150)",
         ),
         AwsLimit(
             "sagemaker-name",

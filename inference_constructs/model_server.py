@@ -254,6 +254,12 @@ class ModelServer(Construct):
                 "@aws-cdk/aws-autoscaling:desiredCapacitySet",
                 "One instance at creation only: IgnoreUnmodifiedGroupSizeProperties keeps later deploys off its size.",
             )
+        # Deleted before the parameters its instances write (a destroy): a server still running would
+        # otherwise write its readiness again after the stack deleted it (put-parameter --overwrite
+        # makes it), and the next deploy would stop at a name that exists.
+        self.group.node.add_dependency(self.readiness)
+        if store:
+            self.group.node.add_dependency(self.graphs_record)
         cfn_group = self.group.node.default_child
         # A new launch template version (flags, image, model) replaces the server; a stack update
         # leaves the group's size alone unless the template changes it (the time-to-live and the

@@ -293,7 +293,8 @@ def check_template(stack: str, template: dict[str, Any]) -> list[Breach]:
             breaches.append(Breach(stack, where, limit, size))
 
     over("stack name", "stack-name", len(stack))
-    over("template", "template-body", len(json.dumps(template).encode()))
+    # As the CDK writes the file it uploads (JSON indented by one space), not a compact dump.
+    over("template", "template-body", len(json.dumps(template, indent=1).encode()))
     for section, limit in (("Resources", "resources"), ("Outputs", "outputs"), ("Parameters", "parameters")):
         over(section, limit, len(template.get(section, {})))
     over("Mappings", "mappings", len(template.get("Mappings", {})))

@@ -416,7 +416,9 @@ give_up() {{
   exit 1
 }}
 trap 'give_up "boot stopped at line $LINENO before its scripts ran; see /var/log/inference-boot.log"' ERR
-command -v aws >/dev/null || timeout {CLI_INSTALL_S} snap install aws-cli --classic
+# Where the AMI has no AWS CLI: snap's own, once snapd has seeded (too early, it refuses the install).
+command -v aws >/dev/null || {{ timeout {CLI_INSTALL_S} snap wait system seed.loaded \
+  && timeout {CLI_INSTALL_S} snap install aws-cli --classic; }}
 # A few tries: the role's policy and the network may still be settling this early in the boot.
 for try in {{1..{FETCH_TRIES}}}; do
   timeout {FETCH_S} aws s3api get-object --bucket "$BOOT_BUCKET" --key "$BOOT_KEY" --expected-bucket-owner "$ACCOUNT_ID" \

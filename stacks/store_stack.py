@@ -94,9 +94,9 @@ class InferenceStoreStack(Stack):
                 conditions={"Null": {"s3:if-none-match": "true"}},
             )
         )
-        # The policy stays with the bucket (TLS only, graphs written once), and comes back with it.
-        if self.bucket.policy is not None:
-            self.bucket.policy.apply_removal_policy(RemovalPolicy.RETAIN)
+        # The policy goes with the stack and is made again with it: a retained policy would stop the
+        # next deploy ("The bucket policy already exists"), since CloudFormation imports by static
+        # name only and the policy names its bucket by Ref. No server of the region runs between.
         acknowledge(
             self.bucket,
             "AwsSolutions-S1",
@@ -153,7 +153,11 @@ def weights_copy(stack: Stack, models: list[str], bucket: s3.Bucket, hf_token_se
         description="Copies the region's models (MODEL_IDS) from the Hugging Face hub into the app's store",
         role=role,
         build_spec=codebuild.BuildSpec.from_object(build_spec(COPY_SCRIPT)),
-        concurrent_build_limit=1,
+        # No project limit: CreateProject refuses one above the account's own concurrent-build
+        # limit ("cannot exceed the account-level concurrent build limit", hashicorp/terraform-
+        # provider-aws#37748), which a new account may have at 0, and the store stack would then
+        # stop every stack of its region. runner.up starts none while one runs; each copy stages
+        # under its build's id and writes its manifest last.
         environment=codebuild.BuildEnvironment(
             build_image=codebuild.LinuxBuildImage.STANDARD_7_0, compute_type=codebuild.ComputeType.MEDIUM
         ),

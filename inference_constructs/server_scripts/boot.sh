@@ -20,7 +20,10 @@ if (( SWAP_GIB > 0 )) && ! swapon --show=NAME --noheadings | grep -qx "$ROOT/swa
   swapon "$ROOT/swapfile"
   grep -q '^/swapfile ' "$ROOT/etc/fstab" 2>/dev/null || echo '/swapfile none swap sw 0 0' >> "$ROOT/etc/fstab"
 fi
-command -v docker >/dev/null || timeout "$DOCKER_INSTALL_S" bash -c 'apt-get update -y && apt-get install -y docker.io'
+# Where the AMI has no Docker: Ubuntu's, waiting for the package lock that unattended-upgrades may
+# hold at first boot (apt-get fails at once on a held lock otherwise).
+command -v docker >/dev/null || timeout "$DOCKER_INSTALL_S" bash -c \
+  'apt-get -o DPkg::Lock::Timeout=300 update -y && apt-get -o DPkg::Lock::Timeout=300 install -y docker.io'
 # Docker's data and the server's weights and caches: the instance store where there is one.
 "$ROOT/usr/local/bin/inference-storage"
 systemctl enable --now inference-server.service

@@ -592,11 +592,16 @@ def test_another_expiry_is_another_schedule(tmp_path):
     assert schedule["Properties"]["ScheduleExpression"] == "at(2026-12-02T09:30:00)"
 
 
-def test_the_servers_log_group_and_readiness_are_its_own_and_go_with_the_stack(server):
+def test_the_servers_log_group_and_readiness_are_its_own_and_go_with_the_stack_after_its_group(server):
     log_group = server.resource(server.server.log_group)
     assert log_group["Properties"] == {"LogGroupName": f"/inference/{server.name}", "RetentionInDays": 14}
     assert (log_group["DeletionPolicy"], log_group["UpdateReplacePolicy"]) == ("Delete", "Delete")
     assert server.resource(server.server.readiness).get("DeletionPolicy", "Delete") == "Delete"
+    # The group goes first at a destroy (CloudFormation deletes in reverse order of DependsOn): a
+    # server still running cannot write the parameters back after the stack deleted them.
+    depends = server.resource(server.server.group)["DependsOn"]
+    assert logical_id(server.server.readiness) in depends
+    assert logical_id(server.server.graphs_record) in depends
 
 
 def test_the_user_data_carries_the_deploys_values_and_the_archive_the_servers_settings(server, minimal_g6):

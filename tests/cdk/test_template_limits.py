@@ -52,7 +52,7 @@ def test_each_token_counts_at_its_longest():
     assert len(resolver.string({"Ref": "AWS::Region"})) == PSEUDO_MAX["AWS::Region"] == len("us-isof-south-1")
     assert len(resolver.string({"Ref": "AWS::URLSuffix"})) == len("amazonaws.com.cn")
     # A name CloudFormation makes is as long as the service allows; a name given is itself.
-    assert len(resolver.string({"Ref": "Project"})) == GENERATED_NAME_MAX["AWS::CodeBuild::Project"] == 255
+    assert len(resolver.string({"Ref": "Project"})) == GENERATED_NAME_MAX["AWS::CodeBuild::Project"] == 150
     assert resolver.string({"Ref": "Named"}) == "/inference/g6"
     arn = resolver.string({"Fn::GetAtt": ["Role", "Arn"]})
     assert arn.startswith("arn:") and arn.endswith(":role/" + "x" * 64)
@@ -74,9 +74,9 @@ def test_a_token_it_cannot_bound_is_refused_not_guessed():
 
 def test_user_data_small_as_written_but_over_the_limit_at_its_longest_is_caught():
     """Tokens rendered as short placeholders looked small; at their longest the data passes 16 KB."""
-    refs = [{"Ref": "Project"}, "\n"] * 70
+    refs = [{"Ref": "Project"}, "\n"] * 110
     nominal = sum(len(p) if isinstance(p, str) else len("${Token[TOKEN.123]}") for p in refs)
-    assert nominal < 2_000
+    assert nominal < 2_500
     breaches = check_template(
         "S",
         template(
@@ -87,7 +87,8 @@ def test_user_data_small_as_written_but_over_the_limit_at_its_longest_is_caught(
         ),
     )
     assert {b.limit for b in breaches} == {"user-data", "user-data-goal"}
-    assert [b.size for b in breaches] == [70 * 256, 70 * 256]
+    # A project name at its longest (150) and its newline, 110 times.
+    assert [b.size for b in breaches] == [110 * 151, 110 * 151]
 
 
 def test_a_heredoc_does_not_hide_the_script_it_carries():
@@ -136,7 +137,9 @@ def over_by_one(key: str) -> tuple[dict[str, Any], str]:
     elif key == "template-body":
         resources["P"] = {"Type": "AWS::SSM::Parameter", "Properties": {"Name": "/p", "Value": "v"}}
         sections["Metadata"] = {"Pad": ""}
-        sections["Metadata"]["Pad"] = "m" * (value - len(json.dumps(template(resources, **sections)).encode()))
+        sections["Metadata"]["Pad"] = "m" * (
+            value - len(json.dumps(template(resources, **sections), indent=1).encode())
+        )
     elif key in ("resources", "outputs", "parameters", "mappings"):
         section = {"resources": "Resources", "outputs": "Outputs", "parameters": "Parameters", "mappings": "Mappings"}
         entry = {

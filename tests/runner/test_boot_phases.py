@@ -212,7 +212,7 @@ def stubbed(service: str):
     return client, Stubber(client)
 
 
-@pytest.mark.parametrize("last_status", ["FAILED", "SUCCEEDED"])
+@pytest.mark.parametrize("last_status", ["FAILED", "SUCCEEDED", "IN_PROGRESS"])
 def test_starting_the_copy_again_says_why_the_last_one_failed_from_its_log(last_status):
     from runner.cloud.bring_up.store import start_copy
 
@@ -230,11 +230,16 @@ def test_starting_the_copy_again_says_why_the_last_one_failed_from_its_log(last_
     if last_status == "FAILED":
         events = [{"timestamp": 1, "message": line, "ingestionTime": 1} for line in lines]
         log_events.add_response("get_log_events", {"events": events})
-    builds.add_response("start_build", {"build": {"id": "inference-weights-copy:2222"}}, {"projectName": project})
+    if last_status != "IN_PROGRESS":
+        builds.add_response("start_build", {"build": {"id": "inference-weights-copy:2222"}}, {"projectName": project})
     with builds, log_events:
         note = start_copy(codebuild, project, logs)
+        # Every call queued was made, and no other (a running copy is not started twice).
+        builds.assert_no_pending_responses()
     started = "started inference-weights-copy:2222 to make the copy"
     if last_status == "FAILED":
         assert note == f"{started} (the last copy, {failed_id}, failed: {refused} | error: not copied: example/gone)"
+    elif last_status == "IN_PROGRESS":
+        assert note == f"build {failed_id} is making the copy"
     else:
         assert note == started

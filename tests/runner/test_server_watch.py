@@ -128,3 +128,40 @@ def test_watching_without_a_deploy_takes_a_finished_failed_build_as_the_answer_a
     assert server.step() == FAILED
     assert record["reason"].startswith("image build b1 failed")
     assert started == [] and account.calls == []
+
+
+class Running(Account):
+    """A group with its instance up, launched at `launched`, and its readiness."""
+
+    def __init__(self, launched: datetime, readiness: dict[str, Any]) -> None:
+        super().__init__(desired=1, readiness=readiness)
+        self.launched = launched
+
+    def describe_auto_scaling_groups(self, **kwargs):
+        instance = {"InstanceId": "i-0abc", "AvailabilityZone": "us-east-1a", "LifecycleState": "InService"}
+        group = {"AutoScalingGroupName": OUTPUT.auto_scaling_group, "DesiredCapacity": 1, "Instances": [instance]}
+        return {"AutoScalingGroups": [group]}
+
+    def describe_instances(self, **kwargs):
+        return {"Reservations": [{"Instances": [{"InstanceId": "i-0abc", "LaunchTime": self.launched}]}]}
+
+
+def test_ready_is_when_the_server_first_answered_not_when_its_report_came_after_keeping_the_graphs():
+    from dataclasses import replace
+
+    launched = datetime(2026, 12, 7, 10, 0, tzinfo=UTC)
+    answered = launched.timestamp() + 1500  # 25 min: a first compile
+    readiness = {
+        "state": "ready",
+        "instance_id": "i-0abc",
+        "zone": "us-east-1a",
+        # The report itself, 90 s later: the compiled graphs were uploaded between.
+        "at": datetime.fromtimestamp(answered + 90, UTC).isoformat(),
+        "phases": [["running", launched.timestamp() + 40], ["answer", answered]],
+    }
+    server = ServerWatch(
+        replace(OUTPUT, image_build_project=None), {}, Running(launched, readiness), WatchOptions(), lambda line: None
+    )
+    assert server.step() == "ready"
+    assert server.record["ready_at"] == datetime.fromtimestamp(answered, UTC).isoformat(timespec="seconds")
+    assert server.record["launch_to_ready_min"] == 25.0

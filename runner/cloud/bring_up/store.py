@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from catalog.boot import WEIGHTS_MANIFEST_VERSION, store_bucket, weights_marker, weights_prefix
-from runner.cloud.image_builds import BuildRefused, last_log_lines, latest_build, start_build
+from runner.cloud.image_builds import RUNNING, BuildRefused, last_log_lines, latest_build, start_build
 from runner.core.errors import aws_error_code, describe
 
 
@@ -61,13 +61,9 @@ def staged_copy(s3: Any, account: str, region: str, model_id: str) -> StagedCopy
 FAILED_BUILD = ("FAILED", "FAULT", "TIMED_OUT", "STOPPED")
 
 
-def last_failure(codebuild: Any, logs: Any, project: str) -> str:
+def last_failure(logs: Any, last: dict[str, Any] | None) -> str:
     """Why the copy's last build failed, from its own log, where it did: a model the hub refuses
     fails every copy until someone looks, and a new build alone would say nothing of it."""
-    try:
-        last = latest_build(codebuild, project)
-    except Exception:
-        return ""
     if not last or last.get("buildStatus") not in FAILED_BUILD:
         return ""
     why = last_log_lines(logs, last, count=2) if logs is not None else ""
@@ -75,8 +71,15 @@ def last_failure(codebuild: Any, logs: Any, project: str) -> str:
 
 
 def start_copy(codebuild: Any, project: str, logs: Any = None) -> str:
-    """Start the weights copy (or find the one running) for the next deploy; what happened, in words."""
-    failure = last_failure(codebuild, logs, project)
+    """Start the weights copy for the next deploy, unless one is running (the project has no limit
+    of its own: see stacks/store_stack.py); what happened, in words."""
+    try:
+        last = latest_build(codebuild, project)
+    except Exception:
+        last = None
+    if last and last.get("buildStatus") == RUNNING:
+        return f"build {last['id']} is making the copy"
+    failure = last_failure(logs, last)
     try:
         build, started = start_build(codebuild, project)
     except BuildRefused as error:

@@ -250,8 +250,13 @@ class ServerWatch(Watch):
         if readiness.instance_id == instance:
             self.keep_phases(readiness)
             if readiness.state == "ready":
+                # Ready when it first answered: the report comes after the compiled graphs are kept,
+                # an upload that is not part of launch to ready.
+                answered = dict(readiness.phases).get("answer")
                 self.record.update(
-                    ready_at=readiness.at or iso(datetime.now(UTC)),
+                    ready_at=iso(datetime.fromtimestamp(answered, UTC))
+                    if answered
+                    else readiness.at or iso(datetime.now(UTC)),
                     zone=readiness.zone or self.record.get("zone"),
                     weights_load_s=readiness.weights_load_s,
                 )
