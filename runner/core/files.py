@@ -64,11 +64,16 @@ def read_json_file(path: Path, what: str, hint: str = "") -> Any:
 
 
 def write_atomically(target: Path, text: str) -> Path:
-    """Write `text` to `target` whole: into a partial file of this process, then renamed over it.
-    A write that fails (a full disk, a read-only folder, Ctrl-C) leaves no partial file behind."""
+    """Write `text` to `target` whole, readable by its owner alone: into a partial file of this
+    process, then renamed over it. A write that fails (a full disk, a read-only folder, Ctrl-C)
+    leaves no partial file behind."""
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:
+        # The owner's alone (0600), whatever the umask: evidence names the account's servers,
+        # endpoints and instances, and keeps every answer.
+        partial.unlink(missing_ok=True)
+        partial.touch(mode=0o600)
         partial.write_text(text)
         partial.replace(target)
     except BaseException:

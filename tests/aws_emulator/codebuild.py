@@ -15,6 +15,11 @@ build needs, and StartBuild runs it as CodeBuild would:
 - a project's ConcurrentBuildLimit: a StartBuild while that many run is refused (CodeBuild's
   guide: "builds return an error"; the exception's name here, AccountLimitExceededException, is
   the account-level one: the project-level name is not documented);
+- a build that outlasts the flow: the weights copy downloads gigabytes for minutes in AWS, so in a
+  flow that takes seconds here it is started (StartBuild answers, BatchGetBuilds says IN_PROGRESS)
+  and still running when the flow ends, unless a test releases it (`builds.release(project)`, which
+  runs the held builds and every later one). A flow that is not about the copy does not pay for it
+  (docs/tests.md: what it saves);
 - an account whose concurrent-build quota is 0 in a region (`Emulator.refuse_builds(region)`):
   every StartBuild there is refused as new accounts see it, `AccountLimitExceededException:
   Cannot have more than 0 builds in queue for the account` (awslabs/landing-zone-accelerator-on-
@@ -39,7 +44,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from inference_constructs.weights_copy import COPY_PROJECT
+
 HOST_BIN = Path(__file__).resolve().parents[1] / "host" / "bin"
+# The weights copy: held unless released.
+HELD_BY_DEFAULT = (COPY_PROJECT,)
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PHASES = ("SUBMITTED", "QUEUED", "PROVISIONING", "DOWNLOAD_SOURCE", "INSTALL", "PRE_BUILD", "BUILD", "POST_BUILD")
 PHASES_AFTER = ("UPLOAD_ARTIFACTS", "FINALIZING", "COMPLETED")
@@ -81,6 +90,8 @@ class Build:
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     ended: datetime | None = None
     lines: list[str] = field(default_factory=list)
+    # Its commands have been set going (a held build's have not).
+    launched: bool = False
 
     def __post_init__(self) -> None:
         self.id = f"{self.project.name}:{uuid.uuid4()}"
@@ -133,6 +144,8 @@ class Builds:
         self.threads: list[threading.Thread] = []
         # Regions whose account-level concurrent-build quota is 0.
         self.refused_regions: set[str] = set()
+        # Projects whose builds outlast a flow: started, never run until released.
+        self.held: set[str] = set(HELD_BY_DEFAULT)
         self.lock = threading.Lock()
         self.cfn_model: type | None = None
 
@@ -140,6 +153,19 @@ class Builds:
         self.projects.clear()
         self.records.clear()
         self.refused_regions.clear()
+        self.held = set(HELD_BY_DEFAULT)
+
+    def release(self, project: str) -> None:
+        """Run the held builds of `project` now, and every later one as it starts."""
+        self.held.discard(project)
+        for build in [b for b in self.records.values() if b.project.name == project and not b.launched]:
+            self.launch(build)
+
+    def launch(self, build: Build) -> None:
+        build.launched = True
+        thread = threading.Thread(target=self.run, args=(build,), name=build.id, daemon=True)
+        self.threads.append(thread)
+        thread.start()
 
     def wait(self, timeout_s: float = 60) -> None:
         for thread in list(self.threads):
@@ -172,9 +198,8 @@ class Builds:
                 )
             build = Build(project, len(self.for_project(region, name)) + 1, overrides)
             self.records[build.id] = build
-        thread = threading.Thread(target=self.run, args=(build,), name=build.id, daemon=True)
-        self.threads.append(thread)
-        thread.start()
+        if name not in self.held:
+            self.launch(build)
         return build
 
     # --- running a build ---------------------------------------------------------------------

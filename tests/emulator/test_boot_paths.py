@@ -14,6 +14,7 @@ import boto3
 import pytest
 
 from catalog.boot import PHASES, store_bucket, weights_marker
+from inference_constructs.weights_copy import COPY_PROJECT
 from runner.up import UpOptions, up
 from tests.aws_emulator import ACCOUNT
 from tests.emulator.cdk_cycle import CONTEXT, bootstrap, destroy, up_options
@@ -58,6 +59,7 @@ def relaunch(tmp_path, name: str) -> dict:
 
 def test_a_first_boot_takes_the_slow_ways_and_starts_what_makes_the_next_boot_take_the_fast_ways(emulator, tmp_path):
     emulator.reset()
+    emulator.builds.release(COPY_PROJECT)  # the copy is what these flows are about
     bootstrap(emulator.scratch)
     first = up(options(tmp_path / "first"))
     (record,) = first.data["records"]
@@ -110,6 +112,7 @@ def test_an_endpoint_made_once_the_copy_is_in_its_region_reads_the_weights_from_
     time (the hub, and the copy started for the next deploy); a standing endpoint keeps its source
     (another would replace its instance); an endpoint made after the copy reads it from S3."""
     emulator.reset()
+    emulator.builds.release(COPY_PROJECT)  # the copy is what these flows are about
     bootstrap(emulator.scratch)
     region, model = "us-east-2", G6_MODEL
     store = store_bucket(ACCOUNT, region)

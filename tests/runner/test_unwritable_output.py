@@ -189,3 +189,20 @@ def test_a_page_on_a_read_only_or_full_disk_is_one_line_and_no_partial(monkeypat
     code, _, lines = ended(monkeypatch, capsys, "report", str(source), "--markdown", str(page))
     assert (code, lines) == (1, [f"error: --markdown {page} could not be written (No space left on device)"])
     assert disk.files() == []
+
+
+def test_evidence_and_pages_are_readable_by_their_owner_alone_whatever_the_umask(tmp_path):
+    """Evidence names the account's servers, endpoints and instances and keeps every answer."""
+    import os
+    import stat
+
+    from runner.core.files import write_atomically
+
+    before = os.umask(0o022)  # the usual umask, which would leave the file readable by all
+    try:
+        written = write_atomically(tmp_path / "bench-1.json", "{}\n")
+        written_again = write_atomically(written, "{}\n")  # replacing one keeps it so
+    finally:
+        os.umask(before)
+    assert stat.S_IMODE(written_again.stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["bench-1.json"]
