@@ -3,11 +3,11 @@
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION ?= 1
 
-# Test workers side by side (pytest-xdist, `--dist loadgroup`: tests/conftest.py groups what must
+# Test workers side by side (pytest-xdist, `--dist loadgroup` from pyproject.toml: tests/conftest.py groups what must
 # share a process). On two cores three measured fastest for both: their tests wait (emulated time,
 # servers, subprocesses) as well as compute. PYTEST_WORKERS=N sets both, 0 runs everything in one
 # process.
-PYTEST = .venv/bin/python -m pytest --dist loadgroup
+PYTEST = .venv/bin/python -m pytest
 # Bytecode caches written (Python's default, even where the environment turns it off): the suite
 # starts a few hundred Python processes (CDK synths, the emulated hosts' tools), and each would
 # otherwise compile the project's modules again, and pytest rewrite every test module per worker.

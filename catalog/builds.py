@@ -46,8 +46,11 @@ IMAGE_BUILDS: dict[str, ImageBuildSpec] = {
     "neuron": ImageBuildSpec("neuron", compute="LARGE", timeout_hours=1),
     "llama-serverless": ImageBuildSpec("llama-serverless", compute="LARGE", timeout_hours=1),
 }
-COMPUTE_TYPES = {"LARGE": "BUILD_GENERAL1_LARGE", "XLARGE": "BUILD_GENERAL1_XLARGE"}
-COMPUTE_NAMES = {"LARGE": "Large", "XLARGE": "XLarge"}
+COMPUTE_TYPES = {"MEDIUM": "BUILD_GENERAL1_MEDIUM", "LARGE": "BUILD_GENERAL1_LARGE", "XLARGE": "BUILD_GENERAL1_XLARGE"}
+COMPUTE_NAMES = {"MEDIUM": "Medium", "LARGE": "Large", "XLARGE": "XLarge"}
+# The weights copy (stacks/store_stack.py) runs on Linux Medium (4 vCPUs, 7 GB): it only streams
+# files from the hub to S3. Its quota is "Concurrently running builds for Linux/Medium environment".
+WEIGHTS_COPY_COMPUTE = "MEDIUM"
 
 
 def built_image(spec: BackendSpec) -> str | None:

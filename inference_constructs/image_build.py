@@ -47,8 +47,12 @@ IMAGES_DIR = Path(__file__).resolve().parent.parent / "images"
 # or a user imports a file from the folder) would change the asset's hash, so the image tag and
 # the build would differ between two checkouts of the same source.
 SOURCE_EXCLUDE = ["__pycache__", "*.pyc"]
-# The catalog's compute names (catalog/builds.py) as the CDK spells them (BUILD_GENERAL1_LARGE, _XLARGE).
-CDK_COMPUTE = {"LARGE": codebuild.ComputeType.LARGE, "XLARGE": codebuild.ComputeType.X_LARGE}
+# The catalog's compute names (catalog/builds.py) as the CDK spells them (BUILD_GENERAL1_MEDIUM, ...).
+CDK_COMPUTE = {
+    "MEDIUM": codebuild.ComputeType.MEDIUM,
+    "LARGE": codebuild.ComputeType.LARGE,
+    "XLARGE": codebuild.ComputeType.X_LARGE,
+}
 KEEP_IMAGES = 5
 BUILD_SCRIPT = Path(__file__).with_name("image_build.sh")
 

@@ -70,7 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
         "runner.bench --workload NAME --find-capacity measured",
     )
     work.add_argument(
-        "--goodput", nargs="+", metavar="KEY:MS", help="per-request objectives, as runner.bench takes them"
+        "--goodput",
+        nargs="+",
+        action="extend",
+        metavar="KEY:MS",
+        help="per-request objectives, as runner.bench takes them",
     )
     work.add_argument("--slo-share", type=float, help="share of requests within the objectives (default: 0.9)")
     parser.add_argument(

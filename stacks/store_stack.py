@@ -33,9 +33,9 @@ from constructs import Construct
 
 from catalog.backends import needs_hub_token, pinned
 from catalog.boot import GRAPHS_PREFIX, WEIGHTS_PREFIX, store_bucket
-from catalog.builds import repository_name
+from catalog.builds import WEIGHTS_COPY_COMPUTE, repository_name
 from inference_constructs.build_trigger import STACK_EVENTS, started_by_events
-from inference_constructs.image_build import KEEP_IMAGES, acknowledge_codebuild_defaults, build_spec
+from inference_constructs.image_build import CDK_COMPUTE, KEEP_IMAGES, acknowledge_codebuild_defaults, build_spec
 from inference_constructs.log_group import owned_log_group
 from inference_constructs.nag import acknowledge
 from inference_constructs.service_roles import service_role
@@ -159,7 +159,7 @@ def weights_copy(stack: Stack, models: list[str], bucket: s3.Bucket, hf_token_se
         # stop every stack of its region. runner.up starts none while one runs; each copy stages
         # under its build's id and writes its manifest last.
         environment=codebuild.BuildEnvironment(
-            build_image=codebuild.LinuxBuildImage.STANDARD_7_0, compute_type=codebuild.ComputeType.MEDIUM
+            build_image=codebuild.LinuxBuildImage.STANDARD_7_0, compute_type=CDK_COMPUTE[WEIGHTS_COPY_COMPUTE]
         ),
         environment_variables={
             "MODEL_IDS": codebuild.BuildEnvironmentVariable(value=" ".join(pinned(m) for m in models)),

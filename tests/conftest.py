@@ -135,8 +135,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("html-report"))  # its evidence and page, made once
     # The longest first (xdist hands out work in this order): the emulator flows, then the vLLM
     # tier, then the many short tests that fill the gaps. Stable, so each module keeps its own order.
+    # The test that stops the vLLM tier's server comes after every other test of its tier.
     items.sort(
-        key=lambda item: 0 if "/tests/emulator/" in str(item.fspath) else 1 if "/tests/vllm/" in str(item.fspath) else 2
+        key=lambda item: (
+            0 if "/tests/emulator/" in str(item.fspath) else 1 if "/tests/vllm/" in str(item.fspath) else 2,
+            item.get_closest_marker("stops_the_tier_server") is not None,
+        )
     )
 
 

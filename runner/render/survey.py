@@ -58,6 +58,14 @@ def render_plan(evidence: dict[str, Any], out: Console) -> None:
                 builds.setdefault(f"{check['what']}: {check['detail']}", []).append(row["backend"])
     for line, users in builds.items():
         out.print(f"[dim]{line} (for {', '.join(users)})[/dim]")
+    # A failed check that leaves nothing out (the weights copy's quota): said once, with who it touches.
+    warnings: dict[str, list[str]] = {}
+    for row in (r for r in rows if r["runs"]):
+        for check in row.get("checks", []):
+            if check["ok"] is False:
+                warnings.setdefault(check["detail"], []).append(row["backend"])
+    for line, users in warnings.items():
+        out.print(f"[yellow]{line} ({', '.join(users)})[/yellow]")
     running = [r for r in rows if r["runs"]]
     if running:
         total = sum(r.get("usd_per_hour") or 0.0 for r in running)

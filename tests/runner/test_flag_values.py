@@ -27,6 +27,10 @@ BAD = [
      "--goodput 'ttft:1e309': inf is not a finite number of milliseconds"),
     ("bench", ["--input-tokens", "100", "--goodput", "ttft:100", "tpot:5", "ttft:200"],
      "--goodput 'ttft:200': ttft is given twice; give each objective once"),
+    ("bench", ["--input-tokens", "100", "--goodput", "ttft:100", "--goodput", "ttft:200"],
+     "--goodput 'ttft:200': ttft is given twice; give each objective once"),
+    ("advise", ["--requests-per-day", "10", "--goodput", "ttft:100", "--goodput", "ttft:200"],
+     "--goodput 'ttft:200': ttft is given twice; give each objective once"),
     ("bench", ["--input-tokens", "100", "--goodput", "ttft:100", "--find-capacity", "--capacity-seconds", "inf"],
      "--capacity-seconds inf: not a finite number of seconds"),
     ("bench", ["--rate", "1,1e999"], "--rate '1,1e999': inf is not a finite number"),
@@ -101,3 +105,12 @@ def test_evidence_is_strict_json_whatever_a_figure_holds(tmp_path):
     data = json.loads(evidence.path.read_text(), parse_constant=refuse)
     assert data["config"]["slo"] == {"ttft": None}
     assert data["records"] == [{"e2e_s": None, "ok": True, "chunk_times": [0.1, None]}]
+
+
+def test_goodput_given_twice_keeps_both_flags_objectives():
+    """`--goodput` twice adds up (argparse's default keeps the last flag alone, silently)."""
+    from runner.bench import build_parser
+    from runner.workloads.slo import parse_goodput
+
+    args = build_parser().parse_args(["--goodput", "ttft:100", "--goodput", "e2el:3000", "tpot:20"])
+    assert parse_goodput(args.goodput).limits == (("ttft", 100.0), ("e2el", 3000.0), ("tpot", 20.0))

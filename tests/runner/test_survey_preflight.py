@@ -138,12 +138,13 @@ def test_a_type_not_offered_in_the_chosen_region_is_left_out(aws, tmp_path):
     assert "trn1.2xlarge is not offered in us-east-1" in plan["trn1"]["reason"]
 
 
-def codebuild(arm_xlarge: float, linux_large: float) -> dict:
+def codebuild(arm_xlarge: float, linux_large: float, linux_medium: float = 1.0) -> dict:
     """CodeBuild's concurrent-build quotas as never adjusted: only the AWS defaults list them."""
     entries = [
         ("L-596BEAB4", "Concurrently running builds for ARM/Large environment", 1.0),
         ("L-ARMXLARGE", "Concurrently running builds for ARM/XLarge environment", arm_xlarge),
         ("L-4DDC4A99", "Concurrently running builds for Linux/Large environment", linux_large),
+        ("L-LINUXMEDIUM", "Concurrently running builds for Linux/Medium environment", linux_medium),
     ]
     return {(region, "codebuild"): entries for region in ("us-east-1", "us-east-2", "us-west-2")}
 
@@ -183,6 +184,7 @@ def test_a_codebuild_quota_of_zero_leaves_out_only_the_backends_that_need_that_b
         "(AWS default (never adjusted)): images/vllm-sm75 cannot be built there"
     )
     assert all(plan[n]["runs"] for n in ("g6", "inf2", "trn1", "sagemaker"))
+    assert [c["ok"] for c in plan["g6"]["checks"] if c["what"] == "copy quota"] == [True]
     drawn = [c["detail"] for n in ("inf2", "trn1") for c in plan[n]["checks"] if c["what"] == "build quota"]
     assert (
         drawn
@@ -196,6 +198,25 @@ def test_a_codebuild_quota_of_zero_leaves_out_only_the_backends_that_need_that_b
         (r, t, {k: v for k, v in b.items() if k == "ServiceCode"}) for r, t, b in fake.requests
     ]
     assert "left out: CodeBuild quota" in capsys.readouterr().out
+
+
+def test_a_copy_quota_of_zero_is_said_and_the_backends_still_run(aws, tmp_path, capsys):
+    """The weights copy runs on Linux Medium: at 0 it cannot start in the region, so every backend
+    there reads its model from the hub at boot; the plan says so and leaves nothing out for it."""
+    aws(quotas(), defaults=codebuild(arm_xlarge=1, linux_large=1, linux_medium=0))
+    code, evidence = run(tmp_path)
+    assert code == 0
+    plan = rows(evidence)
+    assert all(plan[n]["runs"] for n in ("g6", "g5g", "inf2", "trn1", "sagemaker"))
+    (g6,) = [c for c in plan["g6"]["checks"] if c["what"] == "copy quota"]
+    assert g6["ok"] is False
+    assert g6["detail"].startswith(
+        "CodeBuild quota Concurrently running builds for Linux/Medium environment in us-east-1 is 0 "
+        "(AWS default (never adjusted)): the weights copy cannot run, so "
+    )
+    assert g6["detail"].endswith("is read from the hub at every boot")
+    out = capsys.readouterr().out
+    assert "the weights copy cannot run" in out and "5 of 5 backend(s) can run" in out
 
 
 def test_none_can_run_exits_1(aws, tmp_path):

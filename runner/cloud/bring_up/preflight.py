@@ -24,7 +24,8 @@ from catalog.backends import (
     get_backend,
     instance_family,
 )
-from catalog.builds import build_quota_name, built_image, image_build
+from catalog.boot import store_needs
+from catalog.builds import WEIGHTS_COPY_COMPUTE, build_quota_name, built_image, image_build
 from catalog.config import AppConfig, BackendConfig, load_config
 from catalog.errors import NotOffered
 from catalog.offerings import CHECKED_ON, regions_offering
@@ -282,6 +283,7 @@ def run_preflight(
     # Builds already counted per (quota, region): backends sharing one image draw one build.
     built: dict[tuple[str, str], set[str]] = {}
     stacks = {b.name: s for s in config.stacks for b in s.backends}
+    copied = {region: models for region, (models, _) in store_needs(config.stacks).items() if models}
     for backend in (b for b in config.backends if b.name in chosen):
         spec, stack = backend.spec, stacks[backend.name]
         row = Row(
@@ -320,6 +322,8 @@ def run_preflight(
                 )
             )
             _build_quota(row, backend, folder, quotas, built)
+        if backend.spec.model_id in copied.get(backend.region, ()):
+            _copy_quota(row, backend, quotas)
         row.usd_per_hour, row.price_note = price_of(backend)
         row.checks.append(
             Check("price", None, f"{row.usd_per_hour} $/h: {row.price_note}", "catalog/prices.py offline table")
@@ -411,6 +415,25 @@ def _build_quota(
             CODEBUILD_QUOTA_SOURCE,
         )
     )
+
+
+def _copy_quota(row: Row, backend: BackendConfig, quotas: Quotas) -> None:
+    """The weights copy's concurrent-build quota (stacks/store_stack.py, Linux Medium): at 0 no copy
+    starts, and the backend still runs, reading its model from the hub at every boot (slower, and
+    the hub's own limits apply)."""
+    name = build_quota_name(None, WEIGHTS_COPY_COMPUTE)
+    value, detail = quotas.by_name("codebuild", name, backend.region)
+    if value is None:
+        row.checks.append(Check("copy quota", None, f"{name} in {backend.region}: {detail}", CODEBUILD_QUOTA_SOURCE))
+    elif value < 1:
+        default = f" ({DEFAULT_NOTE})" if detail.startswith(DEFAULT_NOTE) else ""
+        why = (
+            f"CodeBuild quota {name} in {backend.region} is {value:g}{default}: the weights copy cannot run, "
+            f"so {backend.spec.model_id} is read from the hub at every boot"
+        )
+        row.checks.append(Check("copy quota", False, why, CODEBUILD_QUOTA_SOURCE))
+    else:
+        row.checks.append(Check("copy quota", True, f"{name} in {backend.region}: {value:g}", CODEBUILD_QUOTA_SOURCE))
 
 
 def _against(
