@@ -133,6 +133,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("cdk-synthesis"))
         elif path.endswith("/tests/runner/test_html_report.py"):
             item.add_marker(pytest.mark.xdist_group("html-report"))  # its evidence and page, made once
+        elif path.endswith("/tests/runner/test_terminal_output.py"):
+            item.add_marker(pytest.mark.xdist_group("terminal-output"))  # its three bench runs, made once
     # The longest first (xdist hands out work in this order): the emulator flows, then the vLLM
     # tier, then the many short tests that fill the gaps. Stable, so each module keeps its own order.
     # The test that stops the vLLM tier's server comes after every other test of its tier.
