@@ -1,6 +1,6 @@
-"""The runner: `python -m runner.<command>` (bench, check, cost, counting, forward, images,
-orchestrator, report, sweep, up, vllm_local). Each command module here is a thin front door:
-its arguments, then one call into the machinery below, then its table.
+"""The runner: `python -m runner.<command>` (or `python -m runner <command>`), each command listed
+once, in `runner/commands.py` (`python -m runner` prints them). Each command module here is a thin
+front door: its arguments, then one call into the machinery below, then its table.
 
 The packages, each importing only the ones listed after it (import-linter checks it, see
 pyproject.toml):

@@ -58,7 +58,7 @@ BY_NAME = {command.name: command for command in COMMANDS}
 def listing() -> str:
     """What `python -m runner` prints: every command by group, with its summary."""
     width = max(len(c.name) for c in COMMANDS)
-    lines = ["usage: python -m runner.<command> [--help]", ""]
+    lines = ["usage: python -m runner.<command> [--help], or python -m runner <command> [--help]", ""]
     for group in GROUPS:
         lines.append(f"{group}:")
         lines += [f"  {c.name:<{width}}  {c.summary}" for c in COMMANDS if c.group == group]

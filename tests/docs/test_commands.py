@@ -49,3 +49,20 @@ def test_python_dash_m_runner_lists_every_command_with_its_summary():
     out = subprocess.run([sys.executable, "-m", "runner"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     for command in COMMANDS:
         assert re.search(rf"^  {command.name}\s+{re.escape(command.summary)}$", out, flags=re.MULTILINE), command.name
+
+
+def test_python_dash_m_runner_command_runs_that_command_and_an_unknown_one_is_one_line():
+    """`python -m runner report --help` is `python -m runner.report --help`, as pip runs `pip
+    install`; a name no command has is one line, exit 2."""
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+        )
+
+    through, direct = run("runner", "report", "--help"), run("runner.report", "--help")
+    assert through.returncode == direct.returncode == 0 and through.stdout == direct.stdout
+    assert through.stdout.startswith("usage: python -m runner.report")
+    unknown = run("runner", "nope")
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert unknown.stderr.splitlines() == ["error: no command 'nope'; `python -m runner` lists them"]
