@@ -386,14 +386,26 @@ def test_nothing_of_a_run_stays_in_the_bucket_when_its_command_cannot_be_sent(in
 
 
 def test_a_role_that_cannot_read_the_requests_is_told_to_redeploy(instances, tmp_path, monkeypatch):
-    """A stack from before workloads in the region: its instance role has no s3:GetObject on its
-    prefix (moto does not enforce IAM, so here the object is simply not there: the same failed copy)."""
+    """A stack from before workloads in the region: its instance role has no s3:GetObject on the
+    run's requests. moto does not enforce IAM, so the refusal is a bucket policy that denies the
+    read (moto applies a bucket policy's Deny to every caller): the upload goes through, and the
+    instance's `aws s3 cp` of the requests is refused AccessDenied, as the role's would be."""
     from runner.cloud.reach import in_region
 
-    def not_readable(run, s3):
-        run.uploaded = True
+    uploaded = in_region.upload_requests
 
-    monkeypatch.setattr(in_region, "upload_requests", not_readable)
+    def upload_then_deny_reading(run, s3):
+        uploaded(run, s3)
+        bucket = run.output.evidence_bucket
+        deny = {
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:GetObject",
+            "Resource": f"arn:aws:s3:::{bucket}/{run.run_prefix}{in_region.REQUESTS_FILE}",
+        }
+        s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Version": "2012-10-17", "Statement": [deny]}))
+
+    monkeypatch.setattr(in_region, "upload_requests", upload_then_deny_reading)
     with g6_on(tmp_path, ttft=0.02, rate=200.0, tokens=500) as g6:
         code, evidence = g6.bench(
             "--input-tokens", "40", "--output-tokens", "4", "--repeats", "2",
