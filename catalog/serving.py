@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from catalog.backends import BackendKind, Billing
+from catalog.backends import BACKENDS, BackendKind, Billing
 
 
 @dataclass(frozen=True)
@@ -250,3 +250,32 @@ def serving(kind: BackendKind | str | None) -> ServingPath:
 
 # A kind this runner does not know (evidence of another version): nothing assumed of it.
 UNKNOWN = ServingPath(chat=False, concurrency=False, agent=False, provenance="a kind this runner does not know")
+
+
+# docs/runner.md's table of what each path supports, written from the rows above (the docs test
+# holds the page to it): the capability, its column, and what a user reads in a cell.
+CAPABILITY_COLUMNS = (
+    ("streaming", "streams (TTFT)"),
+    ("forced_output_length", "forced output"),
+    ("tokenizer", "tokenizer"),
+    ("server_metrics", "`/metrics`"),
+    ("concurrency", "load levels"),
+    ("agent", "agent"),
+)
+
+
+def capabilities_markdown() -> str:
+    """One row per way of serving, each capability `yes` or `no` with the reason a user reads."""
+    lines = [
+        "| path | " + " | ".join(title for _, title in CAPABILITY_COLUMNS) + " |",
+        "|---" * (len(CAPABILITY_COLUMNS) + 1) + "|",
+    ]
+    for kind, path in SERVING.items():
+        names = [b.name for b in BACKENDS if b.kind is kind and b.name != kind.value]
+        label = f"`{kind.value}`" + (f" ({', '.join(names)})" if names else "")
+        cells = [
+            "yes" if getattr(path, capability) else f"no: {path.reason(capability)}"
+            for capability, _ in CAPABILITY_COLUMNS
+        ]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
