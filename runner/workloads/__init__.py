@@ -117,7 +117,7 @@ class Workload:
             return None
         return (
             f"{mean} input tokens: up to {longest} in + {output_tokens} out is more than its context of "
-            f"{context} tokens; not sent"
+            f"{context} tokens; not sent (shorter lengths, or a backend whose context holds them)"
         )
 
     def lengths(self, mean: int, count: int, seed: int) -> list[int]:

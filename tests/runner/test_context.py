@@ -62,7 +62,7 @@ def test_a_length_past_the_embedded_context_is_one_line_and_not_sent(local_serve
     )
     assert code == 1  # nothing measured
     assert evidence["records"] == []
-    line = "4090 input tokens: up to 4090 in + 64 out is more than its context of 4096 tokens; not sent"
+    line = "4090 input tokens: up to 4090 in + 64 out is more than its context of 4096 tokens; not sent (shorter lengths, or a backend whose context holds them)"
     assert evidence["workload_backends"]["local"]["not_sent"] == [line]
     assert capsys.readouterr().err.count(line) == 1
 
@@ -73,7 +73,10 @@ def test_a_preset_past_the_embedded_context_is_one_line_and_not_sent(local_serve
     code, evidence = run_bench(tmp_path, "--endpoint", endpoint, "--workload", "rag", "--requests", "2")
     assert code == 1 and evidence["records"] == []
     (line,) = evidence["workload_backends"]["local"]["not_sent"]
-    assert line == "4096 input tokens: up to 5632 in + 512 out is more than its context of 4096 tokens; not sent"
+    assert (
+        line
+        == "4096 input tokens: up to 5632 in + 512 out is more than its context of 4096 tokens; not sent (shorter lengths, or a backend whose context holds them)"
+    )
     err = capsys.readouterr().err
     assert err.count(line) == 1 and "HTTP 400" not in err
 
