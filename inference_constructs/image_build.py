@@ -9,8 +9,8 @@ the build (an EventBridge rule on CloudFormation's own "Stack Status Change" eve
 Lambda, whose role may start this project with no override: build_trigger.py). The build
 (`image_build.sh`) skips an image whose tag is already pushed, then brings back the servers that
 run it (their groups start at zero, so nothing bills while a build takes hours); a failed build
-leaves them at zero with its last log lines as their reason. One build at a time (a second start
-is refused while one runs). No instance starts a build, and the build runs nothing on an instance
+leaves them at zero with its last log lines as their reason. No build limit on the project (see
+below): two builds of one image end with one image, the first pushed. No instance starts a build, and the build runs nothing on an instance
 (a new image is a new tag, a new launch template, a new server): `runner.up` starts one for a
 server that waits for its image, and `python -m runner.images build BACKEND` starts one by hand.
 
@@ -162,7 +162,10 @@ class ImageBuild(Construct):
             role=role,
             source=codebuild.Source.s3(bucket=self.source.bucket, path=self.source.s3_object_key),
             build_spec=codebuild.BuildSpec.from_object(build_spec()),
-            concurrent_build_limit=1,
+            # No project limit: CreateProject refuses one above the account's own concurrent-build
+            # limit (hashicorp/terraform-provider-aws#37748), which a new account may have at 0 and
+            # Service Quotas may state above the real one (data-dot-all/dataall#100). Two builds of
+            # one image end with one image: the tag is the source's hash, and the first push holds it.
             environment=codebuild.BuildEnvironment(
                 build_image=(
                     codebuild.LinuxArmBuildImage.AMAZON_LINUX_2_STANDARD_3_0

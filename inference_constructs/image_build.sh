@@ -118,6 +118,15 @@ else
   docker build "${build_args[@]}" --tag "$IMAGE_URI" . 2>&1 | tee -a "$LOG"
   (( PIPESTATUS[0] == 0 )) || report_failure "docker build"
   docker push "$IMAGE_URI" 2>&1 | tee -a "$LOG"
-  (( PIPESTATUS[0] == 0 )) || report_failure "docker push"
+  if (( PIPESTATUS[0] != 0 )); then
+    # Builds of one image may run side by side (every stack update starts one; the project has no
+    # build limit): one that pushed this tag first holds it, and an immutable tag is never pushed
+    # over. Its image is built from the same source (the tag is the source's hash).
+    if aws ecr describe-images --repository-name "$repository" --image-ids "imageTag=$tag" >/dev/null 2>&1; then
+      echo "inference-build: $IMAGE_URI was pushed by another build of the same source meanwhile; that one is kept"
+    else
+      report_failure "docker push"
+    fi
+  fi
 fi
 bring_back

@@ -103,18 +103,26 @@ if [[ "$location" != "$AWS_REGION" ]]; then
   echo "error: the store $STORE_BUCKET is in $location, not $AWS_REGION: the servers here would not read it"
   exit 1
 fi
-# copy_model MODEL PINNED: one model into the store, unless a complete copy of this manifest version
-# (and the pinned revision) is there already.
-copy_model() {
-  local model="$1" pinned="$2" marker="weights/$1.complete" revision folder
-  if aws s3api get-object --bucket "$STORE_BUCKET" --key "$marker" --expected-bucket-owner "$ACCOUNT_ID" \
+# copied_already MODEL PINNED: whether a complete copy of this manifest version (and the pinned
+# revision) is in the store.
+copied_already() {
+  aws s3api get-object --bucket "$STORE_BUCKET" --key "weights/$1.complete" --expected-bucket-owner "$ACCOUNT_ID" \
     "$work/existing.json" >/dev/null 2>&1 \
-    && VERSION="$MANIFEST_VERSION" PINNED="$pinned" python3 -c '
+    && VERSION="$MANIFEST_VERSION" PINNED="$2" python3 -c '
 import json, os, sys
 manifest = json.load(open(sys.argv[1]))
 same = manifest.get("version") == int(os.environ["VERSION"])
 sys.exit(0 if same and (not os.environ["PINNED"] or manifest.get("revision") == os.environ["PINNED"]) else 1)' \
-      "$work/existing.json" 2>/dev/null; then
+      "$work/existing.json" 2>/dev/null
+}
+
+# copy_model MODEL PINNED: one model into the store, unless a complete copy is there already. Asked
+# again just before publishing: copies may run side by side (every deploy of a stack of the region
+# starts one, and the project has no build limit), and a copy that finished first may be serving a
+# server by now; it is never replaced by an equal one.
+copy_model() {
+  local model="$1" pinned="$2" revision folder
+  if copied_already "$model" "$pinned"; then
     echo "$model is already in s3://$STORE_BUCKET/weights/$model/: not copied again"
     return 0
   fi
@@ -134,6 +142,11 @@ for path in sorted(p for p in root.rglob("*") if p.is_file()):
 print(json.dumps({"version": int(os.environ["VERSION"]), "model": os.environ["MODEL"],
                   "revision": os.environ["REVISION"], "files": files}))
 PY
+  if copied_already "$model" "$pinned"; then
+    echo "$model: another copy finished first in s3://$STORE_BUCKET/weights/$model/: kept, not replaced"
+    rm -rf "$folder"
+    return 0
+  fi
   publish "$folder" "s3://$STORE_BUCKET/weights/$model/" "$work/manifest.json"
   echo "copied $model at $revision to s3://$STORE_BUCKET/weights/$model/ ($(du -sh "$folder" | cut -f1))"
   rm -rf "$folder"

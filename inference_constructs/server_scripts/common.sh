@@ -12,8 +12,9 @@ STATE_DIR="$ROOT/run/inference"
 # shellcheck disable=SC2034  # read by the scripts that source this one
 FAILURE_FILE="$STATE_DIR/failure"
 STATE_FILE="$STATE_DIR/state"
-# Present once this boot's server has been ready: the launch deadline is for a server that never
-# served, not for one restarted later (an image rebuilt, Run Command) that is starting again.
+# Present once this boot's server has answered its first question: the launch deadline is for a
+# server that never served, not for one keeping its graphs after it answered, nor for one restarted
+# later (an image rebuilt, Run Command) that is starting again.
 SERVED_FILE="$STATE_DIR/served"
 # This boot's phases (`NAME EPOCH` lines) and the way each step went (one file per step).
 PHASES_FILE="$STATE_DIR/phases"

@@ -51,6 +51,9 @@ ASSETS = f"cdk-hnb659fds-assets-{ACCOUNT}-us-east-1"
 AWS_RECORDER = r"""#!/bin/bash
 echo "aws $*" >> "$HOST_STATE/aws.log"
 value() { while [[ $# -gt 0 ]]; do [[ "$1" == "$want" ]] && { printf '%s\n' "$2"; return; }; shift; done; }
+if [[ "$1 $2" == "s3api put-object" && -n "${AWS_PUT_HOLD:-}" ]]; then
+  until [[ -e "$AWS_PUT_HOLD" ]]; do sleep 0.05; done  # an upload that takes its time (a slow link)
+fi
 if [[ "$1" == s3 || "$1" == s3api ]]; then
   AWS_ENDPOINT_URL="$S3_ENDPOINT_URL" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing exec "$REAL_AWS" "$@"
 fi
@@ -818,6 +821,29 @@ def test_compiled_graphs_are_kept_in_the_store_and_the_next_server_restores_them
         ready_record(other)["paths"]["graphs"] == "compiling: runner.up has recorded no graphs of g5g for these inputs"
     )
     assert "compiled the model into" in container_log(other)
+
+
+def test_a_server_that_answered_is_not_stopped_by_the_deadline_while_it_keeps_its_graphs(host, s3, tmp_path):
+    """The launch deadline is for a server that never answered: one that answered and is still
+    uploading what it compiled (gigabytes over a slow link) is left alone, and reports ready after."""
+    make_store(s3)
+    stage_weights(s3, "Qwen/Qwen2.5-1.5B-Instruct")
+    release = tmp_path / "upload-may-finish"
+    machine = host(
+        neuron_boot(ready_minutes=FAR_DEADLINE_MIN),
+        HostOptions(instance_type="trn1.2xlarge"),
+        AWS_PUT_HOLD=str(release),
+    )
+    # Answered, and held in the graphs' upload: the state is still "starting".
+    phases = machine.root / "run/inference/phases"
+    eventually(lambda: phases.is_file() and "answer" in phases.read_text().split(), 120, machine.boot_log)
+    assert reports(machine)[-1]["state"] == "starting"
+    fire_the_deadline(machine)
+    release.touch()
+    ready = ready_record(machine)
+    assert ready["state"] == "ready" and "graphs" in ready
+    assert not [s for s in reports(machine) if s.get("stopped")]
+    assert not [c for c in aws_calls(machine) if "set-desired-capacity" in c]
 
 
 def test_graphs_from_the_hubs_cache_are_neither_kept_nor_restored(host, s3):

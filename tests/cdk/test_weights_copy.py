@@ -303,3 +303,40 @@ def test_a_store_name_held_in_another_region_is_refused_and_nothing_is_copied(em
         f"error: the store {bucket} is in us-west-2, not us-east-1: the servers here would not read it" in result.stdout
     )
     assert not [r for r in hub.requests if "/resolve/" in r[1]]
+
+
+def test_a_copy_that_finished_first_while_this_one_downloaded_is_kept_not_replaced(empty_moto, tmp_path, aws_cli):
+    """Copies run side by side (every deploy of the region's stacks starts one; the project has no
+    build limit): one that finds a complete copy made while it downloaded leaves it as it is, since
+    a server may be reading it, and uploads nothing of its own."""
+    from catalog.boot import WEIGHTS_MANIFEST_VERSION, weights_marker, weights_prefix
+
+    bucket = make_store(empty_moto, "us-east-1")
+    theirs = {"version": WEIGHTS_MANIFEST_VERSION, "model": MODEL, "revision": "other-build", "files": {}}
+    # `hf` as the copy calls it, then the other build's publishing as it lands in the meantime.
+    wrapper = tmp_path / "bin"
+    wrapper.mkdir(parents=True)
+    (wrapper / "hf").write_text(
+        "#!/bin/bash\n"
+        f'"{BIN / "hf"}" "$@"; status=$?\n'
+        'if [[ $status == 0 && "$1" == download ]]; then\n'
+        '  printf other > "$TMPDIR/other.bin"; printf "%s" "$THEIRS" > "$TMPDIR/theirs.json"\n'
+        '  aws s3 cp "$TMPDIR/other.bin" "s3://$STORE_BUCKET/weights/$2/model.safetensors" --only-show-errors\n'
+        '  aws s3 cp "$TMPDIR/theirs.json" "s3://$STORE_BUCKET/weights/$2.complete" --only-show-errors\n'
+        "fi\n"
+        "exit $status\n"
+    )
+    (wrapper / "hf").chmod(0o755)
+    path = os.pathsep.join([aws_cli["PATH"].split(os.pathsep)[0], str(wrapper), *aws_cli["PATH"].split(os.pathsep)[1:]])
+    with LoopbackHub({MODEL: HubRepo(SERVING)}) as hub:
+        result = run_copy(
+            empty_moto, hub, aws_cli, tmp_path / "run", **store_env(MODEL), PATH=path, THEIRS=json.dumps(theirs)
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        f"{MODEL}: another copy finished first in s3://{bucket}/weights/{MODEL}/: kept, not replaced" in result.stdout
+    )
+    s3 = client(empty_moto, "s3")
+    listed = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+    assert listed == {f"{weights_prefix(MODEL)}model.safetensors", weights_marker(MODEL)}
+    assert json.loads(s3.get_object(Bucket=bucket, Key=weights_marker(MODEL))["Body"].read()) == theirs

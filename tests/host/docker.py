@@ -21,8 +21,9 @@
 - `logs [--timestamps]`, `stop`, `rm -f`: by container name; each log line kept with its time.
   `login`: reads the password, succeeds.
 - `build … --tag URI .`: BUILD_BEHAVIOUR `ok`, `fail:TEXT`, or `hold:PATH` (builds once PATH exists); `tag`;
-  `push URI`: the image's tag into the emulated ECR (PutImage with a manifest), its id into
-  REGISTRY_DIR (shared by every host and build of the emulator).
+  `push URI`: the image's tag into the emulated ECR (PutImage with a manifest, one layer named by
+  the image's id), its id into REGISTRY_DIR (shared by every host and build of the emulator); another
+  image under a tag the repository holds is refused as ECR refuses it under immutable tags.
 
 Every call is appended to $HOST_STATE/calls.log.
 """
@@ -331,6 +332,10 @@ def build(argv: list[str]) -> int:
 
 def push(image: str) -> int:
     _, repository, tag = split(image)
+    image_id = ids().get(image) or name_id(image)
+    # One layer named by the image's id: two builds of one tag are two images (their digests differ,
+    # as two docker builds' do), the same image pushed again is the same.
+    layer = "sha256:" + hashlib.sha256(image_id.encode()).hexdigest()
     manifest = {
         "schemaVersion": 2,
         "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
@@ -339,21 +344,34 @@ def push(image: str) -> int:
             "size": 2,
             "digest": "sha256:" + "0" * 64,
         },
-        "layers": [],
+        "layers": [{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip", "size": 2, "digest": layer}],
     }
-    target = id_file(image)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(ids().get(image) or name_id(image))
     if "AWS_ENDPOINT_URL" in os.environ:
         from botocore.exceptions import ClientError
 
+        client = ecr_client(image)
         try:
-            ecr_client(image).put_image(repositoryName=repository, imageTag=tag, imageManifest=json.dumps(manifest))
+            client.put_image(repositoryName=repository, imageTag=tag, imageManifest=json.dumps(manifest))
         except ClientError as error:
-            # The same image pushed again: the registry has every layer already, as docker reports.
             if error.response["Error"]["Code"] != "ImageAlreadyExistsException":
                 raise
+            # moto answers both cases so; ECR tells them apart (PutImage: ImageAlreadyExistsException
+            # for the same image, ImageTagAlreadyExistsException for another image under an
+            # immutable tag), and docker reports the second as a refused push.
+            (held,) = client.describe_images(repositoryName=repository, imageIds=[{"imageTag": tag}])["imageDetails"]
+            ours = "sha256:" + hashlib.sha256(layer.encode()).hexdigest()
+            if held["imageDigest"] != ours:
+                print(
+                    f"tag invalid: The image tag '{tag}' already exists in the '{repository}' repository and "
+                    "cannot be overwritten because the repository is immutable.",
+                    file=sys.stderr,
+                )
+                return 1
+            # The same image pushed again: the registry has every layer already, as docker reports.
             print(f"{tag}: Layer already exists")
+    target = id_file(image)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(image_id)
     (target.parent / f"{tag}.pushed").write_text("")
     print(f"{tag}: digest: sha256:{hashlib.sha256(image.encode()).hexdigest()} size: 529")
     return 0
