@@ -10,8 +10,7 @@ CLI every server already has (its boot script installs it), because Run Command'
 cut at about 24 KB. The runner reads the result back into its evidence.
 
 Why a stdlib-only script and not the runner's own client (`runner/measure/openai_sync.py`): that
-client needs httpx and its five dependencies, and imports `runner.core` (httpx again) and the
-catalog; the DLAMIs' Python is the distribution's, which refuses `pip install` into it (PEP 668)
+client needs aiohttp and its dependencies, and imports `runner.core` (httpx) and the catalog; the DLAMIs' Python is the distribution's, which refuses `pip install` into it (PEP 668)
 and ships without `venv`/`ensurepip`, and carrying wheels in the asset would tie the kit to
 whatever the deploying machine has installed. Installing anything on a server would also change
 the host being measured. This file needs Python 3.10+ and nothing else (the DLAMIs have 3.12).
@@ -19,7 +18,7 @@ What it must keep is the measuring, and that is held to the runner's by the test
 (`tests/runner/test_in_region.py`): the same request body, the same warm-up, the same record
 fields (`RequestRecord.to_json()`), and, against the same scripted server, the same figures and
 the same one-line faults as the runner's client (a body dropped mid-stream: the same prefix, then
-http.client's words for it instead of httpx's).
+http.client's words for it instead of aiohttp's).
 
 What it measures is exactly what `bench_backend` measures: one untimed warm-up on the connection
 the timed requests reuse, then `repeats` streamed requests one at a time; or, given load levels
