@@ -74,6 +74,9 @@ class ServingPath:
     not_in_region: str = ""
     # What a user reads when the path lacks a capability a workload asks for.
     why_not: tuple[tuple[str, str], ...] = ()
+    # The command that measures it where runner.bench cannot (a name in runner/commands.py): the
+    # survey gives it that command's step instead of the chat steps, and bench's table says so.
+    measured_by: str = ""
 
     def reason(self, capability: str) -> str:
         return dict(self.why_not).get(capability, f"this path has no {capability.replace('_', ' ')}")
@@ -185,6 +188,7 @@ SERVING: dict[BackendKind, ServingPath] = {
         quota_usage="transform job usage",
         billing=Billing.JOB_INSTANCE_HOURS,
         not_in_region=NOT_IN_REGION_SAGEMAKER,
+        measured_by="batch",
         no_health_check="no endpoint: a transform job starts its own instance (python -m runner.batch)",
         runs_when_asked="nothing runs until a transform job: python -m runner.batch",
         why_not=(

@@ -14,13 +14,15 @@ from runner.flow.read_back import BatchEvidence
 from runner.flow.state import SurveyState
 from runner.flow.steps import INTERRUPTED, StepRecord, skipped
 
-# Backends measured by their own step only (a transform job answers no chat request).
-OWN_STEP_ONLY = ("sagemaker-batch",)
+
+def measured_by(name: str) -> str:
+    """The command that measures backend `name` where the chat steps cannot ("" for those steps)."""
+    return serving(get_backend(name).kind).measured_by
 
 
 def measure(state: SurveyState, backends: list[str], key: str | None = None) -> None:
     """The measuring steps over `backends`; `key` tells a late round's steps apart (None: the first)."""
-    measured: list[str] = [b for b in backends if b not in OWN_STEP_ONLY]
+    measured: list[str] = [b for b in backends if not measured_by(b)]
     names = ",".join(measured)
     common = ["--local", "never", *state.results(), *state.aws()]
     why_not = "no backend is ready" if not measured else ""
@@ -60,7 +62,7 @@ def measure(state: SurveyState, backends: list[str], key: str | None = None) -> 
                              "--capacity-seconds", f"{options.capacity_seconds:g}", "--backends", names, *common]))
          if options.workload != "none" else None, why_not or "--workload none"),
     ]  # fmt: skip
-    if "sagemaker-batch" in backends:
+    if any(measured_by(b) == "batch" for b in backends):
         steps.append(("batch", None, lambda: batch.run([*state.results(), *state.aws()]), ""))
     steps.append(
         ("quality", None,

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from catalog.serving import serving
 from runner.core.accuracy import accuracy_of
 from runner.core.backend_entries import entries_of
 from runner.core.readings import AcceleratorReadings, ServerMetrics, readings_of
@@ -34,8 +35,6 @@ from runner.measure.benchmark import COLD_ASSUMED
 from runner.render.run_blocks import run_blocks
 from runner.render.tables import SummaryTable, accuracy_text, add_columns, models
 from runner.workloads.slo import Goodput
-
-BATCH_KIND = "sagemaker-batch"
 
 
 def cold_records(evidence: dict[str, Any]) -> dict[str, list[RequestRecord]]:
@@ -120,7 +119,7 @@ def bench_summary(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "first_error": next((r.error for r in records if r.error), None),
             "not_streamed": bool(ok) and all(r.ttft_s is None for r in ok),
             "cold": cold_summary(colds[name]) if colds.get(name) else None,
-            "batch": kinds.get(name) == BATCH_KIND,
+            "measured_by": serving(kinds.get(name)).measured_by,
         }
     return summary
 
@@ -204,8 +203,8 @@ def single_notes(evidence: dict[str, Any], summary: dict[str, dict[str, Any]]) -
     found = {}
     for name, row in summary.items():
         notes = [paths[name]] if paths.get(name) else []
-        if row["batch"]:
-            notes.append("measured by python -m runner.batch")
+        if row["measured_by"]:
+            notes.append(f"measured by python -m runner.{row['measured_by']}")
         if row["cold"]:
             notes.append(cold_note(row["cold"]))
         if row["not_streamed"]:

@@ -138,8 +138,11 @@ def test_serverless_bench_times_the_cold_start_apart_from_the_warm_requests(emul
     assert len(records) == 2 and all(r["ok"] and not r["cold_start"] for r in records)
     # Whole answers: tokens from the server's usage, no time to first token.
     assert all(r["ttft_s"] is None and r["token_source"] == "server" and 0 < r["output_tokens"] <= 4 for r in records)
-    row = bench_summary(evidence)["sagemaker-serverless"]
+    summary = bench_summary(evidence)
+    row = summary["sagemaker-serverless"]
     assert (row["ok"], row["runs"]) == (2, 2)
+    # The transform job is its row's command's to measure (catalog/serving.py measured_by), and said.
+    assert summary["sagemaker-batch"]["measured_by"] == "batch" and row["measured_by"] == ""
     # Never mixed into the warm median: that is the timed requests' own, the cold start is apart.
     assert row["median_s"] == statistics.median(r["e2e_s"] for r in records)
     assert row["cold"]["median_s"] == cold["e2e_s"] and row["cold"]["count"] == 1
