@@ -29,7 +29,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from catalog import BACKENDS, BackendKind, get_backend
+from catalog import BACKENDS, BackendKind
 from catalog.backends import Billing
 from catalog.prices import (
     BEDROCK,
@@ -238,12 +238,13 @@ def split_quality(paths: list[Path], reader: str) -> tuple[list[tuple[str, dict[
 
 
 def batch_backend(evidence: Mapping[str, Any], job: BatchJob, where: object = None) -> BackendEntry:
-    """The backend a batch job ran on: the evidence's own entry where it lists one, else the catalog's."""
-    name = job.backend or "sagemaker-batch"
+    """The backend a batch job ran on: the evidence's own entry where it lists one, else the catalog's
+    (the backend whose row runner.batch measures)."""
+    spec = next(spec for spec in BACKENDS if serving(spec.kind).measured_by == "batch")
+    name = job.backend or spec.name
     listed = next((b for b in entries_of(evidence, where) if b.name == name), None)
     if listed is not None:
         return listed
-    spec = get_backend("sagemaker-batch")
     entry = {
         "name": name,
         "kind": spec.kind.value,

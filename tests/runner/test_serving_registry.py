@@ -27,14 +27,13 @@ KIND_GROUPS = {"EC2_KINDS", "ENDPOINT_KINDS", "SAGEMAKER_KINDS"}
 KIND_WORDS = {kind.value for kind in BackendKind} | {spec.name for spec in BACKENDS}
 # Branches still written on a backend's name, each to move into its row as the batch step did
 # (`measured_by`): the survey's import step, the agent's default backend, the embedded one asked
-# for by name, a batch job's default backend. Listed by file and the line's own text, so a new one fails.
+# for by name, Bedrock in the survey. Listed by file and the line's own text, so a new one fails.
 NAMED_BRANCHES = {
     ("cli/session.py", "w != 'local'"),
     ("cli/session.py", "name != 'local'"),
     ("cli/session.py", "'local' in wanted"),
     ("flow/up_steps.py", "'bedrock-import' in data['measured']"),
     ("agent/orchestration.py", "for name in ('bedrock', 'local')"),
-    ("costing/measured.py", "job.backend or 'sagemaker-batch'"),
     ("flow/measure_steps.py", "BEDROCK in measured"),
     ("flow/measure_steps.py", "b != BEDROCK"),
     ("survey.py", "n != BEDROCK"),
