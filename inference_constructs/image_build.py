@@ -10,7 +10,8 @@ Lambda, whose role may start this project with no override: build_trigger.py). T
 (`image_build.sh`) skips an image whose tag is already pushed, then brings back the servers that
 run it (their groups start at zero, so nothing bills while a build takes hours); a failed build
 leaves them at zero with its last log lines as their reason. No build limit on the project (see
-below): two builds of one image end with one image, the first pushed. No instance starts a build, and the build runs nothing on an instance
+below): a build leaves its image to an earlier one still building it, and of two that race the
+first push holds the tag. No instance starts a build, and the build runs nothing on an instance
 (a new image is a new tag, a new launch template, a new server): `runner.up` starts one for a
 server that waits for its image, and `python -m runner.images build BACKEND` starts one by hand.
 
@@ -197,6 +198,21 @@ class ImageBuild(Construct):
             "key would outlive cdk destroy by its pending-deletion window and bill meanwhile.",
         )
         acknowledge_codebuild_defaults(role, self.project)
+        # Which builds of this project run now, and for which image: a build leaves its image to an
+        # earlier one still building it (image_build.sh), since every stack update starts one. A
+        # policy of its own: the project already depends on the role's default policy.
+        iam.Policy(
+            self,
+            "SeeItsOwnBuilds",
+            roles=[role],
+            statements=[
+                iam.PolicyStatement(
+                    sid="SeeItsOwnBuilds",
+                    actions=["codebuild:ListBuildsForProject", "codebuild:BatchGetBuilds"],
+                    resources=[self.project.project_arn],
+                )
+            ],
+        )
         for finding, reason in (
             (
                 "Resource::*",

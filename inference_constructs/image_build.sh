@@ -104,6 +104,36 @@ bring_back() {
   done < <(image_groups)
 }
 
+# The earlier build of this project that still builds this same image, if one does: every stack
+# update starts a build, and two of one image would pay twice for one tag. The earlier one brings the
+# servers back when it ends. (Nothing said, and this build goes on, where the builds cannot be read.)
+earlier_build() {
+  local ids
+  [[ -n "${CODEBUILD_BUILD_ID:-}" ]] || return 1
+  ids=$(aws codebuild list-builds-for-project --project-name "${CODEBUILD_BUILD_ID%%:*}" --sort-order DESCENDING \
+    --query 'ids[:20]' --output text 2>/dev/null) || return 1
+  [[ -n "$ids" && "$ids" != None ]] || return 1
+  # shellcheck disable=SC2086  # one build id a word
+  aws codebuild batch-get-builds --ids $ids --output json 2>/dev/null \
+    | SELF="$CODEBUILD_BUILD_ID" URI="$IMAGE_URI" python3 -c '
+import json, os, sys
+builds = json.load(sys.stdin).get("builds", [])
+def image(build):
+    return next((v["value"] for v in build.get("environment", {}).get("environmentVariables", [])
+                 if v["name"] == "IMAGE_URI"), "")
+me = next((b for b in builds if b["id"] == os.environ["SELF"]), None)
+earlier = [b for b in builds if me is not None and b["id"] != me["id"] and b["buildStatus"] == "IN_PROGRESS"
+           and image(b) == os.environ["URI"] and b.get("buildNumber", 0) < me.get("buildNumber", 0)]
+if not earlier:
+    sys.exit(1)
+print(min(earlier, key=lambda b: b["buildNumber"])["id"])'
+}
+
+if other=$(earlier_build); then
+  echo "inference-build: $other is building $IMAGE_URI already; this build leaves it to that one"
+  exit 0
+fi
+
 aws ecr get-login-password | docker login --username AWS --password-stdin "${IMAGE_URI%%/*}" >>"$LOG" 2>&1 \
   || report_failure "registry login"
 if aws ecr describe-images --repository-name "$repository" --image-ids "imageTag=$tag" >/dev/null 2>&1; then

@@ -141,7 +141,11 @@ def test_the_build_role_pushes_to_its_one_repository_and_touches_only_the_server
         "ReadItsSource",
         "FindTheServers",
         "BringBackTheServersOfThisImage",
+        "SeeItsOwnBuilds",
     }
+    # It reads which builds of its own project run (an earlier one building the same image), nothing more.
+    assert sorted(actions(sids["SeeItsOwnBuilds"])) == ["codebuild:BatchGetBuilds", "codebuild:ListBuildsForProject"]
+    assert sids["SeeItsOwnBuilds"]["Resource"] == {"Fn::GetAtt": [logical_id(build.project), "Arn"]}
     repository_arn = f"arn:<AWS::Partition>:ecr:{REGION}:<AWS::AccountId>:repository/inference-survey/{build.folder}"
     assert render_join(sids["PushToItsRepository"]["Resource"]) == repository_arn
     assert "ecr:PutImage" in actions(sids["PushToItsRepository"])

@@ -18,6 +18,7 @@ import json
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -142,13 +143,29 @@ def test_the_whole_survey_from_an_empty_account_to_a_report_and_back_to_nothing(
     # While the measuring steps run (the first request they send), what the groups hold.
     during: dict[str, int] = {}
 
+    # A second build of g5g's image started while the first still builds it (every stack update
+    # starts one): it leaves the image to the first, and builds and pushes nothing itself.
+    second: list[Any] = []
+
     def groups_while_measuring(body: dict[str, Any]) -> None:
         if not during:
             autoscaling = boto3.client("autoscaling", region_name="us-east-1")
             for group in autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]:
                 backend = next(t["Value"] for t in group["Tags"] if t["Key"] == BACKEND_TAG_KEY)
                 during[backend] = len(group["Instances"])
-            release.touch()
+            try:
+                ((region, name),) = [
+                    key
+                    for key, project in emulator.builds.projects.items()
+                    if project.variables().get("IMAGE_FOLDER") == "vllm-sm75"
+                ]
+                started = boto3.client("codebuild", region_name=region).start_build(projectName=name)["build"]
+                second.append(emulator.builds.records[started["id"]])
+                deadline = time.monotonic() + 120
+                while second[0].status == "IN_PROGRESS" and time.monotonic() < deadline:
+                    time.sleep(0.1)
+            finally:
+                release.touch()
 
     model.on_request = groups_while_measuring
     results = tmp_path / "results"
@@ -157,6 +174,10 @@ def test_the_whole_survey_from_an_empty_account_to_a_report_and_back_to_nothing(
     (folder,) = folders(results)
     data = state(folder)
     assert code == 1, json.dumps(data["steps"], indent=1)  # g5g failed at boot: its late up step failed
+    (later,) = second
+    assert later.status == "SUCCEEDED", later.lines
+    assert any("is building" in line and "already; this build leaves it to that one" in line for line in later.lines)
+    assert not any(line.startswith("#20 naming to") for line in later.lines)  # no docker build of its own
 
     # Preflight: inf2 and trn1 left out before anything billed, for quotas of 0; nothing of theirs deployed.
     rows = {r["backend"]: r for r in data["preflight"]["rows"]}
