@@ -447,10 +447,10 @@ def test_images_are_built_by_the_apps_own_codebuild_into_its_own_repository(
     repository_arn = f"arn:<AWS::Partition>:ecr:{region}:<AWS::AccountId>:repository/inference-survey/{folder}"
     # The build role pushes to this one repository and nowhere else.
     role_id = project["Properties"]["ServiceRole"]["Fn::GetAtt"][0]
-    (policy,) = [
+    policies = [
         p for p in resources(template, "AWS::IAM::Policy").values() if p["Properties"]["Roles"] == [{"Ref": role_id}]
     ]
-    statements = {s.get("Sid"): s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    statements = {s.get("Sid"): s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"]}
     assert render_join(statements["PushToItsRepository"]["Resource"]) == repository_arn
     assert "ecr:PutImage" in statements["PushToItsRepository"]["Action"]
     # ... and makes, changes and deletes no repository.
