@@ -10,8 +10,9 @@ CLI every server already has (its boot script installs it), because Run Command'
 cut at about 24 KB. The runner reads the result back into its evidence.
 
 Why a stdlib-only script and not the runner's own client (`runner/measure/openai_sync.py`): that
-client needs aiohttp and its dependencies, and imports `runner.core` (httpx) and the catalog; the DLAMIs' Python is the distribution's, which refuses `pip install` into it (PEP 668)
-and ships without `venv`/`ensurepip`, and carrying wheels in the asset would tie the kit to
+client needs aiohttp and its dependencies, and imports `runner.core` (httpx) and the catalog;
+the DLAMIs' Python is the distribution's, which refuses `pip install` into it (PEP 668) and ships
+without `venv`/`ensurepip`, and carrying wheels in the asset would tie the kit to
 whatever the deploying machine has installed. Installing anything on a server would also change
 the host being measured. This file needs Python 3.10+ and nothing else (the DLAMIs have 3.12).
 What it must keep is the measuring, and that is held to the runner's by the tests

@@ -387,6 +387,11 @@ def _quota(
     row.checks.append(Check("quota", None, f"no instance quota checked for {spec.kind.value}", "-"))
 
 
+def default_said(detail: str) -> str:
+    """ " (AWS default (never adjusted))" where a quota's value is the AWS default, else ""."""
+    return f" ({DEFAULT_NOTE})" if detail.startswith(DEFAULT_NOTE) else ""
+
+
 def _build_quota(
     row: Row, backend: BackendConfig, folder: str, quotas: Quotas, built: dict[tuple[str, str], set[str]]
 ) -> None:
@@ -400,7 +405,7 @@ def _build_quota(
         return
     users = built.setdefault((name, region), set())
     need = len(users | {folder})
-    default = f" ({DEFAULT_NOTE})" if detail.startswith(DEFAULT_NOTE) else ""
+    default = default_said(detail)
     if need > value:
         why = f"CodeBuild quota {name} in {region} is {value:g}{default}: images/{folder} cannot be built there"
         row.checks.append(Check("build quota", False, why, CODEBUILD_QUOTA_SOURCE))
@@ -426,7 +431,7 @@ def _copy_quota(row: Row, backend: BackendConfig, quotas: Quotas) -> None:
     if value is None:
         row.checks.append(Check("copy quota", None, f"{name} in {backend.region}: {detail}", CODEBUILD_QUOTA_SOURCE))
     elif value < 1:
-        default = f" ({DEFAULT_NOTE})" if detail.startswith(DEFAULT_NOTE) else ""
+        default = default_said(detail)
         why = (
             f"CodeBuild quota {name} in {backend.region} is {value:g}{default}: the weights copy cannot run, "
             f"so {backend.spec.model_id} is read from the hub at every boot"
@@ -466,7 +471,7 @@ def _against(
         return
     drawn[(quota, region)] = (used + need, [*users, row.backend])
     row.quota = f"{quota}: {used + need:g} of {shown} {unit}"
-    default = f" ({DEFAULT_NOTE})" if detail.startswith(DEFAULT_NOTE) else ""
+    default = default_said(detail)
     row.checks.append(
         Check(
             "quota",
