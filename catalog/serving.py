@@ -1,8 +1,7 @@
 """Each way of serving in one table: what it supports, how AWS bills it, whether the agent runs on
 it, and what its figures are when they are not AWS's. The runner asks this table instead of
 branching on the kind, and a capability a path lacks is one line in the tables, never a wrong
-figure. (Behaviour per kind, such as which client class times it, is registered once per concern:
-runner/measure/clients.py, runner/measure/health.py, runner/agent/models.py, runner/costing/prices.py.)
+figure. (Behaviour per kind, such as which client class times it, is named in the row: see below.)
 
 The facts, per path:
 - `openai`: speaks the OpenAI chat-completions protocol over HTTP (vLLM's and llama.cpp's servers,
@@ -27,6 +26,12 @@ The facts, per path:
 - `billing`: how AWS bills it (catalog/backends.py `Billing`); `provenance`: what its figures are
   when they are not AWS's (the embedded model, a user's server); `answer`: how its answer arrives
   when it is not streamed token by token (`runner.ask` says it).
+
+Its behaviour is named in the row by reference, `"package.module:name"`, as pip's `CommandInfo`
+names a command's module and class: the layer that needs it resolves it (runner/core/references.py;
+the stacks for `construct`), importing only the modules of the kinds in use. The catalog imports
+nothing of the app, so a reference is text here, and tests/runner/test_serving_registry.py resolves
+every one and holds each to the layer that reads it.
 """
 
 from __future__ import annotations
@@ -52,24 +57,19 @@ class ServingPath:
     agent: bool = True
     # A real-time endpoint's instances scale out under load (target tracking): sized hour by hour.
     scales_out: bool = False
-    # A server of the app's own on EC2 (an SSM forward reaches it; EC2's vCPU quotas apply).
-    ec2_server: bool = False
-    # A SageMaker endpoint (InService is healthy), and the SageMaker quota its instances count
-    # against ("<type> for endpoint usage", "<type> for transform job usage").
-    sagemaker_endpoint: bool = False
+    # Reached through an SSM port forward from this machine (needs the Session Manager plugin).
+    port_forward: bool = False
+    # The SageMaker quota its instances count against ("<type> for endpoint usage", "<type> for
+    # transform job usage"); the preflight's check of it is `quota`.
     quota_usage: str = ""
     # Reads its weights from the region's store when a complete copy is there (a real-time
     # endpoint: runner.up hands it the copy at deploy; stacks/sagemaker_stack.py).
     reads_staged_weights: bool = False
-    # An endpoint InService at zero instances (asynchronous): healthy, its first request starts one.
-    zero_instances: bool = False
     billing: Billing = Billing.NONE
     provenance: str | None = None
     answer: str = ""
     # Why there is nothing to wait for before measuring (a managed API, a transform job): "" waits.
     no_health_check: str = ""
-    # What a deployed stack of it waits for, when nothing runs until asked ("" runs: up watches it).
-    runs_when_asked: str = ""
     # Why the benchmark cannot run on a host of its own in the region ("" when it can: bench --in-region).
     not_in_region: str = ""
     # What a user reads when the path lacks a capability a workload asks for.
@@ -77,10 +77,40 @@ class ServingPath:
     # The command that measures it where runner.bench cannot (a name in runner/commands.py): the
     # survey gives it that command's step instead of the chat steps, and bench's table says so.
     measured_by: str = ""
+    # Its behaviour, by reference (each "" where the path has none):
+    # the timed client (runner.measure.clients), called (backend, timeout_s, region, connections);
+    client: str = ""
+    # the Strands model the agent runs on (runner.agent.models), (backend, max_tokens, temperature,
+    # timeout_s, force_first_tool);
+    agent_model: str = ""
+    # what AWS prices it by (runner.costing.prices), (backend, instance_type, region) -> PriceRequest;
+    price_request: str = ""
+    # what it waits on before it is measured (runner.measure.health), (backend, wait_s, poll_s, ...);
+    health: str = ""
+    # what `up` watches once its stack is deployed (runner.cloud.bring_up.watch);
+    watch: str = ""
+    # the preflight's quota check (runner.cloud.bring_up.preflight);
+    quota: str = ""
+    # what it may leave billing in a region, found by the sweep (runner.cloud.cleanup.leftovers);
+    leftovers: tuple[str, ...] = ()
+    # the construct its stack builds it with (stacks/), (stack, backend, endpoint_name).
+    construct: str = ""
 
     def reason(self, capability: str) -> str:
         return dict(self.why_not).get(capability, f"this path has no {capability.replace('_', ' ')}")
 
+
+# References shared by several rows.
+OPENAI_CLIENT = "runner.measure.clients:openai_client"
+OPENAI_AGENT = "runner.agent.models:openai_agent_model"
+SAGEMAKER_AGENT = "runner.agent.models:sagemaker_agent_model"
+HTTP_HEALTH = "runner.measure.health:http_health"
+ENDPOINT_HEALTH = "runner.measure.health:endpoint_health"
+NO_HEALTH_CHECK = "runner.measure.health:no_health_check"
+ENDPOINT_WATCH = "runner.cloud.bring_up.watch.endpoint:EndpointWatch"
+SAGEMAKER_QUOTA = "runner.cloud.bring_up.preflight:sagemaker_instances"
+LEFTOVERS = "runner.cloud.cleanup.leftovers:RegionScan"
+SAGEMAKER_LEFTOVERS = (f"{LEFTOVERS}.sagemaker",)
 
 VLLM_SERVER = ServingPath(
     openai=True,
@@ -89,8 +119,15 @@ VLLM_SERVER = ServingPath(
     tokenizer=True,
     server_metrics=True,
     in_region=True,
-    ec2_server=True,
+    port_forward=True,
     billing=Billing.INSTANCE_HOURS,
+    client=OPENAI_CLIENT,
+    agent_model=OPENAI_AGENT,
+    price_request="runner.costing.prices:ec2_server_request",
+    health=HTTP_HEALTH,
+    watch="runner.cloud.bring_up.watch.server:ServerWatch",
+    quota="runner.cloud.bring_up.preflight:ec2_vcpus",
+    leftovers=(f"{LEFTOVERS}.groups", f"{LEFTOVERS}.instances", f"{LEFTOVERS}.volumes"),
 )
 NOT_IN_REGION_SAGEMAKER = (
     "a SageMaker endpoint has no shell to run a client on; in {where} that would be a client on another instance "
@@ -116,6 +153,9 @@ SERVING: dict[BackendKind, ServingPath] = {
         tokenizer=True,
         server_metrics=True,
         provenance="embedded model on this machine",
+        client=OPENAI_CLIENT,
+        agent_model=OPENAI_AGENT,
+        health=HTTP_HEALTH,
         not_in_region="the embedded model runs on this machine, so its one row is already on the server's host",
     ),
     # A user's OpenAI-compatible server: asked, and a server that ignores a field is caught by the
@@ -127,6 +167,9 @@ SERVING: dict[BackendKind, ServingPath] = {
         tokenizer=True,
         server_metrics=True,
         provenance="OpenAI-compatible server, not AWS",
+        client=OPENAI_CLIENT,
+        agent_model=OPENAI_AGENT,
+        health=HTTP_HEALTH,
         not_in_region="an --endpoint server is not an instance of this app's",
     ),
     # AWS's vLLM DLC behind /invocations: the request body reaches vLLM as it is.
@@ -135,19 +178,32 @@ SERVING: dict[BackendKind, ServingPath] = {
         aws_api=True,
         scales_out=True,
         reads_staged_weights=True,
-        sagemaker_endpoint=True,
         quota_usage="endpoint usage",
         billing=Billing.INSTANCE_HOURS,
         not_in_region=NOT_IN_REGION_SAGEMAKER,
         why_not=(SAGEMAKER_VLLM, SAGEMAKER_METRICS),
+        client="runner.measure.clients:sagemaker_client",
+        agent_model=SAGEMAKER_AGENT,
+        price_request="runner.costing.prices:sagemaker_instance_request",
+        health=ENDPOINT_HEALTH,
+        watch=ENDPOINT_WATCH,
+        quota=SAGEMAKER_QUOTA,
+        leftovers=SAGEMAKER_LEFTOVERS,
+        construct="stacks.sagemaker_stack:realtime_endpoint",
     ),
     BackendKind.SAGEMAKER_SERVERLESS: ServingPath(
         streaming=False,
         forced_output_length=True,
         aws_api=True,
         cold_starts=True,
-        sagemaker_endpoint=True,
         billing=Billing.SERVERLESS_SECONDS,
+        client="runner.measure.clients:serverless_client",
+        agent_model=SAGEMAKER_AGENT,
+        price_request="runner.costing.prices:serverless_request",
+        health=ENDPOINT_HEALTH,
+        watch=ENDPOINT_WATCH,
+        leftovers=SAGEMAKER_LEFTOVERS,
+        construct="stacks.sagemaker_stack:serverless_endpoint",
         not_in_region=NOT_IN_REGION_SAGEMAKER,
         answer="a serverless endpoint answers InvokeEndpoint with one JSON body, no stream",
         why_not=(
@@ -162,10 +218,15 @@ SERVING: dict[BackendKind, ServingPath] = {
         aws_api=True,
         cold_starts=True,
         agent=False,
-        zero_instances=True,
-        sagemaker_endpoint=True,
         quota_usage="endpoint usage",
         billing=Billing.INSTANCE_HOURS_WHILE_RUNNING,
+        client="runner.measure.clients:async_client",
+        price_request="runner.costing.prices:sagemaker_async_request",
+        health=ENDPOINT_HEALTH,
+        watch=ENDPOINT_WATCH,
+        quota=SAGEMAKER_QUOTA,
+        leftovers=SAGEMAKER_LEFTOVERS,
+        construct="stacks.sagemaker_stack:async_endpoint",
         not_in_region=NOT_IN_REGION_SAGEMAKER,
         answer="an asynchronous endpoint writes the whole answer to S3, then it is read",
         why_not=(
@@ -190,7 +251,12 @@ SERVING: dict[BackendKind, ServingPath] = {
         not_in_region=NOT_IN_REGION_SAGEMAKER,
         measured_by="batch",
         no_health_check="no endpoint: a transform job starts its own instance (python -m runner.batch)",
-        runs_when_asked="nothing runs until a transform job: python -m runner.batch",
+        price_request="runner.costing.prices:sagemaker_batch_request",
+        health=NO_HEALTH_CHECK,
+        watch="runner.cloud.bring_up.watch.when_asked:TransformJobWhenAsked",
+        quota=SAGEMAKER_QUOTA,
+        leftovers=(*SAGEMAKER_LEFTOVERS, f"{LEFTOVERS}.transform_jobs"),
+        construct="stacks.sagemaker_stack:batch_model",
         why_not=(
             ("concurrency", "a transform job runs its own batch: python -m runner.batch"),
             ("agent", "a transform job, not an endpoint: python -m runner.batch measures it"),
@@ -201,6 +267,10 @@ SERVING: dict[BackendKind, ServingPath] = {
         billing=Billing.PER_TOKEN,
         not_in_region=NOT_IN_REGION_BEDROCK,
         no_health_check="managed API: no health check",
+        client="runner.measure.clients:bedrock_client",
+        agent_model="runner.agent.models:bedrock_agent_model",
+        price_request="runner.costing.prices:bedrock_request",
+        health=NO_HEALTH_CHECK,
         answer="its timed client reads ConverseStream to the end before handing the text over",
         why_not=(
             (
@@ -218,7 +288,11 @@ SERVING: dict[BackendKind, ServingPath] = {
         billing=Billing.MODEL_UNIT_MINUTES,
         not_in_region=NOT_IN_REGION_BEDROCK,
         no_health_check="managed API (Custom Model Import): no health check; a copy starts on first use",
-        runs_when_asked="weights bucket and role ready: python -m runner.model_import import",
+        client="runner.measure.clients:import_client",
+        price_request="runner.costing.prices:bedrock_import_request",
+        health=NO_HEALTH_CHECK,
+        watch="runner.cloud.bring_up.watch.when_asked:ImportWhenAsked",
+        leftovers=(f"{LEFTOVERS}.model_imports",),
         why_not=(
             (
                 "agent",

@@ -188,7 +188,7 @@ def preflight(options: SurveyOptions) -> tuple[Preflight, AppConfig]:
         if account is None:
             home = config.backends[0].region if config.backends else "us-east-1"
             account = account_check(boto_client("sts", home, TIMEOUT_S))
-        needs_plugin = any(serving(b.spec.kind).ec2_server for b in config.backends)
+        needs_plugin = any(serving(b.spec.kind).port_forward for b in config.backends)
         checked = run_preflight(config, chosen, account, quotas, plugin_check(options.plugin, needs_plugin), refused)
         runs = [r.backend for r in checked.rows if r.runs]
         if len(runs) == len(chosen) or not runs:

@@ -7,13 +7,17 @@ the last two sharing one bucket for their inputs and outputs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from importlib import import_module
+
 from aws_cdk import Stack
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from catalog import BackendKind
 from catalog.boot import store_bucket
-from catalog.config import StackConfig
+from catalog.config import BackendConfig, StackConfig
+from catalog.serving import serving
 from inference_constructs.image_build import ImageBuild, image_build_for
 from inference_constructs.sagemaker_options import AsyncEndpoint, BatchModel, ServerlessEndpoint, options_bucket
 from inference_constructs.stack_marker import StackMarker
@@ -40,48 +44,62 @@ class InferenceSageMakerStack(Stack):
         self.bucket: s3.Bucket | None = None
         self.image_builds: dict[str, ImageBuild] = {}
         self.endpoints: dict[str, object] = {}
-        # The real-time endpoint's weights, copied once into the app's store in this region (the
-        # region's store stack): runner.up finds the copy there before a deploy that makes the
-        # endpoint, which then reads it from S3.
+        self.config = config
+        self.expires_at = expires_at
         for b in config.backends:
-            name = f"{ENDPOINT_PREFIX}{b.name}"
-            kind = b.spec.kind
-            if kind is BackendKind.SAGEMAKER:
-                # "Inference": the construct id the real-time endpoint has had since the first version.
-                self.endpoints[b.name] = VllmSageMakerEndpoint(
-                    self,
-                    "Inference",
-                    backend=b,
-                    endpoint_name=name,
-                    expires_at=expires_at,
-                    weights_job=COPY_PROJECT,
-                    store_bucket=store_bucket(self.account, self.region),
-                )
-            elif kind is BackendKind.SAGEMAKER_SERVERLESS:
-                build = image_build_for(self, b.spec, self.image_builds)
-                self.endpoints[b.name] = ServerlessEndpoint(
-                    self,
-                    "Serverless",
-                    backend=b,
-                    endpoint_name=name,
-                    image_uri=build.image_uri if build else (b.spec.image or ""),
-                    image_build=build,
-                    image_ready=build is None or f"{build.folder}:{build.tag}" in config.built_images,
-                    expires_at=expires_at,
-                )
-            elif kind is BackendKind.SAGEMAKER_ASYNC:
-                self.endpoints[b.name] = AsyncEndpoint(
-                    self,
-                    "Async",
-                    backend=b,
-                    endpoint_name=name,
-                    bucket=self._bucket(),
-                    expires_at=expires_at,
-                )
-            elif kind is BackendKind.SAGEMAKER_BATCH:
-                self.endpoints[b.name] = BatchModel(self, "Batch", backend=b, bucket=self._bucket())
+            # The construct each way of serving is built with, named in its serving row (`construct`).
+            build = construct_for(b.spec.kind)
+            self.endpoints[b.name] = build(self, b, f"{ENDPOINT_PREFIX}{b.name}")
 
-    def _bucket(self) -> s3.Bucket:
+    def requests_bucket(self) -> s3.Bucket:
         if self.bucket is None:
             self.bucket = options_bucket(self, "Requests")
         return self.bucket
+
+
+def construct_for(kind: BackendKind) -> Callable[[InferenceSageMakerStack, BackendConfig, str], Construct]:
+    """The builder a serving row names; a SageMaker stack's backend without one is the catalog's bug."""
+    reference = serving(kind).construct
+    module_name, _, attribute = reference.partition(":")
+    if not module_name.startswith("stacks."):
+        raise ValueError(f"kind {kind.value}: no SageMaker construct named in its serving row ({reference!r})")
+    return getattr(import_module(module_name), attribute)
+
+
+def realtime_endpoint(stack: InferenceSageMakerStack, b: BackendConfig, name: str) -> Construct:
+    # Its weights, copied once into the app's store in this region (the region's store stack):
+    # runner.up finds the copy there before a deploy that makes the endpoint, which reads it from S3.
+    # "Inference": the construct id the real-time endpoint has had since the first version.
+    return VllmSageMakerEndpoint(
+        stack,
+        "Inference",
+        backend=b,
+        endpoint_name=name,
+        expires_at=stack.expires_at,
+        weights_job=COPY_PROJECT,
+        store_bucket=store_bucket(stack.account, stack.region),
+    )
+
+
+def serverless_endpoint(stack: InferenceSageMakerStack, b: BackendConfig, name: str) -> Construct:
+    build = image_build_for(stack, b.spec, stack.image_builds)
+    return ServerlessEndpoint(
+        stack,
+        "Serverless",
+        backend=b,
+        endpoint_name=name,
+        image_uri=build.image_uri if build else (b.spec.image or ""),
+        image_build=build,
+        image_ready=build is None or f"{build.folder}:{build.tag}" in stack.config.built_images,
+        expires_at=stack.expires_at,
+    )
+
+
+def async_endpoint(stack: InferenceSageMakerStack, b: BackendConfig, name: str) -> Construct:
+    return AsyncEndpoint(
+        stack, "Async", backend=b, endpoint_name=name, bucket=stack.requests_bucket(), expires_at=stack.expires_at
+    )
+
+
+def batch_model(stack: InferenceSageMakerStack, b: BackendConfig, name: str) -> Construct:
+    return BatchModel(stack, "Batch", backend=b, bucket=stack.requests_bucket())

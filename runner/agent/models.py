@@ -15,9 +15,9 @@ from typing import Any
 
 from strands.models.openai import OpenAIModel
 
-from catalog import BackendKind
 from runner.core.backends import Backend
 from runner.core.errors import RunnerError
+from runner.core.references import resolve
 from runner.core.tls import tls_context
 from runner.measure.records import check_finish_reason
 from runner.measure.sagemaker import payload_parts
@@ -196,23 +196,31 @@ def strands_model(
     timeout_s: float = 60.0,
     force_first_tool: str | None = None,
 ):
-    """The Strands model object for `backend` (an AWS client only for a backend AWS may be used for).
-    `force_first_tool` applies to OpenAI-compatible servers only."""
+    """The Strands model object for `backend`, built as its serving row names (`agent_model`; an AWS
+    client only for a backend AWS may be used for). `force_first_tool` applies to OpenAI-compatible
+    servers only."""
     backend.require_reachable()
-    if backend.speaks_openai:
-        return StrictOpenAIModel(
-            client_args={"base_url": backend.base_url, "api_key": "unused", "timeout": timeout_s, "max_retries": 0},
-            model_id=backend.model_id,
-            params={"max_tokens": max_tokens, "temperature": temperature},
-            force_first_tool=force_first_tool,
-        )
-    build = MODELS.get(backend.kind) if backend.supports.agent else None
-    if build is None:
+    reference = backend.supports.agent_model if backend.supports.agent else ""
+    if not reference:
         raise RunnerError(f"backend {backend.name}: no Strands model for kind {backend.kind.value}")
-    return build(backend, max_tokens, temperature, timeout_s)
+    build = resolve(reference)
+    return build(backend, max_tokens, temperature, timeout_s, force_first_tool)
 
 
-def bedrock_agent_model(backend: Backend, max_tokens: int, temperature: float, timeout_s: float):
+def openai_agent_model(
+    backend: Backend, max_tokens: int, temperature: float, timeout_s: float, force_first_tool: str | None
+):
+    return StrictOpenAIModel(
+        client_args={"base_url": backend.base_url, "api_key": "unused", "timeout": timeout_s, "max_retries": 0},
+        model_id=backend.model_id,
+        params={"max_tokens": max_tokens, "temperature": temperature},
+        force_first_tool=force_first_tool,
+    )
+
+
+def bedrock_agent_model(
+    backend: Backend, max_tokens: int, temperature: float, timeout_s: float, force_first_tool: str | None
+):
     from botocore.config import Config
     from strands.models import BedrockModel
 
@@ -225,16 +233,10 @@ def bedrock_agent_model(backend: Backend, max_tokens: int, temperature: float, t
     )
 
 
-def sagemaker_agent_model(backend: Backend, max_tokens: int, temperature: float, timeout_s: float):
+def sagemaker_agent_model(
+    backend: Backend, max_tokens: int, temperature: float, timeout_s: float, force_first_tool: str | None
+):
     # Serverless answers InvokeEndpoint with one JSON body, as the model asks (stream False).
     if not backend.endpoint_name or not backend.region:
         raise RunnerError(f"backend {backend.name}: no SageMaker endpoint name or region")
     return sagemaker_model(backend.endpoint_name, backend.region, max_tokens=max_tokens, temperature=temperature)
-
-
-# The AWS paths the agent runs on, by kind (every OpenAI-compatible server: StrictOpenAIModel).
-MODELS = {
-    BackendKind.BEDROCK: bedrock_agent_model,
-    BackendKind.SAGEMAKER: sagemaker_agent_model,
-    BackendKind.SAGEMAKER_SERVERLESS: sagemaker_agent_model,
-}

@@ -132,7 +132,7 @@ def from_output(output: BackendOutput, forwards: dict[str, int]) -> Backend:
         # The output's own lane and precision (a deploy of another lane serves other weights).
         model_label=label_for(output.model_id, output.lane, output.precision),
     )
-    if serving(kind).ec2_server:
+    if serving(kind).port_forward:
         port = forwards.get(output.name) or (spec.forward_port if spec else None)
         if port is None:
             raise RunnerError(

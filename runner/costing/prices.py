@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from catalog import BACKENDS, BackendKind
+from catalog import BACKENDS
 from catalog.backends import SERVERLESS_MEMORY_SIZES_MB, Billing
 from catalog.prices import (
     BEDROCK,
@@ -41,6 +41,7 @@ from runner.core.backend_entries import BackendEntry
 from runner.core.batch_jobs import BatchJob
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import now_iso
+from runner.core.references import resolve
 from runner.costing.arithmetic import with_raised_throughput
 
 PRICING_SOURCE = "AWS Pricing API GetProducts"
@@ -359,7 +360,7 @@ def priced_kind(backend: BackendEntry) -> str | None:
     """The kind a backend is billed as: its own, or for a known backend's name given with
     `--endpoint NAME=URL` (the survey's own manual forward), its catalog entry's."""
     catalog_kind = backend.spec.kind
-    if serving(backend.kind).openai and catalog_kind in PRICED_AS_CATALOG:
+    if serving(backend.kind).openai and priced_as_catalog(catalog_kind):
         return catalog_kind
     return backend.kind
 
@@ -382,8 +383,11 @@ def price_request(backend: BackendEntry) -> PriceRequest | None:
     output, catalog = backend.output, backend.spec
     region = backend.region or output.region or next(iter(catalog.regions), None)
     instance_type = output.instance_type or catalog.instance_type
-    request = PRICE_REQUESTS.get(kind or "")
-    return request(backend, instance_type, region) if request else None
+    reference = serving(kind).price_request
+    if not reference:
+        return None
+    request: Request = resolve(reference)
+    return request(backend, instance_type, region)
 
 
 def priced_as_request(backend: BackendEntry) -> PriceRequest:
@@ -402,18 +406,29 @@ def priced_as_request(backend: BackendEntry) -> PriceRequest:
 Request = Callable[[BackendEntry, str | None, str | None], "PriceRequest | None"]
 
 
-def by_instance(service: str, item: Callable[[str], str] = lambda instance_type: instance_type) -> Request:
-    """Billed by its instance type (under the usage type `item` names) in its region."""
-    return lambda backend, instance_type, region: (
-        PriceRequest(service, item(instance_type), region) if instance_type and region else None
-    )
-
-
-def by_server() -> Request:
+# What each way of serving is billed by, named in its serving row (`price_request`), each called
+# (backend, instance type, region).
+def ec2_server_request(backend: BackendEntry, instance_type: str | None, region: str | None) -> PriceRequest | None:
     """An EC2 server: its instance type, and its root volume's gp3 throughput where the app raised it."""
-    return lambda backend, instance_type, region: (
-        PriceRequest(EC2, instance_type, region, volume_throughput(backend)) if instance_type and region else None
-    )
+    return PriceRequest(EC2, instance_type, region, volume_throughput(backend)) if instance_type and region else None
+
+
+def sagemaker_instance_request(
+    backend: BackendEntry, instance_type: str | None, region: str | None
+) -> PriceRequest | None:
+    return PriceRequest(SAGEMAKER, instance_type, region) if instance_type and region else None
+
+
+def sagemaker_async_request(
+    backend: BackendEntry, instance_type: str | None, region: str | None
+) -> PriceRequest | None:
+    return PriceRequest(SAGEMAKER, async_item(instance_type), region) if instance_type and region else None
+
+
+def sagemaker_batch_request(
+    backend: BackendEntry, instance_type: str | None, region: str | None
+) -> PriceRequest | None:
+    return PriceRequest(SAGEMAKER, batch_item(instance_type), region) if instance_type and region else None
 
 
 def volume_throughput(backend: BackendEntry) -> int:
@@ -427,24 +442,19 @@ def serverless_request(backend: BackendEntry, instance_type: str | None, region:
     return PriceRequest(SAGEMAKER, serverless_item(memory), region) if memory and region else None
 
 
-# What each way of serving is billed by, by its kind (the one place pricing knows the kinds).
-PRICE_REQUESTS: dict[str, Request] = {
-    BackendKind.EC2_VLLM.value: by_server(),
-    BackendKind.EC2_NEURON.value: by_server(),
-    BackendKind.SAGEMAKER.value: by_instance(SAGEMAKER),
-    BackendKind.SAGEMAKER_ASYNC.value: by_instance(SAGEMAKER, async_item),
-    BackendKind.SAGEMAKER_BATCH.value: by_instance(SAGEMAKER, batch_item),
-    BackendKind.SAGEMAKER_SERVERLESS.value: serverless_request,
-    BackendKind.BEDROCK_IMPORT.value: lambda backend, _, region: PriceRequest(
-        BEDROCK, MODEL_IMPORT_ITEM, region or PRICING_API_REGION
-    ),
-    BackendKind.BEDROCK.value: lambda backend, _, region: PriceRequest(
-        BEDROCK, bedrock_price_name(backend.model_id or ""), region or PRICING_API_REGION
-    ),
-}
-# The kinds a known backend given with `--endpoint` is priced as (its catalog entry's kind): every
-# kind priced by an instance or a model unit (a managed model's API has no URL to give).
-PRICED_AS_CATALOG = tuple(kind for kind in PRICE_REQUESTS if serving(kind).billing is not Billing.PER_TOKEN)
+def bedrock_import_request(backend: BackendEntry, instance_type: str | None, region: str | None) -> PriceRequest:
+    return PriceRequest(BEDROCK, MODEL_IMPORT_ITEM, region or PRICING_API_REGION)
+
+
+def bedrock_request(backend: BackendEntry, instance_type: str | None, region: str | None) -> PriceRequest:
+    return PriceRequest(BEDROCK, bedrock_price_name(backend.model_id or ""), region or PRICING_API_REGION)
+
+
+def priced_as_catalog(kind: str) -> bool:
+    """Whether a known backend given with `--endpoint` is priced as its catalog entry's kind: every
+    kind priced by an instance or a model unit (a managed model's API has no URL to give)."""
+    path = serving(kind)
+    return bool(path.price_request) and path.billing is not Billing.PER_TOKEN
 
 
 def batch_price_request(job: BatchJob, region: str | None) -> PriceRequest | None:

@@ -26,7 +26,7 @@ def measure(state: SurveyState, backends: list[str], key: str | None = None) -> 
     names = ",".join(measured)
     common = ["--local", "never", *state.results(), *state.aws()]
     why_not = "no backend is ready" if not measured else ""
-    ec2 = [b for b in measured if b != BEDROCK and serving(get_backend(b).kind).ec2_server]
+    ec2 = [b for b in measured if b != BEDROCK and serving(get_backend(b).kind).port_forward]
     tools = [b for b in measured if supports_tools(b)]
     agent = BEDROCK if BEDROCK in measured else (tools[0] if tools else None)
     options = state.options

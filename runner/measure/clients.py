@@ -1,17 +1,16 @@
-"""The timed client of each way of serving, registered by kind (the one place the measuring code
-knows the kinds): an OpenAI-compatible server's is the one streaming client; each AWS path has
-its own module (bedrock.py, sagemaker.py, sagemaker_async.py, bedrock_import.py). A client's
-module is imported only when its kind is measured (boto3's and aiohttp's imports stay off the
-paths that do not need them)."""
+"""The timed clients a serving row names (catalog/serving.py `client`): an OpenAI-compatible
+server's is the one streaming client; each AWS path has its own module (bedrock.py, sagemaker.py,
+sagemaker_async.py, bedrock_import.py). A client's module is imported only when a backend that
+takes it is measured (boto3's and aiohttp's imports stay off the paths that do not need them)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from catalog import BackendKind
 from runner.core.backends import BATCH_COMMAND
 from runner.core.errors import RunnerError
+from runner.core.references import resolve
 from runner.measure.records import TimedClient
 
 if TYPE_CHECKING:
@@ -25,9 +24,9 @@ def timed_client_for(backend: Backend, timeout_s: float, *, connections: int = 1
     backend.require_reachable()
     if not backend.timed_chat:
         raise RunnerError(f"backend {backend.name}: not a timed chat: measured by {BATCH_COMMAND}")
-    factory = openai_client if backend.speaks_openai else CLIENTS.get(backend.kind)
-    if factory is None:
+    if not backend.supports.client:
         raise RunnerError(f"backend {backend.name}: no timed client for kind {backend.kind.value}")
+    factory: Factory = resolve(backend.supports.client)
     return factory(backend, timeout_s, backend.region or "us-east-1", connections)
 
 
@@ -89,16 +88,6 @@ def import_client(backend: Backend, timeout_s: float, region: str, connections: 
             f"backend {backend.name}: no imported model in its stack output (run python -m runner.model_import)"
         )
     return BedrockImportStreamClient(backend.model_name, region, timeout_s=timeout_s)
-
-
-# The AWS paths' clients, by kind (every OpenAI-compatible server takes the one streaming client).
-CLIENTS: dict[BackendKind, Factory] = {
-    BackendKind.BEDROCK: bedrock_client,
-    BackendKind.SAGEMAKER: sagemaker_client,
-    BackendKind.SAGEMAKER_SERVERLESS: serverless_client,
-    BackendKind.SAGEMAKER_ASYNC: async_client,
-    BackendKind.BEDROCK_IMPORT: import_client,
-}
 
 
 def _endpoint(backend: Backend) -> str:

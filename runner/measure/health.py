@@ -11,12 +11,14 @@ import math
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
 from runner.cloud.readiness import read_readiness
 from runner.core.backends import Backend
 from runner.core.errors import describe
+from runner.core.references import resolve
 from runner.core.tls import tls_context
 
 
@@ -25,6 +27,17 @@ class Health:
     healthy: bool
     waited_s: float
     detail: str
+
+
+@dataclass(frozen=True)
+class HealthWait:
+    """How long and how often to look, what stops the wait early, and the clients a check may read."""
+
+    wait_s: float
+    poll_s: float
+    stop: threading.Event
+    sagemaker_client: Any = None
+    ssm_client: Any = None
 
 
 def wait_healthy(
@@ -36,24 +49,32 @@ def wait_healthy(
     ssm_client=None,
     stop: threading.Event | None = None,
 ) -> Health:
-    """Poll until healthy or `wait_s` is spent; a server whose readiness parameter says
-    `failed: reason` stops the wait at once (give `ssm_client` to read it; never built here).
-    Setting `stop` (Ctrl-C) ends the wait early."""
-    stop = stop or threading.Event()
-    started = time.monotonic()
-    deadline = started + max(wait_s, 0.0)
+    """Poll until healthy or `wait_s` is spent, with the check the backend's serving row names
+    (`health`); a server whose readiness parameter says `failed: reason` stops the wait at once
+    (give `ssm_client` to read it; never built here). Setting `stop` (Ctrl-C) ends the wait early."""
     if backend.blocked:
         return Health(False, 0.0, backend.blocked)
-    if backend.supports.no_health_check:
-        return Health(True, 0.0, backend.supports.no_health_check)
-    if backend.supports.sagemaker_endpoint:
-        return _wait_sagemaker(backend, wait_s, max(poll_s, 15.0) if wait_s > 60 else poll_s, sagemaker_client)
+    if not backend.supports.health:
+        return Health(False, 0.0, f"no health check for kind {backend.kind.value}")
+    check = resolve(backend.supports.health)
+    return check(backend, HealthWait(max(wait_s, 0.0), poll_s, stop or threading.Event(), sagemaker_client, ssm_client))
+
+
+def no_health_check(backend: Backend, wait: HealthWait) -> Health:
+    """Nothing to wait for (a managed API, a transform job): the row says why."""
+    return Health(True, 0.0, backend.supports.no_health_check)
+
+
+def http_health(backend: Backend, wait: HealthWait) -> Health:
+    """A server of ours or a user's: its health URL answers 200."""
+    started = time.monotonic()
+    deadline = started + wait.wait_s
     parameter = backend.output.readiness_parameter if backend.output else None
     with httpx.Client(timeout=httpx.Timeout(5.0), verify=tls_context()) as http:
         while True:
             server_says: str | None = None
-            if ssm_client is not None and parameter:
-                readiness = read_readiness(ssm_client, parameter)
+            if wait.ssm_client is not None and parameter:
+                readiness = read_readiness(wait.ssm_client, parameter)
                 if readiness.state == "failed":
                     return Health(False, time.monotonic() - started, readiness.line)
                 if readiness.state != "ready":
@@ -67,8 +88,14 @@ def wait_healthy(
                 detail = backend.explain(error)
             # What the server says of itself explains an unreachable port better than the port does.
             detail = server_says or detail
-            if time.monotonic() + poll_s > deadline or stop.wait(poll_s):
+            if time.monotonic() + wait.poll_s > deadline or wait.stop.wait(wait.poll_s):
                 return Health(False, time.monotonic() - started, detail)
+
+
+def endpoint_health(backend: Backend, wait: HealthWait) -> Health:
+    """A SageMaker endpoint of any kind: InService (polled at most every 15 s on a long wait)."""
+    poll_s = max(wait.poll_s, 15.0) if wait.wait_s > 60 else wait.poll_s
+    return _wait_sagemaker(backend, wait.wait_s, poll_s, wait.sagemaker_client)
 
 
 def _wait_sagemaker(backend: Backend, wait_s: float, poll_s: float, client) -> Health:
@@ -99,11 +126,14 @@ def _wait_sagemaker(backend: Backend, wait_s: float, poll_s: float, client) -> H
     except Exception as error:
         return Health(False, time.monotonic() - started, describe(error))
     waited = time.monotonic() - started
-    if backend.supports.zero_instances:
-        try:
-            variants = client.describe_endpoint(EndpointName=backend.endpoint_name).get("ProductionVariants") or []
-        except Exception as error:
-            return Health(True, waited, f"InService (instances unknown: {describe(error)})")
-        if sum(v.get("CurrentInstanceCount", 0) for v in variants) == 0:
-            return Health(True, waited, "InService at zero instances; the first request starts one")
+    # Scaled to zero instances (an asynchronous endpoint; an endpoint of inference components with
+    # a minimum of 0) is InService: its first request starts one. A serverless variant reports no
+    # instance count, so it is not counted.
+    try:
+        variants = client.describe_endpoint(EndpointName=backend.endpoint_name).get("ProductionVariants") or []
+    except Exception as error:
+        return Health(True, waited, f"InService (instances unknown: {describe(error)})")
+    counts = [v["CurrentInstanceCount"] for v in variants if "CurrentInstanceCount" in v]
+    if counts and sum(counts) == 0:
+        return Health(True, waited, "InService at zero instances; the first request starts one")
     return Health(True, waited, "InService")

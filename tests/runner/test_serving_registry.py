@@ -1,20 +1,23 @@
-"""Each way of serving is one row of catalog/serving.py plus one entry in each registry that needs
-behaviour of it (its timed client, its agent model, what it is priced by): the runner branches on
-no kind anywhere else, and a test fails if a branch comes back. The rows agree with the catalog."""
+"""Each way of serving is one row of catalog/serving.py that names its behaviour by reference (its
+timed client, its agent model, what it is priced by, its health check, its watch, its quota, what
+it may leave, its construct): every reference resolves, in the layer that reads it; the runner
+branches on no kind anywhere else, nor keeps a table by kind, and a test fails if one comes back.
+The rows agree with the catalog."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 from catalog import BACKENDS, BackendKind
 from catalog.backends import Billing
-from catalog.serving import SERVING, UNKNOWN, serving
-from runner.agent.models import MODELS
-from runner.costing.prices import PRICE_REQUESTS
-from runner.measure.clients import CLIENTS
+from catalog.serving import SERVING, UNKNOWN, ServingPath, serving
+from runner.core.errors import RunnerError
+from runner.core.references import resolve
+from stacks.sagemaker_stack import InferenceSageMakerStack, construct_for
 
 RUNNER = Path(__file__).parents[2] / "runner"
 # A kind's own command and its AWS calls (Custom Model Import's): they are that kind's modules.
@@ -131,13 +134,67 @@ def test_every_kind_has_a_row_and_every_catalog_backend_bills_as_its_row_says():
     assert serving("a-kind-of-the-future") is UNKNOWN and serving(None) is UNKNOWN
 
 
+# Each reference, the package of the layer that resolves it, and what it must be.
+LAYERS = {
+    "client": "runner.measure.",
+    "agent_model": "runner.agent.",
+    "price_request": "runner.costing.",
+    "health": "runner.measure.",
+    "watch": "runner.cloud.bring_up.watch.",
+    "quota": "runner.cloud.bring_up.",
+    "leftovers": "runner.cloud.cleanup.",
+    "construct": "stacks.",
+}
+
+
+def references(path: ServingPath) -> list[tuple[str, str]]:
+    found = []
+    for field, _ in LAYERS.items():
+        value = getattr(path, field)
+        found += [(field, v) for v in (value if isinstance(value, tuple) else (value,)) if v]
+    return found
+
+
 @pytest.mark.parametrize("kind", list(BackendKind), ids=lambda k: k.value)
-def test_each_kind_has_what_its_row_promises_in_each_registry(kind):
+def test_every_reference_in_a_row_resolves_in_the_layer_that_reads_it(kind):
+    for field, reference in references(SERVING[kind]):
+        assert reference.startswith(LAYERS[field]), (kind, field, reference)
+        assert callable(resolve(reference)), (kind, field, reference)
+
+
+def test_a_reference_that_names_nothing_is_refused_in_one_line():
+    with pytest.raises(RunnerError, match="names nothing"):
+        resolve("runner.measure.clients:no_such_client")
+    with pytest.raises(RunnerError, match="names nothing"):
+        resolve("runner.measure.no_such_module:client")
+    with pytest.raises(RunnerError, match=re.escape("is not 'package.module:name'")):
+        resolve("runner.measure.clients")
+
+
+@pytest.mark.parametrize("kind", list(BackendKind), ids=lambda k: k.value)
+def test_each_kind_names_what_its_row_promises(kind):
     path = SERVING[kind]
-    # A chat path that does not speak OpenAI has a timed client of its own; an OpenAI one takes the
-    # one streaming client; a transform job has none (runner.batch).
-    assert (kind in CLIENTS) == (path.chat and not path.openai), kind
-    # The agent runs on it through its own model, or through the OpenAI-compatible one.
-    assert (kind in MODELS) == (path.agent and path.chat and not path.openai), kind
+    specs = [spec for spec in BACKENDS if spec.kind is kind]
+    # A chat path has a timed client (an OpenAI one the one streaming client); a transform job has
+    # none (runner.batch measures it).
+    assert bool(path.client) == path.chat, kind
+    assert (path.client == "runner.measure.clients:openai_client") == path.openai, kind
+    # The agent runs on it through a model of its own, or through the OpenAI-compatible one.
+    assert bool(path.agent_model) == (path.agent and path.chat), kind
     # What AWS bills is priced; what AWS does not bill is not.
-    assert (kind.value in PRICE_REQUESTS) == (path.billing is not Billing.NONE), kind
+    assert bool(path.price_request) == (path.billing is not Billing.NONE), kind
+    # Everything measured waits on something, or says why there is nothing to wait on.
+    assert bool(path.health) and (path.health.endswith(":no_health_check") == bool(path.no_health_check)), kind
+    # What a stack deploys is watched by `up`; what it may leave billing is found by the sweep.
+    deployed = any(spec.stack for spec in specs)
+    assert bool(path.watch) == deployed and (bool(path.leftovers) or not deployed), kind
+    # A SageMaker stack builds it with the construct its row names; nothing else does.
+    on_sagemaker = any(spec.stack == "InferenceSageMakerStack" for spec in specs)
+    assert bool(path.construct) == on_sagemaker, kind
+    if on_sagemaker:
+        assert callable(construct_for(kind)) and InferenceSageMakerStack is not None
+
+
+def test_a_sagemaker_stack_refuses_a_kind_whose_row_names_no_construct():
+    with pytest.raises(ValueError, match="no SageMaker construct named in its serving row"):
+        construct_for(BackendKind.BEDROCK)

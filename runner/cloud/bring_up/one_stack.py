@@ -30,8 +30,7 @@ from catalog.serving import serving
 from runner.cloud.aws import boto_client
 from runner.cloud.bring_up.account_facts import deploy_context
 from runner.cloud.bring_up.store import StagedCopy, account_id, staged_copy, start_copy
-from runner.cloud.bring_up.watch.common import FAILED, NO_CAPACITY, READY, WatchOptions
-from runner.cloud.bring_up.watch.endpoint import EndpointWatch
+from runner.cloud.bring_up.watch.common import FAILED, NO_CAPACITY, READY, Watch, WatchOptions
 from runner.cloud.bring_up.watch.server import ServerWatch
 from runner.cloud.cdk_cli import cdk, cli_dir
 from runner.cloud.image_builds import BuildRefused, follow, last_log_lines, start_build
@@ -40,6 +39,7 @@ from runner.cloud.readiness import is_capacity_refusal
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import DEFAULT_RESULTS, Evidence, now_iso
+from runner.core.references import resolve
 
 DESTROY_ATTEMPTS = 3
 
@@ -172,7 +172,7 @@ class StackUp:
         self.expires_at = expires_at
         self.placement = records.get(config.name, {})
         self.stop = stop or threading.Event()
-        self.watches: list[ServerWatch | EndpointWatch] = []
+        self.watches: list[Watch] = []
         # A satellite's placement record always says whose backend it holds.
         self.placement_details = (
             {"of": config.family, "backend": config.backends[0].name} if config.family and config.backends else {}
@@ -481,14 +481,17 @@ class StackUp:
         watch_options = self.options.watch_options()
         pending = {}
         for name, output in outputs.items():
-            waits_for = serving(output.kind).runs_when_asked
-            if waits_for:
-                # Nothing runs until asked: a transform job (runner.batch) or an import (runner.model_import).
-                self.records[name].update(outcome=READY, reason=waits_for)
-                self.log(f"{name}: deployed; {waits_for}")
+            reference = serving(output.kind).watch
+            if not reference:
+                self.log(f"{name}: deployed; its kind {output.kind} has nothing to watch")
                 continue
-            kind = EndpointWatch if serving(output.kind).sagemaker_endpoint else ServerWatch
-            pending[name] = kind(output, self.records[name], client, watch_options, self.log, since)
+            watch = resolve(reference)(output, self.records[name], client, watch_options, self.log, since)
+            if watch.waits_for:
+                # Nothing runs until asked: a transform job (runner.batch) or an import (runner.model_import).
+                self.records[name].update(outcome=READY, reason=watch.waits_for)
+                self.log(f"{name}: deployed; {watch.waits_for}")
+                continue
+            pending[name] = watch
         self.watches = list(pending.values())
         self.refused = []
         while pending and not self.stop.is_set():

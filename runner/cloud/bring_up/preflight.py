@@ -32,6 +32,7 @@ from catalog.offerings import CHECKED_ON, regions_offering
 from catalog.serving import HOURLY_NOTES, serving
 from runner.core.backend_entries import BackendEntry, CatalogFacts
 from runner.core.errors import RunnerError, aws_error_code
+from runner.core.references import resolve
 from runner.costing.billing_now import hourly
 from runner.costing.prices import price_request
 
@@ -304,7 +305,7 @@ def run_preflight(
         )
         _offered(row, backend, stack.candidate_regions)
         _quota(row, backend, quotas, drawn)
-        if serving(spec.kind).ec2_server and plugin.ok is False:
+        if serving(spec.kind).port_forward and plugin.ok is False:
             row.checks.append(Check("forward", None, "no Session Manager plugin: the server runs, unreachable", "PATH"))
         folder = built_image(spec)
         if folder:
@@ -365,26 +366,40 @@ def _offered(row: Row, backend: BackendConfig, candidates: tuple[str, ...]) -> N
 def _quota(
     row: Row, backend: BackendConfig, quotas: Quotas, drawn: dict[tuple[str, str], tuple[float, list[str]]]
 ) -> None:
+    """The instance quota the backend's serving row names (`quota`)."""
+    reference = serving(backend.spec.kind).quota
+    if not reference:
+        row.checks.append(Check("quota", None, f"no instance quota checked for {backend.spec.kind.value}", "-"))
+        return
+    resolve(reference)(row, backend, quotas, drawn)
+
+
+def ec2_vcpus(
+    row: Row, backend: BackendConfig, quotas: Quotas, drawn: dict[tuple[str, str], tuple[float, list[str]]]
+) -> None:
+    """An EC2 server: its family's running On-Demand vCPU quota against the vCPUs it needs."""
     spec, region = backend.spec, backend.region
-    if serving(spec.kind).ec2_server and spec.instance_type:
-        pinned = ec2_quota_for(spec.instance_type)
-        need = VCPUS.get(spec.instance_type)
-        if pinned is None or need is None:
-            row.checks.append(Check("quota", None, f"no pinned quota for {spec.instance_type}", EC2_QUOTA_SOURCE))
-            return
-        code, name = pinned
-        value, detail = quotas.ec2(code, region)
-        _against(row, f"{name} ({code})", region, value, detail, need, "vCPUs", EC2_QUOTA_SOURCE, drawn)
+    pinned = ec2_quota_for(spec.instance_type) if spec.instance_type else None
+    need = VCPUS.get(spec.instance_type or "")
+    if pinned is None or need is None:
+        row.checks.append(Check("quota", None, f"no pinned quota for {spec.instance_type}", EC2_QUOTA_SOURCE))
         return
-    if serving(spec.kind).quota_usage:
-        named = sagemaker_quota_name(backend)
-        if named is None:
-            return
-        name, need = named
-        value, detail = quotas.sagemaker(name, region)
-        _against(row, name, region, value, detail, need, "instances", SAGEMAKER_QUOTA_SOURCE, drawn)
+    code, name = pinned
+    value, detail = quotas.ec2(code, region)
+    _against(row, f"{name} ({code})", region, value, detail, need, "vCPUs", EC2_QUOTA_SOURCE, drawn)
+
+
+def sagemaker_instances(
+    row: Row, backend: BackendConfig, quotas: Quotas, drawn: dict[tuple[str, str], tuple[float, list[str]]]
+) -> None:
+    """A SageMaker path on instances: "<type> for <usage>" against the instances it may hold."""
+    named = sagemaker_quota_name(backend)
+    if named is None:
+        row.checks.append(Check("quota", None, f"no instance type for {backend.spec.kind.value}", "-"))
         return
-    row.checks.append(Check("quota", None, f"no instance quota checked for {spec.kind.value}", "-"))
+    name, need = named
+    value, detail = quotas.sagemaker(name, backend.region)
+    _against(row, name, backend.region, value, detail, need, "instances", SAGEMAKER_QUOTA_SOURCE, drawn)
 
 
 def default_said(detail: str) -> str:

@@ -5,7 +5,9 @@ models and running import jobs, sessions), each list call's failure a line, neve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from catalog import CatalogError
@@ -16,6 +18,7 @@ from catalog.config import load_config, read_placements
 from catalog.contract import APP_TAG, BACKEND_TAG_KEY, OUTPUT_PREFIX
 from catalog.offerings import US_REGIONS
 from catalog.prices import ECR_USD_PER_GB_MONTH
+from catalog.serving import SERVING
 from runner.cloud.aws import boto_client
 from runner.cloud.jobs.custom_model_import import (
     IN_PROGRESS,
@@ -27,6 +30,7 @@ from runner.cloud.jobs.custom_model_import import (
 from runner.cloud.reach.forwards_file import read_forwards
 from runner.core.console import console
 from runner.core.errors import RunnerError, aws_error_code, describe
+from runner.core.references import resolve
 
 REGIONS = US_REGIONS
 
@@ -94,8 +98,10 @@ class RegionScan:
         self.found.append(Found(self.region, kind, id, state, ours, billing, detail, kept))
 
     def scan(self, forwarded_sessions: set[str]) -> RegionScan:
-        steps = (self.stacks, self.groups, self.instances, self.volumes, self.sagemaker, self.transform_jobs)
-        for step in (*steps, self.network, self.buckets, self.images, self.model_imports):
+        # What every region may hold of the app (its stacks first: they name the endpoints and
+        # groups), then what each way of serving may leave (its serving row's `leftovers`).
+        steps = [self.stacks, *(partial(resolve(found), self) for found in serving_leftovers())]
+        for step in (*steps, self.network, self.buckets, self.images):
             try:
                 step()
             except Exception as error:  # one refused list call never hides the rest
@@ -103,7 +109,7 @@ class RegionScan:
                     # An opt-in region the account has not enabled: nothing can run (or bill) there.
                     self.skipped = f"{self.region}: not enabled for this account (nothing can run there)"
                     return self
-                self.problems.append(f"{self.region} {step.__name__}: {describe(error)}")
+                self.problems.append(f"{self.region} {step_name(step)}: {describe(error)}")
         try:
             self.sessions(forwarded_sessions)
         except Exception as error:
@@ -332,6 +338,15 @@ class RegionScan:
 
 # Counting stops here: the listing says how full a bucket is, not how big.
 VERSION_COUNT_LIMIT = 1000
+
+
+def serving_leftovers() -> list[str]:
+    """Every way of serving's leftover finders, each once, in the rows' order."""
+    return list(dict.fromkeys(found for path in SERVING.values() for found in path.leftovers))
+
+
+def step_name(step: Callable[[], None]) -> str:
+    return step.func.__name__ if isinstance(step, partial) else step.__name__
 
 
 def bucket_tags(s3: Any, name: str) -> list[dict[str, str]]:

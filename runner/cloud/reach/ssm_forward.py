@@ -106,7 +106,7 @@ def ec2_servers(options: ForwardOptions) -> list[BackendOutput]:
         console.print(f"[yellow]note:[/yellow] {problem}")
     if not reading.backends:
         raise RunnerError(f"{where} holds no backend of this app (no Backend* outputs): deploy first (runner.up)")
-    servers = [b for b in reading.backends if serving(b.kind).ec2_server]
+    servers = [b for b in reading.backends if serving(b.kind).port_forward]
     if options.backends:
         known = {b.name for b in reading.backends}
         unknown = [name for name in options.backends if name not in known]

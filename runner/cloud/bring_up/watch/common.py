@@ -54,6 +54,9 @@ def minutes_between(start: str | None, end: str | None) -> float | None:
 class Watch:
     """What every watch holds: the backend's output, its evidence record, clients, a clock."""
 
+    # What a deployed backend waits for when nothing runs until it is asked ("" runs: it is watched).
+    waits_for = ""
+
     def __init__(
         self,
         output: BackendOutput,
