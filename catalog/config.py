@@ -38,7 +38,6 @@ from catalog.backends import (
     SAGEMAKER_KINDS,
     SERVERLESS_MAX_CONCURRENCY,
     SERVERLESS_MEMORY_SIZES_MB,
-    BackendKind,
     BackendSpec,
     backend_names,
     get_backend,
@@ -48,21 +47,9 @@ from catalog.backends import (
 from catalog.errors import CatalogError
 from catalog.lanes import DEFAULT_LANE, Lane, get_lane, in_lane
 from catalog.offerings import COMMERCIAL_REGIONS, check_offered, check_region
+from catalog.serving import ENDPOINT_USAGE, serving
 
 GLOBAL_KEYS = ("backends", "lane", "hfTokenSecretName", "ttlHours", "expiresAt")
-EC2_KEYS = ("regions", "zones", "instanceType", "model", "image", "flags", "ami", "readyMinutes")
-SAGEMAKER_KEYS = ("regions", "instanceType", "model", "image", "flags", "startupTimeoutSeconds")
-SCALING_KEYS = ("minInstances", "maxInstances")
-KIND_KEYS: dict[BackendKind, tuple[str, ...]] = {
-    # stagedWeights: the app's store's complete copy of the model in the stack's region
-    # (s3://BUCKET/weights/<model>/), which runner.up passes when the store holds one.
-    BackendKind.SAGEMAKER: (*SAGEMAKER_KEYS, *SCALING_KEYS, "targetConcurrency", "stagedWeights"),
-    BackendKind.SAGEMAKER_ASYNC: (*SAGEMAKER_KEYS, *SCALING_KEYS),
-    BackendKind.SAGEMAKER_BATCH: ("regions", "instanceType", "model", "image", "flags"),
-    # The image carries its model file: no model key.
-    BackendKind.SAGEMAKER_SERVERLESS: ("regions", "image", "memoryMb", "maxConcurrency"),
-    BackendKind.BEDROCK_IMPORT: ("regions", "model"),
-}
 # A real-time endpoint keeps at least one instance (scaling it to zero needs inference components);
 # an async one may sit at zero. The upper bound is a guard against a typo, not an AWS limit.
 MAX_INSTANCES = 20
@@ -88,7 +75,8 @@ def placement_file() -> Path:
 
 
 def backend_keys(spec: BackendSpec) -> tuple[str, ...]:
-    return KIND_KEYS.get(spec.kind, EC2_KEYS)
+    """The context keys a deploy of it takes: its serving row's (`context_keys`)."""
+    return serving(spec.kind).context_keys
 
 
 def known_keys() -> list[str]:
@@ -302,9 +290,8 @@ def apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any]) -> tuple[BackendS
         elif key == "maxConcurrency":
             changes["max_concurrency"] = _as_int(full, value, 1, SERVERLESS_MAX_CONCURRENCY)
         elif key == "minInstances":
-            changes["min_instances"] = _as_int(
-                full, value, 0 if spec.kind is BackendKind.SAGEMAKER_ASYNC else 1, MAX_INSTANCES
-            )
+            floor = 0 if serving(spec.kind).scales_to_zero else 1
+            changes["min_instances"] = _as_int(full, value, floor, MAX_INSTANCES)
         elif key == "maxInstances":
             changes["max_instances"] = _as_int(full, value, 1, MAX_INSTANCES)
         elif key == "targetConcurrency":
@@ -641,7 +628,7 @@ def endpoint_quota_notices(backends: list[BackendConfig]) -> list[str]:
     by_type: dict[str, list[BackendConfig]] = {}
     for backend in backends:
         spec = backend.spec
-        if spec.kind in (BackendKind.SAGEMAKER, BackendKind.SAGEMAKER_ASYNC) and spec.instance_type:
+        if serving(spec.kind).quota_usage == ENDPOINT_USAGE and spec.instance_type:
             by_type.setdefault(spec.instance_type, []).append(backend)
     notices = []
     for instance_type, sharing in by_type.items():

@@ -17,6 +17,7 @@ from typing import Any
 
 from catalog.backends import BackendKind
 from catalog.errors import CatalogError
+from catalog.serving import serving
 
 CONTRACT_VERSION = 2
 OUTPUT_PREFIX = "Backend"
@@ -27,16 +28,6 @@ APP_TAG = ("app", "inference-survey")
 BACKEND_TAG_KEY = "inference:backend"
 # ...and, when the app builds its image, the image folder: the build brings back the groups tagged so.
 IMAGE_TAG_KEY = "inference:image"
-
-
-# What each kind cannot be reached without.
-REQUIRED_BY_KIND: dict[BackendKind, tuple[str, ...]] = {
-    BackendKind.SAGEMAKER: ("endpoint_name",),
-    BackendKind.SAGEMAKER_SERVERLESS: ("endpoint_name",),
-    BackendKind.SAGEMAKER_ASYNC: ("endpoint_name", "bucket", "input_prefix", "output_prefix"),
-    BackendKind.SAGEMAKER_BATCH: ("model_name", "bucket", "input_prefix", "output_prefix", "instance_type"),
-    BackendKind.BEDROCK_IMPORT: ("bucket", "input_prefix", "import_role_arn", "weights_job"),
-}
 
 
 def output_key(backend: str) -> str:
@@ -143,12 +134,9 @@ class BackendOutput:
         if not isinstance(data["port"], int):
             raise CatalogError(f"{where}: port must be a number, got {data['port']!r}")
         kind = BackendKind(data["kind"])
-        if kind in (BackendKind.EC2_VLLM, BackendKind.EC2_NEURON) and not (
-            data.get("auto_scaling_group") and data.get("readiness_parameter")
-        ):
-            raise CatalogError(f"{where}: an EC2 backend needs auto_scaling_group and readiness_parameter")
-        needs = REQUIRED_BY_KIND.get(kind, ())
+        # What it cannot be reached without: its serving row's `outputs`.
+        needs = serving(kind).outputs
         absent = [f for f in needs if not data.get(f)]
         if absent:
-            raise CatalogError(f"{where}: a {kind.value} backend needs {' and '.join(needs)}")
+            raise CatalogError(f"{where}: kind {kind.value} needs {' and '.join(needs)}")
         return cls(**{k: v for k, v in data.items() if k in names})

@@ -62,6 +62,9 @@ class ServingPath:
     # The SageMaker quota its instances count against ("<type> for endpoint usage", "<type> for
     # transform job usage"); the preflight's check of it is `quota`.
     quota_usage: str = ""
+    # Its instances may scale to zero between bursts (`minInstances` may be 0): an asynchronous
+    # endpoint (a real-time one keeps one; scaling it to zero needs inference components).
+    scales_to_zero: bool = False
     # Reads its weights from the region's store when a complete copy is there (a real-time
     # endpoint: runner.up hands it the copy at deploy; stacks/sagemaker_stack.py).
     reads_staged_weights: bool = False
@@ -77,6 +80,10 @@ class ServingPath:
     # The command that measures it where runner.bench cannot (a name in runner/commands.py): the
     # survey gives it that command's step instead of the chat steps, and bench's table says so.
     measured_by: str = ""
+    # The context keys (-c) a deploy of it takes (catalog/config.py checks them at synth).
+    context_keys: tuple[str, ...] = ()
+    # The stack outputs it cannot be reached without (catalog/contract.py refuses an output without).
+    outputs: tuple[str, ...] = ()
     # Its behaviour, by reference (each "" where the path has none):
     # the timed client (runner.measure.clients), called (backend, timeout_s, region, connections);
     client: str = ""
@@ -100,6 +107,14 @@ class ServingPath:
         return dict(self.why_not).get(capability, f"this path has no {capability.replace('_', ' ')}")
 
 
+# The context keys (-c) each kind of deploy takes, checked at synth (catalog/config.py).
+EC2_KEYS = ("regions", "zones", "instanceType", "model", "image", "flags", "ami", "readyMinutes")
+SAGEMAKER_KEYS = ("regions", "instanceType", "model", "image", "flags", "startupTimeoutSeconds")
+SCALING_KEYS = ("minInstances", "maxInstances")
+
+# The SageMaker quota real-time and asynchronous endpoints draw on ("<type> for endpoint usage").
+ENDPOINT_USAGE = "endpoint usage"
+
 # References shared by several rows.
 OPENAI_CLIENT = "runner.measure.clients:openai_client"
 OPENAI_AGENT = "runner.agent.models:openai_agent_model"
@@ -121,6 +136,8 @@ VLLM_SERVER = ServingPath(
     in_region=True,
     port_forward=True,
     billing=Billing.INSTANCE_HOURS,
+    context_keys=EC2_KEYS,
+    outputs=("auto_scaling_group", "readiness_parameter"),
     client=OPENAI_CLIENT,
     agent_model=OPENAI_AGENT,
     price_request="runner.costing.prices:ec2_server_request",
@@ -178,10 +195,14 @@ SERVING: dict[BackendKind, ServingPath] = {
         aws_api=True,
         scales_out=True,
         reads_staged_weights=True,
-        quota_usage="endpoint usage",
+        quota_usage=ENDPOINT_USAGE,
         billing=Billing.INSTANCE_HOURS,
         not_in_region=NOT_IN_REGION_SAGEMAKER,
         why_not=(SAGEMAKER_VLLM, SAGEMAKER_METRICS),
+        # stagedWeights: the app's store's complete copy of the model in the stack's region
+        # (s3://BUCKET/weights/<model>/), which runner.up passes when the store holds one.
+        context_keys=(*SAGEMAKER_KEYS, *SCALING_KEYS, "targetConcurrency", "stagedWeights"),
+        outputs=("endpoint_name",),
         client="runner.measure.clients:sagemaker_client",
         agent_model=SAGEMAKER_AGENT,
         price_request="runner.costing.prices:sagemaker_instance_request",
@@ -197,6 +218,9 @@ SERVING: dict[BackendKind, ServingPath] = {
         aws_api=True,
         cold_starts=True,
         billing=Billing.SERVERLESS_SECONDS,
+        # The image carries its model file: no model key.
+        context_keys=("regions", "image", "memoryMb", "maxConcurrency"),
+        outputs=("endpoint_name",),
         client="runner.measure.clients:serverless_client",
         agent_model=SAGEMAKER_AGENT,
         price_request="runner.costing.prices:serverless_request",
@@ -218,8 +242,11 @@ SERVING: dict[BackendKind, ServingPath] = {
         aws_api=True,
         cold_starts=True,
         agent=False,
-        quota_usage="endpoint usage",
+        scales_to_zero=True,
+        quota_usage=ENDPOINT_USAGE,
         billing=Billing.INSTANCE_HOURS_WHILE_RUNNING,
+        context_keys=(*SAGEMAKER_KEYS, *SCALING_KEYS),
+        outputs=("endpoint_name", "bucket", "input_prefix", "output_prefix"),
         client="runner.measure.clients:async_client",
         price_request="runner.costing.prices:sagemaker_async_request",
         health=ENDPOINT_HEALTH,
@@ -251,6 +278,8 @@ SERVING: dict[BackendKind, ServingPath] = {
         not_in_region=NOT_IN_REGION_SAGEMAKER,
         measured_by="batch",
         no_health_check="no endpoint: a transform job starts its own instance (python -m runner.batch)",
+        context_keys=("regions", "instanceType", "model", "image", "flags"),
+        outputs=("model_name", "bucket", "input_prefix", "output_prefix", "instance_type"),
         price_request="runner.costing.prices:sagemaker_batch_request",
         health=NO_HEALTH_CHECK,
         watch="runner.cloud.bring_up.watch.when_asked:TransformJobWhenAsked",
@@ -288,6 +317,8 @@ SERVING: dict[BackendKind, ServingPath] = {
         billing=Billing.MODEL_UNIT_MINUTES,
         not_in_region=NOT_IN_REGION_BEDROCK,
         no_health_check="managed API (Custom Model Import): no health check; a copy starts on first use",
+        context_keys=("regions", "model"),
+        outputs=("bucket", "input_prefix", "import_role_arn", "weights_job"),
         client="runner.measure.clients:import_client",
         price_request="runner.costing.prices:bedrock_import_request",
         health=NO_HEALTH_CHECK,

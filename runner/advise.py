@@ -19,7 +19,6 @@ import argparse
 from dataclasses import asdict
 from pathlib import Path
 
-from catalog.backends import Billing
 from catalog.prices import PRICING_API_REGION
 from runner.cli.options import add_aws_switch, add_pricing_flags, add_results_dir
 from runner.cli.session import main_guard
@@ -39,6 +38,7 @@ from runner.costing.advice import (
     measured_tokens,
     rank,
 )
+from runner.costing.billing_models import billing_model
 from runner.costing.measured import split_quality
 from runner.costing.priced_as import parse_priced_as, price_as
 from runner.costing.prices import PriceList, price_all
@@ -183,7 +183,7 @@ def run(argv: list[str] | None = None) -> int:
     options, refused, notices = [], [], []
     for path, data in inputs:
         for option in measured_options(path, data, workload.output_tokens, workload):
-            if option.billing is Billing.NONE:
+            if not billing_model(option.billing).billed:
                 notices.append(
                     f"{option.name} ({path}): not billed by AWS, not an option to price "
                     f"(--price-as {option.name}=INSTANCE_TYPE or --price {option.name}=USD_PER_HOUR prices it)"
@@ -214,7 +214,7 @@ def run(argv: list[str] | None = None) -> int:
         why = "--offline" if args.offline else "--no-aws" if args.aws is False else "no AWS credentials configured"
         notices.append(f"prices from the offline table ({why})")
     unmeasured = [
-        o.name for o in options if workload.slo and o.capacity is None and o.billing is not Billing.JOB_INSTANCE_HOURS
+        o.name for o in options if workload.slo and o.capacity is None and not billing_model(o.billing).priced_by_jobs
     ]
     if unmeasured:
         notices.append(

@@ -15,7 +15,7 @@ What it assumes, plainly:
   hour; a real-time endpoint with max_instances 2 or more is sized hour by hour, as if scaling
   kept pace (it is not emulated).
 - Arrivals within an hour are Poisson. A scale-to-zero option (serverless, async, Custom Model
-  Import) goes to zero after IDLE_BEFORE_ZERO_S without a request, so a request finds zero when
+  Import) goes to zero after its billing model's idle time (billing_models.py) without a request, so a request finds zero when
   the gap before it is longer: e^(-rate x idle) of the hour's requests. An async instance is up
   1 - e^(-rate x idle) of each hour, plus its measured time to leave zero per wake-up; a Custom
   Model Import copy is active as long, plus half a 5-minute window per activation.
@@ -48,6 +48,7 @@ from runner.core.backend_entries import BackendEntry, entries_of
 from runner.core.batch_jobs import BatchJob, jobs_of
 from runner.core.errors import RunnerError
 from runner.core.records import RequestRecord, records_of
+from runner.core.references import resolve
 from runner.core.stats import median, percentile
 from runner.costing.arithmetic import (
     instance_seconds_usd,
@@ -55,8 +56,8 @@ from runner.costing.arithmetic import (
     payload_gigabytes,
     usd_per_month_24x7,
 )
+from runner.costing.billing_models import billing_model
 from runner.costing.measured import (
-    ASYNC_IDLE_TAIL_S,
     batch_backend,
     batch_region,
     billing_of,
@@ -87,14 +88,6 @@ SHAPES: dict[str, tuple[float, ...]] = {
     "spiky": tuple(11.0 if hour in (9, 14) else 1.0 for hour in range(24)),
 }
 COLD_SHARE_FOR_P95 = 0.05
-# Seconds without a request after which each scale-to-zero option is at zero: serverless is not
-# published by AWS (assumed 5 minutes); async is its scale-in alarm (measured.ASYNC_IDLE_TAIL_S);
-# Custom Model Import scales a copy down after a 5-minute window without invocations.
-IDLE_BEFORE_ZERO_S = {
-    Billing.SERVERLESS_SECONDS: 300.0,
-    Billing.INSTANCE_HOURS_WHILE_RUNNING: float(ASYNC_IDLE_TAIL_S),
-    Billing.MODEL_UNIT_MINUTES: 300.0,
-}
 BATCH_WAIT_S = 24 * 3600.0
 
 
@@ -223,7 +216,7 @@ class Measured:
     capacity_why: str = ""
 
     def price_request(self) -> PriceRequest | None:
-        if self.billing is Billing.JOB_INSTANCE_HOURS:
+        if billing_model(self.billing).priced_by_jobs:
             job = self.jobs[0] if self.jobs else BatchJob()
             return batch_price_request(job, batch_region(self.backend, job))
         return price_request(self.backend)
@@ -493,7 +486,7 @@ def advise_async(option: Measured, workload: Workload, price: Price) -> Advice:
     base = _advice(option, price)
     if point is None:
         return replace(base, arithmetic="no measured level", meets=None, why="not measured")
-    idle = IDLE_BEFORE_ZERO_S[Billing.INSTANCE_HOURS_WHILE_RUNNING]
+    idle = idle_before_zero_s(option)
     up = 0.0
     wakeups = 0.0
     for rate in workload.per_hour():
@@ -557,7 +550,7 @@ def advise_serverless(option: Measured, workload: Workload, price: Price) -> Adv
     if not times:
         return replace(base, arithmetic="no measured request", meets=None, why="not measured")
     warm_s = mean_of(times)
-    share = cold_share(workload.per_hour(), IDLE_BEFORE_ZERO_S[Billing.SERVERLESS_SECONDS])
+    share = cold_share(workload.per_hour(), idle_before_zero_s(option))
     notes = []
     cold_s = option.cold.mean_s if option.cold and option.cold.mean_s is not None else None
     if cold_s is None:
@@ -598,7 +591,7 @@ def advise_model_import(option: Measured, workload: Workload, price: Price) -> A
     base = _advice(option, price)
     if point is None:
         return replace(base, arithmetic="no measured level", meets=None, why="not measured")
-    idle = IDLE_BEFORE_ZERO_S[Billing.MODEL_UNIT_MINUTES]
+    idle = idle_before_zero_s(option)
     units, units_note = custom_model_units(option.backend, option.records)
     active_minutes = 0.0
     activations = 0.0
@@ -684,14 +677,11 @@ def _advice(option: Measured, price: Price | None) -> Advice:
     return Advice(option.name, option.billing, option.evidence, option.provenance, price=price)
 
 
-ADVISERS = {
-    Billing.INSTANCE_HOURS: advise_instance_hours,
-    Billing.INSTANCE_HOURS_WHILE_RUNNING: advise_async,
-    Billing.SERVERLESS_SECONDS: advise_serverless,
-    Billing.MODEL_UNIT_MINUTES: advise_model_import,
-    Billing.JOB_INSTANCE_HOURS: advise_batch,
-    Billing.PER_TOKEN: advise_per_token,
-}
+def idle_before_zero_s(option: Measured) -> float:
+    """How long its billing model waits without a request before it is at zero (the row says)."""
+    idle = billing_model(option.billing).idle_before_zero_s
+    assert idle is not None, option.billing  # an option of a model that never reaches zero is not asked
+    return idle
 
 
 def advise(option: Measured, workload: Workload, price: Price | None) -> Advice:
@@ -700,7 +690,7 @@ def advise(option: Measured, workload: Workload, price: Price | None) -> Advice:
     advice = _advise(option, workload, price)
     if workload.slo:
         advice.measured_capacity = option.capacity is not None
-        if option.capacity is None and option.billing is not Billing.JOB_INSTANCE_HOURS:
+        if option.capacity is None and not billing_model(option.billing).priced_by_jobs:
             why = option.capacity_why or "no capacity search in its evidence"
             advice.extrapolated = (
                 f"EXTRAPOLATED: no capacity measured within {workload.slo_text} ({why}); "
@@ -713,7 +703,10 @@ def advise(option: Measured, workload: Workload, price: Price | None) -> Advice:
 def _advise(option: Measured, workload: Workload, price: Price | None) -> Advice:
     if price is None:
         return replace(_advice(option, None), arithmetic="no price found", why="no price")
-    return ADVISERS[option.billing](option, workload, price)
+    model = billing_model(option.billing)
+    if not model.advise:
+        return replace(_advice(option, price), arithmetic="not billed by AWS", why="not billed")
+    return resolve(model.advise)(option, workload, price)
 
 
 def rank(advice: list[Advice]) -> list[Advice]:

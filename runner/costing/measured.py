@@ -25,7 +25,7 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from runner.core.batch_jobs import BatchJob, jobs_of
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
 from runner.core.records import RequestRecord, records_of
+from runner.core.references import resolve
 from runner.core.stats import median, percentile
 from runner.costing.arithmetic import (
     bedrock_per_million_output,
@@ -57,6 +58,7 @@ from runner.costing.arithmetic import (
     usd_per_million_output,
     usd_per_month_24x7,
 )
+from runner.costing.billing_models import ASYNC_IDLE_TAIL_S, billing_model
 from runner.costing.prices import (
     GIVEN,
     REFERENCE_BEDROCK,
@@ -71,9 +73,6 @@ from runner.costing.rows import ColdFigures, CostRow, JobFigures, LevelFigures, 
 from runner.figures.levels import level_groups, level_summary
 
 COST_COMMANDS = ("bench", "batch")
-# After its last request an async instance keeps billing until scale-in: the target-tracking
-# scale-in alarm of Application Auto Scaling wants 15 one-minute datapoints below target.
-ASYNC_IDLE_TAIL_S = 15 * 60
 # Real-time scaling: one instance has stopped growing when the next level's tok/s is within this
 # share of its own.
 PLATEAU_SHARE = 0.05
@@ -308,9 +307,7 @@ def _base_row(
         billed_by=billed_by(backend, request),
         price=price,
         usd_per_hour=hourly,
-        usd_per_month_24x7=usd_per_month_24x7(hourly)
-        if hourly and billing in (Billing.INSTANCE_HOURS, Billing.INSTANCE_HOURS_WHILE_RUNNING)
-        else None,
+        usd_per_month_24x7=usd_per_month_24x7(hourly) if hourly and billing_model(billing).hourly else None,
     )
 
 
@@ -345,6 +342,16 @@ def model_import_level_cost(figures: LevelFigures, price: Price, units: int) -> 
     return windows, model_import_windows_usd(windows, units, price.usd_per_unit_minute or 0.0)
 
 
+@dataclass(frozen=True)
+class LevelContext:
+    """What pricing a level may need beyond its figures and price: the Custom Model Import units its
+    records report, and Bedrock's price to break even against."""
+
+    units: int
+    units_note: str | None
+    bedrock_reference: Price | None
+
+
 def level_rows(
     base: CostRow,
     backend: BackendEntry,
@@ -353,99 +360,159 @@ def level_rows(
     bedrock_reference: Price | None,
     records: Sequence[RequestRecord],
 ) -> list[CostRow]:
-    billing = billing_of(backend)
+    """One row per level, priced as the backend's billing model says (`level`)."""
+    model = billing_model(billing_of(backend))
+    price_level = resolve(model.level) if model.level else None
+    context = LevelContext(*custom_model_units(backend, records), bedrock_reference)
     rows = []
-    units, units_note = custom_model_units(backend, records)
     for figures in figures_list or [LevelFigures("", 0, None, "not measured", None)]:
         row = replace(base, level=figures.level or None, figures=figures, output_tok_s=figures.output_tok_s)
-        if billing is Billing.PER_TOKEN:
-            row.usd_per_million_output = bedrock_per_million_output(price, figures.input_per_output)
-            row.basis = "output price" + (" + measured input per output token" if figures.input_per_output else "")
-        elif billing is Billing.SERVERLESS_SECONDS and figures.requests:
-            compute, data = serverless_level_cost(figures, price)
-            row.usd_per_million_output = _per_million(compute + data, figures.output_tokens)
-            row.basis = (
-                f"{figures.requests} req: sum of e2e {figures.e2e_sum_s:.2f} s x ${price.usd_per_second:g}/s"
-                f" + data ${data:.2g}, over {figures.output_tokens} output tokens"
-            )
-        elif billing is Billing.MODEL_UNIT_MINUTES and figures.requests:
-            windows, usd = model_import_level_cost(figures, price, units)
-            row.usd_per_million_output = _per_million(usd, figures.output_tokens)
-            sustained = (
-                usd_per_million_output(units * (price.usd_per_unit_minute or 0.0) * 60, figures.output_tok_s)
-                if figures.output_tok_s
-                else None
-            )
-            row.sustained_usd_per_million_output = sustained
-            row.basis = (
-                f"{windows} x {MODEL_IMPORT_WINDOW_MINUTES}-min window x {units} CMU x "
-                f"${price.usd_per_unit_minute:g}/CMU-min over {figures.output_tokens} output tokens"
-                + (f"; ${sustained:.2f}/M if the windows stay busy" if sustained else "")
-                + (f"; {units_note}" if units_note else "")
-            )
-        elif price.usd_per_hour:
-            if figures.output_tok_s:
-                row.usd_per_million_output = usd_per_million_output(price.usd_per_hour, figures.output_tok_s)
-            if billing is Billing.INSTANCE_HOURS_WHILE_RUNNING:
-                row.basis = "while an instance runs (it scales to zero between bursts: see leaving zero)"
-            if bedrock_reference is not None and billing is Billing.INSTANCE_HOURS:
-                reference = bedrock_per_million_output(bedrock_reference, figures.input_per_output)
-                row.breakeven_vs_bedrock_tok_s = breakeven_tok_s(price.usd_per_hour, reference)
-                row.bedrock_usd_per_million_output = reference
+        if price_level is not None:
+            price_level(row, figures, price, context)
         rows.append(row)
     return rows
 
 
+def per_token_level(row: CostRow, figures: LevelFigures, price: Price, context: LevelContext) -> None:
+    row.usd_per_million_output = bedrock_per_million_output(price, figures.input_per_output)
+    row.basis = "output price" + (" + measured input per output token" if figures.input_per_output else "")
+
+
+def serverless_level(row: CostRow, figures: LevelFigures, price: Price, context: LevelContext) -> None:
+    if not figures.requests:
+        return
+    compute, data = serverless_level_cost(figures, price)
+    row.usd_per_million_output = _per_million(compute + data, figures.output_tokens)
+    row.basis = (
+        f"{figures.requests} req: sum of e2e {figures.e2e_sum_s:.2f} s x ${price.usd_per_second:g}/s"
+        f" + data ${data:.2g}, over {figures.output_tokens} output tokens"
+    )
+
+
+def model_unit_level(row: CostRow, figures: LevelFigures, price: Price, context: LevelContext) -> None:
+    if not figures.requests:
+        return
+    units = context.units
+    windows, usd = model_import_level_cost(figures, price, units)
+    row.usd_per_million_output = _per_million(usd, figures.output_tokens)
+    sustained = (
+        usd_per_million_output(units * (price.usd_per_unit_minute or 0.0) * 60, figures.output_tok_s)
+        if figures.output_tok_s
+        else None
+    )
+    row.sustained_usd_per_million_output = sustained
+    row.basis = (
+        f"{windows} x {MODEL_IMPORT_WINDOW_MINUTES}-min window x {units} CMU x "
+        f"${price.usd_per_unit_minute:g}/CMU-min over {figures.output_tokens} output tokens"
+        + (f"; ${sustained:.2f}/M if the windows stay busy" if sustained else "")
+        + (f"; {context.units_note}" if context.units_note else "")
+    )
+
+
+def instance_hours_level(row: CostRow, figures: LevelFigures, price: Price, context: LevelContext) -> None:
+    """By the hour, always on: its $/M at the level's rate, and where it breaks even with Bedrock."""
+    if not price.usd_per_hour:
+        return
+    if figures.output_tok_s:
+        row.usd_per_million_output = usd_per_million_output(price.usd_per_hour, figures.output_tok_s)
+    if context.bedrock_reference is not None:
+        reference = bedrock_per_million_output(context.bedrock_reference, figures.input_per_output)
+        row.breakeven_vs_bedrock_tok_s = breakeven_tok_s(price.usd_per_hour, reference)
+        row.bedrock_usd_per_million_output = reference
+
+
+def while_running_level(row: CostRow, figures: LevelFigures, price: Price, context: LevelContext) -> None:
+    """By the hour while an instance runs: its $/M at the level's rate; its idle is a row apart."""
+    if not price.usd_per_hour:
+        return
+    if figures.output_tok_s:
+        row.usd_per_million_output = usd_per_million_output(price.usd_per_hour, figures.output_tok_s)
+    row.basis = "while an instance runs (it scales to zero between bursts: see leaving zero)"
+
+
 def cold_rows(base: CostRow, backend: BackendEntry, cold: list[RequestRecord], price: Price) -> list[CostRow]:
-    """What a request that finds zero instances costs and takes, apart from the levels."""
-    billing = billing_of(backend)
+    """What a request that finds zero instances costs and takes, apart from the levels, as the
+    billing model prices it (`cold`)."""
+    model = billing_model(billing_of(backend))
+    return resolve(model.cold)(base, cold, price) if model.cold and cold else []
+
+
+def cold_figures(cold: list[RequestRecord]) -> tuple[list[float], ColdFigures]:
     e2e = [r.e2e_s for r in cold if r.e2e_s is not None]
     output = sum(r.output_tokens or 0 for r in cold)
-    figures = ColdFigures(requests=len(cold), median_e2e_s=median(e2e), output_tokens=output)
-    if billing is Billing.SERVERLESS_SECONDS and cold:
-        usd = sum(e2e) * (price.usd_per_second or 0.0)
-        return [
-            replace(
-                base,
-                level="cold start",
-                figures=figures,
-                usd_per_event=usd / len(cold),
-                basis=f"{len(cold)} cold req ({output} output tokens), median e2e {median(e2e):.2f} s, "
-                "billed in full (an upper bound)",
-            )
-        ]
-    if billing is Billing.INSTANCE_HOURS_WHILE_RUNNING and price.usd_per_hour:
-        leave = [(r.phases or {}).get("leave_zero_s") for r in cold]
-        leave_s = median(v for v in leave if isinstance(v, int | float))
-        measured = leave_s is not None
-        leave_s = leave_s or 0.0
-        usd = instance_seconds_usd(leave_s + ASYNC_IDLE_TAIL_S, 1, price.usd_per_hour)
-        return [
-            replace(
-                base,
-                level="leaving zero",
-                figures=replace(figures, phase="leave_zero_s", phase_s=leave_s if measured else None),
-                usd_per_event=usd,
-                basis=(
-                    f"each burst after idle: {leave_s:.0f} s leaving zero"
-                    + ("" if measured else " (not measured: no cold record with phases.leave_zero_s)")
-                    + f" + {ASYNC_IDLE_TAIL_S // 60} min idle before scale-in (assumed) at ${price.usd_per_hour}/h"
-                ),
-            )
-        ]
-    if billing is Billing.MODEL_UNIT_MINUTES and cold:
-        not_ready = [(r.phases or {}).get("not_ready_s") for r in cold]
-        waited = median(v for v in not_ready if isinstance(v, int | float))
-        return [
-            replace(
-                base,
-                level="cold start",
-                figures=replace(figures, phase="not_ready_s", phase_s=waited),
-                basis=f"{len(cold)} cold req, median e2e {median(e2e):.2f} s"
-                + (f", {waited:.1f} s waiting for the copy" if waited is not None else ""),
-            )
-        ]
-    return []
+    return e2e, ColdFigures(requests=len(cold), median_e2e_s=median(e2e), output_tokens=output)
+
+
+def serverless_cold_rows(base: CostRow, cold: list[RequestRecord], price: Price) -> list[CostRow]:
+    e2e, figures = cold_figures(cold)
+    usd = sum(e2e) * (price.usd_per_second or 0.0)
+    return [
+        replace(
+            base,
+            level="cold start",
+            figures=figures,
+            usd_per_event=usd / len(cold),
+            basis=f"{len(cold)} cold req ({figures.output_tokens} output tokens), median e2e {median(e2e):.2f} s, "
+            "billed in full (an upper bound)",
+        )
+    ]
+
+
+def leaving_zero_rows(base: CostRow, cold: list[RequestRecord], price: Price) -> list[CostRow]:
+    if not price.usd_per_hour:
+        return []
+    _, figures = cold_figures(cold)
+    leave = [(r.phases or {}).get("leave_zero_s") for r in cold]
+    leave_s = median(v for v in leave if isinstance(v, int | float))
+    measured = leave_s is not None
+    leave_s = leave_s or 0.0
+    usd = instance_seconds_usd(leave_s + ASYNC_IDLE_TAIL_S, 1, price.usd_per_hour)
+    return [
+        replace(
+            base,
+            level="leaving zero",
+            figures=replace(figures, phase="leave_zero_s", phase_s=leave_s if measured else None),
+            usd_per_event=usd,
+            basis=(
+                f"each burst after idle: {leave_s:.0f} s leaving zero"
+                + ("" if measured else " (not measured: no cold record with phases.leave_zero_s)")
+                + f" + {ASYNC_IDLE_TAIL_S // 60} min idle before scale-in (assumed) at ${price.usd_per_hour}/h"
+            ),
+        )
+    ]
+
+
+def model_unit_cold_rows(base: CostRow, cold: list[RequestRecord], price: Price) -> list[CostRow]:
+    e2e, figures = cold_figures(cold)
+    not_ready = [(r.phases or {}).get("not_ready_s") for r in cold]
+    waited = median(v for v in not_ready if isinstance(v, int | float))
+    return [
+        replace(
+            base,
+            level="cold start",
+            figures=replace(figures, phase="not_ready_s", phase_s=waited),
+            basis=f"{len(cold)} cold req, median e2e {median(e2e):.2f} s"
+            + (f", {waited:.1f} s waiting for the copy" if waited is not None else ""),
+        )
+    ]
+
+
+def model_unit_storage_rows(
+    base: CostRow, backend: BackendEntry, price: Price, records: Sequence[RequestRecord]
+) -> list[CostRow]:
+    """Custom Model Import's storage: a fixed monthly line while the model exists."""
+    if price.usd_per_unit_month is None:
+        return []
+    units, note = custom_model_units(backend, records)
+    return [
+        replace(
+            base,
+            level="storage",
+            fixed_usd_per_month=units * price.usd_per_unit_month,
+            basis=f"{units} CMU x ${price.usd_per_unit_month}/CMU-month while the model exists"
+            + (f"; {note}" if note else ""),
+        )
+    ]
 
 
 def batch_rows(source: str, evidence: dict[str, Any], prices: dict[PriceRequest, Price]) -> list[CostRow]:
@@ -502,29 +569,20 @@ def cost_rows(
         request = price_request(backend)
         price = prices.get(request) if request else None
         base = _base_row(source, evidence, backend, request, price, records)
-        billing = billing_of(backend)
-        if billing is Billing.JOB_INSTANCE_HOURS:
+        model = billing_model(billing_of(backend))
+        if model.priced_by_jobs:
             rows.append(replace(base, note="priced from batch evidence (python -m runner.batch)"))
             continue
         if request is None:
-            rows.append(replace(base, note=NOT_BILLED if billing is Billing.NONE else "no price found"))
+            rows.append(replace(base, note="no price found" if model.billed else NOT_BILLED))
             continue
         if price is None:
             rows.append(replace(base, note="no price found"))
             continue
         rows += level_rows(base, backend, levels.get(backend.name, []), price, bedrock_reference, records)
         rows += cold_rows(base, backend, cold.get(backend.name, []), price)
-        if billing is Billing.MODEL_UNIT_MINUTES and price.usd_per_unit_month is not None:
-            units, note = custom_model_units(backend, records)
-            rows.append(
-                replace(
-                    base,
-                    level="storage",
-                    fixed_usd_per_month=units * price.usd_per_unit_month,
-                    basis=f"{units} CMU x ${price.usd_per_unit_month}/CMU-month while the model exists"
-                    + (f"; {note}" if note else ""),
-                )
-            )
+        if model.fixed:
+            rows += resolve(model.fixed)(base, backend, price, records)
     return rows
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from catalog import BACKENDS
-from catalog.backends import SERVERLESS_MEMORY_SIZES_MB, Billing
+from catalog.backends import SERVERLESS_MEMORY_SIZES_MB
 from catalog.prices import (
     BEDROCK,
     BEDROCK_PRICE_NAMES,
@@ -43,6 +43,7 @@ from runner.core.errors import RunnerError, describe
 from runner.core.evidence import now_iso
 from runner.core.references import resolve
 from runner.costing.arithmetic import with_raised_throughput
+from runner.costing.billing_models import billing_model
 
 PRICING_SOURCE = "AWS Pricing API GetProducts"
 # A rate the user gave (`--price NAME=USD_PER_HOUR`): priced as given, never looked up.
@@ -353,7 +354,7 @@ def bedrock_price_name(model_id: str) -> str:
     return BEDROCK_PRICE_NAMES.get(model_id, model_id)
 
 
-REFERENCE_BEDROCK = next(spec for spec in BACKENDS if serving(spec.kind).billing is Billing.PER_TOKEN)
+REFERENCE_BEDROCK = next(spec for spec in BACKENDS if billing_model(serving(spec.kind).billing).per_token)
 
 
 def priced_kind(backend: BackendEntry) -> str | None:
@@ -454,7 +455,7 @@ def priced_as_catalog(kind: str) -> bool:
     """Whether a known backend given with `--endpoint` is priced as its catalog entry's kind: every
     kind priced by an instance or a model unit (a managed model's API has no URL to give)."""
     path = serving(kind)
-    return bool(path.price_request) and path.billing is not Billing.PER_TOKEN
+    return bool(path.price_request) and not billing_model(path.billing).per_token
 
 
 def batch_price_request(job: BatchJob, region: str | None) -> PriceRequest | None:

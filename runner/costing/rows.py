@@ -19,6 +19,7 @@ from catalog.prices import Price
 from runner.core.accuracy import Accuracy
 from runner.core.errors import RunnerError
 from runner.core.typed_json import FlatJson, fits, named, read_fields
+from runner.costing.billing_models import billing_model
 
 ROWS_SCHEMA = 1
 ROW_COMMANDS = ("cost", "advise")
@@ -167,11 +168,9 @@ class CostRow:
         """A level priced by its requests (serverless, Custom Model Import, a batch job) always says
         its $ per million output tokens, null when it had no output tokens; Custom Model Import
         also its $ per million while busy, null when its rate is unknown."""
-        if not self.is_level or self.basis is None or self.billing not in PRICED_BY_REQUESTS:
+        if not self.is_level or self.basis is None:
             return ()
-        if self.billing is Billing.MODEL_UNIT_MINUTES:
-            return ("usd_per_million_output", "sustained_usd_per_million_output")
-        return ("usd_per_million_output",)
+        return billing_model(self.billing).said_when_unknown
 
     @classmethod
     def from_json(cls, data: object) -> CostRow:
@@ -182,7 +181,6 @@ class CostRow:
         return cls(**found, billing=_billing(data, what), price=_price(data, what), figures=figures)
 
 
-PRICED_BY_REQUESTS = (Billing.SERVERLESS_SECONDS, Billing.MODEL_UNIT_MINUTES, Billing.JOB_INSTANCE_HOURS)
 # Written where set (or said when unknown), in this order.
 COST_ROW_OPTIONAL = (
     "usd_per_event",
@@ -288,9 +286,10 @@ class Advice:
             # A priced month says the latency it was judged on: a batch job has no first token, and
             # Bedrock per token no load level.
             row["p95_s"] = self.p95_s
-            if self.billing is not Billing.JOB_INSTANCE_HOURS:
+            model = billing_model(self.billing)
+            if model.first_token:
                 row["p95_ttft_s"] = self.p95_ttft_s
-            if self.billing is not Billing.PER_TOKEN:
+            if model.load_level:
                 row["level"] = self.level
         for key in ("cold_share", "notes", "measured_capacity", "extrapolated"):
             if getattr(self, key) is not None:

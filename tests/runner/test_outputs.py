@@ -79,7 +79,7 @@ def test_outputs_file_round_trip(tmp_path):
         (json.dumps({k: v for k, v in G6.to_json().items() if k != "model_id"}), "missing model_id"),
         (
             json.dumps({k: v for k, v in G6.to_json().items() if k != "auto_scaling_group"}),
-            "an EC2 backend needs auto_scaling_group and readiness_parameter",
+            "kind ec2-vllm needs auto_scaling_group and readiness_parameter",
         ),
         (json.dumps([1, 2]), "expected a JSON object, got list"),
     ],

@@ -17,6 +17,7 @@ from catalog.backends import Billing
 from catalog.serving import SERVING, UNKNOWN, ServingPath, serving
 from runner.core.errors import RunnerError
 from runner.core.references import resolve
+from runner.costing.billing_models import BILLING_MODELS
 from stacks.sagemaker_stack import InferenceSageMakerStack, construct_for
 
 RUNNER = Path(__file__).parents[2] / "runner"
@@ -57,11 +58,18 @@ def constants_naming_a_kind() -> set[str]:
 KIND_CONSTANTS = constants_naming_a_kind()
 
 
+# Enums whose members are a kind, or a billing model standing for one (costing asks the billing
+# model's row in runner/costing/billing_models.py instead).
+KIND_ENUMS = {"BackendKind", "Billing"}
+# The one table by billing model: the billing models' rows themselves.
+TABLES = {("costing/billing_models.py", "BILLING_MODELS")}
+
+
 def names_a_kind(node: ast.AST) -> bool:
-    """`BackendKind.X`, `BackendKind.X.value`, a group of kinds, a kind's value or a backend's name
-    as a string, or a tuple/set holding one."""
+    """`BackendKind.X`, `Billing.X`, `BackendKind.X.value`, a group of kinds, a kind's value or a
+    backend's name as a string, or a tuple/set holding one."""
     if isinstance(node, ast.Attribute):
-        return (isinstance(node.value, ast.Name) and node.value.id == "BackendKind") or names_a_kind(node.value)
+        return (isinstance(node.value, ast.Name) and node.value.id in KIND_ENUMS) or names_a_kind(node.value)
     if isinstance(node, ast.Name):
         return node.id in KIND_GROUPS or node.id in KIND_CONSTANTS
     if isinstance(node, ast.Constant):
@@ -73,7 +81,8 @@ def names_a_kind(node: ast.AST) -> bool:
 
 def kind_branches(path: Path) -> list[str]:
     tree = ast.parse(path.read_text())
-    found = []
+    found: list[str] = []
+    allowed: set[int] = set()
     where = str(path.relative_to(RUNNER))
     for node in ast.walk(tree):
         # A comparison, a default (`x or "sagemaker-batch"`), or a walk over kinds (`for name in ("bedrock", …)`).
@@ -83,7 +92,20 @@ def kind_branches(path: Path) -> list[str]:
             parts, text = node.values, ast.unparse(node)
         elif isinstance(node, ast.For):
             parts, text = [node.iter], f"for {ast.unparse(node.target)} in {ast.unparse(node.iter)}"
+        elif isinstance(node, ast.Dict):
+            # A table by kind (a side registry such as `CLIENTS = {BackendKind.BEDROCK: ...}`).
+            parts, text = (
+                [k for k in node.keys if k is not None],
+                f"{{{', '.join(ast.unparse(k) for k in node.keys if k)}: …}}",
+            )
+        elif isinstance(node, ast.AnnAssign | ast.Assign) and isinstance(node.value, ast.Dict):
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            if any(isinstance(t, ast.Name) and (where, t.id) in TABLES for t in targets):
+                allowed.add(id(node.value))
+            continue
         else:
+            continue
+        if id(node) in allowed:
             continue
         if any(names_a_kind(n) for n in parts) and (where, text) not in NAMED_BRANCHES:
             found.append(f"{where}:{node.lineno}: {text}")
@@ -117,12 +139,18 @@ def test_the_scan_finds_a_branch_when_one_is_written(tmp_path):
         "for name in ('local', 'bedrock'): pass\n"
         "if name != BEDROCK: pass\n"
         "for name in ('filter', 'rows'): pass\n"
+        "if billing is Billing.PER_TOKEN: pass\n"
+        "if option.billing in (Billing.SERVERLESS_SECONDS, Billing.JOB_INSTANCE_HOURS): pass\n"
+        "CLIENTS = {BackendKind.BEDROCK: bedrock_client}\n"
+        "IDLE = {Billing.SERVERLESS_SECONDS: 300.0}\n"
+        "if billing_model(billing).hourly: pass\n"
+        "ROWS = {'filter': 1}\n"
     )
     global RUNNER
     saved, RUNNER = RUNNER, tmp_path / "runner"
     try:
         found = sorted(int(line.split(":")[1]) for line in kind_branches(written))
-        assert found == [1, 2, 3, 4, 6, 7, 8, 10, 11, 12]
+        assert found == [1, 2, 3, 4, 6, 7, 8, 10, 11, 12, 14, 15, 16, 17]
     finally:
         RUNNER = saved
 
@@ -198,3 +226,52 @@ def test_each_kind_names_what_its_row_promises(kind):
 def test_a_sagemaker_stack_refuses_a_kind_whose_row_names_no_construct():
     with pytest.raises(ValueError, match="no SageMaker construct named in its serving row"):
         construct_for(BackendKind.BEDROCK)
+
+
+@pytest.mark.parametrize("billing", list(Billing), ids=lambda b: b.value)
+def test_every_billing_model_has_a_row_whose_references_resolve_in_costing(billing):
+    model = BILLING_MODELS[billing]
+    for reference in (model.level, model.cold, model.fixed, model.advise):
+        if reference:
+            assert reference.startswith("runner.costing.") and callable(resolve(reference)), reference
+    # What AWS bills is advised on; a model that reaches zero says after how long.
+    assert bool(model.advise) == model.billed, billing
+    assert (model.idle_before_zero_s is not None) == bool(model.cold), billing
+
+
+ROOT = RUNNER.parent
+
+
+def checklist_paths() -> set[str]:
+    """The files and folders the README's "Adding a way of serving" list names (its bullets)."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Adding a way of serving", 1)[1].split("\n## ", 1)[0]
+    bullets = section.split("\n- ")[1:]
+    bullets[-1] = bullets[-1].split("\n\n", 1)[0]
+    return {
+        name
+        for bullet in bullets
+        for name in re.findall(r"`([^`\s]+)`", bullet)
+        if "/" in name and not name.startswith("--")
+    }
+
+
+def unlisted(modules: set[str], listed: set[str]) -> list[str]:
+    files = {module.replace(".", "/") + ".py" for module in modules}
+    return sorted(f for f in files if f not in listed and not any(f.startswith(p) for p in listed if p.endswith("/")))
+
+
+def test_the_readme_checklist_names_every_file_a_row_reaches_and_each_exists():
+    listed = checklist_paths()
+    assert {"catalog/serving.py", "catalog/backends.py", "runner/costing/billing_models.py"} <= listed
+    assert [p for p in listed if not (ROOT / p).exists()] == []
+    modules = {reference.partition(":")[0] for path in SERVING.values() for _, reference in references(path)}
+    modules |= {
+        reference.partition(":")[0]
+        for model in BILLING_MODELS.values()
+        for reference in (model.level, model.cold, model.fixed, model.advise)
+        if reference
+    }
+    assert unlisted(modules, listed) == []
+    # A row that reached a module the list does not name would be caught.
+    assert unlisted(modules | {"runner.cloud.elsewhere"}, listed) == ["runner/cloud/elsewhere.py"]

@@ -8,10 +8,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from catalog.backends import Billing
 from catalog.contract import APP_TAG
 from catalog.serving import serving
 from runner.cloud.bring_up.watch.common import FAILED, READY, TIMEOUT, Watch, iso, minutes_between
+from runner.costing.billing_models import billing_model
 from runner.costing.billing_now import BillingNow, endpoint_billing
 
 
@@ -65,7 +65,7 @@ class EndpointWatch(Watch):
             return []
         output, status = self.output, description["EndpointStatus"]
         name = output.endpoint_name or "?"
-        if serving(output.kind).billing is Billing.SERVERLESS_SECONDS:
+        if not billing_model(serving(output.kind).billing).hourly:
             what = f"serverless endpoint {name} ({output.memory_mb} MB, {status})"
             return [
                 BillingNow(output.name, output.region, what, 0.0, "per second of compute while it answers").to_json()
