@@ -84,6 +84,12 @@ class ServingPath:
     context_keys: tuple[str, ...] = ()
     # The stack outputs it cannot be reached without (catalog/contract.py refuses an output without).
     outputs: tuple[str, ...] = ()
+    # Its rank as the agent's default backend where none is asked for (highest first; 0 never by
+    # default): AWS's managed model, then the embedded one, as the survey drove its demos.
+    agent_default: int = 0
+    # The command (and its arguments) that makes a deployed stack of it servable, which the survey
+    # runs after `up` (a name in runner/commands.py): Custom Model Import's import.
+    prepared_by: tuple[str, ...] = ()
     # Its behaviour, by reference (each "" where the path has none):
     # the timed client (runner.measure.clients), called (backend, timeout_s, region, connections);
     client: str = ""
@@ -170,6 +176,7 @@ SERVING: dict[BackendKind, ServingPath] = {
         tokenizer=True,
         server_metrics=True,
         provenance="embedded model on this machine",
+        agent_default=1,
         client=OPENAI_CLIENT,
         agent_model=OPENAI_AGENT,
         health=HTTP_HEALTH,
@@ -296,6 +303,7 @@ SERVING: dict[BackendKind, ServingPath] = {
         billing=Billing.PER_TOKEN,
         not_in_region=NOT_IN_REGION_BEDROCK,
         no_health_check="managed API: no health check",
+        agent_default=2,
         client="runner.measure.clients:bedrock_client",
         agent_model="runner.agent.models:bedrock_agent_model",
         price_request="runner.costing.prices:bedrock_request",
@@ -318,6 +326,7 @@ SERVING: dict[BackendKind, ServingPath] = {
         not_in_region=NOT_IN_REGION_BEDROCK,
         no_health_check="managed API (Custom Model Import): no health check; a copy starts on first use",
         context_keys=("regions", "model"),
+        prepared_by=("model_import", "import"),
         outputs=("bucket", "input_prefix", "import_role_arn", "weights_job"),
         client="runner.measure.clients:import_client",
         price_request="runner.costing.prices:bedrock_import_request",

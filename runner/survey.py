@@ -44,7 +44,7 @@ from runner.cloud.bring_up.preflight import (
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
 from runner.flow.folder import SurveyFolder
-from runner.flow.options import BEDROCK, SurveyOptions
+from runner.flow.options import MANAGED, SurveyOptions
 from runner.flow.survey_run import SurveyRun
 from runner.measure.load import parse_numbers
 from runner.render.tables import print_report
@@ -144,22 +144,22 @@ def check_steps(args: argparse.Namespace) -> None:
 def survey_options(args: argparse.Namespace) -> SurveyOptions:
     check_steps(args)
     named = list(dict.fromkeys(args.backends))
-    unknown = [n for n in named if n != BEDROCK and n not in known_backends()]
+    unknown = [n for n in named if n not in MANAGED and n not in known_backends()]
     if unknown:
         raise RunnerError(
-            f"unknown backend {unknown[0]!r}; known backends: {', '.join(known_backends())}, {BEDROCK} (nothing deployed)"
+            f"unknown backend {unknown[0]!r}; known backends: {', '.join(known_backends())}, {', '.join(MANAGED)} (nothing deployed)"
         )
     context = parse_context(args.context)
     if "backends" in context:
         raise RunnerError("-c backends=…: name the backends as arguments (python -m runner.survey g6 inf2 …)")
-    deployed = [n for n in named if n != BEDROCK]
+    deployed = [n for n in named if n not in MANAGED]
     # Every other option is a flag whose dest is its field's name.
     given = {f.name: getattr(args, f.name) for f in fields(SurveyOptions) if hasattr(args, f.name)}
     return SurveyOptions(
         **given
         | {
             "backends": choose_backends(deployed) if deployed or not named else [],
-            "with_bedrock": BEDROCK in named or not named,
+            "with_bedrock": any(n in MANAGED for n in named) or not named,
             "context": context,
             "question": args.question or "",
         }
@@ -201,7 +201,8 @@ def preflight(options: SurveyOptions) -> tuple[Preflight, AppConfig]:
     order = {name: index for index, name in enumerate(options.backends)}
     checked.rows = sorted([*left_out, *checked.rows], key=lambda r: order.get(r.backend, len(order)))
     if options.with_bedrock:
-        checked.notices.append(f"{BEDROCK}: measured through the Bedrock API, billed per token; nothing deployed")
+        for name in MANAGED:
+            checked.notices.append(f"{name}: measured through the Bedrock API, billed per token; nothing deployed")
     return checked, config
 
 

@@ -163,9 +163,11 @@ def pick_agent(backends: list[Backend], wanted: str | None) -> Backend:
         if wanted not in by_name:
             raise RunnerError(f"--agent {wanted!r} is not among the backends found: {', '.join(by_name)}")
         return by_name[wanted]
-    for name in ("bedrock", "local"):
-        if name in by_name:
-            return by_name[name]
+    # The default its serving row ranks highest (Bedrock, then the embedded model), else the first
+    # tool-capable one.
+    ranked = sorted((b for b in backends if b.supports.agent_default), key=lambda b: -b.supports.agent_default)
+    if ranked:
+        return ranked[0]
     tool_capable = [b for b in backends if b.supports_tools]
     if not tool_capable:
         raise RunnerError("no tool-capable backend to drive the agent; pass --agent NAME")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from catalog.backends import get_backend
 from catalog.serving import serving
 from runner import ask, batch, bench, check, counting, forward, orchestrator, quality
-from runner.flow.options import BEDROCK, SWEEP_OUTPUT_TOKENS
+from runner.flow.options import SWEEP_OUTPUT_TOKENS
 from runner.flow.read_back import BatchEvidence
 from runner.flow.state import SurveyState
 from runner.flow.steps import INTERRUPTED, StepRecord, skipped
@@ -20,15 +20,21 @@ def measured_by(name: str) -> str:
     return serving(get_backend(name).kind).measured_by
 
 
+def agent_default(name: str) -> int:
+    return serving(get_backend(name).kind).agent_default
+
+
 def measure(state: SurveyState, backends: list[str], key: str | None = None) -> None:
     """The measuring steps over `backends`; `key` tells a late round's steps apart (None: the first)."""
     measured: list[str] = [b for b in backends if not measured_by(b)]
     names = ",".join(measured)
     common = ["--local", "never", *state.results(), *state.aws()]
     why_not = "no backend is ready" if not measured else ""
-    ec2 = [b for b in measured if b != BEDROCK and serving(get_backend(b).kind).port_forward]
+    ec2 = [b for b in measured if serving(get_backend(b).kind).port_forward]
     tools = [b for b in measured if supports_tools(b)]
-    agent = BEDROCK if BEDROCK in measured else (tools[0] if tools else None)
+    # The agent runs on the backend its serving row ranks first as the default, else a tool-capable one.
+    ranked = sorted((b for b in measured if agent_default(b)), key=lambda b: -agent_default(b))
+    agent = ranked[0] if ranked else (tools[0] if tools else None)
     options = state.options
     steps: list[tuple[str, str | None, Callable[[], int] | None, str]] = [
         ("forward", None, (lambda: forward.run(["--backends", ",".join(ec2), "--plugin", options.plugin])) if ec2 else None,

@@ -6,9 +6,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from catalog import BACKENDS
+from catalog.serving import serving
 from runner.agent.tasks import SURVEY_ITEMS
 
-BEDROCK = "bedrock"
+# The catalog's backends the survey measures through their API with nothing deployed (Bedrock):
+# no stack of their own, reached through the AWS API.
+MANAGED = tuple(spec.name for spec in BACKENDS if spec.stack is None and serving(spec.kind).aws_api)
 # The survey's own settings where it had them (results/2026-10-05*, repository
 # xbill9/aws-inference-strands): demo 1 with 20 runs, demo 2 five times, the benchmark's second
 # run with 10 repeats; the sweep's levels are this runner's.
@@ -65,4 +69,4 @@ class SurveyOptions:
 
     @property
     def measured_names(self) -> list[str]:
-        return [*self.backends, *([BEDROCK] if self.with_bedrock else [])]
+        return [*self.backends, *(MANAGED if self.with_bedrock else ())]

@@ -6,9 +6,11 @@ measured."""
 from __future__ import annotations
 
 from catalog.backends import get_backend
-from runner import model_import, up
+from catalog.serving import serving
+from runner import up
+from runner.commands import BY_NAME
 from runner.core.evidence import load
-from runner.flow.options import BEDROCK
+from runner.flow.options import MANAGED
 from runner.flow.read_back import ImportEvidence, UpEvidence
 from runner.flow.state import SurveyState
 from runner.flow.steps import INTERRUPTED, PASSED, StepRecord, skipped
@@ -42,13 +44,19 @@ def up_step(state: SurveyState) -> None:
     pre_existing = set(data["pre_existing"])
     standing = [b for b in plan["runs"] if get_backend(b).stack in pre_existing]
     measured = [*data["ready"], *[b for b in standing if b not in data["ready"]]]
-    data["measured"] = [*measured, *([BEDROCK] if state.options.with_bedrock else [])]
-    if "bedrock-import" in data["measured"]:
-        record = state.step_once("import", None, lambda: model_import.run(["import", *state.results(), *state.aws()]))
+    data["measured"] = [*measured, *(MANAGED if state.options.with_bedrock else ())]
+    for name in data["measured"]:
+        # What makes a deployed stack servable, as its serving row names it (Custom Model Import's import).
+        prepared_by = serving(get_backend(name).kind).prepared_by
+        if not prepared_by:
+            continue
+        command, *args = prepared_by
+        run = BY_NAME[command].load().run
+        record = state.step_once(args[0], None, lambda run=run, args=args: run([*args, *state.results(), *state.aws()]))
         if record is not None:
             note_import(state, record)
             if record.status != PASSED:
-                data["failed"]["bedrock-import"] = f"model import: {record.line}"
+                data["failed"][name] = f"{command.replace('_', ' ')}: {record.line}"
     data["measured"] = [b for b in data["measured"] if b not in data["failed"]]
     state.save()
 

@@ -29,33 +29,27 @@ KIND_GROUPS = {"EC2_KINDS", "ENDPOINT_KINDS", "SAGEMAKER_KINDS"}
 # A kind written as its string ("sagemaker-batch"), or a catalog backend's name standing for its
 # kind ("bedrock-import"): the same branch under another spelling.
 KIND_WORDS = {kind.value for kind in BackendKind} | {spec.name for spec in BACKENDS}
-# Branches still written on a backend's name, each to move into its row as the batch step did
-# (`measured_by`): the survey's import step, the agent's default backend, the embedded one asked
-# for by name, Bedrock in the survey. Listed by file and the line's own text, so a new one fails.
+# Branches still written on a backend's name: the embedded server is asked for on the command line
+# by its name (`--backends local`), which selects the server to start, not a kind's behaviour.
+# Listed by file and the line's own text, so a new one fails.
 NAMED_BRANCHES = {
     ("cli/session.py", "w != 'local'"),
     ("cli/session.py", "name != 'local'"),
     ("cli/session.py", "'local' in wanted"),
-    ("flow/up_steps.py", "'bedrock-import' in data['measured']"),
-    ("agent/orchestration.py", "for name in ('bedrock', 'local')"),
-    ("flow/measure_steps.py", "BEDROCK in measured"),
-    ("flow/measure_steps.py", "b != BEDROCK"),
-    ("survey.py", "n != BEDROCK"),
-    ("survey.py", "BEDROCK in named"),
 }
 
 
-def constants_naming_a_kind() -> set[str]:
+def constants_naming_a_kind(root: Path) -> set[str]:
     """Module-level names the runner binds to a kind word (`BEDROCK = "bedrock"`): the word again."""
     named = set()
-    for path in RUNNER.rglob("*.py"):
+    for path in root.rglob("*.py"):
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value in KIND_WORDS:
                 named |= {t.id for t in node.targets if isinstance(t, ast.Name)}
     return named
 
 
-KIND_CONSTANTS = constants_naming_a_kind()
+KIND_CONSTANTS = constants_naming_a_kind(RUNNER)
 
 
 # Enums whose members are a kind, or a billing model standing for one (costing asks the billing
@@ -145,14 +139,16 @@ def test_the_scan_finds_a_branch_when_one_is_written(tmp_path):
         "IDLE = {Billing.SERVERLESS_SECONDS: 300.0}\n"
         "if billing_model(billing).hourly: pass\n"
         "ROWS = {'filter': 1}\n"
+        "BEDROCK = 'bedrock'\n"
     )
-    global RUNNER
+    global RUNNER, KIND_CONSTANTS
     saved, RUNNER = RUNNER, tmp_path / "runner"
+    saved_constants, KIND_CONSTANTS = KIND_CONSTANTS, constants_naming_a_kind(RUNNER)
     try:
         found = sorted(int(line.split(":")[1]) for line in kind_branches(written))
         assert found == [1, 2, 3, 4, 6, 7, 8, 10, 11, 12, 14, 15, 16, 17]
     finally:
-        RUNNER = saved
+        RUNNER, KIND_CONSTANTS = saved, saved_constants
 
 
 def test_every_kind_has_a_row_and_every_catalog_backend_bills_as_its_row_says():
