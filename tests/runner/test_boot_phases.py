@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from catalog.boot import store_bucket, weights_marker, weights_prefix
-from runner.cloud.bring_up.store import staged_copy
+from runner.cloud.bring_up.staged_weights import staged_copy
 from runner.cloud.readiness import Readiness, phase_seconds
 from runner.render.up import phase_line, render_report, slow_ways
 
@@ -214,7 +214,7 @@ def stubbed(service: str):
 
 @pytest.mark.parametrize("last_status", ["FAILED", "SUCCEEDED", "IN_PROGRESS"])
 def test_starting_the_copy_again_says_why_the_last_one_failed_from_its_log(last_status):
-    from runner.cloud.bring_up.store import start_copy
+    from runner.cloud.bring_up.staged_weights import start_copy
 
     project, failed_id = "inference-weights-copy", "inference-weights-copy:1111"
     codebuild, builds = stubbed("codebuild")

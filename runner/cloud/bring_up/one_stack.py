@@ -29,7 +29,7 @@ from catalog.contract import BackendOutput
 from catalog.serving import serving
 from runner.cloud.aws import boto_client
 from runner.cloud.bring_up.account_facts import deploy_context
-from runner.cloud.bring_up.store import StagedCopy, account_id, staged_copy, start_copy
+from runner.cloud.bring_up.staged_weights import StagedCopy, account_id, staged_copy, start_copy
 from runner.cloud.bring_up.watch.common import FAILED, NO_CAPACITY, READY, Watch, WatchOptions
 from runner.cloud.bring_up.watch.server import ServerWatch
 from runner.cloud.cdk_cli import cdk, cli_dir
