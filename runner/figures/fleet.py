@@ -1,0 +1,93 @@
+"""A fleet's figures from capacity searches at several copy counts (`bench --copies 1,2,4`): how
+much load N copies carry within the objectives, how well that scales, and how many copies a load
+needs. The count always comes from what was measured at a copy count near it, never from one copy
+times N: where the load is past every count measured, the largest count's capacity per copy is
+carried on, and the answer says so.
+
+Scaling efficiency is capacity(N) / (N x capacity(1)): 1.0 when N copies carry N times one copy's
+load (the ideal line of the report), less when the routing, the shared endpoint or the client
+cost some of it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FleetPoint:
+    """The most load `copies` copies carried within the objectives (None: even the first level missed)."""
+
+    copies: int
+    capacity: float | None
+
+
+@dataclass(frozen=True)
+class Scaling:
+    copies: int
+    capacity: float | None
+    # capacity(N) / (N x capacity(1)); None without both capacities.
+    efficiency: float | None
+    # N x capacity(1): the ideal line.
+    ideal: float | None
+
+
+def scaling(points: list[FleetPoint]) -> list[Scaling]:
+    """Each copy count measured, in order, with its efficiency against one copy's capacity."""
+    ordered = sorted(points, key=lambda p: p.copies)
+    one = next((p.capacity for p in ordered if p.copies == 1), None)
+    rows = []
+    for point in ordered:
+        ideal = point.copies * one if one else None
+        efficiency = point.capacity / ideal if ideal and point.capacity is not None else None
+        rows.append(Scaling(point.copies, point.capacity, None if efficiency is None else round(efficiency, 3), ideal))
+    return rows
+
+
+@dataclass(frozen=True)
+class CopiesNeeded:
+    """How many copies carry `load`, and how that count was reached."""
+
+    copies: int | None
+    how: str
+
+
+def copies_for(load: float, points: list[FleetPoint]) -> CopiesNeeded:
+    """The fewest copies that carry `load` within the objectives: a count measured to carry it; else
+    between two counts measured, the capacity read on the line between them; else past the largest
+    count measured, its capacity per copy carried on (said). One count measured is no scaling
+    measured: no count."""
+    measured = sorted((p for p in points if p.capacity), key=lambda p: p.copies)
+    if load <= 0:
+        return CopiesNeeded(None, f"load {load:g}: nothing to carry")
+    if len(measured) < 2:
+        return CopiesNeeded(
+            None,
+            "scaling not measured: capacity at one copy count only (bench --copies 1,2,4 measures it); "
+            "one copy times N is not a fleet's capacity",
+        )
+    for point in measured:
+        if point.capacity is not None and point.capacity >= load:
+            below = [p for p in measured if p.copies < point.copies]
+            if below:
+                low = below[-1]
+                assert low.capacity is not None
+                # Between two measured counts: the capacity on the line between them.
+                for count in range(low.copies + 1, point.copies):
+                    share = (count - low.copies) / (point.copies - low.copies)
+                    if low.capacity + share * (point.capacity - low.capacity) >= load:
+                        return CopiesNeeded(
+                            count,
+                            f"{count} copies: between {low.copies} (measured {low.capacity:g}) and "
+                            f"{point.copies} (measured {point.capacity:g}), read on the line between them",
+                        )
+            return CopiesNeeded(point.copies, f"{point.copies} copies: measured to carry {point.capacity:g}")
+    largest = measured[-1]
+    assert largest.capacity is not None
+    per_copy = largest.capacity / largest.copies
+    count = math.ceil(load / per_copy)
+    return CopiesNeeded(
+        count,
+        f"{count} copies: past the largest count measured ({largest.copies}, {largest.capacity:g}), at its "
+        f"capacity per copy ({per_copy:g}); EXTRAPOLATED beyond what was measured",
+    )
