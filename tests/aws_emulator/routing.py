@@ -214,9 +214,9 @@ class RunningFleet:
 
 
 @contextmanager
-def routed_fleet(urls: list[str], config: RoutingConfig, *, copies: int | None = None, seed: int = 0) -> Iterator[
-    RunningFleet
-]:
+def routed_fleet(
+    urls: list[str], config: RoutingConfig, *, copies: int | None = None, seed: int = 0
+) -> Iterator[RunningFleet]:
     """The proxy on a loopback port, in a thread of this process, for as long as the block runs."""
     fleet = Fleet(list(urls), config, copies, seed)
     proxy = Proxy(fleet)

@@ -106,7 +106,7 @@ def misses(computed: list[dict], shared: int) -> int:
 
 def check_against_the_servers(measured: list[float], computed: list[dict]) -> None:
     """The runner's TTFT is what the servers took, give or take the loopback and the router."""
-    assert abs(mean(measured) - mean(c["first_token_s"] for c in computed)) < 0.01
+    assert abs(mean(measured) - mean(c["first_token_s"] for c in computed)) < 0.03
 
 
 @pytest.mark.parametrize("shared", [0.9, 0.5])
@@ -133,5 +133,5 @@ def test_with_nothing_shared_the_two_strategies_tie(tmp_path):
     expected = BASE_TTFT_S + INPUT_TOKENS / PREFILL_TOK_S
     for measured, computed in ((aware_ttft, aware), (least_ttft, least)):
         check_against_the_servers(measured, computed)
-        assert abs(mean(measured) - expected) < 0.02
-    assert abs(mean(aware_ttft) - mean(least_ttft)) < 0.02
+        assert abs(mean(measured) - expected) < 0.03
+    assert abs(mean(aware_ttft) - mean(least_ttft)) < 0.03
