@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import statistics
 from datetime import UTC, datetime
 
@@ -17,7 +18,7 @@ import pytest
 from rich.console import Console
 
 from catalog.prices import BEDROCK, EC2, PRICE_SNAPSHOTS, SAGEMAKER, raised_throughput_usd_per_hour
-from runner import cost
+from runner import advise, cost
 from runner.core.errors import RunnerError
 from runner.costing import purchase
 from runner.costing.prices import PriceRequest
@@ -42,6 +43,7 @@ from runner.costing.purchase import (
 from runner.render.cost import render_report
 from tests.runner.fake_pricing import FakePricing
 from tests.runner.fake_purchase import FakeEC2, FakeSavingsPlans, offering_rate
+from tests.runner.test_advise import aws_bench, by_option, expected_g6, expected_serverless
 from tests.runner.test_cost import EC2_ATTRIBUTES, bench_file
 
 NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
@@ -316,6 +318,64 @@ def test_the_cost_table_shows_each_option_beside_on_demand_with_its_source_and_d
     assert "g6 (g6.xlarge, us-east-1) Spot median $0.3550/h: g6.xlarge Linux/UNIX Spot, us-east-1; " in text
     assert "ec2:DescribeSpotPriceHistory + ec2:GetSpotPlacementScores, snapshot 20" in text
     assert "bedrock (Nova Micro, us-east-1) reserved tier: absent: the reserved tier is priced" in text
+
+
+def spot_snapshot(tmp_path, monkeypatch):
+    """Snapshots of g6.xlarge's Spot history, placement score and plan rates in us-east-1 (the
+    region the advise bench ran in), recorded here from the stand-ins."""
+    with FakeEC2(HISTORY, SCORES) as ec2, FakeSavingsPlans(RATES) as sp, FakePricing(BEDROCK_ENTRIES) as pricing:
+        recording = Sources(clients=stand_ins(ec2, sp, pricing), recording=Snapshots(tmp_path / "snapshots"))
+        purchase_prices([G6, PriceRequest(BEDROCK, "Nova Micro", "us-east-1")], recording)
+        recording.recording.save()
+    monkeypatch.setattr(purchase, "PRICE_SNAPSHOTS", tmp_path / "snapshots")
+
+
+@pytest.mark.parametrize(("option", "hourly"), [(SPOT, 0.3550), (SAVINGS_PLAN_1YR, 0.5310), (SAVINGS_PLAN_3YR, 0.3640)])
+def test_advise_prices_the_month_at_the_option_where_it_applies_and_says_so_where_it_does_not(
+    tmp_path, monkeypatch, option, hourly
+):
+    spot_snapshot(tmp_path, monkeypatch)
+    bench = aws_bench(tmp_path)
+    out = tmp_path / "advice"
+    argv = ["--evidence", str(bench), "--offline", "--results-dir", str(out), "--input-tokens", "20"]
+    assert advise.run([*argv, "--output-tokens", "100", "--requests-per-day", "200000", "--purchase", option]) == 0
+    (saved,) = out.glob("*/advise-*.json")
+    evidence = json.loads(saved.read_text())
+    rows = by_option(evidence)
+    assert rows["g6"]["monthly_usd"] == pytest.approx(expected_g6(200_000) / 0.8048 * hourly)
+    assert rows["g6"]["arithmetic"].startswith(
+        ("Spot median: ", "1-yr Compute Savings Plan", "3-yr Compute Savings Plan")
+    )
+    assert rows["g6"]["price"]["usd_per_hour"] == hourly
+    # Serverless has no Spot and no plan read here: on-demand, and the row says why.
+    assert rows["sagemaker-serverless"]["monthly_usd"] == pytest.approx(expected_serverless(200_000))
+    assert rows["sagemaker-serverless"]["arithmetic"].startswith("on-demand (")
+    assert evidence["config"]["purchase"] == option
+
+
+def test_advise_at_bedrocks_flex_tier_leaves_a_bounded_latency_unknown_and_provisioned_unsized(tmp_path, monkeypatch):
+    spot_snapshot(tmp_path, monkeypatch)
+    path = bench_file(tmp_path, {"g6": 131.5})
+    out = tmp_path / "advice"
+    argv = ["--evidence", str(path), "--offline", "--input-tokens", "25", "--output-tokens", "100"]
+    argv += ["--requests-per-day", "1000", "--latency-bound", "30"]
+    assert advise.run([*argv, "--results-dir", str(out / "flex"), "--purchase", "bedrock-flex"]) in (0, 1)
+    (flex,) = (out / "flex").glob("*/advise-*.json")
+    rows = by_option(json.loads(flex.read_text()))
+    per_request = (25 * 0.0000180 * 1000 + 100 * 0.0000720 * 1000) / 1e6
+    assert rows["bedrock"]["monthly_usd"] == pytest.approx(1000 * 730 / 24 * per_request)
+    assert rows["bedrock"]["meets"] is None
+    assert rows["bedrock"]["why"] == "latency at the flex tier not measured (measured on the standard tier)"
+    assert rows["g6"]["arithmetic"].startswith("on-demand (bedrock-flex does not apply to g6")
+    assert advise.run([*argv, "--results-dir", str(out / "pt"), "--purchase", PROVISIONED_1_MONTH]) in (0, 1)
+    (provisioned,) = (out / "pt").glob("*/advise-*.json")
+    row = by_option(json.loads(provisioned.read_text()))["bedrock"]
+    assert (row["monthly_usd"], row["meets"]) == (None, None)
+    assert row["arithmetic"] == (
+        f"Provisioned Throughput, 1-month commitment $21.18 per model unit-hour × 730 h = ${21.18 * 730:,.2f} a month "
+        "per model unit; the units this workload needs are unknown"
+    )
+    assert math.isclose(row["price"]["usd_per_hour"], 21.18)
 
 
 def test_record_price_snapshots_keeps_the_live_answers_and_needs_an_account(tmp_path, monkeypatch):
