@@ -14,6 +14,7 @@ token. Figures this app could not check against AWS say so in their source (`ver
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 # AWS's own convention for a month of on-demand use (8760 hours / 12), and the days in it.
@@ -21,6 +22,11 @@ HOURS_PER_MONTH = 730
 DAYS_PER_MONTH = HOURS_PER_MONTH / 24
 # The Pricing API answers in us-east-1 (and two other regions) whatever region it prices.
 PRICING_API_REGION = "us-east-1"
+
+# What a fleet is bought at beside on-demand (Spot, Savings Plans, Bedrock's batch, tiers and
+# Provisioned Throughput: runner/costing/purchase.py), as the APIs answered, recorded: one dated
+# JSON file per source API, each entry the request that produced it and the answer, or why none.
+PRICE_SNAPSHOTS = Path(__file__).with_name("price_snapshots")
 
 EC2 = "AmazonEC2"
 SAGEMAKER = "AmazonSageMaker"

@@ -10,7 +10,10 @@ scaled from. Options are ranked: within the bound first, cheapest first, each wi
 the first beat the others. Evidence that did not come from AWS (the embedded model, an
 `--endpoint` server, emulated or scripted servers) is refused unless `--allow-unmeasured-sources`,
 which ranks it with a loud label. Prices as `runner.cost` finds them (Pricing API, else the dated
-offline table). Bad input is one line and exit 2; exit 1 when no option is within the bound.
+offline table). `--purchase` prices the months at a purchase option instead of on-demand (Spot,
+a 1- or 3-year Savings Plan, Bedrock's batch, flex or priority tier, Provisioned Throughput) where
+it applies and has a figure (runner/costing/purchase.py), each row saying what it was priced at.
+Bad input is one line and exit 2; exit 1 when no option is within the bound.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from runner.costing.advice import (
     ASSUMPTIONS,
     SHAPES,
     Workload,
-    advise,
+    advise_at,
     explain,
     hourly_weights,
     measured_options,
@@ -39,9 +42,18 @@ from runner.costing.advice import (
     rank,
 )
 from runner.costing.billing_models import billing_model
-from runner.costing.measured import split_quality
+from runner.costing.measured import max_instances, split_quality
 from runner.costing.priced_as import parse_priced_as, price_as
 from runner.costing.prices import PriceList, price_all
+from runner.costing.purchase import (
+    ON_DEMAND,
+    PURCHASE_OPTIONS,
+    PurchasePrice,
+    Sources,
+    item_key,
+    purchase_json,
+    purchase_prices,
+)
 from runner.costing.rows import ROWS_SCHEMA
 from runner.render.tables import print_report
 from runner.workloads.presets import get_preset
@@ -90,6 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="rank evidence not measured on AWS too (embedded model, --endpoint, emulated or scripted), labelled",
     )
     parser.add_argument("--offline", action="store_true", help="never call the Pricing API: use the offline table")
+    parser.add_argument(
+        "--purchase",
+        choices=PURCHASE_OPTIONS,
+        default=ON_DEMAND,
+        help="price the months at this purchase option where it applies (Savings Plans: No Upfront); "
+        "others stay on-demand, said so (default: on-demand)",
+    )
     add_pricing_flags(parser)
     add_aws_switch(parser, no_aws_help="never call AWS (same as --offline)")
     add_results_dir(parser)
@@ -206,6 +225,7 @@ def run(argv: list[str] | None = None) -> int:
             "pricing": "api" if use_api else "offline",
             "workload": workload.to_json(),
             "allow_unmeasured_sources": args.allow_unmeasured_sources,
+            "purchase": args.purchase,
             "priced_as": {name: priced.to_json() for name, priced in given.items()},
         },
         args.results_dir,
@@ -232,13 +252,26 @@ def run(argv: list[str] | None = None) -> int:
     requests = {option.name: option.price_request() for option in options}
     price_list = PriceList(boto_client("pricing", PRICING_API_REGION, 30)) if use_api else None
     prices, price_notices = price_all([r for r in requests.values() if r is not None], price_list)
+    figures: dict[tuple[str, str, str], list[PurchasePrice]] = {}
+    if args.purchase != ON_DEMAND:
+        sources = Sources(clients=(lambda service, region: boto_client(service, region, 30)) if use_api else None)
+        counts = {requests[o.name]: max_instances(o.backend) for o in options if requests[o.name] is not None}
+        figures, purchase_notices = purchase_prices([r for r in requests.values() if r is not None], sources, counts)
+        price_notices += purchase_notices
     for line in [*notices, *price_notices]:
         console.print(f"[yellow]note:[/yellow] {line}")
         evidence.notice(line)
     evidence.data["prices"] = [asdict(r) | p.to_json() for r, p in prices.items()]
     evidence.data["pricing_queries"] = price_list.queries if price_list else []
+    evidence.data["purchase"] = purchase_json(figures)
     evidence.data["backends"] = [option.backend.to_json() for option in options]
-    ranked = rank([advise(o, workload, prices.get(requests[o.name]) if requests[o.name] else None) for o in options])
+    advised = []
+    for option in options:
+        request = requests[option.name]
+        price = prices.get(request) if request else None
+        bought = figures.get(item_key(request), []) if request else []
+        advised.append(advise_at(option, workload, price, args.purchase, bought))
+    ranked = rank(advised)
     priced = {option.name: option.backend.priced_as for option in options if option.backend.priced_as}
     for row in ranked:
         row.accuracy = accuracy.get(row.option)

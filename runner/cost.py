@@ -12,7 +12,11 @@ windows (its storage a fixed monthly line), Bedrock per token (input per output 
 An instance billed by the hour beats Bedrock once it sustains more output tokens per second than
 its hourly price buys on Bedrock; that break-even rate is given per backend. For the real-time
 endpoint, where a second instance starts paying for itself, or what only a real account shows.
-Figures that did not come from AWS are labelled so in the table.
+Figures that did not come from AWS are labelled so in the table. Beside on-demand, the purchase
+options where they apply (runner/costing/purchase.py): EC2 Spot (price history and placement
+score), Compute and SageMaker Savings Plans, Bedrock's batch, flex and priority tiers and
+Provisioned Throughput, each with its SKU, source API and date; read from the recorded snapshots
+(catalog/price_snapshots/) without an account, and `--record-price-snapshots` records them with one.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from runner.cloud.aws import boto_client, credentials_configured
 from runner.core.accuracy import accuracy_json
 from runner.core.backend_entries import entries_of
 from runner.core.console import console
+from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
 from runner.core.flags import above
 from runner.costing.measured import (
@@ -40,6 +45,7 @@ from runner.costing.measured import (
 )
 from runner.costing.priced_as import parse_priced_as, price_as
 from runner.costing.prices import PriceList, price_all, price_request
+from runner.costing.purchase import Snapshots, Sources, purchase_json, purchase_prices
 from runner.costing.rows import ROWS_SCHEMA, CostRow
 from runner.render.tables import print_report
 
@@ -59,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="p95 end-to-end bound for the real-time endpoint's capacity (default: throughput alone)",
     )
+    parser.add_argument(
+        "--record-price-snapshots",
+        action="store_true",
+        help="with an AWS account: keep each purchase-option API answer in catalog/price_snapshots/ for offline use",
+    )
     add_pricing_flags(parser)
     add_aws_switch(parser, no_aws_help="never call AWS (same as --offline)")
     add_results_dir(parser)
@@ -71,6 +82,8 @@ def run(argv: list[str] | None = None) -> int:
     # Every input is read before anything is priced or written: a bad file stops with nothing half-done.
     inputs, accuracy = split_quality(args.evidence, "runner.cost")
     use_api = not args.offline and (args.aws if args.aws is not None else credentials_configured())
+    if args.record_price_snapshots and not use_api:
+        raise RunnerError("--record-price-snapshots records live answers: it needs AWS credentials, not --offline")
     given = parse_priced_as(args.price, args.price_as, offline=not use_api)
     groups = price_as(
         inputs or [("catalog", {"command": "bench", "backends": catalog_backends(), "records": []})], given
@@ -94,11 +107,19 @@ def run(argv: list[str] | None = None) -> int:
         f"[dim]pricing {len(set(requests))} item(s) {'from the Pricing API' if use_api else 'offline'} …[/dim]"
     )
     prices, notices = price_all(requests, price_list)
+    sources = Sources(
+        clients=(lambda service, region: boto_client(service, region, 30)) if use_api else None,
+        recording=Snapshots() if args.record_price_snapshots else None,
+    )
+    purchase, purchase_notices = purchase_prices(requests, sources)
+    notices += purchase_notices
     for line in notices:
         console.print(f"[yellow]note:[/yellow] {line}")
         evidence.notice(line)
     evidence.data["prices"] = [asdict(r) | p.to_json() for r, p in prices.items()]
     evidence.data["pricing_queries"] = price_list.queries if price_list else []
+    evidence.data["purchase"] = purchase_json(purchase)
+    evidence.data["purchase_queries"] = sources.queries
     evidence.data["backends"] = [b for _, data in groups for b in data.get("backends", [])]
     evidence.data["scaling"] = []
     evidence.data["accuracy"] = accuracy_json(accuracy)
@@ -118,6 +139,9 @@ def run(argv: list[str] | None = None) -> int:
             scaling = second_instance(data, backend, prices.get(request) if request else None, args.latency_bound)
             if scaling is not None:
                 evidence.data["scaling"].append(replace(scaling, evidence=path).to_json())
+    if sources.recording is not None:
+        for path in sources.recording.save():
+            console.print(f"recorded {path}")
     evidence.finish()
     print_report(evidence.data)
     evidence.announce()

@@ -75,6 +75,7 @@ from runner.costing.prices import (
     priced_kind,
     serverless_memory_mb,
 )
+from runner.costing.purchase import ON_DEMAND, PurchasePrice, purchased
 from runner.costing.rows import Advice
 from runner.figures.capacity import capacity_of
 from runner.figures.latency import time_per_output_token
@@ -707,6 +708,37 @@ def _advise(option: Measured, workload: Workload, price: Price | None) -> Advice
     if not model.advise:
         return replace(_advice(option, price), arithmetic="not billed by AWS", why="not billed")
     return resolve(model.advise)(option, workload, price)
+
+
+def advise_at(
+    option: Measured, workload: Workload, price: Price | None, purchase: str, figures: list[PurchasePrice]
+) -> Advice:
+    """One option's month at a purchase option (`runner.advise --purchase`), its arithmetic opening
+    with what it was priced at: the option's figure where it applies and has one, else on-demand
+    with why. Bedrock's batch and flex tiers answer slower than the standard tier the latency was
+    measured on: with a bound, their verdict is unknown. Provisioned Throughput is priced per model
+    unit, whose tokens a minute AWS does not publish: the units a month needs are unknown."""
+    if purchase == ON_DEMAND:
+        return advise(option, workload, price)
+    bought = purchased(purchase, price, figures, f"{option.name} ({option.billing.value})")
+    if bought.provisioned is not None:
+        unit_month = usd_per_month_24x7(bought.provisioned.usd_per_hour or 0.0)
+        return replace(
+            _advice(option, bought.price),
+            arithmetic=f"{bought.label} × {HOURS_PER_MONTH} h = {_money(unit_month)} a month per model unit; "
+            "the units this workload needs are unknown",
+            meets=None,
+            why="a model unit's tokens per minute are not published (Bedrock user guide, Provisioned Throughput)",
+        )
+    advice = advise(option, workload, bought.price)
+    advice.arithmetic = f"{bought.label}: {advice.arithmetic}"
+    bounded = workload.latency_bound_s is not None or workload.ttft_bound_s is not None or bool(workload.slo)
+    if bought.latency and advice.monthly_usd is not None:
+        if bounded and advice.meets is not False:
+            advice.meets, advice.why = None, bought.latency
+        else:
+            advice.notes = [*(advice.notes or []), bought.latency]
+    return advice
 
 
 def rank(advice: list[Advice]) -> list[Advice]:

@@ -1,19 +1,35 @@
 """The cost table: per backend and load level, the billing model it is priced by, where its figures
 came from (AWS or not), its rate, a 24x7 month or a fixed monthly line, $ per million output
 tokens with how it was computed, the break-even rate against Bedrock, and each price's source;
-then, for the real-time endpoint, where a second instance starts paying for itself."""
+the purchase options beside on-demand where they apply (Spot, Savings Plans, Bedrock's tiers and
+Provisioned Throughput), then each with what it prices, its source API and date, or why it is
+absent; then, for the real-time endpoint, where a second instance starts paying for itself."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from catalog.prices import HOURS_PER_MONTH, Price
 from runner.core.accuracy import accuracy_of
 from runner.core.stats import fmt
 from runner.costing.prices import GIVEN
+from runner.costing.purchase import (
+    BEDROCK_BATCH,
+    BEDROCK_FLEX,
+    BEDROCK_PRIORITY,
+    BEDROCK_RESERVED,
+    PROVISIONED_1_MONTH,
+    PROVISIONED_6_MONTH,
+    SAVINGS_PLAN_1YR,
+    SAVINGS_PLAN_3YR,
+    SPOT,
+    PurchasePrice,
+    purchases_in,
+)
 from runner.costing.rows import CostRow, cost_rows_in, scaling_in
 from runner.render.tables import accuracy_text, add_columns
 
@@ -40,6 +56,78 @@ def rate_text(price: Price | None) -> str:
     if price.usd_per_unit_minute is not None:
         return f"{price.usd_per_unit_minute:g}/CMU-min"
     return fmt(price.usd_per_hour, 4) + "/h"
+
+
+# How the table's purchase column names each option.
+PURCHASE_SHORT = {
+    SPOT: "Spot",
+    SAVINGS_PLAN_1YR: "SP 1y",
+    SAVINGS_PLAN_3YR: "SP 3y",
+    BEDROCK_BATCH: "batch",
+    BEDROCK_FLEX: "flex",
+    BEDROCK_PRIORITY: "priority",
+    PROVISIONED_1_MONTH: "PT 1-mo",
+    PROVISIONED_6_MONTH: "PT 6-mo",
+    BEDROCK_RESERVED: "reserved",
+}
+
+
+def purchase_cell(row: CostRow, figures: list[PurchasePrice]) -> str:
+    """The purchase options of a row beside its on-demand rate: each rate (an hourly row's $ per
+    million output tokens at it, scaled from on-demand's), Spot's placement score; how many are
+    absent (the lines below the table say why)."""
+    parts = []
+    for figure in figures:
+        if figure.absent:
+            continue
+        name = PURCHASE_SHORT.get(figure.option, figure.option)
+        if figure.usd_per_million_output is not None:
+            parts.append(f"{name} ${figure.usd_per_million_input:g}/M in, ${figure.usd_per_million_output:g}/M out")
+            continue
+        if figure.usd_per_hour is None:
+            continue
+        unit = "/MU-h" if figure.option in (PROVISIONED_1_MONTH, PROVISIONED_6_MONTH) else "/h"
+        text = f"{name} ${fmt(figure.usd_per_hour, 4)}{unit}"
+        if unit == "/h" and row.usd_per_million_output is not None and row.usd_per_hour:
+            text += f" = ${row.usd_per_million_output * figure.usd_per_hour / row.usd_per_hour:.2f}/M"
+        if figure.placement_score is not None:
+            text += f" (placement {figure.placement_score}/10)"
+        parts.append(text)
+    absent = sum(1 for figure in figures if figure.absent)
+    if absent:
+        parts.append(f"{absent} absent (below)")
+    return " · ".join(parts) or "-"
+
+
+def purchase_lines(evidence: dict[str, Any], where: str) -> list[str]:
+    """One line per purchase option of each priced item: its rate, what it prices (SKU, offering,
+    Spot pool), its source API and date (live or a recorded snapshot) and how it was read; or why
+    it is absent."""
+    backends: dict[tuple[str, str, str], list[str]] = {}
+    for row in cost_rows_in(evidence, where):
+        if row.price is not None and row.region:
+            names = backends.setdefault((row.price.service, row.price.item, row.region), [])
+            if row.backend not in names:
+                names.append(row.backend)
+    lines = []
+    for key, figures in purchases_in(evidence, where).items():
+        who = f"{', '.join(backends.get(key, [])) or key[1]} ({key[1]}, {key[2]})"
+        absent: dict[str, list[str]] = {}
+        for figure in figures:
+            if figure.absent:
+                absent.setdefault(figure.absent, []).append(figure.label)
+                continue
+            if figure.usd_per_million_output is not None:
+                rate = f"${figure.usd_per_million_input:g}/M in, ${figure.usd_per_million_output:g}/M out"
+            else:
+                rate = f"${fmt(figure.usd_per_hour, 4)}/h"
+            when = f"{'API' if figure.live else 'snapshot'} {str(figure.as_of)[:10]}"
+            lines.append(
+                f"{who} {figure.label} {rate}: {figure.sku}; {figure.source_api}, {when}"
+                + (f"; {figure.detail}" if figure.detail else "")
+            )
+        lines += [f"{who} {'; '.join(labels)}: absent: {why}" for why, labels in absent.items()]
+    return lines
 
 
 def source_text(row: CostRow) -> str:
@@ -71,14 +159,27 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         "accuracy",
         "how",
         "price source",
+        "bought otherwise",
     ]
     add_columns(
-        table, columns, left=("backend", "billing", "measured on", "region", "billed by, at", "how", "price source")
+        table,
+        columns,
+        left=(
+            "backend",
+            "billing",
+            "measured on",
+            "region",
+            "billed by, at",
+            "how",
+            "price source",
+            "bought otherwise",
+        ),
     )
     for column in table.columns[:2]:
         column.no_wrap = True
     accuracy = accuracy_of(evidence)
     where = f"cost evidence of {evidence.get('started_at')}"
+    purchases = purchases_in(evidence, where)
     for row in cost_rows_in(evidence, where):
         monthly = row.usd_per_month_24x7
         monthly_text = f"{monthly:.0f} (24x7)" if monthly else "-"
@@ -104,10 +205,18 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             accuracy_text(accuracy.get(row.backend)),
             " ".join(part for part in how if part),
             source_text(row),
+            purchase_cell(row, purchases.get((row.price.service, row.price.item, row.region or ""), []))
+            if row.price is not None
+            else "-",
         )
     out.print(table)
     for scaling in scaling_in(evidence, where):
         out.print(f"{scaling.backend}: second instance: {scaling.verdict}")
+    lines = purchase_lines(evidence, where)
+    if lines:
+        out.print("purchase options beside on-demand (what each prices, its source API and date, or why it is absent):")
+    for line in lines:
+        out.print(f"  {escape(line)}")
     sources = {(p.get("source"), str(p.get("as_of"))[:10]) for p in evidence.get("prices", [])}
     for source, as_of in sorted(sources, key=str):
         out.print(f"[dim]price source: {source} ({as_of})[/dim]")
