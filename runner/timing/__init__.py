@@ -1,7 +1,7 @@
 """The measuring core: how a streamed chat request is sent, read, timed and judged, and how a load
-level offers requests, in the standard library alone, so that the same files can run in the
-runner and on a server's own host in the in-region kit (inference_constructs/bench_kit), where
-nothing else is installed.
+level offers requests, in the standard library alone, so that the same files run in the runner
+and on a server's own host in the in-region kit (inference_constructs/bench_kit: the CDK
+construct copies this folder into the kit's asset beside its `__main__.py`).
 
 - `faults`: a backend's faults, typed, and an HTTP answer in one line (`runner.core.errors`
   takes them as the runner's own).
@@ -11,6 +11,8 @@ nothing else is installed.
   whatever HTTP library delivers them.
 - `connections`: which requests went out on a new connection, and the one resend of a request
   on a kept-alive connection the server had closed.
+- `http_client`: the standard library's client (http.client), the kit's transport; the
+  runner's own is aiohttp's (runner/measure/openai_async.py), over the same `stream`.
 - `load`: the load engine (one at a time, closed loop, open loop), for coroutine and blocking
   clients alike.
 - `metrics`: a server's own `/metrics`, read while a level runs.
