@@ -2,8 +2,10 @@
 evidence goes to (`python -m runner.bench --in-region`).
 
 The kit (`bench_kit/`, a stdlib-only client: its docstring says why) is an S3 asset of the stack,
-like the image build's source: `cdk deploy` uploads the folder's zip to the bootstrap bucket, and
-each server's role may read that one object. Run Command's inline output is cut at about 24 KB,
+like the image build's source: its folder is assembled here at synth (`assemble_kit`: the kit's
+own files at its root, the runner's measuring core `runner/timing` beside them as the package
+`timing`, copied, never imported: the CDK side does not import the runner), `cdk deploy` uploads
+its zip to the bootstrap bucket, and each server's role may read that one object. Run Command's inline output is cut at about 24 KB,
 so the kit's records go to a bucket the stack owns (each stack self-contained: no stack reads
 another's), under `in-region/<backend>/<run>/`; each server's role may put objects under its own
 backend's prefix only, and get each run's `requests.json.gz` there (a workload's request bodies:
@@ -20,6 +22,9 @@ here touches the launch template: a change of the kit replaces no server.
 
 from __future__ import annotations
 
+import functools
+import shutil
+import tempfile
 from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy
@@ -28,15 +33,37 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from inference_constructs.image_build import SOURCE_EXCLUDE
 from inference_constructs.nag import acknowledge
 
 KIT_DIR = Path(__file__).with_name("bench_kit")
+# The runner's measuring core, which the kit imports as a package of this name.
+CORE_DIR = Path(__file__).resolve().parents[1] / "runner" / "timing"
+CORE_PACKAGE = "timing"
 EVIDENCE_PREFIX = "in-region/"
 EVIDENCE_DAYS = 7
 # The one object of a run the instance reads: a workload's request bodies, gzipped JSON
 # (runner/cloud/reach/in_region.py REQUESTS_FILE).
 REQUESTS_OBJECT = "requests.json.gz"
+
+
+def assemble_kit(folder: Path) -> Path:
+    """The kit's asset folder in `folder`: the kit's own modules at its root (`__main__.py`, so
+    `python3 kit.zip` runs it), the measuring core's beside them as the package `timing`; source
+    files only (no bytecode a local run left)."""
+    (folder / CORE_PACKAGE).mkdir(parents=True)
+    for source, into in ((KIT_DIR, folder), (CORE_DIR, folder / CORE_PACKAGE)):
+        for module in sorted(source.glob("*.py")):
+            shutil.copyfile(module, into / module.name)
+    return folder
+
+
+@functools.cache
+def staged_kit() -> tempfile.TemporaryDirectory:
+    """The kit's folder assembled once for this synthesis (removed when the process ends; the CDK
+    copies an asset into the cloud assembly as it stages it)."""
+    staged = tempfile.TemporaryDirectory(prefix="bench-kit-")
+    assemble_kit(Path(staged.name))
+    return staged
 
 
 def evidence_prefix(backend: str) -> str:
@@ -47,7 +74,7 @@ def evidence_prefix(backend: str) -> str:
 class InRegionBench(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
-        self.kit = s3_assets.Asset(self, "Kit", path=str(KIT_DIR), exclude=SOURCE_EXCLUDE)
+        self.kit = s3_assets.Asset(self, "Kit", path=staged_kit().name)
         self.kit_url = self.kit.s3_object_url
         self.bucket = s3.Bucket(
             self,

@@ -21,4 +21,7 @@ pyproject.toml):
 - `figures`: figures from records: per-request latency, per-level summaries and goodput.
 - `workloads`: what a request holds: synthetic text of a chosen length, datasets, presets, objectives.
 - `core`: what everything shares: faults, evidence, statistics, backends, files, ports, the console.
+- `timing`: the measuring core, in the standard library alone (the in-region kit ships it to a
+  server's host): faults and their words, requests, the stream reading, the load engine, warm-up,
+  a server's `/metrics`; it imports nothing else of the runner.
 """

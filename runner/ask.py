@@ -26,9 +26,9 @@ from runner.core.errors import RunnerError
 from runner.core.flags import at_least
 from runner.core.records import RequestRecord
 from runner.measure import ChatRequest, timed_client_for
-from runner.measure.sse import streaming_text_to
 from runner.render.ask import timing_line
 from runner.render.tables import models
+from runner.timing.stream import streaming_text_to
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,7 +21,7 @@ from runner.core.references import resolve
 from runner.core.tls import tls_context
 from runner.measure.records import check_finish_reason
 from runner.measure.sagemaker import payload_parts
-from runner.measure.sse import check_stream_end, sse_lines
+from runner.timing.stream import check_stream_end, sse_lines
 
 # The fields Strands' SageMaker provider passes to `UsageMetadata(**usage)`; vLLM adds others
 # (completion_tokens_details, ...) that make that constructor raise TypeError on every call.

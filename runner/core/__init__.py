@@ -3,6 +3,6 @@ the evidence file (`evidence`), what one timed request records (`records`), evid
 back typed (`typed_json`), statistics (`stats`), the backends a run measures (`backends`),
 files (`files`), loopback ports (`ports`), the console (`console`) and the process's one TLS context (`tls`).
 
-Imports only the standard library, third-party libraries and the catalog: never another package
-of the runner.
+Imports only the standard library, third-party libraries, the catalog and the measuring core
+(`runner.timing`, whose faults are the runner's): never another package of the runner.
 """

@@ -15,6 +15,25 @@ import httpx
 
 from catalog import CatalogError
 
+# The measuring's faults and words are the runner's (runner/timing, which the in-region kit ships):
+# imported by every caller from here.
+from runner.timing.faults import (  # noqa: F401
+    CONTEXT_WORDS,
+    BackendFault,
+    BadCompletion,
+    ContextOverflow,
+    HttpStatus,
+    StreamFault,
+    TimedOut,
+    Unreachable,
+    first_line,
+    http_line,
+    json_message,
+    line_fault,
+    size_text,
+    status_fault,
+)
+
 
 class RunnerError(Exception):
     """An expected failure with a complete one-line message (bad input, missing outputs, ...)."""
@@ -29,46 +48,8 @@ class NotWritten(RunnerError):
     exit_status = 1
 
 
-class BackendFault(Exception):
-    """A backend misbehaved. `answered`: it produced an answer, but not one that counts."""
-
-    answered: ClassVar[bool] = False
-
-
-class Unreachable(BackendFault):
-    """Nothing answered at the address (refused, reset before a response, no route)."""
-
-
-class TimedOut(BackendFault):
-    """The backend took longer than the request timeout."""
-
-
-class HttpStatus(BackendFault):
-    """The server answered with an HTTP error status."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class StreamFault(BackendFault):
-    """The response stream was empty, malformed, cut or dropped, or carried an error event."""
-
-
 class ServiceError(BackendFault):
     """A managed service (Bedrock, SageMaker) refused or failed the call."""
-
-
-class BadCompletion(BackendFault):
-    """A complete response that is not a success: an abnormal finish reason, or no content at all."""
-
-    answered = True
-
-
-class ContextOverflow(BackendFault):
-    """The prompt and output do not fit the server's context."""
-
-    answered = True
 
 
 class MaxTokensReached(BackendFault):
@@ -101,7 +82,7 @@ def describe(error: BaseException) -> str:
     fault = as_fault(error)
     if fault is not None:
         return str(fault)
-    return f"{type(error).__name__}: {_first_line(error)}"
+    return f"{type(error).__name__}: {first_line(error)}"
 
 
 def gave_no_answer(error: BaseException) -> bool:
@@ -123,79 +104,22 @@ def _classify(error: BaseException) -> BackendFault | None:
 
 def _classify_http(error: BaseException) -> BackendFault | None:
     if isinstance(error, httpx.ConnectError):
-        return Unreachable(f"unreachable: {_first_line(error) or 'connection refused'}")
+        return Unreachable(f"unreachable: {first_line(error) or 'connection refused'}")
     if isinstance(error, httpx.TimeoutException):
         return TimedOut(f"timed out ({type(error).__name__})")
     if isinstance(error, httpx.HTTPStatusError):
         return _response_fault(error.response)
     if isinstance(error, httpx.RemoteProtocolError):
-        return StreamFault(f"connection dropped mid-response: {_first_line(error)}")
+        return StreamFault(f"connection dropped mid-response: {first_line(error)}")
     if isinstance(error, httpx.HTTPError):
-        return StreamFault(f"{type(error).__name__}: {_first_line(error)}")
+        return StreamFault(f"{type(error).__name__}: {first_line(error)}")
     if isinstance(error, ConnectionRefusedError):
-        return Unreachable(f"unreachable: {_first_line(error) or 'connection refused'}")
+        return Unreachable(f"unreachable: {first_line(error) or 'connection refused'}")
     if isinstance(error, socket.timeout | TimeoutError):
         return TimedOut("timed out")
     if isinstance(error, json.JSONDecodeError):
         return StreamFault(f"malformed JSON from server ({error.msg})")
     return None
-
-
-def status_fault(status: int, body: str, reason: str = "", content_type: str = "") -> BackendFault:
-    """An HTTP error status in one line (`http_line`), typed (a context overflow is its own fault)."""
-    return _status_fault(status, http_line(status, body, reason, content_type))
-
-
-def http_line(status: int, body: str, reason: str = "", content_type: str = "") -> str:
-    """An HTTP answer in one line: the message of a JSON error body (vLLM's `message`, OpenAI's and
-    llama.cpp's `error.message`, FastAPI's `detail`), else the start of a text body; a page (HTML,
-    as a proxy's 502 sends) is no message, so what it was and its size instead of its markup."""
-    kind = content_type.split(";")[0].strip().lower()
-    text = body.strip()
-    if kind in ("text/html", "application/xhtml+xml") or text[:1] == "<":
-        return (
-            f"HTTP {status}{' ' + reason if reason else ''} ({kind or 'markup'} body, {size_text(len(body.encode()))})"
-        )
-    message = json_message(text)
-    return f"HTTP {status}: {' '.join((message or text).split())[:200] or reason}"
-
-
-def json_message(text: str) -> str | None:
-    """The message of a JSON error body, or None when the text is not one."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    error = data.get("error")
-    for value in (
-        (error.get("message") if isinstance(error, dict) else error),
-        data.get("message"),
-        data.get("detail"),
-    ):
-        if isinstance(value, str) and value.strip():
-            return value
-    return None
-
-
-def size_text(size: int) -> str:
-    """`312 B`, `1.2 kB`, `3.4 MB`."""
-    if size < 1000:
-        return f"{size} B"
-    return f"{size / 1000:.1f} kB" if size < 1_000_000 else f"{size / 1_000_000:.1f} MB"
-
-
-# How servers word a prompt their context cannot hold: vLLM ("maximum context length"), llama.cpp
-# ("exceeds the available context size"), others ("context window", "too long").
-CONTEXT_WORDS = ("context length", "context window", "context size", "too long")
-
-
-def _status_fault(status: int, line: str) -> BackendFault:
-    lowered = line.lower()
-    if status == 400 and any(words in lowered for words in CONTEXT_WORDS):
-        return ContextOverflow(f"context overflow: {line}")
-    return HttpStatus(line, status)
 
 
 def _response_fault(response: httpx.Response) -> BackendFault:
@@ -204,7 +128,7 @@ def _response_fault(response: httpx.Response) -> BackendFault:
     except httpx.ResponseNotRead:
         body = ""
     line = http_line(response.status_code, body, response.reason_phrase, response.headers.get("content-type", ""))
-    return _status_fault(response.status_code, line)
+    return line_fault(response.status_code, line)
 
 
 def _classify_openai(error: BaseException) -> BackendFault | None:
@@ -216,13 +140,13 @@ def _classify_openai(error: BaseException) -> BackendFault | None:
         return TimedOut("timed out waiting for the server")
     if isinstance(error, openai.APIConnectionError):
         cause = error.__cause__
-        return Unreachable(f"unreachable: {_first_line(cause) if cause else 'connection error'}")
+        return Unreachable(f"unreachable: {first_line(cause) if cause else 'connection error'}")
     if isinstance(error, openai.APIStatusError):
         # The SDK has read the body already: parsed (its `error` object where it has one), or text.
         body = error.body if isinstance(error.body, str) else json.dumps(error.body) if error.body else ""
         response = error.response
         line = http_line(error.status_code, body, response.reason_phrase, response.headers.get("content-type", ""))
-        return _status_fault(error.status_code, line)
+        return line_fault(error.status_code, line)
     return None
 
 
@@ -249,7 +173,7 @@ def _classify_aws(error: BaseException) -> BackendFault | None:
     if isinstance(error, ReadTimeoutError | ConnectTimeoutError):
         return TimedOut(f"timed out ({type(error).__name__})")
     if isinstance(error, EndpointConnectionError):
-        return Unreachable(f"unreachable: {_first_line(error)}")
+        return Unreachable(f"unreachable: {first_line(error)}")
     return None
 
 
@@ -261,7 +185,7 @@ def _classify_strands(error: BaseException) -> BackendFault | None:
     if isinstance(error, MaxTokensReachedException):
         return MaxTokensReached("hit the max-tokens limit before finishing (no final answer)")
     if isinstance(error, ContextWindowOverflowException):
-        return ContextOverflow(f"context overflow: {_first_line(error)}")
+        return ContextOverflow(f"context overflow: {first_line(error)}")
     return None
 
 
@@ -277,8 +201,3 @@ def _aws_code_message(error) -> tuple[str, str]:
     code = details.get("Code") or type(error).__name__
     message = " ".join(str(details.get("Message") or "").split())[:200]
     return code, message
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0][:300] if text else ""

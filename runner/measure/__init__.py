@@ -1,9 +1,10 @@
 """Measuring requests and load: what a timed request asks (`records`; what it records is
 `runner.core.records`), a timed client per
 provider (`openai_sync`, `openai_async`, `bedrock`, `bedrock_import`, `sagemaker` with
-serverless, `sagemaker_async`, built by `clients`) over the
-shared stream reading (`sse`), the one load engine (`load`), health waits (`health`), the
-benchmark itself (`benchmark`) and a transform job measured (`transform_job`). The latency and
+serverless, `sagemaker_async`, built by `clients`) over the measuring core's stream reading
+(`runner.timing`, which the in-region kit ships too), the levels on its one load engine (`load`),
+health waits (`health`), the benchmark itself (`benchmark`) and a transform job measured
+(`transform_job`). The latency and
 level summaries of what was recorded are `runner.figures`; what it costs is `runner.costing`.
 
 The client keeps itself out of the figures: one reused connection per backend, warmed by the

@@ -29,7 +29,7 @@ from runner.cloud.aws import boto_client
 from runner.core.errors import StreamFault, TimedOut, aws_error_code
 from runner.core.records import RequestRecord
 from runner.measure.records import ChatRequest, Stopwatch, usage_counts
-from runner.measure.sse import ChatStreamAccumulator
+from runner.timing.stream import ChatStreamAccumulator
 
 NOT_READY = "ModelNotReadyException"
 INVOCATION_METRICS = "amazon-bedrock-invocationMetrics"

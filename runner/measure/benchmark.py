@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import time
 from collections.abc import Callable, Iterator
 
 from runner.core.backends import BATCH_COMMAND, Backend
@@ -30,6 +29,7 @@ from runner.measure.load import (
     stopped_records,
 )
 from runner.measure.openai_async import AsyncOpenAIStreamClient, warm_up_async
+from runner.timing.load import one_at_a_time
 
 # Connections opened ahead of a level (an open-loop level without a cap may reach far more).
 WARM_CONNECTIONS_MAX = 64
@@ -97,26 +97,23 @@ def bench_backend(
         if warm.error:
             # Warm-up failing is information, not a verdict: the timed request decides.
             console.print(f"[yellow]{backend.name}:[/yellow] warm-up failed: {warm.error}")
-        skip_reason = None
-        started = time.perf_counter()
-        for run in range(1, repeats + 1):
-            if seconds is not None and time.perf_counter() - started >= seconds:
-                break
-            record = RequestRecord(backend=backend.name, run=run, level=level)
-            record.sent_s = time.perf_counter() - started
-            if skip_reason:
-                record.error = f"skipped after run 1: {skip_reason}"
-            else:
-                try:
-                    client.chat(request, record)
-                except Exception as error:
-                    record.ok = False
-                    record.error = explain(error)
-                    console.print(f"[red]{backend.name} run {run}:[/red] {record.error}")
-                    if run == 1 and isinstance(as_fault(error), Unreachable):
-                        skip_reason = record.error
+
+        def kept(record: RequestRecord, failed: bool) -> None:
+            if failed:
+                console.print(f"[red]{backend.name} run {record.run}:[/red] {record.error}")
             evidence.add_record(record.to_json())
             advance()
+
+        one_at_a_time(
+            client.chat,
+            explain,
+            request,
+            repeats,
+            lambda run: RequestRecord(backend=backend.name, run=run, level=level),
+            down=lambda error: isinstance(as_fault(error), Unreachable),
+            seconds=seconds,
+            kept=kept,
+        )
     finally:
         client.close()
 

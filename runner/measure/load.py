@@ -1,5 +1,6 @@
-"""Load levels for `runner.bench`: closed loop (N requests always in flight) and open loop
-(Poisson arrivals at a fixed mean rate, optionally capped in flight), with a fixed seed.
+"""Load levels for `runner.bench`: the levels planned from the flags, the prompts read from a
+file, and the runner's records on the measuring core's load engine (runner/timing/load.py: closed
+loop, open loop, one at a time, with a fixed seed).
 
 Records of a level are kept in memory while it runs and written once it ends: rewriting the
 evidence file after every record would hold the interpreter while other requests stream, and
@@ -10,14 +11,10 @@ marked stopped (`Level.stopped`); the requests still out are not records: they d
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
-import random
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,43 +22,18 @@ from runner.core.errors import RunnerError
 from runner.core.files import read_text_file
 from runner.core.flags import finite
 from runner.core.records import Level, RequestRecord
-from runner.measure import ChatRequest
-from runner.measure.records import Conversation, stamp
-
-CLOSED = "concurrency"
-OPEN = "rate"
+from runner.timing import load
+from runner.timing.chat import ChatRequest, Conversation
+from runner.timing.load import CLOSED, OPEN, poisson_offsets  # noqa: F401 (the runner's names for the core's)
 
 
 @dataclass(frozen=True)
-class LoadLevel:
-    mode: str
-    value: float
-    requests: int
-    max_concurrency: int | None = None
-    # A workload's prompt length at this level (a prompt-length sweep crosses lengths with levels).
-    input_tokens: int | None = None
-
-    @property
-    def label(self) -> str:
-        lead = f"{self.input_tokens} in, " if self.input_tokens else ""
-        if self.mode == CLOSED:
-            return f"{lead}{int(self.value)} at a time"
-        cap = f", at most {self.max_concurrency}" if self.max_concurrency else ""
-        return f"{lead}{self.value:g}/s{cap}"
-
-    @property
-    def in_flight(self) -> int:
-        """Requests that may be in flight at once (threads and connections to provide)."""
-        if self.mode == CLOSED:
-            return int(self.value)
-        return self.max_concurrency or self.requests
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self) | {"label": self.label}
+class LoadLevel(load.LoadLevel):
+    """A level as the runner plans it (the core's, runner/timing/load.py), recorded as its records keep it."""
 
     def recorded(self) -> Level:
         """The level as each of its requests' records keeps it."""
-        return Level(self.mode, self.value, self.requests, self.max_concurrency, self.input_tokens, self.label)
+        return Level(**self.to_json())
 
 
 def stopped_records(level: LoadLevel, finished: list[RequestRecord]) -> list[RequestRecord]:
@@ -135,21 +107,10 @@ def read_prompts(path: Path, default_max_tokens: int) -> list[Prompt]:
     return prompts
 
 
-def poisson_offsets(rate: float, count: int, seed: int) -> list[float]:
-    """Send times (s from the level start) of a Poisson process: exponential gaps of mean 1/rate."""
-    rng = random.Random(seed)
-    offsets, at = [], 0.0
-    for _ in range(count):
-        at += rng.expovariate(rate)
-        offsets.append(at)
-    return offsets
-
-
-def start_record(backend: str, index: int, level: LoadLevel, scheduled: float | None, started: float) -> RequestRecord:
-    """The record of request `index` of a level, stamped with when it goes (s from the level start)."""
-    record = RequestRecord(backend=backend, run=index + 1, level=level.recorded(), scheduled_s=scheduled)
-    record.sent_s = time.perf_counter() - started
-    return record
+def record_maker(backend: str, level: LoadLevel) -> Callable[[int], RequestRecord]:
+    """The runner's record of request `run` of a level."""
+    recorded = level.recorded()
+    return lambda run: RequestRecord(backend=backend, run=run, level=recorded)
 
 
 async def run_level_async(
@@ -163,83 +124,10 @@ async def run_level_async(
     seconds: float | None = None,
     finished: list[RequestRecord] | None = None,
 ) -> list[RequestRecord]:
-    """Every request of one level on one event loop, for a client whose `chat` is a coroutine
-    (the one load engine: `run_level` runs blocking clients through it). Closed loop: as many
-    workers as requests in flight, each taking the next request. Open loop: sends at the seeded
-    Poisson offsets, at most `max_concurrency` in flight (a late send is measured, not hidden).
-    A failed request is a record with its error, never dropped. A conversation (multi-turn) is
-    one unit: its turns go one after another, each carrying the answers so far, a record each.
-    `done()` is called as each unit ends (the progress moves with every request). With a time
-    limit (`seconds`, `--level-seconds`) nothing is sent once it is over; what is in flight then
-    finishes and is measured like any other request. Each record is also added to `finished` as
-    its request ends, so a caller whose level is stopped midway still holds every request that
-    finished."""
-    records: list[list[RequestRecord]] = [[] for _ in range(level.requests)]
-    started = time.perf_counter()
-
-    def over() -> bool:
-        return seconds is not None and time.perf_counter() - started >= seconds
-
-    async def send(request: ChatRequest, record: RequestRecord) -> bool:
-        stamp(record, request)
-        try:
-            await chat(request, record)
-        except Exception as error:
-            record.ok, record.error = False, explain(error)
-        if finished is not None:
-            finished.append(record)
-        return record.ok
-
-    async def one(index: int, scheduled: float | None) -> None:
-        try:
-            await send_unit(index, scheduled)
-        finally:
-            done()
-
-    async def send_unit(index: int, scheduled: float | None) -> None:
-        unit = requests[index % len(requests)]
-        if not isinstance(unit, Conversation):
-            record = start_record(backend, index, level, scheduled, started)
-            records[index].append(record)
-            await send(unit, record)
-            return
-        history: tuple[tuple[str, str], ...] = ()
-        for turn in range(len(unit.prompts)):
-            record = start_record(backend, index, level, scheduled if turn == 0 else None, started)
-            record.session, record.turn = index, turn + 1
-            records[index].append(record)
-            request = unit.turn(turn, history)
-            if not await send(request, record):
-                break  # the conversation cannot go on without this turn's answer
-            history = (*request.history, ("user", request.prompt), ("assistant", record.text))
-
-    if level.mode == CLOSED:
-        pending = iter(range(level.requests))
-
-        async def worker() -> None:
-            for index in pending:
-                if over():
-                    return
-                await one(index, None)
-
-        await asyncio.gather(*(worker() for _ in range(level.in_flight)))
-    else:
-        slots = asyncio.Semaphore(level.in_flight)
-
-        async def capped(index: int, offset: float) -> None:
-            async with slots:
-                await one(index, offset)
-
-        tasks = []
-        for index, offset in enumerate(poisson_offsets(level.value, level.requests, seed)):
-            if seconds is not None and offset >= seconds:
-                break
-            delay = started + offset - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(capped(index, offset)))
-        await asyncio.gather(*tasks)
-    return [record for unit in records for record in unit]
+    """Every request of one level on one event loop, for a client whose `chat` is a coroutine (the
+    core's engine, `load.run_level_async`, with the runner's records)."""
+    new_record = record_maker(backend, level)
+    return await load.run_level_async(chat, explain, level, requests, seed, new_record, done, seconds, finished)  # type: ignore[arg-type]
 
 
 def run_level(
@@ -253,21 +141,7 @@ def run_level(
     seconds: float | None = None,
     finished: list[RequestRecord] | None = None,
 ) -> list[RequestRecord]:
-    """The same engine for a client whose `chat` blocks (Bedrock and SageMaker through boto3):
-    the event loop schedules, each request runs on a thread of a pool as wide as the level keeps
-    in flight. Ctrl-C stops the level without waiting for the requests still out (what finished
-    is in `finished`)."""
-    pool = ThreadPoolExecutor(max_workers=level.in_flight, thread_name_prefix="level")
-
-    async def engine() -> list[RequestRecord]:
-        loop = asyncio.get_running_loop()
-
-        async def chat_on_a_thread(request: ChatRequest, record: RequestRecord) -> Any:
-            return await loop.run_in_executor(pool, chat, request, record)
-
-        return await run_level_async(chat_on_a_thread, explain, backend, level, requests, seed, done, seconds, finished)
-
-    try:
-        return asyncio.run(engine())
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    """The same engine for a client whose `chat` blocks (Bedrock and SageMaker through boto3): each
+    request on a thread of a pool as wide as the level keeps in flight."""
+    new_record = record_maker(backend, level)
+    return load.run_level(chat, explain, level, requests, seed, new_record, done, seconds, finished)  # type: ignore[arg-type]

@@ -19,9 +19,10 @@ import aiohttp
 from runner.core.errors import StreamFault, TimedOut, Unreachable, describe, status_fault
 from runner.core.records import RequestRecord
 from runner.core.tls import tls_context
-from runner.measure.connections import ATTEMPTS, ConnectionLog
-from runner.measure.records import WARM_UP, ChatRequest, Stopwatch
-from runner.measure.sse import BodyHead, ChatStreamAccumulator, LineSplitter
+from runner.timing import chat
+from runner.timing.chat import ChatRequest, Stopwatch
+from runner.timing.connections import ATTEMPTS, ConnectionLog
+from runner.timing.stream import StreamedBody
 
 # A kept-alive connection the server closed since: the request never reached it.
 STALE_CONNECTION_ERRORS = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
@@ -101,14 +102,15 @@ class AsyncOpenAIStreamClient:
 
     async def _chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
         assert self.session is not None, "use the client as an async context manager"
-        body = request.openai_body(self.model_id)
-        stream = ChatStreamAccumulator(record)
+        body = StreamedBody(record, self.timeout_s)
         for attempt in ATTEMPTS:
             watch = Stopwatch()
             connection: dict[str, bool] = {}
             try:
                 response = await self.session.post(
-                    f"{self.base_url}/chat/completions", json=body, trace_request_ctx=connection
+                    f"{self.base_url}/chat/completions",
+                    json=request.openai_body(self.model_id),
+                    trace_request_ctx=connection,
                 )
             except STALE_CONNECTION_ERRORS:
                 if self.log.resend(attempt, record, reused=connection.get("new_connection") is False):
@@ -119,36 +121,25 @@ class AsyncOpenAIStreamClient:
             self.log.note_known(connection.get("new_connection"), record)
             content_type = response.headers.get("content-type", "")
             if response.status >= 400:
-                body = await response.text(errors="replace")
-                raise status_fault(response.status, body, response.reason or "", content_type)
-            lines = LineSplitter()
-            head = BodyHead()
+                text = await response.text(errors="replace")
+                raise status_fault(response.status, text, response.reason or "", content_type)
             try:
-                # A chunk of the chunked body at a time, each timed as it is read (as the in-region
-                # kit reads them): chunks that came in one read are not merged into one moment.
+                # A chunk of the chunked body at a time, each timed as it is read (the shared
+                # reading, runner/timing/stream.py, as the in-region kit's client reads them).
                 async for part, _ in response.content.iter_chunks():
-                    at = watch.now()
-                    head.feed(part)
-                    for line in lines.feed(part):
-                        stream.feed_line(line.decode(), at)
-                    if at > self.timeout_s:
-                        raise TimedOut(f"timed out: stream still open after {self.timeout_s:.0f} s")
-                for line in lines.rest():
-                    stream.feed_line(line.decode(), watch.now())
+                    body.feed(part, watch.now())
             except BaseException:
                 response.close()  # a response given up on closes its connection: never reused
                 raise
-        if record.chunks == 0 and head.size and "event-stream" not in content_type:
-            raise StreamFault(head.not_a_stream(response.status, content_type))
-        return stream.finish(watch.now(), max_tokens=request.max_tokens, context_tokens=self.context_tokens)
+        return body.end(
+            watch.now(),
+            response.status,
+            content_type,
+            max_tokens=request.max_tokens,
+            context_tokens=self.context_tokens,
+        )
 
 
 async def warm_up_async(client: AsyncOpenAIStreamClient, backend: str) -> RequestRecord:
     """The same untimed "Hi" as every other warm-up; never raises."""
-    record = RequestRecord(backend=backend, run=0)
-    try:
-        await client.chat(WARM_UP, record)
-    except Exception as error:
-        record.ok = False
-        record.error = describe(error)
-    return record
+    return await chat.warm_up_async(client.chat, RequestRecord(backend=backend, run=0), describe)

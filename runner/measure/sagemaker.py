@@ -23,7 +23,7 @@ from runner.core.errors import RunnerError, ServiceError, StreamFault, describe
 from runner.core.files import read_text_file
 from runner.core.records import RequestRecord
 from runner.measure.records import ChatRequest, Stopwatch, check_completion, usage_counts
-from runner.measure.sse import ChatStreamAccumulator, sse_lines
+from runner.timing.stream import ChatStreamAccumulator, sse_lines
 
 # The error codes SageMaker answers a request it has no capacity for right now with: a serverless
 # endpoint at its MaxConcurrency (ThrottlingException), the runtime's own rate limits.

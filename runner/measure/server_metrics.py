@@ -4,8 +4,9 @@ the same address (and so the same SSM forward) the requests take.
 vLLM and llama.cpp expose requests running and waiting and how full the KV cache is; vLLM also
 its prefix cache's queries and hits. A level whose server kept requests waiting was queueing at
 the server: more load there buys latency, not throughput, whatever the path or the client did.
-Samples are parsed with prometheus_client's own text parser and kept in the evidence; a server
-without metrics is one line, and nothing else changes.
+The reading is the measuring core's (runner/timing/metrics.py, as the in-region kit reads them on
+a server's host); samples are parsed here with prometheus_client's own text parser and kept in
+the evidence; a server without metrics is one line, and nothing else changes.
 
 Names: vLLM's in vllm/v1/metrics/loggers.py (0.30: gauges `vllm:num_requests_running`,
 `vllm:num_requests_waiting`, `vllm:kv_cache_usage_perc`; counters `vllm:prefix_cache_queries` and
@@ -17,14 +18,11 @@ which excludes the cached tokens). See `GAUGES` and `COUNTERS`.
 
 from __future__ import annotations
 
-import threading
-import time
-from dataclasses import dataclass, field
+import urllib.request
 from typing import Any
 
-import httpx
-
 from runner.core.tls import tls_context
+from runner.timing import metrics
 
 # What each figure is called by each server; the first name a server reports is used.
 GAUGES = {
@@ -65,47 +63,21 @@ def parse(text: str) -> dict[str, float]:
     return out
 
 
-@dataclass
-class MetricsSampler:
-    """Scrapes `url` every `every_s` while in use; `samples` are (s from start, figures)."""
+def opener() -> urllib.request.OpenerDirector:
+    """How the runner reaches a server's metrics: the environment's proxies, the process's TLS context."""
+    return urllib.request.build_opener(urllib.request.HTTPSHandler(context=tls_context()))
 
-    url: str
-    every_s: float = 0.5
-    samples: list[tuple[float, dict[str, float]]] = field(default_factory=list)
-    problem: str | None = None
 
-    def __post_init__(self) -> None:
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.loop, name="metrics", daemon=True)
+class MetricsSampler(metrics.MetricsSampler):
+    """Reads `url` every `every_s` while in use (the core's sampler); `samples` are (s from the
+    start, figures)."""
 
-    def __enter__(self) -> MetricsSampler:
-        self.started = time.perf_counter()
-        self.http = httpx.Client(timeout=httpx.Timeout(2.0), verify=tls_context())
-        # The first reading before the level's first request goes out (not racing it in the
-        # thread): a counter's change is measured from a baseline that none of the level is in.
-        self.scrape(self.http)
-        self.thread.start()
-        return self
+    def __init__(self, url: str, every_s: float = 0.5) -> None:
+        super().__init__(url, metric_names(), every_s, opener())
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(timeout=5)
-        self.http.close()
-
-    def loop(self) -> None:
-        while not self.stop.wait(self.every_s):
-            self.scrape(self.http)
-        # One last reading as the level ends: a counter's change in its last moments (or the
-        # whole of a level shorter than a period) still counts.
-        self.scrape(self.http)
-
-    def scrape(self, http: httpx.Client) -> None:
-        try:
-            response = http.get(self.url)
-            response.raise_for_status()
-            self.samples.append((round(time.perf_counter() - self.started, 3), parse(response.text)))
-        except Exception as error:  # a metrics hiccup never disturbs the level
-            self.problem = self.problem or f"metrics at {self.url}: {type(error).__name__}: {error}"
+    @property
+    def samples(self) -> list[tuple[float, dict[str, float]]]:
+        return [(float(at), parse(str(text))) for at, text in self.readings]
 
     def summary(self) -> dict[str, Any]:
         return summarize(self.samples, self.url, self.problem)
@@ -144,10 +116,7 @@ def metric_names() -> list[str]:
 def probe(url: str) -> str | None:
     """None when `url` answers Prometheus text with figures we know; else why not, in one line."""
     try:
-        with httpx.Client(timeout=httpx.Timeout(3.0), verify=tls_context()) as http:
-            response = http.get(url)
-        response.raise_for_status()
-        figures = parse(response.text)
+        figures = parse(metrics.read_page(url, opener(), timeout_s=3.0))
     except Exception as error:
         return f"no server metrics at {url} ({type(error).__name__})"
     return None if figures else f"{url} answers, but with none of the figures known here"

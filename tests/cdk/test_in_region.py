@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from catalog.contract import BackendOutput, output_key
+from inference_constructs.in_region import CORE_DIR, KIT_DIR
 from tests.cdk.conftest import render_join, resources
 from tests.cdk.test_stacks import EC2_BACKENDS, fake_refs
 
@@ -128,13 +129,16 @@ def test_the_output_names_the_bucket_the_prefix_and_the_kit(templates, assembly,
 
 
 @pytest.mark.parametrize("stack", SERVER_STACKS)
-def test_the_asset_is_the_kit_folder_with_its_program_at_the_root(assembly, stack):
+def test_the_asset_is_the_kit_with_its_program_at_the_root_and_the_runners_measuring_core_beside_it(assembly, stack):
     """The CDK CLI zips a staged folder with its files at the zip's root, so `python3 kit.zip` runs
-    `__main__.py`; bytecode a local run of the kit left is not staged (nor in the asset's hash)."""
+    `__main__.py`, which imports the runner's measuring core as the package `timing`: its files
+    as they are in runner/timing, source only (no bytecode a local run left, nor in the hash)."""
     _, asset = kit_asset(assembly, stack)
     assert asset["source"]["packaging"] == "zip"
     staged = Path(assembly.directory, asset["source"]["path"])
-    assert sorted(p.name for p in staged.iterdir()) == ["__main__.py"]
+    files = {p.relative_to(staged).as_posix(): p.read_bytes() for p in staged.rglob("*") if p.is_file()}
+    core = {f"timing/{p.name}": p.read_bytes() for p in CORE_DIR.glob("*.py")}
+    assert files == {"__main__.py": (KIT_DIR / "__main__.py").read_bytes()} | core
 
 
 def test_the_kit_replaces_no_server(templates, assembly):

@@ -1,6 +1,7 @@
 """The instances' side of SSM Run Command for the in-region tests, and the `instances` fixture
 (moto in server mode, the real AWS CLI, Run Command's commands run under `sh` here): the tests
-that use it are the stand-in hosts' tier (`host`, tests/conftest.py).
+that use it are the stand-in hosts' tier (`host`, tests/conftest.py). And the kit as the CDK ships
+it (`kit_zip`, the `kit` fixture).
 
 moto gap filled here (`RunCommandHost`): moto records SendCommand and reports every invocation
 `Success` at once, running nothing. Here an `AWS-RunShellScript` command runs its `commands` under
@@ -16,15 +17,35 @@ import subprocess
 import sys
 import threading
 import urllib.request
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from inference_constructs.in_region import assemble_kit
 from runner.cloud.reach import in_region
 from tests.host.aws_cli import CliServer
 from tests.host.machine import BIN as HOST_BIN
+
+
+def kit_zip(path: Path, main: str | None = None) -> Path:
+    """The kit as the CDK ships it: the folder the construct assembles at synth, zipped with its
+    files at the root as the CDK CLI zips an asset; `main`: another `__main__.py` (an older kit)."""
+    folder = assemble_kit(path.with_suffix(""))
+    if main is not None:
+        (folder / "__main__.py").write_text(main)
+    with zipfile.ZipFile(path, "w") as archive:
+        for file in sorted(folder.rglob("*.py")):
+            archive.write(file, file.relative_to(folder).as_posix())
+    return path
+
+
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory) -> Path:
+    return kit_zip(tmp_path_factory.mktemp("kit") / "kit.zip")
+
 
 # GetCommandInvocation's cuts of a command's output.
 STDOUT_LIMIT, STDERR_LIMIT = 24000, 8000

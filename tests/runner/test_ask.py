@@ -14,8 +14,8 @@ from runner import ask
 from runner.core.backends import Backend
 from runner.core.evidence import load
 from runner.measure import ChatRequest
-from runner.measure.sse import ChatStreamAccumulator
 from runner.render.tables import print_report
+from runner.timing.stream import ChatStreamAccumulator
 from tests.runner.fake_openai import FakeOpenAI, text
 
 QUESTION = "What is the capital of France?"

@@ -1,13 +1,19 @@
 """`runner.bench --in-region`: the same benchmark run on each EC2 server's own instance through SSM
 Run Command, a second row per server beside its tunnel row.
 
-Two halves. The kit (`inference_constructs/bench_kit`, stdlib only) is held to the runner's own
-client: against the same scripted server (tests/runner/fake_openai.py) it sends the same bodies
-and writes records of RequestRecord's shape with the same figures and the same one-line faults.
-Then the whole path against moto in server mode: the readiness parameter names the instance,
-SendCommand carries `AWS-RunShellScript` with its parameters as the document declares them (read
-back with ListCommands), and the commands run under `sh` with the real AWS CLI, which fetches the
-kit from S3 and writes its result to the evidence bucket; the runner reads it back and deletes it.
+The kit (`inference_constructs/bench_kit`) measures with the runner's own measuring core
+(runner/timing: stream reading, records, warm-up, load engine, metrics reading), which the
+construct copies into its asset; that core is tested once, where the runner uses it. Here, three
+parts. The kit as shipped: the asset built as the CDK builds it, run as `python -I -S kit.zip`
+(no site-packages: the standard library alone) against servers whose speed the test sets, its
+figures read back by the runner. What still differs between the kit and the runner: the
+transport (http.client on the host, aiohttp in the runner), held to give the same records and the
+same one-line faults against the same scripted server, but for http.client's own words for a
+dropped body. Then the whole path against moto in server mode: the readiness parameter names the
+instance, SendCommand carries `AWS-RunShellScript` with its parameters as the document declares
+them (read back with ListCommands), and the commands run under `sh` with the real AWS CLI, which
+fetches the kit from S3 and writes its result to the evidence bucket; the runner reads it back and
+deletes it.
 
 The instances' side of Run Command, which moto does not run, is tests/runner/in_region_host.py
 (the `instances` fixture, from tests/runner/conftest.py).
@@ -15,12 +21,11 @@ The instances' side of Run Command, which moto does not run, is tests/runner/in_
 
 from __future__ import annotations
 
-import argparse
+import ast
 import base64
 import json
 import os
 import re
-import runpy
 import subprocess
 import sys
 import zipfile
@@ -31,6 +36,7 @@ import boto3
 import pytest
 
 from catalog import BackendKind
+from inference_constructs.in_region import CORE_DIR, KIT_DIR
 from runner import bench
 from runner.cloud.reach import in_region
 from runner.core.backends import Backend
@@ -38,14 +44,19 @@ from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, load
 from runner.core.records import RequestRecord
 from runner.measure import ChatRequest, host_rows
-from runner.measure.benchmark import bench_backend, sweep_backend
-from runner.measure.load import LoadLevel, Prompt, poisson_offsets
+from runner.measure.benchmark import bench_backend
+from runner.measure.load import LoadLevel, poisson_offsets
 from runner.render import bench as bench_tables
+from runner.timing.chat import warm_up
+from runner.timing.faults import Unreachable, explain
+from runner.timing.http_client import HttpStreamClient
+from runner.timing.load import one_at_a_time
 from tests.host.machine import BIN as HOST_BIN
 from tests.runner.fake_openai import FakeOpenAI, Step, text
+from tests.runner.in_region_host import kit_zip
+from tests.runner.known_server import known, known_server
 
-ROOT = Path(__file__).resolve().parents[2]
-KIT = ROOT / "inference_constructs" / "bench_kit"
+KIT = KIT_DIR
 OCEAN = "The ocean covers most of the planet and holds most of its water"
 ACCOUNT_BUCKET = "cdk-hnb659fds-assets-123456789012-{region}"
 EVIDENCE_BUCKET = "inferencegpustack-inregionbenchevidence-{region}"
@@ -59,11 +70,24 @@ RUN_SHELL_SCRIPT_PARAMETERS = {
         "allowedPattern": r"([1-9][0-9]{0,4})|(1[0-6][0-9]{4})|(17[0-1][0-9]{3})|(172[0-7][0-9]{2})|(172800)",
     },
 }
+RECORD_FIELDS = set(RequestRecord(backend="x", run=1).to_json())
 
 
-def load_kit() -> dict[str, Any]:
-    """The kit's functions, from its file (run_path writes no bytecode into the kit's folder)."""
-    return runpy.run_path(str(KIT / "__main__.py"), run_name="bench_kit")
+def encoded(config: dict[str, Any]) -> str:
+    return base64.b64encode(json.dumps(config).encode()).decode()
+
+
+def run_kit(kit: Path, config: dict[str, Any], out: Path, *args: str) -> subprocess.CompletedProcess:
+    """The zip as the instance runs it, with nothing but the standard library: `-I` (no user site,
+    no PYTHON* variables), `-S` (no site-packages)."""
+    command = [sys.executable, "-I", "-S", str(kit), "--config", encoded(config), "--out", str(out), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+def kit_result(kit: Path, config: dict[str, Any], tmp_path: Path, *args: str) -> dict[str, Any]:
+    done = run_kit(kit, config, tmp_path / "result.json", *args)
+    assert done.returncode == 0, done.stderr
+    return json.loads((tmp_path / "result.json").read_text())
 
 
 def kit_config(url: str, repeats: int, timeout_s: float = 5.0, **extra: Any) -> dict[str, Any]:
@@ -77,21 +101,188 @@ def kit_config(url: str, repeats: int, timeout_s: float = 5.0, **extra: Any) -> 
         "usage_per_chunk": False,
         "repeats": repeats,
         "timeout_s": timeout_s,
-        "warm_up": {"prompt": "Hi", "max_tokens": 4},
+        "warm_up": host_rows.kit_warm_up(),
     } | extra
 
 
-def runner_records(url: str, repeats: int, timeout_s: float, tmp_path: Path) -> tuple[dict, list[dict]]:
-    """What `bench_backend` (the tunnel row's code) records against `url`: (warm-up, records)."""
-    backend = Backend(
-        name="x", kind=BackendKind.OPENAI, title="x", model_id="fake-model", source="test", base_url=f"{url}/v1"
-    )
-    evidence = Evidence("bench", {}, tmp_path / "runner-evidence")
-    evidence.data["warm_up"] = []
-    request = ChatRequest(prompt=bench.PROMPT, max_tokens=100, temperature=0.0)
-    bench_backend(backend, request, repeats, timeout_s, evidence, lambda *_: None)
-    return evidence.data["warm_up"][0], evidence.data["records"]
+# --- the kit as shipped -----------------------------------------------------------------------
 
+
+def test_the_asset_holds_the_kit_and_the_runners_measuring_core_as_they_are(kit):
+    """What the construct stages: the kit's program at the root and the core's files byte for byte
+    (no copy of the measuring to drift); the kit's program imports only the standard library and
+    the core."""
+    with zipfile.ZipFile(kit) as archive:
+        shipped = {name: archive.read(name) for name in archive.namelist()}
+    core = {f"timing/{path.name}": path.read_bytes() for path in CORE_DIR.glob("*.py")}
+    assert shipped == {"__main__.py": (KIT_DIR / "__main__.py").read_bytes()} | core
+    tree = ast.parse(shipped["__main__.py"])
+    imported = {
+        (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert imported <= set(sys.stdlib_module_names) | {"timing"}, imported
+    assert sorted(p.name for p in KIT_DIR.iterdir() if p.name != "__pycache__") == ["__main__.py"]
+
+
+def test_the_shipped_kit_runs_on_the_standard_library_alone_and_the_runner_reads_its_figures(kit, tmp_path):
+    """A server whose costs the test sets: time to first token 0.2 s, 50 tokens a second, 10
+    tokens asked. Each timed request then takes at least 0.2 + 9 / 50 s, counts 10 output tokens
+    and the prompt's words plus the template's 4 and the BOS."""
+    ttft, rate, tokens = 0.2, 50.0, 10
+    prompt = "one two three four five six seven"
+    with known_server(ttft=ttft, rate=rate, tokens=100) as server:
+        config = kit_config(server.url, 2, prompt=prompt, max_tokens=tokens, model_id=known.MODEL)
+        done = run_kit(kit, config, tmp_path / "result.json")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"bench kit: x: 2/2 ok on {os.cpu_count()} vCPUs" and not done.stderr
+    result = in_region.KitResult.from_json(json.loads((tmp_path / "result.json").read_text()), "result.json")
+    assert result.kit == 4 and result.client["connections_opened"] == 1 and result.host["vcpus"] == os.cpu_count()
+    # What it measured, under RequestRecord's names, read back as the runner reads it.
+    assert all(set(entry) <= RECORD_FIELDS for entry in [*result.records, *result.warm_ups])
+    records = [host_rows.kit_request(entry, "x@host") for entry in result.records]
+    (warm,) = [host_rows.kit_request(entry, "x@host") for entry in result.warm_ups]
+    assert warm.ok and warm.output_tokens == 4 and warm.new_connection is True
+    prompt_tokens = len(prompt.split()) + known.TEMPLATE_TOKENS + 1
+    for record in records:
+        assert record.ok and (record.output_tokens, record.prompt_tokens, record.token_source) == (
+            tokens, prompt_tokens, "server"
+        )  # fmt: skip
+        assert record.finish_reason == "length" and record.new_connection is False and record.label == "1 at a time"
+        fastest = ttft + (tokens - 1) / rate  # the server's own pace: no request can beat it
+        assert record.ttft_s >= ttft and record.e2e_s >= fastest and record.tokens_per_s <= tokens / fastest
+        assert len(record.chunk_times) == tokens and record.chunk_times[0] == record.ttft_s
+
+
+def test_load_levels_run_on_the_shipped_kit_with_a_connection_per_request_in_flight(kit, tmp_path):
+    """Two at a time, four requests, then 20/s capped at 2, six requests: each level opens as many
+    connections as it keeps in flight, each by an untimed warm-up, and never has more in flight;
+    the open level sends at the seeded Poisson offsets (a send held by the cap goes late, measured)."""
+    closed, opened = LoadLevel("concurrency", 2, 4), LoadLevel("rate", 20.0, 6, max_concurrency=2)
+    with FakeOpenAI([text(OCEAN, first_token_delay_s=0.2)]) as server:
+        result = kit_result(
+            kit, kit_config(server.url, 1, levels=[closed.to_json(), opened.to_json()], seed=11), tmp_path
+        )
+    assert server.max_in_flight == 2
+    assert result["client"]["connections_opened"] == 4 and len(set(server.connection_ids)) == 4
+    assert [w["level"]["label"] for w in result["warm_ups"]] == ["2 at a time"] * 2 + ["20/s, at most 2"] * 2
+    records = [host_rows.kit_request(entry, "x@host") for entry in result["records"]]
+    assert all(r.ok and r.new_connection is False for r in records)
+    two = sorted((r for r in records if r.label == "2 at a time"), key=lambda r: r.run)
+    assert [r.run for r in two] == [1, 2, 3, 4] and all(r.ttft_s >= 0.2 for r in two)
+    first_end = min(r.sent_s + r.e2e_s for r in two[:2])
+    assert max(r.sent_s for r in two[2:]) >= first_end - 0.01  # the third goes once one of the first two ended
+    rate = sorted((r for r in records if r.label == "20/s, at most 2"), key=lambda r: r.run)
+    assert [r.scheduled_s for r in rate] == poisson_offsets(20.0, 6, 11)
+    assert all(r.sent_s >= r.scheduled_s - 0.01 for r in rate)
+    (span_closed, span_open) = result["level_spans"]
+    assert span_closed[0] < span_closed[1] <= span_open[0] < span_open[1]
+
+
+def test_a_configuration_the_kit_cannot_run_is_one_line_and_exit_2(kit, tmp_path):
+    out = tmp_path / "out.json"
+    level = kit_config("http://127.0.0.1:9", 1, levels=[{"mode": "burst", "value": 2, "requests": 4}])
+    for config, words in (
+        (level, "bench kit: a level must be a LoadLevel's JSON"),
+        ({"backend": "x"}, "bench kit: --config lacks base_url, model_id, repeats"),
+    ):
+        done = run_kit(kit, config, out)
+        assert done.returncode == 2 and done.stderr.startswith(words) and done.stderr.count("\n") == 1, done.stderr
+    bad = subprocess.run(
+        [sys.executable, "-I", "-S", str(kit), "--config", "not base64!", "--out", str(out)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    (line,) = bad.stderr.strip().splitlines()
+    assert bad.returncode == 2 and line.startswith("bench kit: --config is not base64 JSON: ") and not out.exists()
+
+
+def tools_on_path(tmp_path: Path, monkeypatch, *tools: str) -> None:
+    """PATH: the host stand-ins named (tests/host/bin) and the system's own folders, nothing else."""
+    folder = tmp_path / "tools"
+    folder.mkdir()
+    for tool in tools:
+        (folder / tool).symlink_to(HOST_BIN / tool)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(folder), "/usr/bin", "/bin"]))
+
+
+def test_the_gpu_is_read_by_nvidia_smi_while_the_kit_measures(kit, tmp_path, monkeypatch):
+    tools_on_path(tmp_path, monkeypatch, "nvidia-smi", "neuron-monitor")
+    monkeypatch.setenv("HOST_GPU", "1")
+    monkeypatch.setenv("HOST_GPU_UTIL", "62")
+    monkeypatch.setenv("HOST_GPU_MEMORY_MIB", "15000")
+    with FakeOpenAI([text(OCEAN, first_token_delay_s=0.6)]) as server:
+        result = kit_result(kit, kit_config(server.url, 2), tmp_path)
+    accelerator = result["accelerator"]
+    assert accelerator["tool"] == "nvidia-smi" and accelerator["problem"] is None
+    assert len(accelerator["samples"]) >= 2 and {tuple(s[1:]) for s in accelerator["samples"]} == {(62.0, 15000.0)}
+    assert (accelerator["utilization_pct_mean"], accelerator["memory_used_mib_max"]) == (62.0, 15000.0)
+    note = host_rows.accelerator_note(accelerator)
+    assert note.startswith("; GPU busy 62 % mean, 62 % max, 14.6 GiB used (nvidia-smi, ")
+
+
+def test_neuroncores_are_read_by_neuron_monitor_where_no_gpu_answers(kit, tmp_path, monkeypatch):
+    tools_on_path(tmp_path, monkeypatch, "nvidia-smi", "neuron-monitor")
+    (tmp_path / "root" / "dev").mkdir(parents=True)
+    (tmp_path / "root" / "dev" / "neuron0").write_text("")
+    monkeypatch.delenv("HOST_GPU", raising=False)
+    monkeypatch.setenv("INFERENCE_ROOT", str(tmp_path / "root"))
+    monkeypatch.setenv("HOST_NEURON_UTIL", "30,50")
+    monkeypatch.setenv("HOST_NEURON_MEMORY_BYTES", str(3 * 2**30))
+    with FakeOpenAI([text(OCEAN, first_token_delay_s=0.3)]) as server:
+        result = kit_result(kit, kit_config(server.url, 2), tmp_path)
+    accelerator = result["accelerator"]
+    assert accelerator["tool"] == "neuron-monitor" and accelerator["samples"]
+    # The mean over the NeuronCores in use, and the runtime's device memory.
+    assert (accelerator["utilization_pct_mean"], accelerator["memory_used_mib_max"]) == (40.0, 3072.0)
+    assert host_rows.accelerator_note(accelerator).startswith("; NeuronCores busy 40 % mean, 40 % max, 3.0 GiB used")
+
+
+def test_a_host_without_an_accelerator_tool_says_so_and_measures_anyway(kit, tmp_path, monkeypatch):
+    tools_on_path(tmp_path, monkeypatch)
+    with FakeOpenAI([text(OCEAN)]) as server:
+        result = kit_result(kit, kit_config(server.url, 1), tmp_path)
+    assert [r["ok"] for r in result["records"]] == [True]
+    assert result["accelerator"]["problem"] == "no nvidia-smi or neuron-monitor on the host"
+    assert host_rows.accelerator_note(result["accelerator"]) == (
+        "; accelerator not read: no nvidia-smi or neuron-monitor on the host"
+    )
+
+
+def test_the_kits_result_is_read_back_typed_and_a_result_it_cannot_read_is_one_line(kit, tmp_path):
+    """What the kit writes reads back as a KitResult (this kit's own result, a version-3 one, whose
+    records held every field, and a version-2 one, which kept its one-at-a-time warm-up apart); a
+    kit this runner does not know, or records that are not a list of objects, are one line each."""
+    with FakeOpenAI([text(OCEAN)]) as server:
+        written = kit_result(kit, kit_config(server.url, 2), tmp_path)
+    result = in_region.KitResult.from_json(written, "r.json")
+    assert result.kit == 4 and len(result.records) == 2 and len(result.warm_ups) == 1
+    assert result.host["vcpus"] == os.cpu_count() and result.accelerator["tool"] is None
+    full = [RequestRecord.from_json(r, "r").to_json() for r in written["records"]]
+    third = in_region.KitResult.from_json(written | {"kit": 3, "records": full}, "r.json")
+    assert [host_rows.kit_record(r, "x@host") for r in third.records] == [
+        host_rows.kit_record(r, "x@host") for r in written["records"]
+    ]
+    older = {k: v for k, v in written.items() if k not in ("warm_ups", "level_spans")} | {"kit": 2}
+    assert in_region.KitResult.from_json(older, "r.json").warm_ups == [written["warm_up"]]
+    refusals = {
+        "from a newer kit": (
+            written | {"kit": 5},
+            "r.json was written by bench kit 5; this runner reads kits 2, 3, 4: ",
+        ),
+        "records not a list": (written | {"records": {"a": 1}}, "r.json: 'records' is {'a': 1}, not"),
+        "a record not an object": (written | {"records": [1]}, "r.json: 'records' is [1], not"),
+        "a warm-up not an object": (written | {"warm_ups": ["hi"]}, "r.json: its warm-ups must be JSON objects"),
+        "no host": ({k: v for k, v in written.items() if k != "host"}, "r.json: no 'host'"),
+    }
+    for case, (data, words) in refusals.items():
+        with pytest.raises(RunnerError) as refused:
+            in_region.KitResult.from_json(data, "r.json")
+        assert str(refused.value).startswith(words) and "\n" not in str(refused.value), case
+
+
+# --- what still differs: the transport ----------------------------------------------------------
 
 COMPARED = (
     "run",
@@ -110,8 +301,40 @@ COMPARED = (
 )
 
 
+def runner_records(url: str, repeats: int, timeout_s: float, tmp_path: Path) -> tuple[dict, list[dict]]:
+    """What `bench_backend` (the tunnel row's code, aiohttp) records against `url`: (warm-up, records)."""
+    backend = Backend(
+        name="x", kind=BackendKind.OPENAI, title="x", model_id="fake-model", source="test", base_url=f"{url}/v1"
+    )
+    evidence = Evidence("bench", {}, tmp_path / "runner-evidence")
+    evidence.data["warm_up"] = []
+    request = ChatRequest(prompt=bench.PROMPT, max_tokens=100, temperature=0.0)
+    bench_backend(backend, request, repeats, timeout_s, evidence, lambda *_: None)
+    return evidence.data["warm_up"][0], evidence.data["records"]
+
+
+def kit_records(url: str, repeats: int, timeout_s: float) -> tuple[dict, list[dict]]:
+    """What the kit's transport (http.client) records against `url`, one at a time as the kit
+    sends: the same warm-up, then `repeats` requests on its connection."""
+    client = HttpStreamClient(f"{url}/v1", "fake-model", timeout_s)
+    level = LoadLevel("concurrency", 1, repeats).recorded()
+    request = ChatRequest(prompt=bench.PROMPT, max_tokens=100, temperature=0.0)
+    try:
+        warm = warm_up(client.chat, RequestRecord(backend="x", run=0), explain)
+        records = one_at_a_time(
+            client.chat,
+            explain,
+            request,
+            repeats,
+            lambda run: RequestRecord(backend="x", run=run, level=level),
+            down=lambda error: isinstance(error, Unreachable),
+        )
+    finally:
+        client.close()
+    return warm.to_json(), [r.to_json() for r in records]
+
+
 def same_figures(kit: dict, runner: dict, *, error_prefix: bool = False) -> None:
-    assert set(kit) == set(runner) == set(RequestRecord(backend="x", run=1).to_json())
     assert {k: kit[k] for k in COMPARED} == {k: runner[k] for k in COMPARED}
     assert len(kit["chunk_times"]) == len(runner["chunk_times"])
     for key in ("ttft_s", "e2e_s", "tokens_per_s", "decode_tokens_per_s", "client_overhead_s"):
@@ -122,28 +345,8 @@ def same_figures(kit: dict, runner: dict, *, error_prefix: bool = False) -> None
         assert kit["error"] == runner["error"]
 
 
-def test_the_kit_is_stdlib_only_and_writes_records_in_the_runners_shape_from_the_runners_bodies(tmp_path):
-    kit = load_kit()
-    source = (KIT / "__main__.py").read_text()
-    imported = {m.group(1).split(".")[0] for m in re.finditer(r"^(?:import|from) (\S+)", source, re.M)}
-    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
-    assert list(KIT.iterdir()) in ([KIT / "__main__.py"], [KIT / "__main__.py", KIT / "__pycache__"])
-
-    with FakeOpenAI([text(OCEAN, first_token_delay_s=0.01)]) as ours, FakeOpenAI([text(OCEAN)]) as theirs:
-        result = kit["bench"](kit_config(ours.url, 3))
-        warm, records = runner_records(theirs.url, 3, 5.0, tmp_path)
-    # The same warm-up and the same timed bodies as the tunnel row's client sends.
-    assert ours.requests == theirs.requests
-    assert ours.requests[0]["messages"] == [{"role": "user", "content": "Hi"}] and ours.requests[0]["max_tokens"] == 4
-    assert ours.connection_ids == [1, 1, 1, 1]  # the warm-up's connection, reused by every timed request
-    same_figures(result["warm_up"], warm)
-    for mine, runners in zip(result["records"], records, strict=True):
-        same_figures(mine, runners)
-        assert mine["ok"] and mine["output_tokens"] == 13 and mine["ttft_s"] >= 0.01 and mine["e2e_s"] >= mine["ttft_s"]
-    assert result["host"]["vcpus"] == os.cpu_count() and result["client"]["connections_opened"] == 1
-
-
 FAULTS = {
+    "a whole answer": [text(OCEAN, first_token_delay_s=0.01)],
     "client count": [text(OCEAN, usage=False)],
     "server timings": [text(OCEAN, timings={"prompt_ms": 1.0, "predicted_ms": 2.0, "predicted_per_second": 50.0})],
     "tool call": [Step(kind="tool", tool_calls=[("add_numbers", '{"a": 1, "b": 2}')])],
@@ -155,15 +358,11 @@ FAULTS = {
     "context overflow": [
         Step(kind="http_error", status=400, error_body='{"error": {"message": "maximum context length is 8192"}}')
     ],
-    "llama.cpp context overflow": [
-        Step(kind="http_error", status=400, error_body='{"error": {"message": "exceeds the available context size"}}')
-    ],
     "a proxy's page": [
         Step(kind="http_error", status=502, error_body="<html>bad gateway</html>", content_type="text/html")
     ],
     "not an event stream": [Step(kind="body", text="Paris", content_type="text/plain")],
     "negative usage": [text(OCEAN, usage_tokens=-5)],
-    "negative prompt usage": [text(OCEAN, prompt_tokens=-3)],
     "server closes reused connections": [text(OCEAN, close="on-reuse")],
     "dropped mid-body": [Step(kind="drop", text=OCEAN)],
     "hang": [Step(kind="hang")],
@@ -171,178 +370,30 @@ FAULTS = {
 
 
 @pytest.mark.parametrize("case", FAULTS)
-def test_every_fault_reads_as_the_runner_reads_it(case, tmp_path):
-    kit = load_kit()
+def test_the_kits_transport_reads_every_answer_and_fault_as_the_runners_does(case, tmp_path):
+    """The same bytes through the same stream reading (runner/timing/stream.py): what the
+    transports still do apart is opening, reusing and losing a connection. The same records, the
+    same one-line faults, and the same requests sent, but for http.client's words for a body
+    dropped mid-stream (after the runner's own prefix)."""
     timeout = 0.3 if case == "hang" else 5.0
     with FakeOpenAI(list(FAULTS[case])) as ours, FakeOpenAI(list(FAULTS[case])) as theirs:
-        result = kit["bench"](kit_config(ours.url, 2, timeout))
-        warm, records = runner_records(theirs.url, 2, timeout, tmp_path)
-    # httpx and http.client word a dropped body differently after the runner's own prefix.
+        warm, records = kit_records(ours.url, 2, timeout)
+        runners_warm, runners = runner_records(theirs.url, 2, timeout, tmp_path)
+    assert ours.requests == theirs.requests and ours.connection_ids == theirs.connection_ids
     loose = case == "dropped mid-body"
-    same_figures(result["warm_up"], warm, error_prefix=loose)
-    for mine, runners in zip(result["records"], records, strict=True):
-        same_figures(mine, runners, error_prefix=loose)
+    same_figures(warm, runners_warm, error_prefix=loose)
+    for mine, runners_record in zip(records, runners, strict=True):
+        same_figures(mine, runners_record, error_prefix=loose)
 
 
-def test_an_unreachable_server_is_one_line_and_the_rest_are_skipped_as_the_runner_skips_them(tmp_path, dead_url):
-    kit = load_kit()
-    result = kit["bench"](kit_config(dead_url, 3))
-    warm, records = runner_records(dead_url, 3, 5.0, tmp_path)
-    same_figures(result["warm_up"], warm)
-    for mine, runners in zip(result["records"], records, strict=True):
-        same_figures(mine, runners)
-    assert result["records"][0]["error"].startswith("unreachable: ")
-    assert result["records"][2]["error"].startswith("skipped after run 1: unreachable")
-
-
-def runner_sweep(url: str, levels: list[LoadLevel], tmp_path: Path) -> tuple[Backend, dict]:
-    """What the tunnel row's sweep (`sweep_backend`) sends and records against `url`."""
-    backend = Backend(
-        name="x", kind=BackendKind.OPENAI, title="x", model_id="fake-model", source="test", base_url=f"{url}/v1"
-    )
-    evidence = Evidence("bench", {}, tmp_path / "runner-evidence")
-    evidence.data["warm_up"] = []
-    args = argparse.Namespace(timeout=5.0, seed=7, level_seconds=None)
-    sweep_backend(backend, levels, [Prompt(bench.PROMPT, 100)], args, evidence, lambda *_: None)
-    return backend, evidence.data
-
-
-def test_a_closed_loop_level_runs_as_the_runners_sweep_runs_it(tmp_path):
-    """Two at a time, four requests: two connections, each opened by a warm-up and then reused, two
-    requests in flight at the server at most, the tunnel sweep's bodies and record shape."""
-    kit = load_kit()
-    level = LoadLevel("concurrency", 2, 4)
-    slow = text(OCEAN, first_token_delay_s=0.2)
-    with FakeOpenAI([slow]) as ours, FakeOpenAI([slow]) as theirs:
-        backend, runners = runner_sweep(theirs.url, [level], tmp_path)
-        config = kit_config(ours.url, 1, levels=[level.to_json()], seed=7)
-        config["usage_per_chunk"] = backend.supports.usage_per_chunk
-        result = kit["bench"](config)
-    assert sorted(map(json.dumps, ours.requests)) == sorted(map(json.dumps, theirs.requests))
-    assert ours.max_in_flight == theirs.max_in_flight == 2
-    assert sorted(ours.connection_ids[:2]) == [1, 2] and sorted(set(ours.connection_ids)) == [1, 2]
-    assert result["client"]["connections_opened"] == 2 and len(result["warm_ups"]) == 2
-    records = sorted(result["records"], key=lambda r: r["run"])
-    assert [r["run"] for r in records] == [1, 2, 3, 4]
-    for mine, runners_record in zip(records, sorted(runners["records"], key=lambda r: r["run"]), strict=True):
+def test_an_unreachable_server_is_the_same_line_and_the_rest_are_skipped_on_both_transports(tmp_path, dead_url):
+    warm, records = kit_records(dead_url, 3, 5.0)
+    runners_warm, runners = runner_records(dead_url, 3, 5.0, tmp_path)
+    same_figures(warm, runners_warm)
+    for mine, runners_record in zip(records, runners, strict=True):
         same_figures(mine, runners_record)
-        assert mine["ok"] and mine["ttft_s"] >= 0.2 and mine["new_connection"] is False
-        assert mine["sent_s"] is not None and mine["scheduled_s"] is None
-    # Two at a time: the third request goes only once one of the first two has ended.
-    first_end = min(r["sent_s"] + r["e2e_s"] for r in records[:2])
-    assert max(r["sent_s"] for r in records[2:]) >= first_end - 0.01
-
-
-def test_an_open_loop_level_sends_at_the_runners_poisson_offsets_within_its_cap():
-    kit = load_kit()
-    level = LoadLevel("rate", 20.0, 6, max_concurrency=2)
-    with FakeOpenAI([text(OCEAN, first_token_delay_s=0.2)]) as server:
-        result = kit["bench"](kit_config(server.url, 1, levels=[level.to_json()], seed=11))
-    records = sorted(result["records"], key=lambda r: r["run"])
-    assert [r["scheduled_s"] for r in records] == poisson_offsets(20.0, 6, 11)
-    assert all(r["ok"] and r["level"] == level.to_json() for r in records)
-    assert server.max_in_flight == 2 and len(result["warm_ups"]) == 2
-    # A send held by the cap is measured late, not hidden: it goes after its scheduled time.
-    assert all(r["sent_s"] >= r["scheduled_s"] - 0.01 for r in records)
-
-
-def test_a_level_that_is_not_a_load_level_is_refused_in_one_line(tmp_path):
-    config = kit_config("http://127.0.0.1:9", 1, levels=[{"mode": "burst", "value": 2, "requests": 4}])
-    encoded = base64.b64encode(json.dumps(config).encode()).decode()
-    result = subprocess.run(
-        [sys.executable, str(KIT / "__main__.py"), "--config", encoded, "--out", str(tmp_path / "out.json")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 2 and not (tmp_path / "out.json").exists()
-    assert result.stderr.startswith("bench kit: a level must be a LoadLevel's JSON") and result.stderr.count("\n") == 1
-
-
-def tools_on_path(tmp_path: Path, monkeypatch, *tools: str) -> None:
-    """PATH: the host stand-ins named (tests/host/bin) and the system's own folders, nothing else."""
-    folder = tmp_path / "tools"
-    folder.mkdir()
-    for tool in tools:
-        (folder / tool).symlink_to(HOST_BIN / tool)
-    monkeypatch.setenv("PATH", os.pathsep.join([str(folder), "/usr/bin", "/bin"]))
-
-
-def test_the_gpu_is_read_by_nvidia_smi_while_the_kit_measures(tmp_path, monkeypatch):
-    tools_on_path(tmp_path, monkeypatch, "nvidia-smi", "neuron-monitor")
-    monkeypatch.setenv("HOST_GPU", "1")
-    monkeypatch.setenv("HOST_GPU_UTIL", "62")
-    monkeypatch.setenv("HOST_GPU_MEMORY_MIB", "15000")
-    with FakeOpenAI([text(OCEAN, first_token_delay_s=0.6)]) as server:
-        result = load_kit()["bench"](kit_config(server.url, 2))
-    accelerator = result["accelerator"]
-    assert accelerator["tool"] == "nvidia-smi" and accelerator["problem"] is None
-    assert len(accelerator["samples"]) >= 2 and {tuple(s[1:]) for s in accelerator["samples"]} == {(62.0, 15000.0)}
-    assert (accelerator["utilization_pct_mean"], accelerator["memory_used_mib_max"]) == (62.0, 15000.0)
-    note = host_rows.accelerator_note(accelerator)
-    assert note.startswith("; GPU busy 62 % mean, 62 % max, 14.6 GiB used (nvidia-smi, ")
-
-
-def test_neuroncores_are_read_by_neuron_monitor_where_no_gpu_answers(tmp_path, monkeypatch):
-    tools_on_path(tmp_path, monkeypatch, "nvidia-smi", "neuron-monitor")
-    (tmp_path / "root" / "dev").mkdir(parents=True)
-    (tmp_path / "root" / "dev" / "neuron0").write_text("")
-    monkeypatch.delenv("HOST_GPU", raising=False)
-    monkeypatch.setenv("INFERENCE_ROOT", str(tmp_path / "root"))
-    monkeypatch.setenv("HOST_NEURON_UTIL", "30,50")
-    monkeypatch.setenv("HOST_NEURON_MEMORY_BYTES", str(3 * 2**30))
-    with FakeOpenAI([text(OCEAN, first_token_delay_s=0.3)]) as server:
-        result = load_kit()["bench"](kit_config(server.url, 2))
-    accelerator = result["accelerator"]
-    assert accelerator["tool"] == "neuron-monitor" and accelerator["samples"]
-    # The mean over the NeuronCores in use, and the runtime's device memory.
-    assert (accelerator["utilization_pct_mean"], accelerator["memory_used_mib_max"]) == (40.0, 3072.0)
-    assert host_rows.accelerator_note(accelerator).startswith("; NeuronCores busy 40 % mean, 40 % max, 3.0 GiB used")
-
-
-def test_a_host_without_an_accelerator_tool_says_so_and_measures_anyway(tmp_path, monkeypatch):
-    tools_on_path(tmp_path, monkeypatch)
-    with FakeOpenAI([text(OCEAN)]) as server:
-        result = load_kit()["bench"](kit_config(server.url, 1))
-    assert [r["ok"] for r in result["records"]] == [True]
-    assert result["accelerator"]["problem"] == "no nvidia-smi or neuron-monitor on the host"
-    assert host_rows.accelerator_note(result["accelerator"]) == (
-        "; accelerator not read: no nvidia-smi or neuron-monitor on the host"
-    )
-
-
-def kit_zip(path: Path) -> Path:
-    """The kit as the CDK asset ships it: the folder's files at the root of a zip."""
-    with zipfile.ZipFile(path, "w") as archive:
-        archive.write(KIT / "__main__.py", "__main__.py")
-    return path
-
-
-def test_the_zip_runs_as_a_program_and_says_what_it_did(tmp_path):
-    import base64
-
-    with FakeOpenAI([text(OCEAN)]) as server:
-        config = base64.b64encode(json.dumps(kit_config(server.url, 2)).encode()).decode()
-        out = tmp_path / "result.json"
-        done = subprocess.run(
-            [sys.executable, str(kit_zip(tmp_path / "kit.zip")), "--config", config, "--out", str(out)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"bench kit: x: 2/2 ok on {os.cpu_count()} vCPUs"
-    assert [r["ok"] for r in json.loads(out.read_text())["records"]] == [True, True]
-    bad = subprocess.run(
-        [sys.executable, str(tmp_path / "kit.zip"), "--config", "not base64!", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    (line,) = bad.stderr.strip().splitlines()
-    assert bad.returncode == 2 and line.startswith("bench kit: --config is not base64 JSON: ")
+    assert records[0]["error"].startswith("unreachable: ")
+    assert records[2]["error"].startswith("skipped after run 1: unreachable")
 
 
 # --- the whole path, against moto in server mode ----------------------------------------------
@@ -634,28 +685,3 @@ def test_ctrl_c_cancels_the_commands_still_running(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         in_region.run_in_region([backend], {}, repeats=1, timeout_s=5.0, poll_s=0)
     assert ssm.cancelled == [{"CommandId": "c-1", "InstanceIds": [INSTANCE["g6"]]}]
-
-
-def test_the_kits_result_is_read_back_typed_and_a_result_it_cannot_read_is_one_line(tmp_path):
-    """What the kit writes reads back as a KitResult (this kit's own result, and a version-2 one,
-    which kept its one-at-a-time warm-up apart); a kit this runner does not know, or records that
-    are not a list of objects, are one line each."""
-    kit = load_kit()
-    with FakeOpenAI([text(OCEAN)]) as server:
-        written = json.loads(json.dumps(kit["bench"](kit_config(server.url, 2))))
-    result = in_region.KitResult.from_json(written, "r.json")
-    assert result.kit == kit["KIT_VERSION"] == 3 and len(result.records) == 2 and len(result.warm_ups) == 1
-    assert result.host["vcpus"] == os.cpu_count() and result.accelerator["tool"] is None
-    older = {k: v for k, v in written.items() if k not in ("warm_ups", "level_spans")} | {"kit": 2}
-    assert in_region.KitResult.from_json(older, "r.json").warm_ups == [written["warm_up"]]
-    refusals = {
-        "from a newer kit": (written | {"kit": 4}, "r.json was written by bench kit 4; this runner reads kits 2, 3: "),
-        "records not a list": (written | {"records": {"a": 1}}, "r.json: 'records' is {'a': 1}, not"),
-        "a record not an object": (written | {"records": [1]}, "r.json: 'records' is [1], not"),
-        "a warm-up not an object": (written | {"warm_ups": ["hi"]}, "r.json: its warm-ups must be JSON objects"),
-        "no host": ({k: v for k, v in written.items() if k != "host"}, "r.json: no 'host'"),
-    }
-    for case, (data, words) in refusals.items():
-        with pytest.raises(RunnerError) as refused:
-            in_region.KitResult.from_json(data, "r.json")
-        assert str(refused.value).startswith(words) and "\n" not in str(refused.value), case

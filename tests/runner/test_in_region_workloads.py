@@ -2,8 +2,10 @@
 server's tokenizer, forced output, conversations) sent by the in-region kit from the server's own
 host, graded on the same objectives, with the server's own metrics read on the host.
 
-The kit half is held to the runner's load engine against the same scripted server (the same
-bodies, the same records); the whole path runs against moto in server mode with the real AWS CLI
+The kit sends the bodies the runner built (it has no tokenizer count, no workload of its own):
+held against the runner's own requests through the same load engine on the same scripted
+server, the kit run as shipped (the same bodies, conversations rebuilt from them, the same
+records); the whole path runs against moto in server mode with the real AWS CLI
 (tests/runner/in_region_host.py's `instances` fixture: Run Command's commands run under `sh` here), and a
 server whose costs the test sets (tests/runner/known_server.py), so each figure is computed in
 the test beforehand.
@@ -12,9 +14,8 @@ the test beforehand.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from catalog import BackendKind
 from runner import bench
 from runner.core.backends import Backend
 from runner.core.errors import RunnerError
-from runner.core.records import records_of
+from runner.core.records import RequestRecord, records_of
 from runner.figures.levels import level_groups, level_summary
 from runner.measure.host_rows import accelerator_within, server_metrics_of
 from runner.measure.load import LoadLevel, run_level_async
@@ -37,6 +38,7 @@ from runner.measure.records import ChatRequest, Conversation
 from runner.measure.server_metrics import metric_names
 from runner.measure.workload_in_region import unit_json
 from tests.runner.fake_openai import FakeOpenAI, text
+from tests.runner.in_region_host import kit_zip
 from tests.runner.known_server import Running, known, known_server
 from tests.runner.test_in_region import (
     ACCOUNT_BUCKET,
@@ -46,8 +48,9 @@ from tests.runner.test_in_region import (
     OCEAN,
     deploy,
     kit_config,
-    load_kit,
+    kit_result,
     run_bench,
+    run_kit,
 )
 
 BACKEND = Backend(name="x", kind=BackendKind.OPENAI, title="x", model_id="fake-model", source="test")
@@ -75,15 +78,20 @@ def by_place(records: list[dict]) -> list[dict]:
     return sorted(records, key=lambda r: (r["run"], r["turn"] or 0))
 
 
-def test_the_kit_sends_a_workloads_bodies_and_conversations_as_the_load_engine_does():
-    kit = load_kit()
+def requests_file(tmp_path: Path, levels: list[list]) -> Path:
+    """A workload's requests as the runner puts them beside the run (gzipped JSON, one list a level)."""
+    path = tmp_path / "requests.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"levels": levels}).encode()))
+    return path
+
+
+def test_the_kit_sends_a_workloads_bodies_and_conversations_as_the_load_engine_does(kit, tmp_path):
     level = LoadLevel("concurrency", 2, 4)
     units = workload_units()
     with FakeOpenAI([text(OCEAN, first_token_delay_s=0.02)]) as ours, FakeOpenAI([text(OCEAN)]) as theirs:
-        warm_ups: list = []
-        records, metrics, _ = kit["run_level"](
-            kit_config(ours.url, 1, seed=3), level.to_json(), warm_ups, [], [unit_json(u, "fake-model") for u in units]
-        )
+        bodies = requests_file(tmp_path, [[unit_json(u, "fake-model") for u in units]])
+        config = kit_config(ours.url, 1, seed=3, levels=[level.to_json()])
+        result = kit_result(kit, config, tmp_path, "--requests", str(bodies))
         runners = asyncio.run(runner_level(f"{theirs.url}/v1", level, units))
     # The same bodies: forced lengths, usage per chunk, each second turn after the first's answer.
     assert sorted(map(json.dumps, ours.requests)) == sorted(map(json.dumps, theirs.requests))
@@ -93,27 +101,27 @@ def test_the_kit_sends_a_workloads_bodies_and_conversations_as_the_load_engine_d
         for r in second_turns
     )
     assert all(r.get("ignore_eos") is True for r in ours.requests[2:])  # the warm-ups are not forced
-    assert metrics is None and len(warm_ups) == 2
+    assert "server_metrics" not in result and len(result["warm_ups"]) == 2
     # The same records: request 1 and 3 alone, requests 2 and 4 two turns each.
+    records = [RequestRecord.from_json(r, "kit").to_json() for r in result["records"]]
     assert [(r["run"], r["turn"]) for r in by_place(records)] == [(1, None), (2, 1), (2, 2), (3, None), (4, 1), (4, 2)]
     for mine, theirs_record in zip(by_place(records), by_place(runners), strict=True):
         assert {k: mine[k] for k in (*COMPARED, *STAMPED)} == {k: theirs_record[k] for k in (*COMPARED, *STAMPED)}
         assert mine["ok"] and mine["ttft_s"] >= 0.02
 
 
-def test_the_kit_reads_the_servers_metrics_on_the_host_as_the_tunnel_rows_sampler_reads_them():
+def test_the_kit_reads_the_servers_metrics_on_the_host_as_the_tunnel_rows_sampler_reads_them(kit, tmp_path):
     """One request at a time on the server, two sent at once: the host's reading shows the queue,
     and the prefix cache's queries grow by exactly the prompt tokens the level sent."""
-    kit = load_kit()
     level = LoadLevel("concurrency", 2, 4)
     units = [ChatRequest(f"request {i} of the level", max_tokens=20, force_length=True) for i in range(4)]
     with known_server(ttft=0.02, rate=100.0, tokens=500, max_running=1) as server:
         settings = {"url": f"{server.url}/metrics", "names": metric_names(), "every_s": 0.1}
-        warm_ups: list = []
-        records, metrics, _ = kit["run_level"](
-            kit_config(server.url, 1, metrics=settings), level.to_json(), warm_ups, [],
-            [unit_json(u, known.MODEL) for u in units],
-        )  # fmt: skip
+        config = kit_config(server.url, 1, metrics=settings, levels=[level.to_json()])
+        bodies = requests_file(tmp_path, [[unit_json(u, known.MODEL) for u in units]])
+        result = kit_result(kit, config, tmp_path, "--requests", str(bodies))
+    (metrics,) = result["server_metrics"]
+    records, warm_ups = result["records"], result["warm_ups"]
     summary = server_metrics_of(metrics)
     assert all(r["ok"] and r["output_tokens"] == 20 for r in records)
     assert summary["samples"] == len(metrics["samples"]) >= 4 and "problem" not in summary
@@ -133,18 +141,11 @@ def test_the_kit_reads_the_servers_metrics_on_the_host_as_the_tunnel_rows_sample
         ('{"levels": [[{"conversation": []}]]}', "a request is {body: a streamed chat body"),
     ],
 )
-def test_a_requests_file_the_kit_cannot_send_is_refused_in_one_line(tmp_path, content, words):
-    import base64
-
+def test_a_requests_file_the_kit_cannot_send_is_refused_in_one_line(kit, tmp_path, content, words):
     requests = tmp_path / "requests.json"
     requests.write_text(content)
     config = kit_config("http://127.0.0.1:9", 1, levels=[LoadLevel("concurrency", 1, 2).to_json()])
-    encoded = base64.b64encode(json.dumps(config).encode()).decode()
-    done = subprocess.run(
-        [sys.executable, str(KIT / "__main__.py"), "--config", encoded, "--requests", str(requests), "--out",
-         str(tmp_path / "out.json")],
-        capture_output=True, text=True, check=False, timeout=60,
-    )  # fmt: skip
+    done = run_kit(kit, config, tmp_path / "out.json", "--requests", str(requests))
     assert done.returncode == 2 and not (tmp_path / "out.json").exists()
     assert done.stderr.startswith("bench kit: --requests ") and words in done.stderr and done.stderr.count("\n") == 1
 
@@ -317,8 +318,6 @@ def test_agent_traffic_is_not_run_from_a_servers_host_and_says_why(tmp_path):
 def test_a_kit_deployed_before_workloads_in_the_region_is_told_to_redeploy(instances, tmp_path):
     """A stack deployed by an earlier version ships a kit without --requests: argparse refuses it
     on the host, and the line says what to do."""
-    import zipfile
-
     old = (KIT / "__main__.py").read_text()
     old = old.replace(
         '    parser.add_argument("--requests", help="a workload\'s requests per level (JSON), as the runner built them")\n',
@@ -326,10 +325,8 @@ def test_a_kit_deployed_before_workloads_in_the_region_is_told_to_redeploy(insta
     )
     assert "--requests" in old and 'add_argument("--requests"' not in old
     with g6_on(tmp_path, ttft=0.02, rate=200.0, tokens=500) as g6:
-        with zipfile.ZipFile(tmp_path / "old-kit.zip", "w") as archive:
-            archive.writestr("__main__.py", old)
         boto3.client("s3", region_name="us-east-1").upload_file(
-            str(tmp_path / "old-kit.zip"), ACCOUNT_BUCKET.format(region="us-east-1"), "0123abcd.zip"
+            str(kit_zip(tmp_path / "old-kit.zip", main=old)), ACCOUNT_BUCKET.format(region="us-east-1"), "0123abcd.zip"
         )
         code, evidence = g6.bench(
             "--input-tokens", "40", "--output-tokens", "4", "--repeats", "2",

@@ -117,7 +117,7 @@ class SkippedWaits:
 def skip_the_waits(monkeypatch) -> None:
     clock = SkippedWaits()
     monkeypatch.setattr("runner.measure.bedrock_import.time", clock)
-    monkeypatch.setattr("runner.measure.records.time", clock)
+    monkeypatch.setattr("runner.timing.chat.time", clock)  # the Stopwatch's clock
 
 
 def test_copy_import_status_timed_cold_start_then_delete(world, monkeypatch, capsys):

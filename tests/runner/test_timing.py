@@ -263,7 +263,7 @@ def test_a_dead_server_is_unreachable(dead_url):
 
 
 def test_stream_error_object_is_a_fault():
-    from runner.measure.sse import ChatStreamAccumulator
+    from runner.timing.stream import ChatStreamAccumulator
 
     stream = ChatStreamAccumulator(RequestRecord(backend="x", run=1))
     with pytest.raises(StreamFault, match="server error in stream: overloaded"):
@@ -271,7 +271,7 @@ def test_stream_error_object_is_a_fault():
 
 
 def test_lines_after_done_are_drained_not_parsed():
-    from runner.measure.sse import ChatStreamAccumulator
+    from runner.timing.stream import ChatStreamAccumulator
 
     record = RequestRecord(backend="x", run=1)
     stream = ChatStreamAccumulator(record)

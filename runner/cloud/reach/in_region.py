@@ -134,8 +134,9 @@ def kit_commands(output: Any, run_prefix: str, config: dict[str, Any], requests:
 
 # The kit versions whose results this runner reads (inference_constructs/bench_kit KIT_VERSION): 2
 # measured the config's prompt, one at a time or at load levels; 3 adds a workload's requests, and
-# per level when its timed requests ran and the server's metrics.
-KIT_VERSIONS = (2, 3)
+# per level when its timed requests ran and the server's metrics; 4 measures with the runner's own
+# measuring core, its records holding the fields it set (RequestRecord.from_json fills the rest).
+KIT_VERSIONS = (2, 3, 4)
 
 
 @dataclass(frozen=True)

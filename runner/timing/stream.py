@@ -1,6 +1,8 @@
-"""OpenAI chat-completions event streams (SSE `data:` lines): framing, accumulation, end checks.
+"""OpenAI chat-completions event streams (SSE `data:` lines): framing, accumulation, end checks,
+and a streamed body read as its parts arrive, whatever HTTP library delivers them.
 
-The end checks live here once and serve both the timed clients and the agent's model
+The end checks live here once and serve every client (the runner's aiohttp client, the in-region
+kit's http.client one, SageMaker's and Bedrock's event streams) and the agent's model
 (`runner.agent.models`), so a stream cut looks the same wherever it happens.
 
 `streaming_text_to(callback)`: while it holds, every accumulator made in this context hands each
@@ -16,9 +18,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
-from runner.core.errors import StreamFault, http_line, size_text
-from runner.core.records import RequestRecord
-from runner.measure.records import check_completion, check_context, usage_counts
+from .chat import check_completion, check_context, usage_counts
+from .faults import StreamFault, TimedOut, http_line, size_text
 
 
 def check_stream_end(chunks: int, finish_reason: str | None) -> None:
@@ -96,9 +97,10 @@ def streaming_text_to(callback: TextCallback) -> Iterator[None]:
 
 class ChatStreamAccumulator:
     """Feed it lines as they arrive; `finish` checks the stream was complete. `on_text` (else the
-    `streaming_text_to` callback of this context, if any) gets each piece of text as it arrives."""
+    `streaming_text_to` callback of this context, if any) gets each piece of text as it arrives.
+    A stream starts its record's stream figures afresh (no chunk, no first token yet)."""
 
-    def __init__(self, record: RequestRecord, on_text: TextCallback | None = None) -> None:
+    def __init__(self, record: Any, on_text: TextCallback | None = None) -> None:
         self.record = record
         self.on_text = on_text if on_text is not None else _text_listener.get()
         self.parts: list[str] = []
@@ -106,6 +108,9 @@ class ChatStreamAccumulator:
         self.content_chunks = 0
         self.has_output = False
         self.usage: dict[str, Any] | None = None
+        record.chunks, record.ttft_s, record.finish_reason = 0, None, None
+        record.chunk_times, record.chunk_token_counts = [], None
+        record.output_tokens, record.prompt_tokens, record.token_source = None, None, None
 
     @property
     def done(self) -> bool:
@@ -168,7 +173,7 @@ class ChatStreamAccumulator:
         elif counts is not None:
             self.record.chunk_token_counts = None  # a chunk without the count: no exact split
 
-    def finish(self, at: float, *, max_tokens: int | None = None, context_tokens: int | None = None) -> RequestRecord:
+    def finish(self, at: float, *, max_tokens: int | None = None, context_tokens: int | None = None) -> Any:
         """Close the record at [DONE] (or the end of the body when the server sends none); with the
         output asked for and the model's context, a reply the context cut short is a fault."""
         record = self.record
@@ -187,3 +192,39 @@ class ChatStreamAccumulator:
             check_context(record, max_tokens, context_tokens)
         record.ok = True
         return record
+
+
+class StreamedBody:
+    """A streamed response's body as its parts arrive, for a client of any HTTP library: each part
+    timed on arrival (parts that came in one read are not merged into one moment), its lines to
+    the accumulator, its first bytes kept to say what came back when it was not an event stream,
+    and a stream still open past the timeout a fault."""
+
+    def __init__(self, record: Any, timeout_s: float) -> None:
+        self.stream = ChatStreamAccumulator(record)
+        self.lines = LineSplitter()
+        self.head = BodyHead()
+        self.timeout_s = timeout_s
+
+    def feed(self, part: bytes, at: float) -> None:
+        self.head.feed(part)
+        for line in self.lines.feed(part):
+            self.stream.feed_line(line.decode("utf-8", "replace"), at)
+        if at > self.timeout_s:
+            raise TimedOut(f"timed out: stream still open after {self.timeout_s:.0f} s")
+
+    def end(
+        self,
+        at: float,
+        status: int,
+        content_type: str,
+        *,
+        max_tokens: int | None = None,
+        context_tokens: int | None = None,
+    ) -> Any:
+        """The body read to its end: the record checked and closed (see ChatStreamAccumulator.finish)."""
+        for line in self.lines.rest():
+            self.stream.feed_line(line.decode("utf-8", "replace"), at)
+        if self.stream.record.chunks == 0 and self.head.size and "event-stream" not in content_type:
+            raise StreamFault(self.head.not_a_stream(status, content_type))
+        return self.stream.finish(at, max_tokens=max_tokens, context_tokens=context_tokens)

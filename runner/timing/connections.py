@@ -1,5 +1,6 @@
-"""What both OpenAI-compatible clients (blocking and asyncio) share about connections: which
-requests went out on a new one, and when a request goes once more.
+"""What every OpenAI-compatible client (the runner's aiohttp one, the in-region kit's http.client
+one) shares about connections: which requests went out on a new one, and when a request goes once
+more.
 
 A kept-alive connection the server closed since (llama.cpp closes after every streamed response
 while it still advertises keep-alive) fails before any byte of a response: that request never
@@ -12,8 +13,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from runner.core.records import RequestRecord
-
 ATTEMPTS = (1, 2)
 
 
@@ -25,7 +24,7 @@ class ConnectionLog:
         self._seen: list[Any] = []
         self._lock = threading.Lock()
 
-    def note(self, connection: Any, record: RequestRecord) -> None:
+    def note(self, connection: Any, record: Any) -> None:
         """Mark `record` as sent on a new connection or a reused one (`None`: not knowable)."""
         if connection is None:
             return
@@ -34,7 +33,7 @@ class ConnectionLog:
             if record.new_connection:
                 self._seen.append(connection)
 
-    def note_known(self, new: bool | None, record: RequestRecord) -> None:
+    def note_known(self, new: bool | None, record: Any) -> None:
         """Mark `record` with what the HTTP library said of its connection (aiohttp's trace
         signals), for clients whose connection objects are gone once a short response is read."""
         record.new_connection = new
@@ -42,7 +41,7 @@ class ConnectionLog:
             with self._lock:
                 self._seen.append(object())
 
-    def resend(self, attempt: int, record: RequestRecord, *, reused: bool | None = None) -> bool:
+    def resend(self, attempt: int, record: Any, *, reused: bool | None = None) -> bool:
         """After a stale-connection failure on `attempt`: True (and the record marked) when the
         request goes once more, False when the failure stands. `reused`: whether the failed
         attempt went out on a kept-alive connection, where the library says (else: whether any
