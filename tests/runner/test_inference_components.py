@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 from catalog.backends import OPEN_MODEL, BackendKind, get_backend
 from catalog.contract import APP_TAG, BackendOutput
 from runner import bench
+from runner.agent.models import strands_model
 from runner.cloud.bring_up.watch.common import FAILED, READY, WatchOptions
 from runner.cloud.bring_up.watch.endpoint import ComponentWatch
 from runner.cloud.cleanup.leftovers import RegionScan
@@ -30,7 +31,9 @@ from runner.measure.health import wait_healthy
 from runner.measure.sagemaker import InferenceComponentStreamClient
 from tests.aws_emulator import emulated_aws
 from tests.aws_emulator.sagemaker_runtime import hold_copies_at_zero
+from tests.runner.fake_openai import FakeOpenAI, Step
 from tests.runner.known_server import known_server
+from tests.runner.test_sagemaker_usage import VLLM_BODY, collect
 
 REGION = "us-east-1"
 ROLE = f"arn:aws:iam::{'1' * 12}:role/x"
@@ -317,6 +320,17 @@ def test_bench_keeps_the_cold_start_apart_and_measures_a_level_on_the_copy(deplo
     records = evidence["records"]
     assert len(records) == 2 and all(r["ok"] and r["cold_start"] is False for r in records)
     assert all(r["output_tokens"] == 8 and r["ttft_s"] >= 0.05 for r in records)
+
+
+def test_the_agent_runs_on_the_component_through_strands_sagemaker_model(deployed):
+    # Strands' SageMakerAIModel sends InferenceComponentName when its config names one: without it
+    # the runtime would refuse the request (above).
+    with FakeOpenAI([Step(kind="body", text=json.dumps(VLLM_BODY))]) as fake:
+        deployed.model_servers[COMPONENT] = fake.url
+        events = collect(strands_model(from_output(output(), {}), max_tokens=64))
+        (sent,) = fake.requests
+    text = "".join(e["contentBlockDelta"]["delta"]["text"] for e in events if "contentBlockDelta" in e)
+    assert text == "Paris" and sent["stream"] is False and sent["max_tokens"] == 64
 
 
 def test_health_waits_for_the_endpoint_and_its_component_and_says_when_it_sits_at_zero(deployed):
