@@ -23,6 +23,7 @@ class BackendKind(StrEnum):
     SAGEMAKER_SERVERLESS = "sagemaker-serverless"
     SAGEMAKER_ASYNC = "sagemaker-async"
     SAGEMAKER_BATCH = "sagemaker-batch"
+    SAGEMAKER_COMPONENTS = "sagemaker-components"
     BEDROCK = "bedrock"
     BEDROCK_IMPORT = "bedrock-import"
     LOCAL = "local"
@@ -33,7 +34,13 @@ class BackendKind(StrEnum):
 EC2_KINDS = frozenset({BackendKind.EC2_VLLM, BackendKind.EC2_NEURON})
 # The kinds SageMaker serves (instance types start with `ml.`), and those reached by endpoint name.
 SAGEMAKER_KINDS = frozenset(
-    {BackendKind.SAGEMAKER, BackendKind.SAGEMAKER_SERVERLESS, BackendKind.SAGEMAKER_ASYNC, BackendKind.SAGEMAKER_BATCH}
+    {
+        BackendKind.SAGEMAKER,
+        BackendKind.SAGEMAKER_SERVERLESS,
+        BackendKind.SAGEMAKER_ASYNC,
+        BackendKind.SAGEMAKER_BATCH,
+        BackendKind.SAGEMAKER_COMPONENTS,
+    }
 )
 ENDPOINT_KINDS = frozenset({BackendKind.SAGEMAKER, BackendKind.SAGEMAKER_SERVERLESS, BackendKind.SAGEMAKER_ASYNC})
 
@@ -99,6 +106,57 @@ INSTANCE_FAMILIES: dict[str, tuple[Architecture, Accelerator]] = {
     "trn1": (Architecture.X86_64, Accelerator.NEURON),
     "trn1n": (Architecture.X86_64, Accelerator.NEURON),
 }
+
+# Accelerators (GPUs, or Inferentia/Trainium chips) per instance where a family's size has more
+# than one; every other size of a family above has one. From the EC2 instance types' accelerated
+# computing specifications (G4dn, G5, G6, G6e: 12xlarge and 24xlarge 4 GPUs, 48xlarge 8; g4dn.metal
+# 8; G5g 16xlarge and metal 2; P4d 24xlarge 8; P5 48xlarge 8; Inf2 24xlarge 6, 48xlarge 12 chips;
+# Trn1 32xlarge and Trn1n 32xlarge 16 chips); a SageMaker `ml.` type is the same machine. An
+# inference component's copies take whole accelerators of one instance
+# (`NumberOfAcceleratorDevicesRequired`: "Accelerators include GPUs and Amazon Web Services
+# Inferentia", SageMaker API reference, InferenceComponentComputeResourceRequirements).
+MULTI_ACCELERATOR_SIZES: dict[str, dict[str, int]] = {
+    "g4dn": {"12xlarge": 4, "metal": 8},
+    "g5": {"12xlarge": 4, "24xlarge": 4, "48xlarge": 8},
+    "g6": {"12xlarge": 4, "24xlarge": 4, "48xlarge": 8},
+    "g6e": {"12xlarge": 4, "24xlarge": 4, "48xlarge": 8},
+    "g5g": {"16xlarge": 2, "metal": 2},
+    "p4d": {"24xlarge": 8},
+    "p5": {"48xlarge": 8},
+    "inf2": {"24xlarge": 6, "48xlarge": 12},
+    "trn1": {"32xlarge": 16},
+    "trn1n": {"32xlarge": 16},
+}
+
+# How a SageMaker endpoint declared in CloudFormation may route requests among its instances and
+# copies: the RoutingStrategy enum of AWS::SageMaker::EndpointConfig's RoutingConfig in the
+# CloudFormation registry schema (as cfn-lint 1.58.0 ships it for us-east-1, us-east-2 and
+# us-west-2: LEAST_OUTSTANDING_REQUESTS, PREFIX_AWARE, RANDOM). The SageMaker API lists a fourth,
+# KV_AWARE (API reference, ProductionVariantRoutingConfig; botocore 1.44.8's service model), "only
+# with supported containers, such as the SageMaker AI vLLM Deep Learning Container"; the schema a
+# template is deployed with does not list it yet, so a deploy of this app cannot ask for it and
+# KV_AWARE_NOTE says so. PREFIX_AWARE needs its PrefixAwareRoutingConfig (PrefixLength 1024..65536
+# bytes of the request body for InvokeEndpoint, ConcurrencyThreshold 1..1024 in-flight requests per
+# copy: API reference and the schema, PrefixAwareRoutingConfig).
+ROUTING_STRATEGIES = ("LEAST_OUTSTANDING_REQUESTS", "RANDOM", "PREFIX_AWARE")
+KV_AWARE_NOTE = (
+    "KV_AWARE is in SageMaker's API (ProductionVariantRoutingConfig) but not in CloudFormation's "
+    "AWS::SageMaker::EndpointConfig schema, which this app deploys with"
+)
+PREFIX_AWARE = "PREFIX_AWARE"
+PREFIX_LENGTH_RANGE = (1024, 65536)
+CONCURRENCY_THRESHOLD_RANGE = (1, 1024)
+
+
+def accelerators(instance_type: str) -> int | None:
+    """Accelerators of one instance of the type ('ml.g6.12xlarge' -> 4); None for a family the app
+    does not place a backend on."""
+    family = instance_family(instance_type)
+    if family not in INSTANCE_FAMILIES:
+        return None
+    size = instance_type.rsplit(".", 1)[1]
+    return MULTI_ACCELERATOR_SIZES.get(family, {}).get(size, 1)
+
 
 # The GPU servers' host image: the NVIDIA driver must be at least 580 for the CUDA 13 builds they
 # run (vLLM 0.30's image, and images/vllm-sm75 on CUDA 13.2). Both architectures take the Base OSS
@@ -283,6 +341,18 @@ class BackendSpec:
     min_instances: int = 1
     max_instances: int = 1
     target_concurrency: int | None = None
+    # An endpoint of inference components: copies of the model at deploy, their bounds under
+    # autoscaling, what each copy reserves (whole accelerators, host memory), and how the endpoint
+    # routes among the copies (ROUTING_STRATEGIES; a PREFIX_AWARE one with its prefix length in bytes
+    # and its in-flight threshold per copy).
+    copies: int | None = None
+    min_copies: int = 0
+    max_copies: int = 1
+    accelerators_per_copy: int = 1
+    copy_memory_mb: int | None = None
+    routing_strategy: str | None = None
+    prefix_length: int | None = None
+    concurrency_threshold: int | None = None
     notes: str = ""
 
     @property
@@ -483,6 +553,36 @@ SAGEMAKER_OPTIONS: tuple[BackendSpec, ...] = (
         survey_demo2_median_s=None,
         survey_usd_per_hour=None,
         notes="python -m runner.batch runs one transform job over a JSON-lines prompt set",
+    ),
+    replace(
+        SAGEMAKER,
+        name="sagemaker-components",
+        title="SageMaker endpoint of inference components (AWS vLLM DLC, L4, copies scale to zero)",
+        kind=BackendKind.SAGEMAKER_COMPONENTS,
+        billing=Billing.INSTANCE_HOURS_WHILE_RUNNING,
+        opt_in=True,
+        # The endpoint holds no model: the model is one inference component, `copies` copies of it
+        # at deploy, each on one whole L4 and half an ml.g6.xlarge's 16 GiB of host memory (room
+        # for vLLM's CPU-side load of the bf16 weights); copies between 0 and 1 and instances
+        # between 0 and 1 unless asked (`<b>.maxCopies`, `<b>.maxInstances`; AWS's "Scale an
+        # endpoint to zero instances" wants MinInstanceCount 0 and the copies' MinCapacity 0).
+        copies=1,
+        min_copies=0,
+        max_copies=1,
+        min_instances=0,
+        max_instances=1,
+        accelerators_per_copy=1,
+        copy_memory_mb=8192,
+        routing_strategy="LEAST_OUTSTANDING_REQUESTS",
+        survey_launch_to_ready_min=None,
+        survey_tok_s=(),
+        survey_demo1=(),
+        survey_demo2_median_s=None,
+        survey_usd_per_hour=None,
+        notes=(
+            "copies of one model on an endpoint that holds none; at zero copies a request is refused "
+            "(no capacity) and starts one, timed apart as the cold start"
+        ),
     ),
 )
 

@@ -33,12 +33,18 @@ from typing import Any
 
 from catalog.backends import (
     BACKENDS,
+    CONCURRENCY_THRESHOLD_RANGE,
     IMAGE_PROFILES,
     INSTANCE_FAMILIES,
+    KV_AWARE_NOTE,
+    PREFIX_AWARE,
+    PREFIX_LENGTH_RANGE,
+    ROUTING_STRATEGIES,
     SAGEMAKER_KINDS,
     SERVERLESS_MAX_CONCURRENCY,
     SERVERLESS_MEMORY_SIZES_MB,
     BackendSpec,
+    accelerators,
     backend_names,
     get_backend,
     instance_family,
@@ -53,6 +59,9 @@ GLOBAL_KEYS = ("backends", "lane", "hfTokenSecretName", "ttlHours", "expiresAt")
 # A real-time endpoint keeps at least one instance (scaling it to zero needs inference components);
 # an async one may sit at zero. The upper bound is a guard against a typo, not an AWS limit.
 MAX_INSTANCES = 20
+# Copies of an inference component: a guard against a typo, as MAX_INSTANCES is (AWS's CopyCount
+# has a minimum of 0 and no documented maximum).
+MAX_COPIES = 100
 # Keys of earlier versions: a clear pointer beats "unknown key".
 RENAMED_KEYS = {
     "region": "each backend's '<backend>.regions' (failover order; the stack takes the first region its backends share)",
@@ -296,6 +305,14 @@ def apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any]) -> tuple[BackendS
             changes["max_instances"] = _as_int(full, value, 1, MAX_INSTANCES)
         elif key == "targetConcurrency":
             changes["target_concurrency"] = _as_int(full, value, 1, 1000)
+        elif key in COPY_KEYS:
+            changes[COPY_KEYS[key]] = _as_int(full, value, 0, MAX_COPIES)
+        elif key == "routingStrategy":
+            changes["routing_strategy"] = _routing_strategy(full, value)
+        elif key == "prefixLength":
+            changes["prefix_length"] = _as_int(full, value, *PREFIX_LENGTH_RANGE)
+        elif key == "concurrencyThreshold":
+            changes["concurrency_threshold"] = _as_int(full, value, *CONCURRENCY_THRESHOLD_RANGE)
         elif key == "stagedWeights":
             staged_weights = _as_str(full, value)
             if not STAGED_WEIGHTS.fullmatch(staged_weights):
@@ -312,6 +329,8 @@ def apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any]) -> tuple[BackendS
         raise CatalogError(
             f"context {prefix}maxInstances: {spec.max_instances} is below {prefix}minInstances ({spec.min_instances})"
         )
+    if "copies" in backend_keys(spec):
+        check_copies(spec, prefix)
     profile = IMAGE_PROFILES.get(spec.image or "")
     if profile:
         # A known image brings what running it implies; a model given by context still wins.
@@ -321,6 +340,63 @@ def apply_overrides(spec: BackendSpec, ctx: Mapping[str, Any]) -> tuple[BackendS
         if spec.instance_type:
             check_offered(key, spec.instance_type, region)
     return spec, Overrides(startup_timeout_seconds=startup_timeout, ami_id=ami_id, staged_weights=staged_weights)
+
+
+# The copy keys of an endpoint of inference components and the catalog field each sets.
+COPY_KEYS = {"copies": "copies", "minCopies": "min_copies", "maxCopies": "max_copies"}
+
+
+def _routing_strategy(key: str, value: Any) -> str:
+    strategy = _as_str(key, value)
+    if strategy not in ROUTING_STRATEGIES:
+        also = f" ({KV_AWARE_NOTE})" if strategy == "KV_AWARE" else ""
+        raise CatalogError(
+            f"context {key}: a CloudFormation endpoint config routes by {', '.join(ROUTING_STRATEGIES)}, "
+            f"not {strategy!r}{also}"
+        )
+    return strategy
+
+
+def check_copies(spec: BackendSpec, prefix: str) -> None:
+    """An endpoint of inference components, checked at synth: its copies within their bounds, every
+    copy on the accelerators of one instance, the most copies within what the most instances hold,
+    and prefix-aware routing with its settings (and those settings with it alone)."""
+    copies = spec.copies if spec.copies is not None else spec.min_copies
+    if spec.max_copies < 1:
+        raise CatalogError(f"context {prefix}maxCopies: at least one copy is needed, got {spec.max_copies}")
+    if not spec.min_copies <= copies <= spec.max_copies:
+        raise CatalogError(
+            f"context {prefix}copies: {copies} is outside {prefix}minCopies..{prefix}maxCopies "
+            f"({spec.min_copies}..{spec.max_copies})"
+        )
+    instance_type = spec.instance_type or ""
+    per_instance = accelerators(instance_type) or 0
+    if spec.accelerators_per_copy > per_instance:
+        raise CatalogError(
+            f"context {prefix}instanceType: a copy takes {spec.accelerators_per_copy} accelerators; "
+            f"{instance_type} has {per_instance}"
+        )
+    held = per_instance // spec.accelerators_per_copy * spec.max_instances
+    if spec.max_copies > held:
+        raise CatalogError(
+            f"context {prefix}maxCopies: {spec.max_copies} copies of {spec.accelerators_per_copy} accelerator(s) "
+            f"each do not fit {spec.max_instances} {instance_type} ({per_instance} per instance, {held} copies at "
+            f"most): raise {prefix}maxInstances or take a type with more accelerators"
+        )
+    prefix_settings = (spec.prefix_length, spec.concurrency_threshold)
+    if spec.routing_strategy == PREFIX_AWARE and None in prefix_settings:
+        raise CatalogError(
+            f"context {prefix}routingStrategy: {PREFIX_AWARE} needs {prefix}prefixLength "
+            f"({PREFIX_LENGTH_RANGE[0]}..{PREFIX_LENGTH_RANGE[1]} bytes of the request body) and "
+            f"{prefix}concurrencyThreshold ({CONCURRENCY_THRESHOLD_RANGE[0]}..{CONCURRENCY_THRESHOLD_RANGE[1]} "
+            "in-flight requests per copy): AWS's PrefixAwareRoutingConfig"
+        )
+    if spec.routing_strategy != PREFIX_AWARE and prefix_settings != (None, None):
+        raise CatalogError(
+            f"context {prefix}prefixLength and {prefix}concurrencyThreshold: only with {prefix}routingStrategy="
+            f"{PREFIX_AWARE} (AWS takes a PrefixAwareRoutingConfig with that strategy alone), not with "
+            f"{spec.routing_strategy}"
+        )
 
 
 def _memory_mb(key: str, value: Any) -> int:

@@ -98,6 +98,17 @@ class BackendOutput:
     store_bucket: str | None = None
     graphs_record: str | None = None
     staged_weights: str | None = None
+    # An endpoint of inference components (optional, added within version 2): the component every
+    # request names, the model it runs, its copies at deploy and their bounds, what a copy reserves
+    # (whole accelerators, host memory: what runner.up recreates it with after the time-to-live),
+    # and how the endpoint routes among the copies.
+    inference_component_name: str | None = None
+    copies: int | None = None
+    min_copies: int | None = None
+    max_copies: int | None = None
+    accelerators_per_copy: int | None = None
+    copy_memory_mb: int | None = None
+    routing_strategy: str | None = None
     contract: int = CONTRACT_VERSION
 
     def to_json(self) -> dict[str, Any]:

@@ -298,6 +298,41 @@ SERVING: dict[BackendKind, ServingPath] = {
             ("agent", "a transform job, not an endpoint: python -m runner.batch measures it"),
         ),
     ),
+    # An endpoint of inference components: the same DLC and model as the real-time endpoint, as
+    # copies on instances SageMaker adds and removes (managed instance scaling, down to zero), each
+    # request naming its component (InvokeEndpointWithResponseStream's InferenceComponentName).
+    BackendKind.SAGEMAKER_COMPONENTS: ServingPath(
+        forced_output_length=True,
+        aws_api=True,
+        cold_starts=True,
+        scales_out=True,
+        scales_to_zero=True,
+        quota_usage=ENDPOINT_USAGE,
+        # Instances by the hour, and none while it sits at zero copies (MinInstanceCount 0).
+        billing=Billing.INSTANCE_HOURS_WHILE_RUNNING,
+        not_in_region=NOT_IN_REGION_SAGEMAKER,
+        why_not=(SAGEMAKER_VLLM, SAGEMAKER_METRICS),
+        context_keys=(
+            *SAGEMAKER_KEYS,
+            *SCALING_KEYS,
+            "targetConcurrency",
+            "copies",
+            "minCopies",
+            "maxCopies",
+            "routingStrategy",
+            "prefixLength",
+            "concurrencyThreshold",
+        ),
+        outputs=("endpoint_name", "inference_component_name"),
+        client="runner.measure.clients:component_client",
+        agent_model="runner.agent.models:component_agent_model",
+        price_request="runner.costing.prices:sagemaker_instance_request",
+        health="runner.measure.health:component_health",
+        watch="runner.cloud.bring_up.watch.endpoint:ComponentWatch",
+        quota=SAGEMAKER_QUOTA,
+        leftovers=(*SAGEMAKER_LEFTOVERS, f"{LEFTOVERS}.inference_components"),
+        construct="stacks.sagemaker_stack:components_endpoint",
+    ),
     BackendKind.BEDROCK: ServingPath(
         aws_api=True,
         billing=Billing.PER_TOKEN,

@@ -1,5 +1,6 @@
 """Application Auto Scaling for SageMaker endpoints: real-time between its bounds on concurrent
-requests per model, asynchronous between zero and its maximum on the queue.
+requests per model, asynchronous between zero and its maximum on the queue, and the copies of an
+inference component between theirs on concurrent requests per copy (ComponentScaling).
 
 Real-time: target tracking on `SageMakerVariantConcurrentRequestsPerModelHighResolution`, the
 predefined high-resolution metric (Application Auto Scaling's MetricType list), which scales out
@@ -119,5 +120,101 @@ class AsyncScaling(Construct):
             threshold=1,
             comparison_operator="GreaterThanOrEqualToThreshold",
             treat_missing_data="missing",
+            alarm_actions=[self.leave_zero.ref],
+        )
+
+
+# An endpoint of inference components scales its copies: Application Auto Scaling's scalable
+# dimension for them, and its predefined high-resolution metric of concurrent requests per copy
+# (Application Auto Scaling API reference, ScalableDimension and MetricType; the CloudFormation
+# schemas of AWS::ApplicationAutoScaling::ScalableTarget and ::ScalingPolicy list both).
+COPY_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
+COPY_METRIC = "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
+# What SageMaker counts when a request finds no copy to serve it ("SageMaker AI emits this metric
+# when an endpoint receives an inference request, but the endpoint has no active instances to
+# serve the request": SageMaker developer guide, "Scale an endpoint to zero instances").
+NO_CAPACITY_METRIC = "NoCapacityInvocationFailures"
+
+
+class ComponentScaling(Construct):
+    """An inference component's copies between their bounds on concurrent requests per copy, and,
+    with a minimum of 0, out of zero as AWS's "Scale an endpoint to zero instances" sets it up: a
+    step policy (ChangeInCapacity +1 from a lower bound of 0, Maximum, a 60 s cooldown) that a
+    CloudWatch alarm on `NoCapacityInvocationFailures` for the component starts (Sum over 60 s,
+    one datapoint, GreaterThanThreshold 1: the guide's values, so a lone request that is not sent
+    again does not wake it; the runner's client sends it again until a copy answers). Target
+    tracking alone cannot leave zero: with no copy there is no per-copy figure. Managed instance
+    scaling then adds and removes the instances the copies need."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        component: sagemaker.CfnInferenceComponent,
+        component_name: str,
+        backend: BackendSpec,
+    ):
+        super().__init__(scope, construct_id)
+        self.target = appscaling.CfnScalableTarget(
+            self,
+            "Target",
+            service_namespace="sagemaker",
+            resource_id=f"inference-component/{component_name}",
+            scalable_dimension=COPY_DIMENSION,
+            min_capacity=backend.min_copies,
+            max_capacity=backend.max_copies,
+        )
+        # The name is fixed text, not the component's attribute: register once it exists.
+        self.target.node.add_dependency(component)
+        self.policy = appscaling.CfnScalingPolicy(
+            self,
+            "ConcurrentRequestsPerCopy",
+            policy_name=f"{backend.name}-concurrent-requests-per-copy",
+            policy_type="TargetTrackingScaling",
+            scaling_target_id=self.target.ref,
+            target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
+                target_value=float(backend.target_concurrency or 1),
+                predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
+                    predefined_metric_type=COPY_METRIC
+                ),
+                scale_out_cooldown=SCALE_OUT_COOLDOWN_S,
+                scale_in_cooldown=SCALE_IN_COOLDOWN_S,
+            ),
+        )
+        self.leave_zero: appscaling.CfnScalingPolicy | None = None
+        self.alarm: cloudwatch.CfnAlarm | None = None
+        if backend.min_copies > 0:
+            return
+        self.leave_zero = appscaling.CfnScalingPolicy(
+            self,
+            "LeaveZero",
+            policy_name=f"{backend.name}-no-capacity",
+            policy_type="StepScaling",
+            scaling_target_id=self.target.ref,
+            step_scaling_policy_configuration=appscaling.CfnScalingPolicy.StepScalingPolicyConfigurationProperty(
+                adjustment_type="ChangeInCapacity",
+                metric_aggregation_type="Maximum",
+                cooldown=SCALE_OUT_COOLDOWN_S,
+                step_adjustments=[
+                    appscaling.CfnScalingPolicy.StepAdjustmentProperty(
+                        metric_interval_lower_bound=0, scaling_adjustment=1
+                    )
+                ],
+            ),
+        )
+        self.alarm = cloudwatch.CfnAlarm(
+            self,
+            "NoCapacity",
+            alarm_description=f"{backend.name}: a request found no copy to serve it: start one",
+            namespace="AWS/SageMaker",
+            metric_name=NO_CAPACITY_METRIC,
+            dimensions=[cloudwatch.CfnAlarm.DimensionProperty(name="InferenceComponentName", value=component_name)],
+            statistic="Sum",
+            period=60,
+            evaluation_periods=1,
+            datapoints_to_alarm=1,
+            threshold=1,
+            comparison_operator="GreaterThanThreshold",
             alarm_actions=[self.leave_zero.ref],
         )

@@ -1,8 +1,9 @@
 """InferenceSageMakerStack: every SageMaker option the app measures, in one region.
 
 Real-time (the survey's endpoint, with autoscaling when `sagemaker.maxInstances` > 1), and the
-opt-in options: serverless (the app's CPU image), asynchronous (to zero) and batch transform,
-the last two sharing one bucket for their inputs and outputs.
+opt-in options: serverless (the app's CPU image), asynchronous (to zero), batch transform (the
+last two sharing one bucket for their inputs and outputs) and an endpoint of inference components
+(copies of the model, to zero).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from catalog.boot import store_bucket
 from catalog.config import BackendConfig, StackConfig
 from catalog.serving import serving
 from inference_constructs.image_build import ImageBuild, image_build_for
+from inference_constructs.inference_components import InferenceComponentEndpoint
 from inference_constructs.sagemaker_options import AsyncEndpoint, BatchModel, ServerlessEndpoint, options_bucket
 from inference_constructs.stack_marker import StackMarker
 from inference_constructs.vllm_endpoint import VllmSageMakerEndpoint
@@ -103,3 +105,7 @@ def async_endpoint(stack: InferenceSageMakerStack, b: BackendConfig, name: str) 
 
 def batch_model(stack: InferenceSageMakerStack, b: BackendConfig, name: str) -> Construct:
     return BatchModel(stack, "Batch", backend=b, bucket=stack.requests_bucket())
+
+
+def components_endpoint(stack: InferenceSageMakerStack, b: BackendConfig, name: str) -> Construct:
+    return InferenceComponentEndpoint(stack, "Components", backend=b, endpoint_name=name, expires_at=stack.expires_at)

@@ -177,11 +177,22 @@ class StrictOpenAIModel(OpenAIModel):
             yield _CheckedClient(client)
 
 
-def sagemaker_model(endpoint_name: str, region: str, *, max_tokens: int, temperature: float, client: Any = None):
+def sagemaker_model(
+    endpoint_name: str,
+    region: str,
+    *,
+    max_tokens: int,
+    temperature: float,
+    client: Any = None,
+    inference_component: str | None = None,
+):
+    """Strands' SageMaker model; on an endpoint of inference components it names the component
+    (its endpoint config's `inference_component_name`, sent as InvokeEndpoint's InferenceComponentName)."""
     from strands.models.sagemaker import SageMakerAIModel
 
+    endpoint = {"endpoint_name": endpoint_name, "region_name": region}
     model = SageMakerAIModel(
-        endpoint_config={"endpoint_name": endpoint_name, "region_name": region},
+        endpoint_config=endpoint | ({"inference_component_name": inference_component} if inference_component else {}),
         payload_config={"max_tokens": max_tokens, "stream": False, "temperature": temperature},
     )
     model.client = UsageCleaningSageMakerClient(client if client is not None else model.client)
@@ -240,3 +251,21 @@ def sagemaker_agent_model(
     if not backend.endpoint_name or not backend.region:
         raise RunnerError(f"backend {backend.name}: no SageMaker endpoint name or region")
     return sagemaker_model(backend.endpoint_name, backend.region, max_tokens=max_tokens, temperature=temperature)
+
+
+def component_agent_model(
+    backend: Backend, max_tokens: int, temperature: float, timeout_s: float, force_first_tool: str | None
+):
+    """The same model on an endpoint of inference components, naming its component. At zero copies
+    the first call is refused for no capacity (and starts a copy): the agent's step fails with that
+    line, as any refused call does."""
+    component = backend.output.inference_component_name if backend.output else None
+    if not backend.endpoint_name or not backend.region or not component:
+        raise RunnerError(f"backend {backend.name}: no SageMaker endpoint, region or inference component")
+    return sagemaker_model(
+        backend.endpoint_name,
+        backend.region,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        inference_component=component,
+    )

@@ -1,6 +1,6 @@
 """The timed clients a serving row names (catalog/serving.py `client`): an OpenAI-compatible
-server's is the one streaming client; each AWS path has its own module (bedrock.py, sagemaker.py,
-sagemaker_async.py, bedrock_import.py). A client's module is imported only when a backend that
+server's is the one streaming client; each AWS path has its own module (bedrock.py, sagemaker.py
+for real-time, serverless and inference components, sagemaker_async.py, bedrock_import.py). A client's module is imported only when a backend that
 takes it is measured (boto3's and aiohttp's imports stay off the paths that do not need them)."""
 
 from __future__ import annotations
@@ -54,6 +54,15 @@ def sagemaker_client(backend: Backend, timeout_s: float, region: str, connection
     from runner.measure.sagemaker import SageMakerStreamClient
 
     return SageMakerStreamClient(_endpoint(backend), backend.model_id, region, timeout_s=timeout_s)
+
+
+def component_client(backend: Backend, timeout_s: float, region: str, connections: int) -> TimedClient:
+    from runner.measure.sagemaker import InferenceComponentStreamClient
+
+    component = backend.output.inference_component_name if backend.output else None
+    if not component:
+        raise RunnerError(f"backend {backend.name}: no inference component in its stack output")
+    return InferenceComponentStreamClient(_endpoint(backend), component, backend.model_id, region, timeout_s=timeout_s)
 
 
 def serverless_client(backend: Backend, timeout_s: float, region: str, connections: int) -> TimedClient:

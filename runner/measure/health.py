@@ -2,7 +2,9 @@
 
 SageMaker endpoints of every kind (real-time, serverless, asynchronous) are healthy when
 DescribeEndpoint says InService; an asynchronous endpoint autoscaled to zero instances is still
-InService and healthy (its first request starts an instance, and is timed as a cold start). A
+InService and healthy (its first request starts an instance, and is timed as a cold start). An
+endpoint of inference components is healthy once its component is InService too (at zero copies
+as well: its first request starts one). A
 transform job's model has no endpoint: nothing to wait for (`python -m runner.batch` runs it)."""
 
 from __future__ import annotations
@@ -98,15 +100,53 @@ def endpoint_health(backend: Backend, wait: HealthWait) -> Health:
     return _wait_sagemaker(backend, wait.wait_s, poll_s, wait.sagemaker_client)
 
 
+def component_health(backend: Backend, wait: HealthWait) -> Health:
+    """An endpoint of inference components: the endpoint InService, then its component InService
+    (DescribeInferenceComponent; Failed stops the wait with its reason)."""
+    started = time.monotonic()
+    poll_s = max(wait.poll_s, 15.0) if wait.wait_s > 60 else wait.poll_s
+    client = wait.sagemaker_client or _sagemaker(backend)
+    endpoint = _wait_sagemaker(backend, wait.wait_s, poll_s, client)
+    component = backend.output.inference_component_name if backend.output else None
+    if not endpoint.healthy:
+        return endpoint
+    if not component:
+        return Health(False, endpoint.waited_s, "no inference component in its stack output")
+    deadline = started + wait.wait_s
+    while True:
+        try:
+            described = client.describe_inference_component(InferenceComponentName=component)
+        except Exception as error:
+            return Health(False, time.monotonic() - started, f"inference component {component}: {describe(error)}")
+        status = described.get("InferenceComponentStatus")
+        copies = (described.get("RuntimeConfig") or {}).get("CurrentCopyCount")
+        if status == "InService":
+            detail = (
+                f"InService at zero copies of {component}; the first request starts one"
+                if copies == 0
+                else f"InService, {component} InService with {copies} copies"
+            )
+            return Health(True, time.monotonic() - started, detail)
+        if status == "Failed":
+            reason = described.get("FailureReason") or "no reason given"
+            return Health(False, time.monotonic() - started, f"inference component {component} Failed: {reason}")
+        if time.monotonic() + poll_s > deadline or wait.stop.wait(poll_s):
+            return Health(False, time.monotonic() - started, f"inference component {component} still {status}")
+
+
+def _sagemaker(backend: Backend) -> Any:
+    from runner.cloud.aws import boto_client
+
+    return boto_client("sagemaker", backend.region or "us-east-1", 30)
+
+
 def _wait_sagemaker(backend: Backend, wait_s: float, poll_s: float, client) -> Health:
     """boto3's own `endpoint_in_service` waiter: it stops at once on Failed, and polls otherwise.
     An asynchronous endpoint InService at zero instances is healthy, and the detail says so."""
     from botocore.exceptions import WaiterError
 
     if client is None:
-        from runner.cloud.aws import boto_client
-
-        client = boto_client("sagemaker", backend.region or "us-east-1", 30)
+        client = _sagemaker(backend)
     started = time.monotonic()
     attempts = max(1, math.floor(wait_s / poll_s) + 1)
     try:

@@ -7,6 +7,9 @@ container's SSE stream, split at arbitrary byte boundaries: `sse_lines` reassemb
 parsing. An error event from the service (ModelStreamError, InternalStreamFailure) is raised by
 botocore while the stream is read, and is typed by `runner.core.errors`.
 
+An endpoint of inference components: see `InferenceComponentStreamClient` (the same stream, each
+request naming its component; a request that finds no copy is sent again until one answers).
+
 Serverless: see `SageMakerServerlessClient` (InvokeEndpoint, `stream: false`, no time to first
 token). Batch transform: the prompt set as request bodies (`batch_bodies`) and the job's answers as
 records (`batch_records`); the job itself is `runner.cloud.jobs.batch_transform`.
@@ -15,11 +18,12 @@ records (`batch_records`); the job itself is `runner.cloud.jobs.batch_transform`
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 from runner.cloud.aws import boto_client
-from runner.core.errors import RunnerError, ServiceError, StreamFault, describe
+from runner.core.errors import RunnerError, ServiceError, StreamFault, TimedOut, aws_error_code, describe
 from runner.core.files import read_text_file
 from runner.core.records import RequestRecord
 from runner.measure.records import ChatRequest, Stopwatch, check_completion, usage_counts
@@ -109,10 +113,102 @@ class SageMakerStreamClient:
         response = self.client.invoke_endpoint_with_response_stream(
             EndpointName=self.endpoint_name, ContentType="application/json", Body=json.dumps(body)
         )
-        stream = ChatStreamAccumulator(record)
-        for line in sse_lines(payload_parts(response["Body"])):
-            stream.feed_line(line.decode("utf-8", errors="replace"), watch.now())
-        return stream.finish(watch.now())
+        return read_stream(response, record, watch)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def read_stream(response: dict[str, Any], record: RequestRecord, watch: Stopwatch) -> RequestRecord:
+    """The container's SSE stream out of the PayloadPart events, timed from `watch`."""
+    stream = ChatStreamAccumulator(record)
+    for line in sse_lines(payload_parts(response["Body"])):
+        stream.feed_line(line.decode("utf-8", errors="replace"), watch.now())
+    return stream.finish(watch.now())
+
+
+# What SageMaker's runtime answers a request to an inference component with no copy running:
+# ValidationError (HTTP 400) "Inference Component has no capacity to process this request.
+# ApplicationAutoScaling may be in-progress (if configured) or try to increase the capacity by
+# invoking UpdateInferenceComponentRuntimeConfig API." (the error AWS's announcement of scaling
+# inference components to zero, "Unlock cost savings with the new scale down to zero feature in
+# SageMaker Inference", shows for an endpoint at zero). Each such request counts in
+# NoCapacityInvocationFailures, which starts a copy (inference_constructs/endpoint_scaling.py).
+NO_CAPACITY_CODE = "ValidationError"
+NO_CAPACITY_TEXT = "has no capacity to process this request"
+# How long a request may wait for a copy: the developer guide says provisioning "takes several
+# minutes" (an instance, then the container and the weights).
+LEAVE_ZERO_BUDGET_S = 900.0
+
+
+def no_capacity(error: BaseException) -> bool:
+    return aws_error_code(error) == NO_CAPACITY_CODE and NO_CAPACITY_TEXT in str(error)
+
+
+class InferenceComponentStreamClient:
+    """Timed streamed chat against an endpoint of inference components: InvokeEndpointWithResponse
+    Stream naming the component (`InferenceComponentName`; an endpoint that hosts components
+    refuses a request without it).
+
+    At zero copies a request is refused (`no_capacity`) while the refusal itself starts a copy: it is
+    sent again with backoff (doubling from 1 s, at most 15 s apart) within `leave_zero_budget_s`.
+    Such a request is a cold start: `record.phases["leave_zero_s"]` is the time from its first
+    attempt to the start of the one that streamed, and its time to first token and end-to-end are
+    that attempt's own. A request that found a copy at once is not cold (`cold_start` False)."""
+
+    first_backoff_s = 1.0
+    max_backoff_s = 15.0
+
+    def __init__(
+        self,
+        endpoint_name: str,
+        component_name: str,
+        model_id: str,
+        region: str,
+        *,
+        client: Any | None = None,
+        timeout_s: float = 60.0,
+        leave_zero_budget_s: float = LEAVE_ZERO_BUDGET_S,
+    ) -> None:
+        self.client = client if client is not None else boto_client("sagemaker-runtime", region, timeout_s)
+        self.endpoint_name = endpoint_name
+        self.component_name = component_name
+        self.model_id = model_id
+        self.leave_zero_budget_s = leave_zero_budget_s
+
+    def chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
+        body = json.dumps(request.openai_body(self.model_id))
+        first = time.perf_counter()
+        backoff = self.first_backoff_s
+        refusals = 0
+        while True:
+            watch = Stopwatch()
+            try:
+                response = self.client.invoke_endpoint_with_response_stream(
+                    EndpointName=self.endpoint_name,
+                    InferenceComponentName=self.component_name,
+                    ContentType="application/json",
+                    Body=body,
+                )
+                break
+            except Exception as error:
+                if not no_capacity(error):
+                    raise
+                refusals += 1
+                waited = time.perf_counter() - first
+                record.cold_start = True
+                record.phases = {"leave_zero_s": round(waited, 6)}
+                if waited + backoff > self.leave_zero_budget_s:
+                    raise TimedOut(
+                        f"inference component {self.component_name}: no copy after {waited:.1f} s "
+                        f"({refusals} refusals for no capacity; budget {self.leave_zero_budget_s:g} s)"
+                    ) from None
+                time.sleep(backoff)
+                backoff = min(backoff * 2, self.max_backoff_s)
+        record.cold_start = refusals > 0
+        if refusals:
+            record.phases = {"leave_zero_s": round(watch.start - first, 6)}
+        return read_stream(response, record, watch)
 
     def close(self) -> None:
         self.client.close()

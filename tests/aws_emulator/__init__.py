@@ -13,6 +13,11 @@ moto stores but never acts, does what AWS would do), named as a gap in the modul
 - `sagemaker_runtime`: serverless, asynchronous and transform-job answers from a real
   OpenAI-compatible server on loopback (`model_servers`, `transform_server`), serverless
   MaxConcurrency throttling and cold starts, async endpoints held at zero, StopTransformJob;
+- `inference_components`: SageMaker inference components (create, describe, update, delete, list,
+  CloudFormation's AWS::SageMaker::InferenceComponent), an endpoint config without a model, routing
+  values and the refusals AWS makes, and Application Auto Scaling's DesiredCopyCount dimension;
+  `sagemaker_runtime` serves them (InvokeEndpoint and InvokeEndpointWithResponseStream naming the
+  component, zero copies and the scale from zero);
 - `sessions`: Session Manager (StartSession, TerminateSession, DescribeSessions,
   DescribeInstanceInformation);
 - `codebuild`: CloudFormation's AWS::CodeBuild::Project, and builds that run: the buildspec under

@@ -39,12 +39,29 @@ scripted tests/runner/fake_openai.py where a fault is wanted), with the real API
   then Stopped once its current record is done; every call is kept in
   `emulator.stopped_transform_jobs`. Stopping a job that is not InProgress is a ValidationException.
 
-Not filled: InvokeEndpointWithResponseStream (moto has no route for it; the real-time client is
-tested against AWS's event-stream framing in tests/runner/test_managed_timing.py).
+- Endpoints of inference components (tests/aws_emulator/inference_components.py keeps the
+  components): a request to an endpoint that hosts components must name one (its
+  `X-Amzn-SageMaker-Inference-Component` header), else ValidationError "Inference Component Name
+  header is required for endpoints to which you plan to deploy inference components. Please include
+  Inference Component Name header or consider using SageMaker models." (the runtime's own words,
+  quoted in aws-samples/amazon-kendra-langchain-extensions#64). It goes to
+  `emulator.model_servers[component]` (else the endpoint's). At zero copies it is refused with
+  ValidationError (HTTP 400) "Inference Component has no capacity to process this request.
+  ApplicationAutoScaling may be in-progress (if configured) or try to increase the capacity by
+  invoking UpdateInferenceComponentRuntimeConfig API." (the runtime's words in AWS's announcement of
+  scaling to zero), and the refusal, counted in `emulator.no_capacity_refusals` (what SageMaker
+  counts in NoCapacityInvocationFailures), starts one copy after the component's leave-zero time
+  (`hold_copies_at_zero`), as the alarm and its step policy do.
+- InvokeEndpointWithResponseStream: moto has no route for it. Here, for an endpoint with a model
+  server, the body goes to the server as it is (stream true) and each piece of its SSE answer is
+  sent on as it arrives, one PayloadPart event each, in AWS's binary event-stream framing
+  (tests/runner/fake_aws_stream.py), so botocore's own parser reads it; a server error before the
+  stream is a ModelError (HTTP 424).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -52,14 +69,31 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from tests.aws_emulator.inference_components import components
+from tests.runner.fake_aws_stream import payload_part
+
+# InvokeEndpointWithResponseStream's path (botocore's sagemaker-runtime model), which moto lacks.
+STREAM_PATH = "{0}/endpoints/(?P<name>[^/]+)/invocations-response-stream$"
+COMPONENT_HEADER = "X-Amzn-SageMaker-Inference-Component"
+HEADER_REQUIRED = (
+    "Inference Component Name header is required for endpoints to which you plan to deploy inference components. "
+    "Please include Inference Component Name header or consider using SageMaker models."
+)
+NO_CAPACITY = (
+    "Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress "
+    "(if configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API."
+)
+
 
 def install(emulator: Any) -> Callable[[], None]:
     import httpx
     from moto.core.utils import utcnow
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
     from moto.s3.models import s3_backends
     from moto.sagemaker.exceptions import ValidationError
     from moto.sagemaker.models import SageMakerModelBackend, sagemaker_backends
     from moto.sagemaker.responses import SageMakerResponse
+    from moto.sagemakerruntime import urls as runtime_urls
     from moto.sagemakerruntime.responses import SageMakerRuntimeResponse
 
     from runner.core.tls import tls_context
@@ -71,6 +105,7 @@ def install(emulator: Any) -> Callable[[], None]:
     emulator.transform_delay_s = 0.2
     emulator.stopped_transform_jobs = []
     emulator.throttled = []
+    emulator.no_capacity_refusals = []
     state = RuntimeState()
     emulator.runtime_state = state
 
@@ -95,6 +130,29 @@ def install(emulator: Any) -> Callable[[], None]:
         message = f'Received server error ({status}) from primary with message "{" ".join(text.split())[:300]}".'
         return error_reply(424, "ModelError", message, {"OriginalStatusCode": status, "OriginalMessage": text[:300]})
 
+    def component_of(response, endpoint) -> tuple[Any, Any]:
+        """(the component a request to `endpoint` names, or an error reply); (None, None) for an
+        endpoint that hosts none."""
+        backend = sagemaker_backends[response.current_account][response.region]
+        hosted = {c.name: c for c in components(backend).values() if c.endpoint_name == endpoint.endpoint_name}
+        if not hosted:
+            return None, None
+        name = response.headers.get(COMPONENT_HEADER)
+        if not name:
+            return None, error_reply(400, "ValidationError", HEADER_REQUIRED)
+        component = hosted.get(name)
+        if component is None:
+            return None, error_reply(
+                400,
+                "ValidationError",
+                f"Inference Component {name} is not hosted on endpoint {endpoint.endpoint_name}.",
+            )
+        if component.current_copies == 0:
+            emulator.no_capacity_refusals.append(name)
+            state.leave_zero(name, lambda: emulator.inference_components.set_copies(backend, name, 1))
+            return None, error_reply(400, "ValidationError", NO_CAPACITY)
+        return component, None
+
     original_invoke = SageMakerRuntimeResponse.invoke_endpoint
     original_invoke_async = SageMakerRuntimeResponse.invoke_endpoint_async
 
@@ -105,9 +163,12 @@ def install(emulator: Any) -> Callable[[], None]:
         name = endpoint.endpoint_name
         variant = config.production_variants[0] if config.production_variants else {}
         serverless = variant.get("ServerlessConfig")
-        base = emulator.model_servers.get(name)
+        component, refused = component_of(response, endpoint)
+        if refused:
+            return refused
+        base = emulator.model_servers.get(component.name if component else name) or emulator.model_servers.get(name)
         if base is None:
-            if serverless or config.async_inference_config:
+            if serverless or config.async_inference_config or component:
                 return model_error(500, f"no model server for endpoint {name}: set emulator.model_servers[{name!r}]")
             return original_invoke(response)
         limit = (serverless or {}).get("MaxConcurrency")
@@ -176,8 +237,67 @@ def install(emulator: Any) -> Callable[[], None]:
         }
         return 202, headers, json.dumps({"InferenceId": inference_id})
 
+    def invoke_endpoint_with_response_stream(response):
+        endpoint, config = lookup(response)
+        if endpoint is None or config is None:
+            name = response.path.split("/")[2]
+            return error_reply(
+                400, "ValidationError", f"Endpoint {name} of account {response.current_account} not found."
+            )
+        component, refused = component_of(response, endpoint)
+        if refused:
+            return refused
+        name = endpoint.endpoint_name
+        base = emulator.model_servers.get(component.name if component else name) or emulator.model_servers.get(name)
+        if base is None:
+            return model_error(500, f"no model server for endpoint {name}: set emulator.model_servers[{name!r}]")
+        root = base.rstrip("/").removesuffix("/v1")
+        client = httpx.Client(timeout=300, verify=tls_context())
+        body = response.body if isinstance(response.body, bytes) else response.body.encode()
+        upstream = client.send(
+            client.build_request(
+                "POST", f"{root}/v1/chat/completions", content=body, headers={"Content-Type": "application/json"}
+            ),
+            stream=True,
+        )
+        if upstream.status_code != 200:
+            text = upstream.read().decode("utf-8", errors="replace")
+            upstream.close()
+            client.close()
+            return model_error(upstream.status_code, text)
+
+        def parts():
+            try:
+                for piece in upstream.iter_raw():
+                    if piece:
+                        yield payload_part(piece)
+            finally:
+                upstream.close()
+                client.close()
+
+        variant = config.production_variants[0]["VariantName"] if config.production_variants else "AllTraffic"
+        headers = {
+            "Content-Type": "application/vnd.amazon.eventstream",
+            "X-Amzn-Invoked-Production-Variant": variant,
+        }
+        return 200, headers, parts()
+
     SageMakerRuntimeResponse.invoke_endpoint = invoke_endpoint
     SageMakerRuntimeResponse.invoke_endpoint_async = invoke_endpoint_async
+    SageMakerRuntimeResponse.invoke_endpoint_with_response_stream = invoke_endpoint_with_response_stream
+    runtime_urls.url_paths[STREAM_PATH] = runtime_urls.response.dispatch
+
+    # moto's server sends a SageMaker-signed request to the runtime only when its path ends in
+    # "invocations"; the stream's path ends in "invocations-response-stream".
+    original_infer = DomainDispatcherApplication.infer_service_region_host
+
+    def infer_service_region_host(dispatcher, environ, path):
+        host = original_infer(dispatcher, environ, path)
+        if environ.get("PATH_INFO", "").endswith("/invocations-response-stream") and host:
+            host = host.replace("api.sagemaker.", "runtime.sagemaker.", 1)
+        return host
+
+    DomainDispatcherApplication.infer_service_region_host = infer_service_region_host
 
     original_create_transform_job = SageMakerModelBackend.create_transform_job
 
@@ -220,6 +340,7 @@ def install(emulator: Any) -> Callable[[], None]:
         emulator.transform_delay_s = 0.2
         emulator.stopped_transform_jobs.clear()
         emulator.throttled.clear()
+        emulator.no_capacity_refusals.clear()
         state.clear()
 
     emulator.reset = reset
@@ -227,6 +348,9 @@ def install(emulator: Any) -> Callable[[], None]:
     def undo() -> None:
         SageMakerRuntimeResponse.invoke_endpoint = original_invoke
         SageMakerRuntimeResponse.invoke_endpoint_async = original_invoke_async
+        del SageMakerRuntimeResponse.invoke_endpoint_with_response_stream
+        runtime_urls.url_paths.pop(STREAM_PATH, None)
+        DomainDispatcherApplication.infer_service_region_host = original_infer
         SageMakerModelBackend.create_transform_job = original_create_transform_job
         del SageMakerResponse.stop_transform_job
         del emulator.reset  # the class's own again
@@ -245,6 +369,12 @@ class RuntimeState:
         self.at_zero: dict[str, float] = {}
         self.count_unreported: set[str] = set()
         self.scaling: dict[str, threading.Event] = {}
+        # Inference components: seconds from the first refusal at zero copies to a copy, and those
+        # whose scale-out from zero is under way.
+        self.component_leave_zero_s: dict[str, float] = {}
+        self.leaving_zero: set[str] = set()
+        # Each hold at zero of a component starts a new spell: a scale-out of an earlier one is void.
+        self.spell: dict[str, int] = {}
 
     def clear(self) -> None:
         with self.lock:
@@ -253,6 +383,30 @@ class RuntimeState:
             self.at_zero.clear()
             self.count_unreported.clear()
             self.scaling.clear()
+            self.component_leave_zero_s.clear()
+            self.leaving_zero.clear()
+            self.spell.clear()
+
+    def leave_zero(self, component: str, start_copy: Callable[[], Any]) -> None:
+        """A request found no copy: the alarm's step policy starts one after the leave-zero time
+        (once, however many requests are refused meanwhile)."""
+        with self.lock:
+            if component in self.leaving_zero:
+                return
+            self.leaving_zero.add(component)
+            delay = self.component_leave_zero_s.get(component, 0.0)
+            spell = self.spell.get(component, 0)
+
+        def scale_out() -> None:
+            time.sleep(delay)
+            with self.lock:
+                if self.spell.get(component, 0) != spell:
+                    return
+                self.leaving_zero.discard(component)
+            with contextlib.suppress(Exception):  # the component was deleted meanwhile
+                start_copy()
+
+        threading.Thread(target=scale_out, name=f"leave-zero-{component}", daemon=True).start()
 
     def enter(self, name: str, limit: int | None) -> bool:
         with self.lock:
@@ -309,6 +463,24 @@ def hold_at_zero(emulator: Any, name: str, leave_zero_s: float, count_reported: 
         emulator.runtime_state.at_zero[name] = leave_zero_s
         if not count_reported:
             emulator.runtime_state.count_unreported.add(name)
+
+
+def hold_copies_at_zero(emulator: Any, component: str, leave_zero_s: float) -> None:
+    """Autoscaling has taken inference component `component` (in any account and region) to zero
+    copies (its endpoint to zero instances): the next request is refused for no capacity, and a copy
+    answers `leave_zero_s` after that first refusal."""
+    from moto.sagemaker.models import sagemaker_backends
+
+    for account in list(sagemaker_backends):
+        for region in list(sagemaker_backends[account]):
+            backend = sagemaker_backends[account][region]
+            if component in components(backend):
+                emulator.inference_components.set_copies(backend, component, 0)
+    state = emulator.runtime_state
+    with state.lock:
+        state.component_leave_zero_s[component] = leave_zero_s
+        state.spell[component] = state.spell.get(component, 0) + 1
+        state.leaving_zero.discard(component)
 
 
 def go_idle(emulator: Any, name: str) -> None:

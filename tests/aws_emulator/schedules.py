@@ -9,7 +9,8 @@
   `emulator.failed_invocations`).
 - moto's CloudFormation does not create AWS::Scheduler::Schedule at all. `fire_schedules(region,
   stack)` reads the schedules from the stack's deployed template and does what their target says
-  (the universal targets for SageMaker DeleteEndpoint and Auto Scaling UpdateAutoScalingGroup,
+  (the universal targets for SageMaker DeleteEndpoint and UpdateInferenceComponentRuntimeConfig and
+  Auto Scaling UpdateAutoScalingGroup,
   with their Input, its Refs resolved to the stack's resources), as Scheduler would at their time.
   A schedule stays after it fires (CloudFormation's AWS::Scheduler::Schedule has no
   ActionAfterCompletion; the API's default is NONE), so firing it again does the same again.
@@ -26,6 +27,7 @@ from tests.aws_emulator.account import ACCOUNT
 
 DELETE_ENDPOINT = "arn:aws:scheduler:::aws-sdk:sagemaker:deleteEndpoint"
 UPDATE_GROUP = "arn:aws:scheduler:::aws-sdk:autoscaling:updateAutoScalingGroup"
+UPDATE_COMPONENT = "arn:aws:scheduler:::aws-sdk:sagemaker:updateInferenceComponentRuntimeConfig"
 
 
 def deployed_stack(region: str, name: str) -> Any:
@@ -102,6 +104,10 @@ def fire_schedules(emulator: Any, region: str, stack: str) -> list[str]:
         if arn == DELETE_ENDPOINT:
             sagemaker_backends[ACCOUNT][region].delete_endpoint(request["EndpointName"])
             done.append(f"{logical_id}: deleted endpoint {request['EndpointName']}")
+        elif arn == UPDATE_COMPONENT:
+            name, copies = request["InferenceComponentName"], request["DesiredRuntimeConfig"]["CopyCount"]
+            emulator.inference_components.set_copies(sagemaker_backends[ACCOUNT][region], name, copies)
+            done.append(f"{logical_id}: {name} to {copies} copies")
         elif arn == UPDATE_GROUP:
             group = autoscaling_backends[ACCOUNT][region].autoscaling_groups[request["AutoScalingGroupName"]]
             if "MinSize" in request:
@@ -109,7 +115,8 @@ def fire_schedules(emulator: Any, region: str, stack: str) -> list[str]:
             group.set_desired_capacity(request["DesiredCapacity"])
             done.append(f"{logical_id}: {group.name} to {request['DesiredCapacity']}")
         else:
-            raise AssertionError(f"{logical_id}: the emulator fires {DELETE_ENDPOINT} and {UPDATE_GROUP}, not {arn}")
+            fired = ", ".join((DELETE_ENDPOINT, UPDATE_COMPONENT, UPDATE_GROUP))
+            raise AssertionError(f"{logical_id}: the emulator fires {fired}, not {arn}")
     return done
 
 

@@ -17,6 +17,7 @@ from tests.aws_emulator import (
     cloudformation,
     codebuild,
     imports,
+    inference_components,
     instances,
     parameters,
     s3_policies,
@@ -81,6 +82,8 @@ class Emulator:
         self.sessions: dict[str, dict[str, Any]] = {}
         self.offline: set[str] = set()
         self.endpoint_quota_refused: set[str] = set()
+        # Seconds a deleted inference component stays Deleting (inference_components.py).
+        self.component_deleting_s = 0.0
         self.readiness_writes: list[dict[str, str]] = []
         self.host_options: dict[str, Any] = {}
         self.build_behaviour: dict[str, str] = {}
@@ -107,8 +110,8 @@ class Emulator:
         # localhost, not 127.0.0.1: the CDK CLI builds template URLs from it.
         self.url = f"http://localhost:{self.port}"
         for module in (
-            parameters, capacity, sessions, codebuild, instances, autoscaling, schedules, sagemaker, sagemaker_runtime,
-            cloudformation, s3_policies, imports,
+            parameters, capacity, sessions, codebuild, instances, autoscaling, schedules, sagemaker, inference_components,
+            sagemaker_runtime, cloudformation, s3_policies, imports,
         ):  # fmt: skip
             self._undo.append(module.install(self))
         self.reset()
@@ -128,6 +131,7 @@ class Emulator:
         self.sessions.clear()
         self.offline.clear()
         self.endpoint_quota_refused.clear()
+        self.component_deleting_s = 0.0
         self.readiness_writes.clear()
         self.host_options.clear()
         self.build_behaviour.clear()

@@ -24,7 +24,7 @@ from tests.cdk.conftest import ROOT, cdk_json_context, render_join, resources, s
 from tests.cdk.test_checks import cfn_lint_each_in_its_region
 from tests.cdk.test_stacks import serve_args
 
-EVERY_OPTION = "g6,g5g,inf2,trn1,sagemaker,sagemaker-serverless,sagemaker-async,sagemaker-batch,bedrock-import"
+EVERY_OPTION = "g6,g5g,inf2,trn1,sagemaker,sagemaker-serverless,sagemaker-async,sagemaker-batch,sagemaker-components,bedrock-import"
 OPEN_CONTEXT = {"lane": "open", "backends": EVERY_OPTION, "sagemaker.maxInstances": "2"}
 
 
@@ -87,7 +87,8 @@ def test_the_open_lane_puts_one_model_on_every_open_model_backend(open_templates
     models = resources(open_templates["InferenceSageMakerStack"], "AWS::SageMaker::Model").values()
     vllm = [m["Properties"]["PrimaryContainer"].get("Environment", {}) for m in models]
     vllm = [env for env in vllm if env]
-    assert len(vllm) == 3  # real-time, async, batch (serverless carries its file in its image)
+    # Real-time, async, batch and the inference component (serverless carries its file in its image).
+    assert len(vllm) == 4
     assert all(env["SM_VLLM_MODEL"] == OPEN_MODEL and env["SM_VLLM_TOOL_CALL_PARSER"] == "hermes" for env in vllm)
     for backend in ("g6", "g5g"):
         args = serve_args(open_lane[0], backend)
@@ -152,7 +153,7 @@ def test_async_writes_to_the_stack_bucket_and_scales_between_zero_and_its_maximu
         for k, r in resources(
             open_templates["InferenceSageMakerStack"], "AWS::ApplicationAutoScaling::ScalingPolicy"
         ).items()
-        if r["Metadata"]["aws:cdk:path"].endswith("/LeaveZero")
+        if r["Metadata"]["aws:cdk:path"].endswith("/Async/Scaling/LeaveZero")
     )
     assert action == {"Ref": step_id}
 

@@ -116,6 +116,10 @@ def leftovers() -> dict[str, list[str]]:
         sagemaker = aws("sagemaker", region)
         items += [f"endpoint {e['EndpointName']}" for e in sagemaker.list_endpoints()["Endpoints"]]
         items += [
+            f"inference component {c['InferenceComponentName']}"
+            for c in sagemaker.list_inference_components()["InferenceComponents"]
+        ]
+        items += [
             f"repository {r['repositoryName']}"
             for r in aws("ecr", region).describe_repositories()["repositories"]
             if r["repositoryName"].startswith("inference-survey/") and not kept_repository(r["repositoryName"])

@@ -304,3 +304,22 @@ def test_help(capsys):
 def test_the_benchmark_steps_workload_and_lengths_are_checked_before_anything_deploys(capsys, tmp_path, argv, line):
     assert line in one_line(capsys, "g6", *argv, "--results-dir", str(tmp_path / "results"))
     assert not (tmp_path / "results").exists()
+
+
+def test_an_endpoint_of_inference_components_counts_its_most_instances_and_bills_only_while_they_run(aws, tmp_path):
+    aws(quotas(endpoint=2))
+    scaled = ["-c", "sagemaker-components.maxInstances=2", "-c", "sagemaker-components.maxCopies=2"]
+    code, evidence = run(tmp_path, "sagemaker-components", *scaled)
+    assert code == 0
+    plan = rows(evidence)["sagemaker-components"]
+    # Its instances draw on the endpoint-usage quota, counted at the most managed scaling may hold.
+    assert plan["runs"] and plan["quota"] == f"{ENDPOINT}: 2 of 2 instances"
+    assert plan["price_note"].endswith("; bills only while scaled above zero")
+    assert plan["ttl_worst_usd"] == pytest.approx(12 * plan["usd_per_hour"] * 2, abs=1e-3)
+    aws(quotas(endpoint=1))
+    code, evidence = run(tmp_path, "sagemaker-components", *scaled)
+    plan = rows(evidence)["sagemaker-components"]
+    assert (
+        not plan["runs"]
+        and plan["reason"] == f"quota {ENDPOINT} in us-east-2 is 1 instances; sagemaker-components needs 2"
+    )

@@ -1,5 +1,6 @@
 """What the app left in a region, and what bills there whatever its tag: one region's listing
-(stacks with their time-to-live, groups, instances, volumes, endpoints, running transform jobs,
+(stacks with their time-to-live, groups, instances, volumes, endpoints and their inference
+components, running transform jobs,
 network, our buckets, the kept repositories of the images the app builds, Custom Model Import
 models and running import jobs, sessions), each list call's failure a line, never a stop."""
 
@@ -219,6 +220,24 @@ class RegionScan:
         for model in sagemaker.list_models(MaxResults=100)["Models"]:
             if ours(model["ModelArn"]):
                 self.add("model", model["ModelName"], "-", ours=True, billing=False)
+
+    def inference_components(self) -> None:
+        """Inference components, ours by tag or by their endpoint: their copies hold the instances the
+        endpoint bills for (the endpoint's row bills), and an endpoint goes only once they are gone."""
+        sagemaker = self.client("sagemaker")
+        endpoints = self.ours("endpoint")
+        for page in sagemaker.get_paginator("list_inference_components").paginate():
+            for component in page["InferenceComponents"]:
+                tags = sagemaker.list_tags(ResourceArn=component["InferenceComponentArn"]).get("Tags")
+                endpoint = component["EndpointName"]
+                self.add(
+                    "inference-component",
+                    component["InferenceComponentName"],
+                    component["InferenceComponentStatus"],
+                    ours=tags_are_ours(tags) or endpoint in endpoints,
+                    billing=False,
+                    detail=f"on endpoint {endpoint} (its copies' instances bill as the endpoint's)",
+                )
 
     def transform_jobs(self) -> None:
         """Running batch transform jobs, ours or not: their instances bill while the job runs."""

@@ -1,5 +1,6 @@
 """Removing what the app left: ours only, stacks first (CloudFormation removes what it made), then
-what they left, each step's outcome kept and a refusal never stopping the rest. Before the stacks:
+what they left (an endpoint's inference components before the endpoint), each step's outcome kept
+and a refusal never stopping the rest. Before the stacks:
 our running transform jobs are stopped and our buckets emptied (every object version), since
 CloudFormation deletes only an empty bucket; a bucket still there once its stack is gone is
 deleted. Custom Model Import models are deleted after the stacks (no stack removes them). The
@@ -28,6 +29,8 @@ DELETE_ORDER = (
     "stack",
     "auto-scaling-group",
     "instance",
+    # An endpoint that hosts inference components is deleted only once they are gone.
+    "inference-component",
     "endpoint",
     "endpoint-config",
     "model",
@@ -62,6 +65,7 @@ def delete_ours(found: list[Found], wait_s: float, *, purge_kept: bool = False) 
             AutoScalingGroupName=f.id, ForceDelete=True
         ),
         "instance": lambda f: client("ec2", f.region).terminate_instances(InstanceIds=[f.id]),
+        "inference-component": lambda f: delete_inference_component(client("sagemaker", f.region), f.id, wait_s),
         "endpoint": lambda f: client("sagemaker", f.region).delete_endpoint(EndpointName=f.id),
         "endpoint-config": lambda f: client("sagemaker", f.region).delete_endpoint_config(EndpointConfigName=f.id),
         "model": lambda f: client("sagemaker", f.region).delete_model(ModelName=f.id),
@@ -105,6 +109,27 @@ def delete_ours(found: list[Found], wait_s: float, *, purge_kept: bool = False) 
             outcome = f"not deleted: {describe(error)}"
         actions.append(asdict(item) | {"outcome": outcome})
     return actions
+
+
+def delete_inference_component(sagemaker: Any, name: str, wait_s: float, poll_s: float = 2.0) -> str:
+    """DeleteInferenceComponent, then wait until it is gone (it is Deleting a while, and its endpoint
+    cannot go before): "gone with its stack" when CloudFormation already took it."""
+    try:
+        sagemaker.delete_inference_component(InferenceComponentName=name)
+    except Exception as error:
+        if "Could not find" in str(error):
+            return "gone with its stack"
+        raise
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            sagemaker.describe_inference_component(InferenceComponentName=name)
+        except Exception as error:
+            if "Could not find" in str(error):
+                return "deleted"
+            raise
+        time.sleep(poll_s)
+    raise RunnerError(f"inference component {name} still there after {wait_s:g} s")
 
 
 def stop_transform_job(sagemaker: Any, name: str) -> str:

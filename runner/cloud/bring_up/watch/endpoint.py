@@ -81,3 +81,53 @@ class EndpointWatch(Watch):
         if count > 1 and row.usd_per_hour is not None:
             row = BillingNow(row.backend, row.region, f"{row.what} × {count}", row.usd_per_hour * count, row.note)
         return [row.to_json()]
+
+
+class ComponentWatch(EndpointWatch):
+    """An endpoint of inference components: the endpoint InService, then its component InService
+    (or either Failed). Nothing is recreated: the time-to-live takes the component's copies to zero
+    and leaves the endpoint and the component standing, so a component InService at zero copies is
+    ready (its first request starts a copy). What bills is the endpoint's instances (its billing)."""
+
+    def component(self) -> dict[str, Any] | None:
+        try:
+            return self.client("sagemaker").describe_inference_component(
+                InferenceComponentName=self.output.inference_component_name
+            )
+        except ClientError as error:
+            if "Could not find" in str(error):
+                return None
+            raise
+
+    def step(self) -> str | None:
+        description = self.describe()
+        if description is None:
+            return self.end(FAILED, f"endpoint {self.output.endpoint_name} does not exist")
+        self.first = False
+        status = description["EndpointStatus"]
+        self.record["readiness"] = status
+        self.record["launched_at"] = iso(description["CreationTime"])
+        if status in ("Failed", "OutOfService"):
+            return self.end(FAILED, description.get("FailureReason", status))
+        if status == "InService":
+            name = self.output.inference_component_name
+            component = self.component()
+            if component is None:
+                return self.end(FAILED, f"inference component {name} does not exist")
+            state = component["InferenceComponentStatus"]
+            copies = (component.get("RuntimeConfig") or {}).get("CurrentCopyCount")
+            self.record.update(readiness=f"endpoint InService, component {state}", copies=copies)
+            if state == "Failed":
+                return self.end(FAILED, f"inference component {name}: {component.get('FailureReason') or state}")
+            if state == "InService":
+                ready = component.get("LastModifiedTime") or datetime.now(UTC)
+                self.record.update(ready_at=iso(ready), zone=None)
+                self.record["launch_to_ready_min"] = minutes_between(
+                    self.record["launched_at"], self.record["ready_at"]
+                )
+                if copies == 0:
+                    self.record["held_at_zero"] = "zero copies: the first request starts one"
+                return self.end(READY)
+        if time.monotonic() - self.started > (self.options.ready_timeout_s or 3600):
+            return self.end(TIMEOUT, f"endpoint {status}, {self.record['readiness']}")
+        return None

@@ -1,0 +1,161 @@
+"""A SageMaker endpoint of inference components: the endpoint holds no model; the model (the same
+vLLM DLC model definition as the real-time endpoint, sagemaker_model.py) runs as copies of one
+inference component, each on whole accelerators of an instance, that Application Auto Scaling
+adds and removes (endpoint_scaling.py ComponentScaling) while SageMaker's managed instance
+scaling adds and removes the instances they need, down to none.
+
+Declared as AWS documents it (every name below is in CloudFormation's registry schema of
+AWS::SageMaker::EndpointConfig and AWS::SageMaker::InferenceComponent, as cfn-lint 1.58.0 ships
+them, and in the SageMaker API reference):
+- the endpoint config's one production variant has an instance type and no ModelName,
+  `ManagedInstanceScaling` (Status ENABLED, MinInstanceCount from `minInstances`, 0 by default,
+  MaxInstanceCount from `maxInstances`; ScaleInPolicy IDLE_RELEASE, "releases instances that have
+  no hosted inference component copies"), and `RoutingConfig` (its RoutingStrategy, with a
+  PrefixAwareRoutingConfig for PREFIX_AWARE); the config names the execution role SageMaker runs
+  the components with (`ExecutionRoleArn`), the model's own;
+- InitialInstanceCount is at least 1, as in AWS's scale-to-zero example: the endpoint starts with
+  one instance, and scaling takes it to zero once no copy runs;
+- the inference component: Specification (ModelName, ComputeResourceRequirements with
+  NumberOfAcceleratorDevicesRequired and MinMemoryRequiredInMb, StartupParameters with the
+  startup bound) and RuntimeConfig CopyCount (`copies`).
+
+The deploy's time-to-live sets the component's copies to zero (UpdateInferenceComponentRuntime
+Config, one call on one resource): its instances go once no copy runs, and the component, its
+scaling and CloudFormation's record of them stay. A request after that starts a copy again, as
+after any idle spell (scale from zero), and `runner.up` needs to bring nothing back.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Aws, Stack
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from catalog.backends import PREFIX_AWARE
+from catalog.config import BackendConfig, sagemaker_environment
+from inference_constructs.backend_output import backend_output, publish_output
+from inference_constructs.endpoint_scaling import VARIANT, ComponentScaling
+from inference_constructs.log_group import owned_log_group
+from inference_constructs.nag import acknowledge
+from inference_constructs.sagemaker_model import dlc_image_uri, owned_endpoint, sagemaker_model
+from inference_constructs.time_to_live import expiry_id, scheduled_call
+
+
+def component_name(endpoint_name: str) -> str:
+    """The component's fixed name: every request names it, and its scaling target is made from it."""
+    return f"{endpoint_name}-model"
+
+
+class InferenceComponentEndpoint(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        backend: BackendConfig,
+        endpoint_name: str,
+        expires_at: str | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        spec = backend.spec
+        stack = Stack.of(self)
+        if not (spec.image and spec.instance_type):
+            raise ValueError(f"backend {spec.name} has no image or instance type")
+        name = component_name(endpoint_name)
+        log_group_name = f"/aws/sagemaker/Endpoints/{endpoint_name}"
+        self.log_group = owned_log_group(self, "Logs", log_group_name)
+        made = sagemaker_model(
+            self,
+            purpose=f"SageMaker inference component {name}",
+            image_uri=dlc_image_uri(stack, spec.image),
+            environment=sagemaker_environment(spec.serve_flags, spec.model_id),
+            log_group_name=log_group_name,
+        )
+        self.role, self.model = made.role, made.model
+        prefix_aware = (
+            sagemaker.CfnEndpointConfig.PrefixAwareRoutingConfigProperty(
+                prefix_length=spec.prefix_length, concurrency_threshold=spec.concurrency_threshold
+            )
+            if spec.routing_strategy == PREFIX_AWARE
+            else None
+        )
+        self.endpoint_config = sagemaker.CfnEndpointConfig(
+            self,
+            "EndpointConfig",
+            execution_role_arn=self.role.role_arn,
+            production_variants=[
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name=VARIANT,
+                    instance_type=spec.instance_type,
+                    initial_instance_count=max(1, spec.min_instances),
+                    managed_instance_scaling=sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
+                        status="ENABLED",
+                        min_instance_count=spec.min_instances,
+                        max_instance_count=spec.max_instances,
+                        scale_in_policy=sagemaker.CfnEndpointConfig.ScaleInPolicyProperty(strategy="IDLE_RELEASE"),
+                    ),
+                    routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
+                        routing_strategy=spec.routing_strategy, prefix_aware_routing_config=prefix_aware
+                    ),
+                )
+            ],
+        )
+        acknowledge(
+            self.endpoint_config,
+            "AwsSolutions-SM2",
+            "Instance storage holds only public model weights; a customer-managed KMS key would outlive cdk destroy.",
+        )
+        # The endpoint itself bills nothing once no copy runs: the time-to-live is the component's.
+        self.endpoint = owned_endpoint(self, endpoint_name, self.endpoint_config, self.log_group, None)
+        self.component = sagemaker.CfnInferenceComponent(
+            self,
+            "Component",
+            inference_component_name=name,
+            endpoint_name=self.endpoint.attr_endpoint_name,
+            variant_name=VARIANT,
+            specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
+                model_name=self.model.attr_model_name,
+                compute_resource_requirements=sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
+                    number_of_accelerator_devices_required=spec.accelerators_per_copy,
+                    min_memory_required_in_mb=spec.copy_memory_mb,
+                ),
+                startup_parameters=sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
+                    container_startup_health_check_timeout_in_seconds=backend.startup_timeout_seconds,
+                    model_data_download_timeout_in_seconds=backend.startup_timeout_seconds,
+                ),
+            ),
+            runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
+                copy_count=spec.copies
+            ),
+        )
+        self.scaling = ComponentScaling(self, "Scaling", component=self.component, component_name=name, backend=spec)
+        if expires_at:
+            self.time_to_live = scheduled_call(
+                self,
+                expires_at=expires_at,
+                what=f"Take inference component {name} to zero copies",
+                api="sagemaker:updateInferenceComponentRuntimeConfig",
+                request={"InferenceComponentName": name, "DesiredRuntimeConfig": {"CopyCount": 0}},
+                action="sagemaker:UpdateInferenceComponentRuntimeConfig",
+                resource=f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{Aws.ACCOUNT_ID}:inference-component/{name}",
+                construct_id=f"TimeToLive{expiry_id(expires_at)}",
+            )
+        self.output = backend_output(
+            backend,
+            stack,
+            endpoint_name=endpoint_name,
+            inference_component_name=name,
+            instance_type=spec.instance_type,
+            log_group=self.log_group.log_group_name,
+            expires_at=expires_at,
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            min_instances=spec.min_instances,
+            max_instances=spec.max_instances,
+            copies=spec.copies,
+            min_copies=spec.min_copies,
+            max_copies=spec.max_copies,
+            accelerators_per_copy=spec.accelerators_per_copy,
+            copy_memory_mb=spec.copy_memory_mb,
+            routing_strategy=spec.routing_strategy,
+        )
+        publish_output(stack, backend, self.output)

@@ -1,0 +1,256 @@
+"""InferenceComponentEndpoint alone in a bare Stack, and its context keys at synth: the endpoint
+config's variant with no model (managed instance scaling to zero, the routing asked for), the
+component on the real-time endpoint's model definition, its copies scaled on concurrent requests
+per copy and brought out of zero by the no-capacity alarm, its time-to-live, its output; then the
+copies, instance and routing keys, each bad value refused in one line. Values come from the
+catalog's spec, so a change there shows here; cfn-lint checks the synthesized template against
+CloudFormation's own schemas (tests/cdk/test_options.py synthesizes it with every option)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+
+from catalog import CatalogError
+from catalog.backends import get_backend
+from catalog.config import BackendConfig, load_config, sagemaker_environment
+from catalog.contract import BackendOutput, output_key
+from inference_constructs.endpoint_scaling import SCALE_IN_COOLDOWN_S, SCALE_OUT_COOLDOWN_S
+from inference_constructs.inference_components import InferenceComponentEndpoint
+from tests.cdk.conftest import SYNTH_NOW, cdk_json_context, render_join
+from tests.cdk.test_construct_server import EXPIRY, bare_stack, logical_id, only
+
+REGION = "us-east-2"
+ENDPOINT = "inference-sagemaker-components"
+COMPONENT = f"{ENDPOINT}-model"
+NAME = "sagemaker-components"
+
+
+def config(**overrides: Any) -> BackendConfig:
+    spec = get_backend(NAME)
+    return BackendConfig(spec=replace(spec, **overrides) if overrides else spec, region=REGION, zones=())
+
+
+def build(tmp_path, expires_at: str | None = EXPIRY, **overrides: Any) -> tuple[InferenceComponentEndpoint, Template]:
+    stack = bare_stack(tmp_path, REGION)
+    made = InferenceComponentEndpoint(
+        stack, "Components", backend=config(**overrides), endpoint_name=ENDPOINT, expires_at=expires_at
+    )
+    return made, Template.from_stack(stack)
+
+
+@pytest.fixture(scope="module")
+def catalog_endpoint(tmp_path_factory) -> tuple[InferenceComponentEndpoint, Template]:
+    return build(tmp_path_factory.mktemp("components"))
+
+
+def test_the_variant_has_no_model_and_scales_its_instances_to_zero_with_the_catalogs_routing(catalog_endpoint):
+    made, template = catalog_endpoint
+    spec = get_backend(NAME)
+    (_, endpoint_config) = only(template, "AWS::SageMaker::EndpointConfig")
+    properties = endpoint_config["Properties"]
+    assert properties["ProductionVariants"] == [
+        {
+            "VariantName": "AllTraffic",
+            "InstanceType": spec.instance_type,
+            "InitialInstanceCount": 1,
+            "ManagedInstanceScaling": {
+                "Status": "ENABLED",
+                "MinInstanceCount": 0,
+                "MaxInstanceCount": spec.max_instances,
+                "ScaleInPolicy": {"Strategy": "IDLE_RELEASE"},
+            },
+            "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
+        }
+    ]
+    # SageMaker runs the components with the model's own role.
+    assert properties["ExecutionRoleArn"] == {"Fn::GetAtt": [logical_id(made.role), "Arn"]}
+
+
+def test_the_component_runs_the_real_time_endpoints_model_on_one_gpu_per_copy(catalog_endpoint):
+    made, template = catalog_endpoint
+    spec = get_backend(NAME)
+    (_, component) = only(template, "AWS::SageMaker::InferenceComponent")
+    assert component["Properties"] | {"Tags": None} == {
+        "InferenceComponentName": COMPONENT,
+        "EndpointName": {"Fn::GetAtt": [logical_id(made.endpoint), "EndpointName"]},
+        "VariantName": "AllTraffic",
+        "Specification": {
+            "ModelName": {"Fn::GetAtt": [logical_id(made.model), "ModelName"]},
+            "ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 8192},
+            "StartupParameters": {
+                "ContainerStartupHealthCheckTimeoutInSeconds": 1800,
+                "ModelDataDownloadTimeoutInSeconds": 1800,
+            },
+        },
+        "RuntimeConfig": {"CopyCount": spec.copies},
+        "Tags": None,
+    }
+    (_, model) = only(template, "AWS::SageMaker::Model")
+    container = model["Properties"]["PrimaryContainer"]
+    # The real-time endpoint's DLC and vLLM settings, from the same catalog entry.
+    assert container["Environment"] == sagemaker_environment(spec.serve_flags, spec.model_id)
+    assert render_join(container["Image"]).endswith(f"/{get_backend('sagemaker').image}")
+    (_, endpoint) = only(template, "AWS::SageMaker::Endpoint")
+    assert endpoint["Properties"]["EndpointName"] == ENDPOINT
+
+
+def test_copies_scale_on_concurrent_requests_per_copy_and_leave_zero_on_the_no_capacity_alarm(catalog_endpoint):
+    made, template = catalog_endpoint
+    spec = get_backend(NAME)
+    (target_id, target) = only(template, "AWS::ApplicationAutoScaling::ScalableTarget")
+    assert target["Properties"] | {"Tags": None} == {
+        "ServiceNamespace": "sagemaker",
+        "ResourceId": f"inference-component/{COMPONENT}",
+        "ScalableDimension": "sagemaker:inference-component:DesiredCopyCount",
+        "MinCapacity": 0,
+        "MaxCapacity": spec.max_copies,
+        "Tags": None,
+    }
+    assert target["DependsOn"] == [logical_id(made.component)]
+    policies = {p["Properties"]["PolicyType"]: (i, p["Properties"]) for i, p in template.find_resources(
+        "AWS::ApplicationAutoScaling::ScalingPolicy").items()}  # fmt: skip
+    _, tracking = policies["TargetTrackingScaling"]
+    assert tracking["ScalingTargetId"] == {"Ref": target_id}
+    assert tracking["TargetTrackingScalingPolicyConfiguration"] == {
+        "TargetValue": float(spec.target_concurrency),
+        "PredefinedMetricSpecification": {
+            "PredefinedMetricType": "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
+        },
+        "ScaleOutCooldown": SCALE_OUT_COOLDOWN_S,
+        "ScaleInCooldown": SCALE_IN_COOLDOWN_S,
+    }
+    step_id, step = policies["StepScaling"]
+    assert step["StepScalingPolicyConfiguration"] == {
+        "AdjustmentType": "ChangeInCapacity",
+        "MetricAggregationType": "Maximum",
+        "Cooldown": 60,
+        "StepAdjustments": [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}],
+    }
+    (_, alarm) = only(template, "AWS::CloudWatch::Alarm")
+    assert alarm["Properties"] | {"Tags": None, "AlarmDescription": None} == {
+        "Namespace": "AWS/SageMaker",
+        "MetricName": "NoCapacityInvocationFailures",
+        "Dimensions": [{"Name": "InferenceComponentName", "Value": COMPONENT}],
+        "Statistic": "Sum",
+        "Period": 60,
+        "EvaluationPeriods": 1,
+        "DatapointsToAlarm": 1,
+        "Threshold": 1,
+        "ComparisonOperator": "GreaterThanThreshold",
+        "AlarmActions": [{"Ref": step_id}],
+        "Tags": None,
+        "AlarmDescription": None,
+    }
+
+
+def test_a_floor_of_copies_needs_no_way_out_of_zero(tmp_path):
+    made, template = build(tmp_path, min_copies=1)
+    assert made.scaling.leave_zero is None and made.scaling.alarm is None
+    template.resource_count_is("AWS::CloudWatch::Alarm", 0)
+    template.has_resource_properties("AWS::ApplicationAutoScaling::ScalableTarget", {"MinCapacity": 1})
+
+
+def test_at_the_expiry_one_schedule_takes_the_component_to_zero_copies_and_nothing_else(catalog_endpoint):
+    _, template = catalog_endpoint
+    (_, schedule) = only(template, "AWS::Scheduler::Schedule")
+    target = schedule["Properties"]["Target"]
+    assert render_join(target["Arn"]).endswith(":scheduler:::aws-sdk:sagemaker:updateInferenceComponentRuntimeConfig")
+    assert json.loads(target["Input"]) == {
+        "InferenceComponentName": COMPONENT,
+        "DesiredRuntimeConfig": {"CopyCount": 0},
+    }
+    assert schedule["Properties"]["ScheduleExpression"] == f"at({EXPIRY.removesuffix('Z')})"
+    role_id = target["RoleArn"]["Fn::GetAtt"][0]
+    statements = [
+        s for p in template.find_resources("AWS::IAM::Policy").values()
+        if p["Properties"]["Roles"] == [{"Ref": role_id}] for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]  # fmt: skip
+    (statement,) = statements
+    assert statement["Action"] == "sagemaker:UpdateInferenceComponentRuntimeConfig"
+    assert render_join(statement["Resource"]).endswith(f":inference-component/{COMPONENT}")
+
+
+def test_prefix_aware_routing_carries_its_settings(tmp_path):
+    _, template = build(
+        tmp_path, expires_at=None, routing_strategy="PREFIX_AWARE", prefix_length=2048, concurrency_threshold=6
+    )
+    (_, endpoint_config) = only(template, "AWS::SageMaker::EndpointConfig")
+    (variant,) = endpoint_config["Properties"]["ProductionVariants"]
+    assert variant["RoutingConfig"] == {
+        "RoutingStrategy": "PREFIX_AWARE",
+        "PrefixAwareRoutingConfig": {"PrefixLength": 2048, "ConcurrencyThreshold": 6},
+    }
+    template.resource_count_is("AWS::Scheduler::Schedule", 0)
+
+
+def test_the_output_names_the_component_its_copies_and_its_routing(catalog_endpoint):
+    _, template = catalog_endpoint
+    value = template.to_json()["Outputs"][output_key(NAME)]["Value"]
+    parsed = BackendOutput.parse(output_key(NAME), json.loads(render_join(value)))
+    assert (parsed.kind, parsed.endpoint_name, parsed.inference_component_name) == (NAME, ENDPOINT, COMPONENT)
+    assert (parsed.copies, parsed.min_copies, parsed.max_copies) == (1, 0, 1)
+    assert (parsed.min_instances, parsed.max_instances, parsed.routing_strategy) == (0, 1, "LEAST_OUTSTANDING_REQUESTS")
+    assert (parsed.accelerators_per_copy, parsed.copy_memory_mb, parsed.expires_at) == (1, 8192, EXPIRY)
+
+
+# --- its context keys, checked at synth -------------------------------------------------------
+
+
+def spec_with(**context: Any):
+    keys = {f"{NAME}.{k}": v for k, v in context.items()}
+    loaded = load_config(cdk_json_context() | {"backends": NAME} | keys, placements={}, now=SYNTH_NOW)
+    (backend,) = loaded.backends
+    return backend.spec
+
+
+def test_copies_instances_and_routing_from_context_reach_the_spec():
+    spec = spec_with(
+        instanceType="ml.g6.12xlarge", copies=2, minCopies=1, maxCopies=8, maxInstances=2, routingStrategy="RANDOM"
+    )
+    assert (spec.instance_type, spec.copies, spec.min_copies, spec.max_copies) == ("ml.g6.12xlarge", 2, 1, 8)
+    assert (spec.max_instances, spec.routing_strategy) == (2, "RANDOM")
+    spec = spec_with(routingStrategy="PREFIX_AWARE", prefixLength=4096, concurrencyThreshold=8)
+    assert (spec.prefix_length, spec.concurrency_threshold) == (4096, 8)
+
+
+@pytest.mark.parametrize(
+    ("context", "expected"),
+    [
+        # Copies beyond the instance's accelerators: one L4 per ml.g6.xlarge, one instance at most.
+        (
+            {"maxCopies": 2},
+            "context sagemaker-components.maxCopies: 2 copies of 1 accelerator(s) each do not fit 1 ml.g6.xlarge "
+            "(1 per instance, 1 copies at most): raise sagemaker-components.maxInstances",
+        ),
+        ({"instanceType": "ml.g6.12xlarge", "maxCopies": 9, "maxInstances": 2}, "(4 per instance, 8 copies at most)"),
+        ({"copies": 3, "maxCopies": 2, "maxInstances": 2}, "copies: 3 is outside sagemaker-components.minCopies"),
+        (
+            {"minCopies": 1, "copies": 0},
+            "copies: 0 is outside sagemaker-components.minCopies..sagemaker-components.maxCopies (1..1)",
+        ),
+        ({"maxCopies": 0}, "maxCopies: at least one copy is needed"),
+        # A routing value AWS does not list, and one its API lists that CloudFormation's schema does not.
+        (
+            {"routingStrategy": "ROUND_ROBIN"},
+            "context sagemaker-components.routingStrategy: a CloudFormation endpoint config routes by "
+            "LEAST_OUTSTANDING_REQUESTS, RANDOM, PREFIX_AWARE, not 'ROUND_ROBIN'",
+        ),
+        ({"routingStrategy": "KV_AWARE"}, "not in CloudFormation's AWS::SageMaker::EndpointConfig schema"),
+        ({"routingStrategy": "PREFIX_AWARE"}, "PREFIX_AWARE needs sagemaker-components.prefixLength"),
+        ({"prefixLength": 2048}, "only with sagemaker-components.routingStrategy=PREFIX_AWARE"),
+        (
+            {"routingStrategy": "PREFIX_AWARE", "prefixLength": 100, "concurrencyThreshold": 4},
+            "outside the allowed range 1024..65536",
+        ),
+        ({"instanceType": "ml.inf2.xlarge"}, "does not match backend sagemaker-components"),
+    ],
+)
+def test_bad_copies_or_routing_is_one_line_at_synth(context, expected):
+    with pytest.raises(CatalogError) as caught:
+        spec_with(**context)
+    assert expected in str(caught.value) and "\n" not in str(caught.value)
