@@ -17,11 +17,11 @@ from runner import bench
 from tests.aws_emulator.routing import Fleet, RoutingConfig, RoutingRefused, routed_fleet
 from tests.runner.known_server import known, known_server
 
-PREFILL_TOK_S = 4000.0
+PREFILL_TOK_S = 2000.0
 BASE_TTFT_S = 0.01
 INPUT_TOKENS = 1000
-PREFIXES = 4
-REQUESTS = 16
+PREFIXES = 3
+REQUESTS = 12
 
 
 @pytest.mark.parametrize(
