@@ -16,7 +16,6 @@ offline table). Bad input is one line and exit 2; exit 1 when no option is withi
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
 from pathlib import Path
 
 from catalog.backends import Billing
@@ -43,6 +42,8 @@ from runner.costing.measured import split_quality
 from runner.costing.priced_as import parse_priced_as, price_as
 from runner.costing.prices import PriceList, price_all
 from runner.costing.rows import ROWS_SCHEMA
+from runner.render.advise import AdviseFile
+from runner.render.cost import UsedPrice
 from runner.render.tables import print_report
 from runner.workloads.presets import get_preset
 from runner.workloads.slo import Slo, parse_goodput
@@ -200,7 +201,7 @@ def run(argv: list[str] | None = None) -> int:
             + ("; --allow-unmeasured-sources ranks it, labelled" if refused else "")
         )
     evidence = Evidence(
-        "advise",
+        AdviseFile,
         {
             "evidence": [p for p, _ in inputs],
             "pricing": "api" if use_api else "offline",
@@ -235,22 +236,20 @@ def run(argv: list[str] | None = None) -> int:
     for line in [*notices, *price_notices]:
         console.print(f"[yellow]note:[/yellow] {line}")
         evidence.notice(line)
-    evidence.data["prices"] = [asdict(r) | p.to_json() for r, p in prices.items()]
-    evidence.data["pricing_queries"] = price_list.queries if price_list else []
-    evidence.data["backends"] = [option.backend.to_json() for option in options]
+    file = evidence.file
+    file.prices = [UsedPrice(request, price) for request, price in prices.items()]
+    file.pricing_queries = price_list.queries if price_list else []
+    file.backends = [option.backend for option in options]
     ranked = rank([advise(o, workload, prices.get(requests[o.name]) if requests[o.name] else None) for o in options])
     priced = {option.name: option.backend.priced_as for option in options if option.backend.priced_as}
     for row in ranked:
         row.accuracy = accuracy.get(row.option)
         if row.option in priced:  # the table says what the month is priced on: the user's word
             row.arithmetic = f"priced as given ({priced[row.option].flag}): {row.arithmetic}"
-    evidence.data["rows_schema"] = ROWS_SCHEMA
-    evidence.data["records"] = [row.to_json() for row in ranked]
-    evidence.data["why"] = explain(ranked)
-    evidence.data["refused"] = refused
-    evidence.data["assumptions"] = ASSUMPTIONS
+    file.rows_schema, file.records = ROWS_SCHEMA, ranked
+    file.why, file.refused, file.assumptions = explain(ranked), refused, ASSUMPTIONS
     evidence.finish()
-    print_report(evidence.data)
+    print_report(file)
     evidence.announce()
     return 0 if ranked and ranked[0].meets is True else 1
 

@@ -5,17 +5,56 @@ then, for the real-time endpoint, where a second instance starts paying for itse
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Self
 
 from rich.console import Console
 from rich.table import Table
 
 from catalog.prices import HOURS_PER_MONTH, Price
-from runner.core.accuracy import accuracy_of
+from runner.core.accuracy import Accuracy
+from runner.core.evidence import EvidenceFile
 from runner.core.stats import fmt
-from runner.costing.prices import GIVEN
-from runner.costing.rows import CostRow, cost_rows_in, scaling_in
+from runner.core.typed_json import FlatJson, JsonObject, flat, read_sections, reader_of
+from runner.costing.prices import GIVEN, PriceRequest
+from runner.costing.rows import CostRow, Scaling, cost_rows_in, scaling_in
 from runner.render.tables import accuracy_text, add_columns
+
+
+@dataclass(frozen=True)
+class UsedPrice(FlatJson):
+    """One price a cost or advise run used, in one entry: what was asked for, then the price found
+    (its figures over the request's where both name one), its source and date."""
+
+    request: PriceRequest = flat()
+    price: Price = flat()
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> UsedPrice:
+        return cls(reader_of(PriceRequest)(data, what), reader_of(Price)(data, what))
+
+
+@dataclass(kw_only=True)
+class CostFile(EvidenceFile):
+    """Cost evidence: the prices used and the Pricing API's queries, the backends priced, the
+    second-instance verdicts, the accuracy beside the figures, and the rows (`rows_schema`)."""
+
+    COMMAND = "cost"
+    records: list[CostRow] = field(default_factory=list)
+    prices: list[UsedPrice] = field(default_factory=list)
+    pricing_queries: list[JsonObject] = field(default_factory=list)
+    scaling: list[Scaling] = field(default_factory=list)
+    accuracy: dict[str, Accuracy] = field(default_factory=dict)
+    rows_schema: int | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object], where: object = None) -> Self:
+        """Its rows read by runner.costing (their version checked), the rest by their types."""
+        where = getattr(data, "source", None) if where is None else where
+        rows = {"records": cost_rows_in(data, where), "scaling": scaling_in(data, where)}  # type: ignore[arg-type]
+        return cls(**read_sections(cls, data, where, apart=tuple(rows)), **rows)  # type: ignore[arg-type]
+
 
 # The billing models as the table names them (the evidence keeps catalog.backends.Billing's values).
 BILLING_LABELS = {
@@ -56,8 +95,8 @@ def source_text(row: CostRow) -> str:
     return text
 
 
-def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
-    table = Table(title=f"cost: on-demand prices ({evidence['config'].get('pricing')}), {HOURS_PER_MONTH} h a month")
+def render_report(evidence: CostFile, out: Console, baseline: CostFile | None = None) -> None:
+    table = Table(title=f"cost: on-demand prices ({evidence.config.get('pricing')}), {HOURS_PER_MONTH} h a month")
     columns = [
         "backend",
         "billing",
@@ -77,9 +116,8 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
     )
     for column in table.columns[:2]:
         column.no_wrap = True
-    accuracy = accuracy_of(evidence)
-    where = f"cost evidence of {evidence.get('started_at')}"
-    for row in cost_rows_in(evidence, where):
+    accuracy = evidence.accuracy
+    for row in evidence.records:
         monthly = row.usd_per_month_24x7
         monthly_text = f"{monthly:.0f} (24x7)" if monthly else "-"
         if row.fixed_usd_per_month is not None:
@@ -106,8 +144,8 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             source_text(row),
         )
     out.print(table)
-    for scaling in scaling_in(evidence, where):
+    for scaling in evidence.scaling:
         out.print(f"{scaling.backend}: second instance: {scaling.verdict}")
-    sources = {(p.get("source"), str(p.get("as_of"))[:10]) for p in evidence.get("prices", [])}
+    sources = {(p.price.source, str(p.price.as_of)[:10]) for p in evidence.prices}
     for source, as_of in sorted(sources, key=str):
         out.print(f"[dim]price source: {source} ({as_of})[/dim]")

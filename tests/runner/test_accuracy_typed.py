@@ -12,11 +12,12 @@ import pytest
 
 from runner import report
 from runner.agent.quality import summarise
-from runner.core.accuracy import Accuracy, QualitySummary, accuracy_by_backend, accuracy_json, summaries_of
+from runner.core.accuracy import Accuracy, QualitySummary, accuracy_by_backend, summaries_of
 from runner.core.agent_evidence import QualityItem
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
 from runner.core.stats import wilson_interval
+from runner.core.typed_json import to_json
 
 RECORDS = [
     QualityItem("g6", "counting", "counting-000", graded=True, correct=True),
@@ -61,7 +62,7 @@ def test_the_latest_quality_run_that_graded_something_gives_the_accuracy(tmp_pat
     nothing = quality(tmp_path, "2026-03-01T00:00:00", {"correct": 0, "total": 0, "errors": 5})
     found = accuracy_by_backend([late, nothing, early])
     assert found == {"g6": Accuracy(3, 4, 0.75, measured_at="2026-02-01T00:00:00")}
-    assert accuracy_json(found) == {
+    assert to_json(found) == {
         "g6": {"correct": 3, "total": 4, "accuracy": 0.75, "low": None, "high": None,
                "measured_at": "2026-02-01T00:00:00"}
     }  # fmt: skip
@@ -86,9 +87,9 @@ def test_a_malformed_summary_is_one_line_naming_it(entry, line):
 
 
 def test_the_report_refuses_a_malformed_quality_file_in_one_line_before_writing(tmp_path, capsys, monkeypatch):
-    evidence = Evidence("quality", {}, tmp_path)
-    evidence.set("summary", [{"backend": "g6", "model": "m", "overall": {"correct": "all"}}])
-    path = evidence.finish()
+    path = tmp_path / "quality.json"
+    malformed = [{"backend": "g6", "model": "m", "overall": {"correct": "all"}}]
+    path.write_text(json.dumps(Evidence("quality", {}, tmp_path).data | {"summary": malformed}))
     page = tmp_path / "page.html"
     monkeypatch.setattr(sys, "argv", ["runner.report", str(path), "--html", str(page)])
     with pytest.raises(SystemExit) as exit_info:

@@ -14,6 +14,7 @@ from runner.core.errors import RunnerError
 from runner.figures.capacity import CapacityFound, Tried, capacity_of
 from runner.figures.latency import distribution
 from runner.figures.levels import LevelSummary, token_figures
+from runner.measure.bench_file import BenchFile
 from runner.measure.capacity import Budget, Search, find_capacity
 from runner.workloads.slo import Goodput
 
@@ -147,7 +148,7 @@ def test_the_readers_refuse_a_malformed_entry_in_one_line():
     }
     evidence = {"config": config, "capacity": [entry(tried=[{"value": 1}])]}
     with pytest.raises(RunnerError, match=r"^a capacity search of g6, its level 1: no 'met'$"):
-        capacity_table(evidence)
+        capacity_table(BenchFile.from_json(evidence))
     with pytest.raises(RunnerError, match=r"^results/bench.json: a capacity search of g6, its level 1: no 'met'$"):
         measured_capacity("results/bench.json", evidence, "g6", workload)
     evidence["capacity"] = [entry()]

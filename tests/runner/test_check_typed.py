@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from runner.core.agent_evidence import AgentRun, CheckHealth, CheckResult, TimedAnswer, checks_of
+from runner.core.agent_evidence import AgentRun, CheckHealth, CheckResult, TimedAnswer, ToolCall, checks_of
 from runner.core.errors import RunnerError
 from runner.core.records import RequestRecord
 
@@ -17,7 +17,7 @@ HEALTHY = {"healthy": True, "waited_s": 1.25, "detail": "HTTP 200"}
 PLAIN = AgentRun(ok=True, seconds=0.4, answer="Paris", model_calls=1, input_tokens=20, output_tokens=2)
 TOOLED = AgentRun(
     ok=True, seconds=0.9, answer="42", model_calls=2,
-    tool_calls=[{"name": "add_numbers", "input": {"a": 17, "b": 25}, "cancelled": False}],
+    tool_calls=[ToolCall("add_numbers", {"a": 17, "b": 25})],
 )  # fmt: skip
 AT = "2026-02-01T10:00:00.000+00:00"
 TIMED = RequestRecord("serverless", 1, ok=True, started_at=AT, e2e_s=0.7, output_tokens=2, text="Paris.")

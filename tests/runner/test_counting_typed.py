@@ -9,16 +9,17 @@ import json
 
 import pytest
 
-from runner.agent.counting import grade
-from runner.core.agent_evidence import AgentRun, CountingRun, counting_runs_of
+from runner.agent.counting import Sent, grade
+from runner.core.agent_evidence import AgentRun, CountingRun, ToolCall, counting_runs_of
 from runner.core.errors import RunnerError
 
-CALLS = [{"name": "count_ids", "input": {"op": ">=", "value": 10}, "cancelled": False}]
-RUN = AgentRun(ok=True, seconds=1.5, answer="Eight ids.\nAnswer: 8", tool_calls=CALLS, model_calls=2, output_tokens=12)
+CALL = ToolCall("count_ids", {"op": ">=", "value": 10})
+CALLS = [{"name": "count_ids", "input": {"op": ">=", "value": 10}, "cancelled": False}]  # as the entry holds CALL
+RUN = AgentRun(ok=True, seconds=1.5, answer="Eight ids.\nAnswer: 8", tool_calls=[CALL], model_calls=2, output_tokens=12)
 
 
 def test_a_graded_run_writes_the_entry_it_wrote_untyped_and_reads_back_the_same():
-    sent = [{"op": ">=", "value": 10}]
+    sent = [Sent(">=", 10)]
     # The run's keys, then its grade's: the final line's 8 read as quoted, the one filter sent
     # (id >= 10) the right one, and the agent finished.
     untyped = {

@@ -32,7 +32,7 @@ NAMED_BRANCHES = {
     ("cli/session.py", "w != 'local'"),
     ("cli/session.py", "name != 'local'"),
     ("cli/session.py", "'local' in wanted"),
-    ("flow/up_steps.py", "'bedrock-import' in data['measured']"),
+    ("flow/up_steps.py", "'bedrock-import' in measured"),
     ("agent/orchestration.py", "for name in ('bedrock', 'local')"),
     ("flow/measure_steps.py", "BEDROCK in measured"),
     ("flow/measure_steps.py", "b != BEDROCK"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -15,6 +16,7 @@ from runner.flow.folder import SurveyFolder
 from runner.flow.options import SurveyOptions
 from runner.flow.steps import StepRecord, run_step
 from runner.flow.survey_run import SurveyRun
+from runner.render.survey import SurveyFile
 
 
 @pytest.fixture
@@ -102,16 +104,16 @@ def test_a_survey_s_state_names_its_options_for_resume(folder):
     evidence = Evidence("survey", {}, folder.root)
     evidence.path = folder.state
     SurveyRun(options, folder, evidence).save()
-    again, data = SurveyFolder.existing(folder.root)
+    again, state = SurveyFolder.existing(folder.root)
     assert again == folder
-    assert SurveyOptions.from_json(data["options"]) == options
+    assert SurveyOptions.from_json(state.options) == options
     assert json.loads(folder.state.read_text())["command"] == "survey"
 
 
-def survey_with(folder: SurveyFolder, **data: object) -> SurveyRun:
-    evidence = Evidence("survey", {}, folder.root)
+def survey_with(folder: SurveyFolder, **sections: object) -> SurveyRun:
+    evidence = Evidence(SurveyFile, {}, folder.root)
     evidence.path = folder.state
-    evidence.data.update(data)
+    evidence.file = replace(evidence.file, **sections)
     return SurveyRun(SurveyOptions(backends=["g6"], with_bedrock=False), folder, evidence)
 
 
