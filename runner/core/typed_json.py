@@ -4,17 +4,17 @@ its file holds (a dataclass's fields in order, each written as its own type writ
 missing required field or a value of the wrong type refused in one line. Shared by every package
 that writes or reads evidence (the commands, `runner.figures`, `runner.costing`).
 
-A field says how it is written in its metadata: `where_set()` (left out while None, as entries
-have always done for what only some of them have), `flat()` (a part whose keys sit in the entry
-itself, not under its name) or `unwritten()` (kept, never written); a class lists the figures it
-derives and writes after its fields (`JSON_DERIVED`).
+A field says how it is written in its metadata: `where_set()` (left out while it is its default,
+as entries have always done for what only some of them have), `flat()` (a part whose keys sit in
+the entry itself, not under its name) or `unwritten()` (kept, never written); a class lists the
+figures it derives and writes after its fields (`JSON_DERIVED`).
 """
 
 from __future__ import annotations
 
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, Field, field, fields, is_dataclass
+from dataclasses import MISSING, field, fields, is_dataclass
 from enum import Enum
 from functools import cache
 from pathlib import PurePath
@@ -22,9 +22,10 @@ from typing import Any, Self, TypeVar, Union, get_args, get_origin, get_type_hin
 
 from runner.core.errors import RunnerError
 
-# A JSON value, as a file holds it: what is free-form by nature (a config as given, an AWS API's
-# answer, a tool call's arguments) is typed so, and everything else is a dataclass. (One level
-# deep: a name that refers to itself would not resolve where `strands` or `get_type_hints` reads it.)
+# A JSON value, as a file holds it: what is free-form by nature (a config as given, a tool call's
+# arguments, what the in-region kit says of its host) is typed so, and everything else is a
+# dataclass. (One level deep: a name that refers to itself would not resolve where `strands` or
+# `get_type_hints` reads it.)
 JsonValue = None | bool | int | float | str | list[Any] | dict[str, Any]
 JsonObject = dict[str, JsonValue]
 
@@ -61,9 +62,18 @@ def unwritten(**kwargs: Any) -> Any:
     return field(metadata={_HOW: "unwritten"}, **kwargs)
 
 
+# What JSON holds as it is: written without a look at anything else.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def to_json(value: object) -> JsonValue:
     """A typed value as its evidence file holds it: a value that writes itself (`to_json`) so, a
     dataclass as its fields (`fields_json`), an enum as its value, containers item by item."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value  # type: ignore[return-value]  # a JSON scalar
+    if kind is list or kind is tuple:
+        return [item if type(item) in _SCALARS else to_json(item) for item in value]  # type: ignore[attr-defined]
     own = getattr(value, "to_json", None)
     if own is not None and not isinstance(value, type):
         return own()
@@ -77,29 +87,31 @@ def to_json(value: object) -> JsonValue:
         return {str(key): to_json(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [to_json(item) for item in value]
-    return value  # type: ignore[return-value]  # a JSON scalar (strict_json writes anything else as text)
+    return value  # type: ignore[return-value]  # strict_json writes anything else as text
+
+
+@cache
+def _written(cls: type) -> tuple[tuple[str, str | None, object], ...]:
+    """How each field of `cls` is written (its name, its metadata's way, its default), worked out
+    once per class: a bench's thousands of records are written at every save."""
+    return tuple((spec.name, spec.metadata.get(_HOW), spec.default) for spec in fields(cls))
 
 
 def fields_json(obj: Any) -> JsonObject:
     """A dataclass's entry: its fields in order as their metadata says, then what it derives."""
     data: JsonObject = {}
-    for spec in fields(obj):
-        how = spec.metadata.get(_HOW)
-        value = getattr(obj, spec.name)
-        if how == "unwritten" or (how == "where set" and value is spec.default):
-            continue
-        if how == "flat":
+    for name, how, default in _written(type(obj)):
+        value = getattr(obj, name)
+        if how is None:
+            data[name] = value if type(value) in _SCALARS else to_json(value)
+        elif how == "flat":
             if value is not None:
                 data.update(to_json(value))  # type: ignore[arg-type]  # a part is an object
-            continue
-        data[spec.name] = to_json(value)
+        elif how == "where set" and value is not default:
+            data[name] = to_json(value)
     for name in getattr(obj, "JSON_DERIVED", ()):
         data[name] = to_json(getattr(obj, name))
     return data
-
-
-def is_flat(spec: Field[Any]) -> bool:
-    return spec.metadata.get(_HOW) == "flat"
 
 
 def fits(value: object, hint: Any) -> bool:

@@ -41,7 +41,8 @@ def up_step(state: SurveyState) -> None:
             if record.status == INTERRUPTED:
                 raise KeyboardInterrupt
     pre_existing = set(file.pre_existing or {})
-    ready, failed = file.ready or [], file.failed or {}
+    ready, failed = file.ready or [], file.failed
+    assert failed is not None  # every section of a survey's state is made with it (runner/flow/state.py)
     standing = [b for b in plan["runs"] if get_backend(b).stack in pre_existing]
     measured = [*ready, *[b for b in standing if b not in ready], *([BEDROCK] if state.options.with_bedrock else [])]
     if "bedrock-import" in measured:
@@ -60,8 +61,10 @@ def read_up(state: SurveyState, record: StepRecord, late: bool = False) -> None:
     file = state.file
     if not late:
         file.ready, file.failed, file.building = [], {}, []
-    ready, failed, building = file.ready or [], file.failed or {}, file.building or []
-    placed, plan = file.placed or {}, file.plan or {}
+    ready, failed, building, placed = file.ready, file.failed, file.building, file.placed
+    # Every section of a survey's state is made with it (runner/flow/state.py): filled in place.
+    assert ready is not None and failed is not None and building is not None and placed is not None
+    plan = file.plan or {}
     for path in record.evidence:
         if load(state.folder.root / path)["command"] != "up":
             continue
