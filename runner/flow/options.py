@@ -4,9 +4,9 @@ continues with the same backends, context and settings; only `--keep`/`--down` m
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
 
 from runner.agent.tasks import SURVEY_ITEMS
+from runner.core.typed_json import JsonObject
 
 BEDROCK = "bedrock"
 # The survey's own settings where it had them (results/2026-10-05*, repository
@@ -55,11 +55,11 @@ class SurveyOptions:
     offline_prices: bool = False
     delete_wait_s: float = 900.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SurveyOptions:
+    def from_json(cls, data: JsonObject) -> SurveyOptions:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 

@@ -366,7 +366,7 @@ def test_a_rate_search_whose_first_rate_misses_goes_down_to_one_that_meets():
         return summary(share_met=1.0 if rate <= 0.3 else 0.0, output_tok_s=rate * 100, requests=8)
 
     search = find_capacity(level, mode="rate", slo_share=0.9, start=1.0, budget=Budget(levels=20))
-    tried = [t["value"] for t in search.tried]
+    tried = [t.value for t in search.tried]
     assert tried[:3] == [1.0, 0.5, 0.25] and 0.25 <= search.capacity <= 0.3
     assert search.capacity >= 0.3 * 0.9 and search.stopped.startswith("between")
 
