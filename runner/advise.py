@@ -19,7 +19,6 @@ Bad input is one line and exit 2; exit 1 when no option is within the bound.
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
 from pathlib import Path
 
 from catalog.prices import PRICING_API_REGION
@@ -51,10 +50,11 @@ from runner.costing.purchase import (
     PurchasePrice,
     Sources,
     item_key,
-    purchase_json,
     purchase_prices,
 )
 from runner.costing.rows import ROWS_SCHEMA
+from runner.render.advise import AdviseFile
+from runner.render.cost import UsedPrice
 from runner.render.tables import print_report
 from runner.workloads.presets import get_preset
 from runner.workloads.slo import Slo, parse_goodput
@@ -219,7 +219,7 @@ def run(argv: list[str] | None = None) -> int:
             + ("; --allow-unmeasured-sources ranks it, labelled" if refused else "")
         )
     evidence = Evidence(
-        "advise",
+        AdviseFile,
         {
             "evidence": [p for p, _ in inputs],
             "pricing": "api" if use_api else "offline",
@@ -261,10 +261,11 @@ def run(argv: list[str] | None = None) -> int:
     for line in [*notices, *price_notices]:
         console.print(f"[yellow]note:[/yellow] {line}")
         evidence.notice(line)
-    evidence.data["prices"] = [asdict(r) | p.to_json() for r, p in prices.items()]
-    evidence.data["pricing_queries"] = price_list.queries if price_list else []
-    evidence.data["purchase"] = purchase_json(figures)
-    evidence.data["backends"] = [option.backend.to_json() for option in options]
+    file = evidence.file
+    file.prices = [UsedPrice(request, price) for request, price in prices.items()]
+    file.pricing_queries = price_list.queries if price_list else []
+    file.purchase = [figure for found in figures.values() for figure in found]
+    file.backends = [option.backend for option in options]
     advised = []
     for option in options:
         request = requests[option.name]
@@ -277,13 +278,10 @@ def run(argv: list[str] | None = None) -> int:
         row.accuracy = accuracy.get(row.option)
         if row.option in priced:  # the table says what the month is priced on: the user's word
             row.arithmetic = f"priced as given ({priced[row.option].flag}): {row.arithmetic}"
-    evidence.data["rows_schema"] = ROWS_SCHEMA
-    evidence.data["records"] = [row.to_json() for row in ranked]
-    evidence.data["why"] = explain(ranked)
-    evidence.data["refused"] = refused
-    evidence.data["assumptions"] = ASSUMPTIONS
+    file.rows_schema, file.records = ROWS_SCHEMA, ranked
+    file.why, file.refused, file.assumptions = explain(ranked), refused, ASSUMPTIONS
     evidence.finish()
-    print_report(evidence.data)
+    print_report(file)
     evidence.announce()
     return 0 if ranked and ranked[0].meets is True else 1
 

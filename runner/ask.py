@@ -91,7 +91,7 @@ def run(argv: list[str] | None = None, on_text: Callable[[str], None] | None = N
     request = ChatRequest(prompt=args.question, max_tokens=args.max_tokens)
     with run_session("ask", args, config) as (discovery, evidence):
         backend = next(b for b in discovery.backends if b.name == args.backend)
-        model = models(evidence.data).get(backend.name, backend.model_id)
+        model = models(evidence.file).get(backend.name, backend.model_id)
         whole = backend.supports.answer  # the paths whose client hands the text over only when it is all there
         if whole:
             console.print(f"[dim]{backend.name} ({model}) answers whole: {whole}; printed when it arrives …[/dim]")
@@ -101,7 +101,7 @@ def run(argv: list[str] | None = None, on_text: Callable[[str], None] | None = N
         answer = asked.request
         if answer.text and not answer.text.endswith("\n") and on_text is None:
             write_out("\n")
-        evidence.add_record(asked.to_json())
+        evidence.add_record(asked)
         evidence.finish(interrupted=asked.interrupted)
         if answer.ok:
             console.print(f"[dim]{timing_line(asked)}[/dim]")

@@ -21,11 +21,12 @@ from runner.cli.options import add_aws_switch, add_outputs_and_region, add_resul
 from runner.cli.session import main_guard
 from runner.cloud.aws import check_region, require_aws
 from runner.cloud.outputs import read_outputs_file, read_stack_outputs
+from runner.core.backend_entries import BackendEntry
 from runner.core.backends import from_output
 from runner.core.errors import RunnerError
-from runner.core.evidence import Evidence
+from runner.core.evidence import Evidence, StackOutputs
 from runner.measure.sagemaker import batch_bodies, generated_prompts, read_batch_prompts
-from runner.measure.transform_job import batch_backend, run_job
+from runner.measure.transform_job import BatchFile, batch_backend, run_job
 from runner.render.tables import print_report
 
 DEFAULT_COUNT = 32
@@ -76,12 +77,11 @@ def run(argv: list[str] | None = None) -> int:
         "job_timeout_s": args.job_timeout,
         "backend": backend.name,
     }
-    evidence = Evidence("batch", config, args.results_dir)
+    evidence = Evidence(BatchFile, config, args.results_dir)
     for line in outputs.problems:
         evidence.notice(line)
-    evidence.data["backends"] = [backend.to_json()]
-    evidence.data["stack_outputs"] = {"source": outputs.source, "outputs": outputs.raw}
-    evidence.data["jobs"] = []
+    evidence.file.backends = [BackendEntry.of(backend)]
+    evidence.file.stack_outputs = StackOutputs(outputs.source, outputs.raw)
     lines = [json.dumps(body).encode() for body in batch_bodies(prompts, backend.model_id, args.max_tokens)]
     interrupted = False
     try:
@@ -89,7 +89,7 @@ def run(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         interrupted, ok = True, False
     evidence.finish(interrupted=interrupted)
-    print_report(evidence.data)
+    print_report(evidence.file)
     evidence.announce(interrupted=interrupted)
     return 0 if ok else 1
 

@@ -18,19 +18,20 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from runner.cli.options import add_block_arguments, add_common_arguments, block_config
 from runner.cli.progress import RequestProgress
 from runner.cli.session import Discovery, main_guard, run_command
 from runner.cloud.reach.in_region import no_instance_reason, row_name, run_in_region
-from runner.core.accuracy import Accuracy, accuracy_by_backend, accuracy_json
+from runner.core.accuracy import Accuracy, accuracy_by_backend
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, load
 from runner.core.flags import above, at_least
+from runner.core.records import AgentTask
 from runner.measure import ChatRequest
+from runner.measure.bench_file import BenchFile
 from runner.measure.benchmark import bench_backend, sweep_backend, timeout_hint
 from runner.measure.capacity import Budget
 from runner.measure.host_rows import add_host_row, kit_warm_up, mark_tunnel_rows
@@ -173,6 +174,7 @@ def run(argv: list[str] | None = None) -> int:
     baseline = load(args.compare) if args.compare else None
     if baseline is not None and baseline["command"] != "bench":
         raise RunnerError(f"--compare {args.compare} is {baseline['command']} evidence: it takes an earlier bench file")
+    earlier = BenchFile.from_json(baseline) if baseline is not None else None
     accuracy = quality_accuracy(args.quality) if args.quality else {}
     levels = plan_levels(args.concurrency, args.rate, args.requests, args.max_concurrency)
     if args.in_region and args.prompts:
@@ -194,14 +196,13 @@ def run(argv: list[str] | None = None) -> int:
         "level_seconds": args.level_seconds,
     } | block_config(args)
 
-    evidence_kept: list[Evidence] = []
+    evidence_kept: list[Evidence[BenchFile]] = []
 
-    def measure(discovery: Discovery, evidence: Evidence) -> None:
+    def measure(discovery: Discovery, evidence: Evidence[BenchFile]) -> None:
         evidence_kept.append(evidence)
         if accuracy:
-            evidence.data["accuracy"] = accuracy_json(accuracy)
+            evidence.file.accuracy = accuracy
         servers = plan_in_region(discovery, evidence) if args.in_region else []
-        evidence.data["warm_up"] = []
         with RequestProgress() as progress:
             for backend in discovery.backends:
                 if levels:
@@ -221,17 +222,20 @@ def run(argv: list[str] | None = None) -> int:
         if servers:
             bench_in_region(servers, request, levels, args, evidence)
 
-    code = run_command(
-        "bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records), baseline=baseline
-    )
+    code = run_command("bench", args, config, measure, measured=any_ok, baseline=earlier)
     say_timeouts(evidence_kept, args.timeout)
     return code
 
 
-def say_timeouts(kept: list[Evidence], timeout_s: float) -> None:
+def any_ok(file: BenchFile) -> bool:
+    """Whether any timed request got its answer (exit 0)."""
+    return any(r.ok for r in file.records)
+
+
+def say_timeouts(kept: list[Evidence[BenchFile]], timeout_s: float) -> None:
     """After the table, one line when requests ran past --timeout: what to do about it (a timeout
     is a slow moment, not a dead server)."""
-    hint = timeout_hint(kept[0].data, timeout_s) if kept else None
+    hint = timeout_hint(kept[0].file, timeout_s) if kept else None
     if hint:
         console.print(f"[yellow]note:[/yellow] {hint}")
 
@@ -356,12 +360,11 @@ def run_workload(args: argparse.Namespace) -> int:
         "level_seconds": args.level_seconds,
     } | block_config(args)
 
-    evidence_kept: list[Evidence] = []
+    evidence_kept: list[Evidence[BenchFile]] = []
 
-    def measure(discovery: Discovery, evidence: Evidence) -> None:
+    def measure(discovery: Discovery, evidence: Evidence[BenchFile]) -> None:
         evidence_kept.append(evidence)
         servers = {b.name for b in plan_in_region(discovery, evidence)} if args.in_region else set()
-        evidence.data["warm_up"] = []
         total = plan.total_requests if not plan.find_capacity else None
         with RequestProgress() as progress:
             for backend in discovery.backends:
@@ -374,7 +377,7 @@ def run_workload(args: argparse.Namespace) -> int:
                     if not bench_workload_in_region(tunnel, progress.advancing(task)):
                         progress.remove_task(task)
 
-    code = run_command("bench", args, config, measure, measured=lambda records: any(r["ok"] for r in records))
+    code = run_command("bench", args, config, measure, measured=any_ok)
     say_timeouts(evidence_kept, args.timeout)
     return code
 
@@ -423,10 +426,9 @@ def run_agent_traffic(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     config = {"agent": settings.to_json(), "workload_source": "the counting demo and the quality set's tool-use family"}
-    tasks: list[dict[str, Any]] = []
 
-    def measure(discovery: Discovery, evidence: Evidence) -> None:
-        evidence.data["tasks"] = tasks
+    def measure(discovery: Discovery, evidence: Evidence[BenchFile]) -> None:
+        tasks = evidence.file.tasks = []
         with RequestProgress(unit="tasks") as progress:
             for backend in discovery.backends:
                 why = tool_skip_reason(backend)
@@ -437,7 +439,7 @@ def run_agent_traffic(args: argparse.Namespace) -> int:
                     continue
                 task = progress.add_task(backend.name, total=sum(settings.tasks_at(n) for n in sessions))
                 for count in sessions:
-                    finished: list[dict[str, Any]] = []
+                    finished: list[AgentTask] = []
                     try:
                         level, warm = run_level(backend, count, settings, progress.advancing(task), finished)
                     except BaseException:
@@ -445,13 +447,13 @@ def run_agent_traffic(args: argparse.Namespace) -> int:
                         tasks.extend(stopped_tasks(count, settings, finished))
                         raise
                     tasks.extend(level)
-                    evidence.data.setdefault("warm_up", []).extend(warm)
+                    evidence.file.warm_up.extend(warm)
                     evidence.save()
-                    if not any(t["ok"] for t in level):
-                        first = next((t["error"] for t in level if t.get("error")), "no task finished")
+                    if not any(t.ok for t in level):
+                        first = next((t.error for t in level if t.error), "no task finished")
                         console.print(f"[red]{backend.name} {level_label(count)}:[/red] no task finished: {first}")
 
-    return run_command("bench", args, config, measure, measured=lambda _: any(t["ok"] for t in tasks))
+    return run_command("bench", args, config, measure, measured=lambda file: any(t.ok for t in file.tasks or []))
 
 
 def quality_accuracy(path: Path) -> dict[str, Accuracy]:
@@ -465,7 +467,7 @@ def quality_accuracy(path: Path) -> dict[str, Accuracy]:
 API_NOTE = "from this machine through the AWS API; no in-region row (no host of ours to run on: see the note)"
 
 
-def plan_in_region(discovery: Discovery, evidence: Evidence) -> list[Backend]:
+def plan_in_region(discovery: Discovery, evidence: Evidence[BenchFile]) -> list[Backend]:
     """The servers the kit can run on; one line for each backend it cannot (none at all: bad input)."""
     if not discovery.aws:
         raise RunnerError(
@@ -485,14 +487,17 @@ def plan_in_region(discovery: Discovery, evidence: Evidence) -> list[Backend]:
         console.print(f"[yellow]note:[/yellow] {line}")
         evidence.notice(line)
     api = {backend.name for backend in discovery.backends if backend.aws_api}
-    for entry in evidence.data["backends"]:
-        if entry["name"] in api:
-            entry["path_note"] = API_NOTE
+    file = evidence.file
+    file.backends = [replace(entry, path_note=API_NOTE) if entry.name in api else entry for entry in file.backends]
     return servers
 
 
 def bench_in_region(
-    servers: list[Backend], request: ChatRequest, levels: list[LoadLevel], args: argparse.Namespace, evidence: Evidence
+    servers: list[Backend],
+    request: ChatRequest,
+    levels: list[LoadLevel],
+    args: argparse.Namespace,
+    evidence: Evidence[BenchFile],
 ) -> None:
     """The tunnel rows named as such, then every server's run on its own host as a row of its own:
     one request at a time (`--repeats`), or the same load levels as the tunnel rows."""
@@ -521,13 +526,13 @@ def bench_in_region(
         timeout_s=args.timeout,
         on_line=lambda line: console.print(f"[dim]{line}[/dim]"),
     )
-    evidence.data["in_region"] = []
+    evidence.file.in_region = []
     for outcome in outcomes:
         if isinstance(outcome, str):
             console.print(f"[yellow]note:[/yellow] {outcome}")
             evidence.notice(outcome)
             continue
-        evidence.data["in_region"].append(outcome.to_json())
+        evidence.file.keep_in_region(outcome.entry())
         if outcome.problem:
             console.print(f"[red]{outcome.problem}[/red]")
         add_host_row(outcome, levels or [LoadLevel("concurrency", 1, args.repeats)], evidence)

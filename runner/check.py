@@ -9,7 +9,7 @@ import argparse
 from runner.cli.options import add_common_arguments
 from runner.cli.progress import step
 from runner.cli.session import Discovery, main_guard, run_command
-from runner.core.agent_evidence import CheckResult
+from runner.core.agent_evidence import CheckFile
 from runner.core.console import console
 from runner.core.evidence import Evidence
 from runner.core.flags import at_least
@@ -33,9 +33,8 @@ def run(argv: list[str] | None = None) -> int:
     from runner.agent.checks import PLAIN_PROMPT, TOOL_PROMPT, check_backend, wait_all
 
     config = {"plain_prompt": PLAIN_PROMPT, "tool_prompt": TOOL_PROMPT, "wait_s": args.wait}
-    results: list[CheckResult] = []
 
-    def measure(discovery: Discovery, evidence: Evidence) -> None:
+    def measure(discovery: Discovery, evidence: Evidence[CheckFile]) -> None:
         # Each step said as it starts and as it ends, with its time: a slow model answers for minutes.
         names = ", ".join(b.name for b in discovery.backends)
         within = f", up to {args.wait:.0f} s for all at once" if args.wait > 0 else ""
@@ -46,11 +45,10 @@ def run(argv: list[str] | None = None) -> int:
             state = health[backend.name]
             said = "healthy" if state.healthy else "not healthy"
             console.print(f"[dim]{backend.name}: {said} after {state.waited_s:.1f} s ({state.detail})[/dim]")
-            results.append(check_backend(backend, state, args, step))
-            evidence.add_record(results[-1].to_json())
+            evidence.add_record(check_backend(backend, state, args, step))
 
     # Exit 1 when no check passed: reaching a server that answers HTTP 500 is not a pass.
-    return run_command("check", args, config, measure, measured=lambda _: any(r.passed for r in results))
+    return run_command("check", args, config, measure, measured=lambda file: any(r.passed for r in file.records))
 
 
 def main() -> None:

@@ -22,14 +22,13 @@ Provisioned Throughput, each with its SKU, source API and date; read from the re
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 from catalog.prices import PRICING_API_REGION
 from runner.cli.options import add_aws_switch, add_pricing_flags, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import boto_client, credentials_configured
-from runner.core.accuracy import accuracy_json
 from runner.core.backend_entries import entries_of
 from runner.core.console import console
 from runner.core.errors import RunnerError
@@ -45,8 +44,9 @@ from runner.costing.measured import (
 )
 from runner.costing.priced_as import parse_priced_as, price_as
 from runner.costing.prices import PriceList, price_all, price_request
-from runner.costing.purchase import Snapshots, Sources, purchase_json, purchase_prices
-from runner.costing.rows import ROWS_SCHEMA, CostRow
+from runner.costing.purchase import Snapshots, Sources, purchase_prices
+from runner.costing.rows import ROWS_SCHEMA
+from runner.render.cost import CostFile, UsedPrice
 from runner.render.tables import print_report
 
 
@@ -89,7 +89,7 @@ def run(argv: list[str] | None = None) -> int:
         inputs or [("catalog", {"command": "bench", "backends": catalog_backends(), "records": []})], given
     )
     evidence = Evidence(
-        "cost",
+        CostFile,
         {
             "evidence": [p for p, _ in inputs],
             "pricing": "api" if use_api else "offline",
@@ -116,19 +116,16 @@ def run(argv: list[str] | None = None) -> int:
     for line in notices:
         console.print(f"[yellow]note:[/yellow] {line}")
         evidence.notice(line)
-    evidence.data["prices"] = [asdict(r) | p.to_json() for r, p in prices.items()]
-    evidence.data["pricing_queries"] = price_list.queries if price_list else []
-    evidence.data["purchase"] = purchase_json(purchase)
-    evidence.data["purchase_queries"] = sources.queries
-    evidence.data["backends"] = [b for _, data in groups for b in data.get("backends", [])]
-    evidence.data["scaling"] = []
-    evidence.data["accuracy"] = accuracy_json(accuracy)
-    evidence.data["rows_schema"] = ROWS_SCHEMA
-    rows: list[CostRow] = []
+    file = evidence.file
+    file.prices = [UsedPrice(request, price) for request, price in prices.items()]
+    file.pricing_queries = price_list.queries if price_list else []
+    file.backends = [backend for path, data in groups for backend in entries_of(data, path)]
+    file.accuracy, file.rows_schema = accuracy, ROWS_SCHEMA
+    file.purchase = [figure for figures in purchase.values() for figure in figures]
+    file.purchase_queries = sources.queries
     for path, data in groups:
         for row in cost_rows(path, data, prices):
-            rows.append(row)
-            evidence.add_record(row.to_json())
+            evidence.add_record(row)
             if row.note == NOT_BILLED:
                 evidence.notice(
                     f"{row.backend}: {NOT_BILLED}; --price-as {row.backend}=INSTANCE_TYPE (such as g6.xlarge) or "
@@ -138,14 +135,14 @@ def run(argv: list[str] | None = None) -> int:
             request = price_request(backend)
             scaling = second_instance(data, backend, prices.get(request) if request else None, args.latency_bound)
             if scaling is not None:
-                evidence.data["scaling"].append(replace(scaling, evidence=path).to_json())
+                file.scaling.append(replace(scaling, evidence=path))
     if sources.recording is not None:
         for path in sources.recording.save():
             console.print(f"recorded {path}")
     evidence.finish()
-    print_report(evidence.data)
+    print_report(file)
     evidence.announce()
-    return 0 if any(r.usd_per_hour or r.price for r in rows) else 1
+    return 0 if any(r.usd_per_hour or r.price for r in file.records) else 1
 
 
 def main() -> None:

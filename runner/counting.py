@@ -18,7 +18,7 @@ from rich.progress import Progress
 
 from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
-from runner.core.agent_evidence import CountingRun
+from runner.core.agent_evidence import CountingFile
 from runner.core.console import console
 from runner.core.evidence import Evidence
 from runner.core.flags import at_least
@@ -64,9 +64,8 @@ def run(argv: list[str] | None = None) -> int:
         "tool_choice": "forced on the first call" if args.force_tool else "auto",
         "runs": args.runs,
     }
-    runs: list[CountingRun] = []
 
-    def measure(discovery: Discovery, evidence: Evidence) -> None:
+    def measure(discovery: Discovery, evidence: Evidence[CountingFile]) -> None:
         with Progress(console=console) as progress:
             for backend in discovery.backends:
                 task = progress.add_task(f"{backend.name:<10}", total=args.runs)
@@ -75,11 +74,10 @@ def run(argv: list[str] | None = None) -> int:
                     progress.update(task, completed=args.runs)
                     continue
                 for run_number in range(1, args.runs + 1):
-                    runs.append(count_once(backend, run_number, args))
-                    evidence.add_record(runs[-1].to_json())
+                    evidence.add_record(count_once(backend, run_number, args))
                     progress.advance(task)
 
-    return run_command("counting", args, config, measure, measured=lambda _: any(r.reached for r in runs))
+    return run_command("counting", args, config, measure, measured=lambda file: any(r.reached for r in file.records))
 
 
 def main() -> None:

@@ -19,7 +19,15 @@ import time
 from runner.cli.options import add_aws_switch, add_outputs_and_region, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import boto_client, check_region, require_aws
-from runner.cloud.image_builds import RUNNING, build_record, find_backend, follow, last_log_lines, start_build
+from runner.cloud.image_builds import (
+    RUNNING,
+    ImagesFile,
+    build_record,
+    find_backend,
+    follow,
+    last_log_lines,
+    start_build,
+)
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import Evidence
@@ -45,7 +53,7 @@ def run(argv: list[str] | None = None) -> int:
         check_region(args.region)
     backend = find_backend(args.backend, args.outputs_file, args.region)
     codebuild = boto_client("codebuild", backend.region, 30)
-    evidence = Evidence("images", {"action": args.action, "backend": backend.name}, args.results_dir)
+    evidence = Evidence(ImagesFile, {"action": args.action, "backend": backend.name}, args.results_dir)
     if args.action == "status":
         ids = codebuild.list_builds_for_project(projectName=backend.image_build_project, sortOrder="DESCENDING")["ids"]
         if not ids:
@@ -83,10 +91,10 @@ def run(argv: list[str] | None = None) -> int:
                 raise
     record = build_record(backend, build)
     if build["buildStatus"] == "FAILED":
-        record["last_log_lines"] = last_log_lines(boto_client("logs", backend.region, 30), build)
+        record.last_log_lines = last_log_lines(boto_client("logs", backend.region, 30), build)
     evidence.add_record(record)
     evidence.finish()
-    print_report(evidence.data)
+    print_report(evidence.file)
     evidence.announce()
     return 0 if build["buildStatus"] in ("SUCCEEDED", RUNNING) else 1
 

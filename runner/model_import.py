@@ -24,11 +24,18 @@ from runner.cli.options import add_aws_switch, add_outputs_and_region, add_resul
 from runner.cli.session import main_guard
 from runner.cloud.aws import boto_client, check_region, require_aws
 from runner.cloud.jobs.custom_model_import import ImportFailed, check_output
-from runner.cloud.jobs.custom_model_import_steps import StepOptions, delete_model, import_model, show_status
+from runner.cloud.jobs.custom_model_import_steps import (
+    ModelImportFile,
+    StepOptions,
+    delete_model,
+    import_model,
+    show_status,
+)
 from runner.cloud.outputs import OutputsReading, read_outputs_file, read_stack_outputs
+from runner.core.backend_entries import BackendEntry
 from runner.core.console import console
 from runner.core.errors import RunnerError, as_fault, describe
-from runner.core.evidence import Evidence
+from runner.core.evidence import Evidence, StackOutputs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,10 +80,10 @@ def run(argv: list[str] | None = None) -> int:
     reading = read_outputs_file(args.outputs_file) if args.outputs_file else read_stack_outputs(args.region)
     output = find_output(args.backend, reading)
     evidence = Evidence(
-        "model_import", {"action": args.action, "backend": output.name, "recopy": args.recopy}, args.results_dir
+        ModelImportFile, {"action": args.action, "backend": output.name, "recopy": args.recopy}, args.results_dir
     )
-    evidence.data["backends"] = [output.to_json()]
-    evidence.data["stack_outputs"] = {"source": reading.source, "outputs": reading.raw}
+    evidence.file.backends = [BackendEntry.of_output(output)]
+    evidence.file.stack_outputs = StackOutputs(reading.source, reading.raw)
     for line in reading.problems:
         evidence.notice(line)
     bedrock = boto_client("bedrock", output.region, 30)
@@ -92,17 +99,17 @@ def run(argv: list[str] | None = None) -> int:
             "[yellow]stopped following; what was started goes on in AWS[/yellow] (runner.model_import status)"
         )
     except ImportFailed as failure:
-        evidence.data["failure"] = str(failure)
+        evidence.file.failure = str(failure)
         console.print(f"[red]failed:[/red] {failure}")
     except RunnerError as error:
-        evidence.data["refused"] = str(error)
+        evidence.file.refused = str(error)
         evidence.finish()
         print(f"evidence: {evidence.path}")  # the refusal goes on up: its line is the one that counts
         raise
     except Exception as error:
         if as_fault(error) is None:
             raise  # a bug keeps its traceback
-        evidence.data["failure"] = describe(error)
+        evidence.file.failure = describe(error)
         console.print(f"[red]failed:[/red] {describe(error)}")
     evidence.finish(interrupted=interrupted)
     evidence.announce(interrupted=interrupted)

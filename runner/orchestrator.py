@@ -12,7 +12,7 @@ import argparse
 
 from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
-from runner.core.agent_evidence import OrchestratorRun
+from runner.core.agent_evidence import OrchestratorFile
 from runner.core.evidence import Evidence
 from runner.core.flags import at_least
 
@@ -34,16 +34,14 @@ def run(argv: list[str] | None = None) -> int:
     from runner.agent.orchestration import ASK_MAX_TOKENS, QUESTION, asks_measured, orchestrate_once, pick_agent
 
     config = {"question": QUESTION, "ask_max_tokens": ASK_MAX_TOKENS, "runs": args.runs}
-    runs: list[OrchestratorRun] = []
 
-    def measure(discovery: Discovery, evidence: Evidence) -> None:
+    def measure(discovery: Discovery, evidence: Evidence[OrchestratorFile]) -> None:
         agent_backend = pick_agent(discovery.backends, args.agent)
-        evidence.data["config"]["agent_backend"] = agent_backend.name
+        evidence.file.config["agent_backend"] = agent_backend.name
         for run_number in range(1, args.runs + 1):
-            runs.append(orchestrate_once(discovery.backends, agent_backend, run_number, args))
-            evidence.add_record(runs[-1].to_json())
+            evidence.add_record(orchestrate_once(discovery.backends, agent_backend, run_number, args))
 
-    return run_command("orchestrator", args, config, measure, measured=lambda _: asks_measured(runs))
+    return run_command("orchestrator", args, config, measure, measured=lambda file: asks_measured(file.records))
 
 
 def main() -> None:

@@ -29,7 +29,7 @@ from runner.agent.tasks import (
 )
 from runner.cli.options import add_common_arguments
 from runner.cli.session import Discovery, main_guard, run_command
-from runner.core.agent_evidence import QualityItem
+from runner.core.agent_evidence import QualityFile
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
@@ -76,9 +76,7 @@ def run(argv: list[str] | None = None) -> int:
         "agent_limits": {"max_model_calls": settings.max_model_calls, "max_tool_calls": settings.max_tool_calls},
     }
 
-    items: list[QualityItem] = []
-
-    def measure(discovery: Discovery, evidence: Evidence) -> None:
+    def measure(discovery: Discovery, evidence: Evidence[QualityFile]) -> None:
         if quick:  # once every flag is taken and the backends found
             console.print(
                 f"[dim]quality: {DEFAULT_ITEMS} items ({DEFAULT_ITEMS // len(FAMILIES)} a family), a quick look whose "
@@ -86,17 +84,13 @@ def run(argv: list[str] | None = None) -> int:
                 "model)[/dim]"
             )
 
-        def emit(item: QualityItem) -> None:
-            items.append(item)
-            evidence.add_record(item.to_json())
-
         skipped: dict[str, dict[str, str]] = {}
         try:
             with Progress(console=console) as progress:
                 for backend in discovery.backends:
                     bar = progress.add_task(f"{backend.name:<10}", total=len(tasks))
                     skipped[backend.name] = run_backend(
-                        backend, tasks, settings, emit, lambda bar=bar: progress.advance(bar)
+                        backend, tasks, settings, evidence.add_record, lambda bar=bar: progress.advance(bar)
                     )
                     for family, why in skipped[backend.name].items():
                         line = f"{backend.name}: {family} skipped: {why}"
@@ -104,10 +98,12 @@ def run(argv: list[str] | None = None) -> int:
                         evidence.notice(line)
         finally:
             backends = [(b.name, model_of(b)) for b in discovery.backends]
-            evidence.data["summary"] = [s.to_json() for s in summarise(items, backends, families, skipped)]
+            evidence.file.summary = summarise(evidence.file.records, backends, families, skipped)
 
     # Exit 1 when no item was graded on any backend (none answered at all).
-    return run_command("quality", args, config, measure, measured=lambda _: any(item.graded for item in items))
+    return run_command(
+        "quality", args, config, measure, measured=lambda file: any(item.graded for item in file.records)
+    )
 
 
 def main() -> None:

@@ -9,16 +9,17 @@ advise evidence whose rows are of another version (`runner.costing.rows`), or (f
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from runner.cli.options import add_block_arguments, block_config
 from runner.cli.session import main_guard
 from runner.core.accuracy import summaries_of
 from runner.core.errors import NotWritten, RunnerError
-from runner.core.evidence import load
+from runner.core.evidence import EvidenceFile, load
 from runner.core.files import check_output_file, write_atomically
 from runner.costing.rows import check_rows_schema
-from runner.render.tables import print_report, renderer_for, stdout
+from runner.render.tables import print_report, renderer_for, stdout, typed
 
 
 def check_tables(path: Path, command: str) -> None:
@@ -32,14 +33,14 @@ def check_tables(path: Path, command: str) -> None:
         raise RunnerError(f"{path}: {error} (a file written by another program, or by a newer runner)") from None
 
 
-def print_tables(evidence: dict, baseline: dict | None) -> None:
+def print_tables(evidence: EvidenceFile, baseline: EvidenceFile | None) -> None:
     try:
-        renderer_for(evidence["command"])
+        renderer_for(evidence.command)
     except RunnerError:
         from runner.render.headline import quality_table
 
         stdout.print(quality_table(evidence))
-        for line in evidence.get("notices", []):
+        for line in evidence.notices:
             stdout.print(f"[dim]note: {line}[/dim]")
         return
     print_report(evidence, baseline)
@@ -74,24 +75,27 @@ def run(argv: list[str] | None = None) -> int:
         check_tables(path, evidence["command"])
         check_rows_schema(evidence, path)
         summaries_of(evidence, path)  # a malformed quality summary: one line, before anything is written
+    # Each file typed as its command's, the one its tables are drawn from (a malformed part: one line).
+    files = [(path, typed(evidence, path)) for path, evidence in sources]
+    earlier = typed(baseline, args.compare) if baseline is not None else None
     if args.html or args.markdown:
         from runner.render.page import check_page_sources, render_html, render_markdown
 
-        check_page_sources(sources)
+        check_page_sources(files)
         renderers = {"--html": render_html, "--markdown": render_markdown}
-        pages = [(flag, target, renderers[flag](sources)) for flag, target in outputs]
+        pages = [(flag, target, renderers[flag](files)) for flag, target in outputs]
         for flag, target, text in pages:
             try:
                 write_atomically(target, text)
             except OSError as error:
                 raise NotWritten(f"{flag} {target} could not be written ({error.strerror or error})") from None
             stdout.print(f"wrote {target}")
-    for path, evidence in sources:
-        stdout.print(f"[bold]{path}[/bold] ({evidence['started_at']})")
-        same_command = baseline is not None and baseline["command"] == evidence["command"]
-        if asked and evidence.get("command") == "bench":
-            evidence = evidence | {"config": (evidence.get("config") or {}) | asked}
-        print_tables(evidence, baseline if same_command else None)
+    for path, file in files:
+        stdout.print(f"[bold]{path}[/bold] ({file.started_at})")
+        same_command = earlier is not None and earlier.command == file.command
+        if asked and file.command == "bench":
+            file = replace(file, config=file.config | asked)
+        print_tables(file, earlier if same_command else None)
     return 0
 
 

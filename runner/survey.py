@@ -47,6 +47,7 @@ from runner.flow.folder import SurveyFolder
 from runner.flow.options import MANAGED, SurveyOptions
 from runner.flow.survey_run import SurveyRun
 from runner.measure.load import parse_numbers
+from runner.render.survey import SurveyFile
 from runner.render.tables import print_report
 from runner.workloads.presets import get_preset
 
@@ -209,14 +210,14 @@ def preflight(options: SurveyOptions) -> tuple[Preflight, AppConfig]:
 def dry_run(options: SurveyOptions, results_dir: Path) -> int:
     checked, _ = preflight(options)
     evidence = Evidence(
-        "survey", {"backends": options.backends, "context": options.context, "dry_run": True}, results_dir
+        SurveyFile, {"backends": options.backends, "context": options.context, "dry_run": True}, results_dir
     )
-    evidence.data["preflight"] = checked.to_json()
-    evidence.data["records"] = [r["backend"] for r in evidence.data["preflight"]["rows"] if r["runs"]]
+    evidence.file.preflight = checked
+    evidence.file.records = [r.backend for r in checked.rows if r.runs]
     for line in checked.notices:
         evidence.notice(line)
     evidence.finish()
-    print_report(evidence.data)
+    print_report(evidence.file)
     evidence.announce()
     return 0 if any(r.runs for r in checked.rows) or options.with_bedrock else 1
 
@@ -234,12 +235,12 @@ def run(argv: list[str] | None = None) -> int:
                 "--resume FOLDER continues that survey as it was asked: give no backends and no other option "
                 f"than --keep or --down (given: {', '.join(given or ['backends'])})"
             )
-        folder, data = SurveyFolder.existing(args.resume)
-        options = SurveyOptions.from_json(data["options"])
+        folder, state = SurveyFolder.existing(args.resume)
+        options = SurveyOptions.from_json(state.options or {})
         if args.keep or args.down:
             options.keep, options.down = args.keep, args.down
-        evidence = Evidence("survey", data.get("config") or {}, folder.root)
-        evidence.data, evidence.path = data, folder.state
+        evidence = Evidence(SurveyFile, state.config, folder.root)
+        evidence.file, evidence.path = state, folder.state
         survey = SurveyRun(options, folder, evidence, resumed=True)
         return survey.run(lambda: preflight(options))
     options = survey_options(args)
@@ -248,7 +249,7 @@ def run(argv: list[str] | None = None) -> int:
     # Credentials first: without them nothing is created, not even the folder.
     require_aws(PREFLIGHT_NEEDS, options.aws)
     folder = SurveyFolder.new(args.results_dir)
-    evidence = Evidence("survey", {"backends": options.measured_names, "context": options.context}, folder.root)
+    evidence = Evidence(SurveyFile, {"backends": options.measured_names, "context": options.context}, folder.root)
     evidence.path = folder.state
     survey = SurveyRun(options, folder, evidence)
     return survey.run(lambda: preflight(options))

@@ -29,7 +29,6 @@ ever touched.
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
 
 from catalog.offerings import COMMERCIAL_REGIONS
 from runner.cli.options import add_aws_switch, add_results_dir
@@ -40,6 +39,7 @@ from runner.cloud.cleanup.removal import delete_ours
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
+from runner.render.sweep import SweepFile
 from runner.render.tables import print_report
 
 
@@ -74,11 +74,10 @@ def run(argv: list[str] | None = None) -> int:
     if not regions:
         raise RunnerError("--regions: give at least one region")
     require_aws("runner.sweep lists resources through the AWS API", args.aws)
-    evidence = Evidence("sweep", {"regions": regions, "delete": args.delete}, args.results_dir)
+    evidence = Evidence(SweepFile, {"regions": regions, "delete": args.delete}, args.results_dir)
+    file = evidence.file
     found, problems, skipped = sweep_regions(regions)
-    evidence.data["found"] = [asdict(f) for f in found]
-    # What could not be read (a region, a service): the listing is incomplete there.
-    evidence.data["problems"] = list(problems)
+    file.found, file.problems = list(found), list(problems)
     for line in [*problems, *skipped]:
         evidence.notice(line)
     if args.purge_images and not args.delete:
@@ -88,14 +87,14 @@ def run(argv: list[str] | None = None) -> int:
         console.print(f"[bold]removing {len(doomed)} item(s) of this app[/bold] (nothing else is touched):")
         for item in doomed:
             console.print(f"  {item.region} {item.kind} {item.id} {item.detail}")
-        evidence.data["deleted"] = delete_ours(found, args.wait, purge_kept=args.purge_images)
+        file.deleted = delete_ours(found, args.wait, purge_kept=args.purge_images)
         found, problems, _ = sweep_regions(regions)
-        evidence.data["problems"] = list(problems)
+        file.problems = list(problems)
         for line in problems:
             evidence.notice(line)
-    evidence.data["records"] = [asdict(f) for f in found]
+    file.records = list(found)
     evidence.finish()
-    print_report(evidence.data)
+    print_report(file)
     evidence.announce()
     # What is kept on purpose (the built images, storage only) is listed with its cost, not a failure.
     return 1 if any(f.billing and not f.kept for f in found) or problems else 0

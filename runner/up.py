@@ -28,7 +28,7 @@ from runner.cli.options import add_aws_switch, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import require_aws
 from runner.cloud.bring_up.all_stacks import extend, up
-from runner.cloud.bring_up.one_stack import BUILDING, UpOptions, parse_context
+from runner.cloud.bring_up.one_stack import BUILDING, StackExtended, UpOptions, parse_context
 from runner.cloud.bring_up.watch.common import READY
 from runner.render.tables import print_report
 
@@ -91,16 +91,17 @@ def run(argv: list[str] | None = None) -> int:
         leave_building=args.leave_building,
     )
     if args.extend is not None:
-        evidence = extend(args.extend, options)
-        print_report(evidence.data, notices=False)
-        evidence.announce()
-        return 0 if all(r["outcome"] == "extended" for r in evidence.data["records"]) else 1
+        extended = extend(args.extend, options)
+        print_report(extended.file, notices=False)
+        extended.announce()
+        moved = [r for r in extended.file.records if isinstance(r, StackExtended)]
+        return 0 if all(r.outcome == "extended" for r in moved) else 1
     evidence = up(options)
-    print_report(evidence.data, notices=False)
+    print_report(evidence.file, notices=False)
     evidence.announce()
-    records = evidence.data["records"]
+    records = evidence.file.records
     done = (READY, BUILDING) if options.leave_building else (READY,)
-    return 0 if records and all(r["outcome"] in done for r in records) else 1
+    return 0 if records and all(isinstance(r, dict) and r["outcome"] in done for r in records) else 1
 
 
 def main() -> None:

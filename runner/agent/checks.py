@@ -10,7 +10,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any
 
 from strands import tool
 
@@ -22,6 +21,7 @@ from runner.core.agent_evidence import CheckHealth, CheckResult, TimedAnswer
 from runner.core.backends import Backend
 from runner.core.errors import describe
 from runner.core.records import RequestRecord
+from runner.core.typed_json import JsonObject
 from runner.measure.clients import timed_client_for
 from runner.measure.health import Health, wait_healthy
 from runner.measure.records import ChatRequest
@@ -35,7 +35,7 @@ TOOL_PROMPT = "Use the add_numbers tool to add 17 and 25, then say the result."
 TOOL_ARGS = {"a": 17, "b": 25}
 
 
-def make_add_tool(seen: list[dict[str, Any]]):
+def make_add_tool(seen: list[JsonObject]):
     @tool
     def add_numbers(a: int, b: int) -> int:
         """Add two whole numbers.
@@ -115,7 +115,7 @@ def check_backend(backend: Backend, health: Health, args: argparse.Namespace, st
     )
     if not backend.supports_tools:
         return replace(record, tool_ok=None, tool_note="server ignores tool definitions")
-    seen: list[dict[str, Any]] = []
+    seen: list[JsonObject] = []
     with step(f"{backend.name}: the tool call") as done:
         tooled = run_agent(
             model, TOOL_PROMPT, tools=[make_add_tool(seen)], limits=AgentLimits(max_model_calls=4, max_tool_calls=4)

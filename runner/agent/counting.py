@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import argparse
 import operator
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import Field
 from strands import tool
@@ -18,6 +19,7 @@ from runner.agent.run import AgentRun, run_agent
 from runner.core.agent_evidence import CountingGrade, CountingRun
 from runner.core.backends import Backend
 from runner.core.console import console
+from runner.core.typed_json import JsonObject
 
 # The survey's fixture (demo1_counting.py), in its order: unsorted, so counting is not reading off a position.
 IDS = (0, 2, 3, 20, 21, 22, 23, 10, 11, 12, 13)
@@ -44,12 +46,24 @@ SYSTEM = (
 )
 
 
+@dataclass(frozen=True)
+class Sent:
+    """One call the tool executed: the filter `count_ids` was sent, or (`op` None) `list_ids`."""
+
+    op: str | None = None
+    value: float | None = None
+
+    @property
+    def label(self) -> str:
+        return "list_ids()" if self.op is None else f"id {self.op} {self.value}"
+
+
 def selected(op: str, value: float) -> frozenset[int]:
     return frozenset(i for i in IDS if OPS[op](i, value))
 
 
-def count_result(sent: list[dict[str, Any]], op: str, value: int) -> dict[str, Any]:
-    sent.append({"op": op, "value": value})
+def count_result(sent: list[Sent], op: str, value: int) -> JsonObject:
+    sent.append(Sent(op, value))
     if op not in OPS:
         return {"error": f"op must be one of {', '.join(OPS)}"}
     matched = selected(op, value)
@@ -61,7 +75,7 @@ def count_result(sent: list[dict[str, Any]], op: str, value: int) -> dict[str, A
     }
 
 
-def make_count_tool(sent: list[dict[str, Any]], *, bounded: bool = False):
+def make_count_tool(sent: list[Sent], *, bounded: bool = False):
     """The survey's tool (`op` a string, `value` an integer). `bounded`: the same tool with `op` an
     enum and `value` within ±1000, for constrained decoding (`--force-tool`): there the server
     writes whatever the schema allows, and a base model fills an unbounded integer until the
@@ -69,7 +83,7 @@ def make_count_tool(sent: list[dict[str, Any]], *, bounded: bool = False):
     if not bounded:
 
         @tool
-        def count_ids(op: str, value: int) -> dict[str, Any]:
+        def count_ids(op: str, value: int) -> JsonObject:
             """Count the ids matching `id <op> value`, computed by the engine.
 
             Args:
@@ -84,7 +98,7 @@ def make_count_tool(sent: list[dict[str, Any]], *, bounded: bool = False):
     def bounded_count_ids(
         op: Literal[">=", ">", "<=", "<", "=="],
         value: int = Field(ge=-1000, le=1000, description="the integer to compare each id against"),
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """Count the ids matching `id <op> value`, computed by the engine.
 
         Args:
@@ -95,29 +109,23 @@ def make_count_tool(sent: list[dict[str, Any]], *, bounded: bool = False):
     return bounded_count_ids
 
 
-def make_rows_tool(sent: list[dict[str, Any]]):
+def make_rows_tool(sent: list[Sent]):
     @tool
     def list_ids() -> list[int]:
         """Return every id in the table."""
-        sent.append({})
+        sent.append(Sent())
         return list(IDS)
 
     return list_ids
 
 
-def filter_label(call: dict[str, Any]) -> str:
-    if not call:
-        return "list_ids()"
-    return f"id {call.get('op')} {call.get('value')}"
-
-
-def right_filter(call: dict[str, Any]) -> bool:
+def right_filter(call: Sent) -> bool:
     """A filter is right when it selects exactly the ids the question asks for, whatever its form."""
-    op, value = call.get("op"), call.get("value")
+    op, value = call.op, call.value
     return op in OPS and isinstance(value, int | float) and selected(op, value) == TRUTH
 
 
-def grade(agent: AgentRun, sent: list[dict[str, Any]], mode: str) -> CountingGrade:
+def grade(agent: AgentRun, sent: list[Sent], mode: str) -> CountingGrade:
     """`sent`: the calls the tool executed; the agent run holds every call the model asked for."""
     reading = read_count(agent.answer)
     correct = reading.definite and reading.number == EXPECTED
@@ -125,19 +133,22 @@ def grade(agent: AgentRun, sent: list[dict[str, Any]], mode: str) -> CountingGra
     filter_ok = any(right_filter(c) for c in sent) if mode == "filter" else bool(sent)
     finished = agent.ok and not agent.error
     return CountingGrade(
-        **reading.to_json(),  # quoted, grading_route, graded_text, reading_problem
+        quoted=reading.quoted,
+        grading_route=reading.route,
+        graded_text=reading.graded_text,
+        reading_problem=reading.problem,
         correct=correct,
         right_filter=filter_ok,
         finished=finished,
         passed=correct and filter_ok and finished,
-        filters_sent=[filter_label(c) for c in sent],
+        filters_sent=[c.label for c in sent],
         tool_calls_requested=agent.tool_calls,
         no_tool_call=not agent.tool_calls,
     )
 
 
 def count_once(backend: Backend, run_number: int, args: argparse.Namespace) -> CountingRun:
-    sent: list[dict[str, Any]] = []
+    sent: list[Sent] = []
     forced = ("count_ids" if args.tools == "filter" else "list_ids") if getattr(args, "force_tool", False) else None
     try:
         model = strands_model(backend, max_tokens=args.max_tokens, timeout_s=args.timeout, force_first_tool=forced)

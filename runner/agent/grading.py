@@ -113,13 +113,10 @@ class Reading:
     def definite(self) -> bool:
         return self.number is not None and self.problem is None
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "quoted": _plain(self.number),
-            "grading_route": self.route,
-            "graded_text": self.graded_text,
-            "reading_problem": self.problem,
-        }
+    @property
+    def quoted(self) -> int | float | None:
+        """The number as the record keeps it (a whole number as one)."""
+        return _plain(self.number)
 
 
 def read_count(answer: str) -> Reading:
@@ -214,13 +211,9 @@ class TextReading:
     def definite(self) -> bool:
         return self.value is not None and self.problem is None
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "quoted": self.value,
-            "grading_route": self.route,
-            "graded_text": self.graded_text,
-            "reading_problem": self.problem,
-        }
+    @property
+    def quoted(self) -> str | None:
+        return self.value
 
 
 def read_text(answer: str) -> TextReading:

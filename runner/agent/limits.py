@@ -7,6 +7,8 @@ from typing import Any
 
 from strands.hooks import BeforeModelCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry
 
+from runner.core.agent_evidence import ToolCall
+
 
 @dataclass
 class AgentLimits(HookProvider):
@@ -15,7 +17,7 @@ class AgentLimits(HookProvider):
     max_model_calls: int = 6
     max_tool_calls: int = 8
     model_calls: int = 0
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
     stopped: str | None = None
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
@@ -30,9 +32,8 @@ class AgentLimits(HookProvider):
 
     def _before_tool(self, event: BeforeToolCallEvent) -> None:
         """Record every call the model asked for (malformed ones too), cancel past the cap."""
-        call = {"name": event.tool_use.get("name"), "input": event.tool_use.get("input"), "cancelled": False}
-        if len(self.tool_calls) >= self.max_tool_calls:
+        cancelled = len(self.tool_calls) >= self.max_tool_calls
+        if cancelled:
             self.stopped = f"stopped: more than {self.max_tool_calls} tool calls (runaway tool loop)"
             event.cancel_tool = self.stopped
-            call["cancelled"] = True
-        self.tool_calls.append(call)
+        self.tool_calls.append(ToolCall(event.tool_use.get("name"), event.tool_use.get("input"), cancelled))

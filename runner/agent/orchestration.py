@@ -147,14 +147,12 @@ def _starts_word(text: str, position: int) -> bool:
     return not before.isalnum()
 
 
-def winner_check(sentence: str, table: list[ScoreRow], backends: list[Backend]) -> dict[str, Any]:
+def winner_check(sentence: str, table: list[ScoreRow], backends: list[Backend]) -> tuple[str | None, list[str], bool]:
+    """The table's winner, the backends the sentence names (first named first), and whether it
+    names another one first."""
     winner = next((row.backend for row in table if row.seconds is not None), None)
     named = named_backends(sentence, backends)
-    return {
-        "table_winner": winner,
-        "sentence_names": named,
-        "sentence_names_different_winner": bool(named) and winner is not None and named[0] != winner,
-    }
+    return winner, named, bool(named) and winner is not None and named[0] != winner
 
 
 def pick_agent(backends: list[Backend], wanted: str | None) -> Backend:
@@ -195,6 +193,7 @@ def orchestrate_once(backends: list[Backend], agent_backend: Backend, run_number
     asked = {ask.request.backend for ask in harness.asks}
     table = harness.table()
     quoted_table, closing = split_closing(agent_run.answer)
+    winner, named, different = winner_check(closing, table, backends)
     record = OrchestratorRun(
         run=run_number,
         agent_backend=agent_backend.name,
@@ -206,7 +205,9 @@ def orchestrate_once(backends: list[Backend], agent_backend: Backend, run_number
         never_asked=[b.name for b in backends if b.name not in asked],
         agent_table=quoted_table,
         closing_sentence=closing,
-        **winner_check(closing, table, backends),
+        table_winner=winner,
+        sentence_names=named,
+        sentence_names_different_winner=different,
     )
     console.print(
         f"run {run_number}: {len(harness.asks)} asks; never asked: {', '.join(record.never_asked) or 'none'}"

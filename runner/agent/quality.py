@@ -37,11 +37,12 @@ from runner.agent.models import strands_model
 from runner.agent.run import AgentRun, run_agent
 from runner.agent.tasks import TOOL_SYSTEM, Task, ToolTask, call_label
 from runner.core.accuracy import Accuracy, QualitySummary
-from runner.core.agent_evidence import QualityItem
+from runner.core.agent_evidence import ItemAgent, ItemReading, ItemTiming, QualityItem, ToolRun
 from runner.core.backends import BATCH_COMMAND, Backend
 from runner.core.errors import as_fault, backend_down
 from runner.core.records import RequestRecord
 from runner.core.stats import wilson_interval
+from runner.core.typed_json import JsonObject
 from runner.measure import ChatRequest, timed_client_for
 
 CLIENTS = {
@@ -67,7 +68,7 @@ class QualitySettings:
 # --- the tools of the tool family ----------------------------------------------------------------
 
 
-def tools_for(task: Task, executed: list[dict[str, Any]]) -> list[Any]:
+def tools_for(task: Task, executed: list[ToolRun]) -> list[object]:
     """Both tools, whichever the item asks for (choosing the right one is part of the task);
     `executed` gets every call that ran, with the arguments the tool received."""
     table = task.tool.table if task.tool else {}
@@ -80,38 +81,52 @@ def tools_for(task: Task, executed: list[dict[str, Any]]) -> list[Any]:
             a: first number
             b: second number
         """
-        executed.append({"name": "add_numbers", "arguments": {"a": a, "b": b}, "result": a + b})
+        executed.append(ToolRun("add_numbers", {"a": a, "b": b}, a + b))
         return a + b
 
     @tool
-    def lookup(id: str) -> dict[str, Any]:
+    def lookup(id: str) -> JsonObject:
         """Look up an item of the stock table by its id: its name and how many units are in stock.
 
         Args:
             id: the item's id, such as K-204
         """
         row = table.get(str(id).strip().upper())
-        result = dict(row) if row else {"error": f"no item with id {id!r}"}
-        executed.append({"name": "lookup", "arguments": {"id": id}, "result": result})
+        result: JsonObject = dict(row) if row else {"error": f"no item with id {id!r}"}
+        executed.append(ToolRun("lookup", {"id": id}, result))
         return result
 
     return [add_numbers, lookup]
 
 
-def call_matches(expected: ToolTask, call: dict[str, Any]) -> bool:
+def call_matches(expected: ToolTask, call: ToolRun) -> bool:
     """The call the item asks for, whatever the order of addends or the case of an id."""
-    if call.get("name") != expected.name:
+    if call.name != expected.name:
         return False
-    arguments = call.get("arguments") or {}
+    arguments = call.arguments
     if expected.name == "add_numbers":
         values = [arguments.get("a"), arguments.get("b")]
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             return False
-        return sorted(values) == sorted([expected.arguments["a"], expected.arguments["b"]])
+        return sorted(values) == sorted([expected.arguments["a"], expected.arguments["b"]])  # type: ignore[type-var]
     return str(arguments.get("id", "")).strip().upper() == expected.arguments["id"]
 
 
 # --- grading -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Graded:
+    """An item's grade: right or not, its verdict and one-line reason, what grading read in the
+    answer, and for a tool item whether the right call ran, the agent finished, and what ran."""
+
+    correct: bool
+    verdict: str
+    reason: str
+    reading: ItemReading
+    right_call: bool | None = None
+    finished: bool | None = None
+    tools_run: list[ToolRun] | None = None
 
 
 def _short(text: str) -> str:
@@ -129,60 +144,55 @@ def _verdict_of(problem: str) -> str:
     return "no answer"
 
 
-def grade_answer(task: Task, answer: str) -> dict[str, Any]:
+def grade_answer(task: Task, answer: str) -> Graded:
     """The stated answer against the expected one: correct, a verdict and a one-line reason. What
     the answer copied from the question (and, for a tool item, from the system prompt) is set
     aside first: an echoed sentence states nothing (`strip_echo`)."""
     question = f"{TOOL_SYSTEM}\n{task.prompt}" if task.tool else task.prompt
     own, echoed = strip_echo(answer, question)
-    reading = read_count(own) if task.answer_kind == "number" else read_text(own)
-    read = reading.to_json() | {"echoed_sentences_set_aside": echoed}
+    read = read_count(own) if task.answer_kind == "number" else read_text(own)
+    reading = ItemReading(read.quoted, read.route, read.graded_text, read.problem, echoed)
     expected = task.expected if task.answer_kind == "number" else _normalised_expected(task)
-    where = f"{read['grading_route']}: {_short(read['graded_text'])!r}"
-    if reading.problem is not None:
-        verdict = _verdict_of(reading.problem)
-        reason = f"{reading.problem} ({where})" if read["graded_text"] else f"no answer read: {reading.problem}"
-        return {**read, "correct": False, "verdict": verdict, "reason": reason}
-    if read["quoted"] == expected:
-        return {**read, "correct": True, "verdict": "right", "reason": f"right: {task.expected!r} ({where})"}
-    return {
-        **read,
-        "correct": False,
-        "verdict": "wrong",
-        "reason": f"wrong: stated {read['quoted']!r}, expected {task.expected!r} ({where})",
-    }
+    where = f"{reading.grading_route}: {_short(reading.graded_text)!r}"
+    if reading.reading_problem is not None:
+        verdict = _verdict_of(reading.reading_problem)
+        problem = reading.reading_problem
+        reason = f"{problem} ({where})" if reading.graded_text else f"no answer read: {problem}"
+        return Graded(False, verdict, reason, reading)
+    if reading.quoted == expected:
+        return Graded(True, "right", f"right: {task.expected!r} ({where})", reading)
+    return Graded(False, "wrong", f"wrong: stated {reading.quoted!r}, expected {task.expected!r} ({where})", reading)
 
 
 def _normalised_expected(task: Task) -> str:
     return normalise_text(str(task.expected))
 
 
-def grade_tool_run(task: Task, run: AgentRun, executed: list[dict[str, Any]]) -> dict[str, Any]:
+def grade_tool_run(task: Task, run: AgentRun, executed: list[ToolRun]) -> Graded:
     """A tool item: the call as well as the answer, and an agent that finished on its own."""
     assert task.tool is not None
     answer = grade_answer(task, run.answer)
     expected = task.tool.label()
-    ran = [call_label(c["name"], c["arguments"]) for c in executed]
+    ran = [call_label(c.name, c.arguments) for c in executed]
     right_call = any(call_matches(task.tool, c) for c in executed)
     finished = run.ok and not run.error
-    result = {**answer, "right_call": right_call, "finished": finished, "tools_run": executed}
     if not finished:
         made = "; it had made the right call" if right_call else ""
         verdict, reason = "stopped", f"stopped: {run.error}{made}"
     elif not run.tool_calls:
-        verdict, reason = "no tool call", f"no tool call (expected {expected}); the answer: {answer['reason']}"
+        verdict, reason = "no tool call", f"no tool call (expected {expected}); the answer: {answer.reason}"
     elif not executed:
-        requested = [call_label(str(c.get("name")), c.get("input")) for c in run.tool_calls]
+        requested = [call_label(str(c.name), c.input) for c in run.tool_calls]
         verdict, reason = "malformed call", f"no call ran: requested {', '.join(requested)} (expected {expected})"
-    elif not any(c["name"] == task.tool.name for c in executed):
+    elif not any(c.name == task.tool.name for c in executed):
         verdict, reason = "wrong tool", f"called {', '.join(ran)}, not {task.tool.name} (expected {expected})"
     elif not right_call:
         verdict, reason = "wrong arguments", f"called {', '.join(ran)}, expected {expected}"
-    elif not answer["correct"]:
-        verdict, reason = answer["verdict"], f"right call {expected}, but {answer['reason']}"
+    elif not answer.correct:
+        verdict, reason = answer.verdict, f"right call {expected}, but {answer.reason}"
     else:
         verdict, reason = "right", f"right call {expected} and right answer {task.expected}"
-    return result | {"correct": verdict == "right", "verdict": verdict, "reason": reason}
+    return Graded(verdict == "right", verdict, reason, answer.reading, right_call, finished, executed)
 
 
 # --- running -------------------------------------------------------------------------------------
@@ -197,27 +207,22 @@ def tool_skip_reason(backend: Backend) -> str | None:
     return None
 
 
-def base_record(backend: Backend, task: Task) -> dict[str, Any]:
-    return {
-        "backend": backend.name,
-        "family": task.family,
-        "item": task.item,
-        "prompt": task.prompt,
-        "expected": task.expected,
-        "answer": "",
-        "correct": False,
-        "reason": "",
-        "tool_calls": [],
-        "verdict": None,
-        "graded": False,
-        "error": None,
-        "client": CLIENTS[task.family],
-        "data": task.data,
-    }
+def item_of(backend: Backend, task: Task, graded: Graded | None = None, **asked: Any) -> QualityItem:
+    """The item as the evidence keeps it: the task's facts, what asking it gave (`asked`: the
+    answer, the client's figures, an error), and its grade where it was graded."""
+    if graded is not None:
+        asked |= {"graded": True, "correct": graded.correct, "verdict": graded.verdict, "reason": graded.reason}
+        asked |= {"reading": graded.reading, "right_call": graded.right_call, "finished": graded.finished}
+        asked |= {"tools_run": graded.tools_run}
+    return QualityItem(
+        backend=backend.name, family=task.family, item=task.item, prompt=task.prompt, expected=task.expected,
+        client=CLIENTS[task.family], data=task.data, **asked,
+    )  # fmt: skip
 
 
-def error_record(backend: Backend, task: Task, line: str) -> dict[str, Any]:
-    return base_record(backend, task) | {"verdict": "error", "reason": line, "error": line}
+def error_item(backend: Backend, task: Task, line: str, **asked: Any) -> QualityItem:
+    """An item that got no answer at all: an error, not graded."""
+    return item_of(backend, task, verdict="error", reason=line, error=line, **asked)
 
 
 class BackendQuality:
@@ -232,26 +237,23 @@ class BackendQuality:
         self.unanswered = 0
 
     def ask(self, task: Task) -> QualityItem:
-        """The item asked and graded, typed as the evidence keeps it (assembled from the item's
-        keys, the client's figures and the grade)."""
+        """The item asked and graded, typed as the evidence keeps it."""
         if self.down:
-            record = error_record(self.backend, task, f"not asked: {self.backend.name} is down ({self.down})")
-        else:
-            record = self._agent_item(task) if task.tool else self._plain_item(task)
-            self.unanswered = self.unanswered + 1 if record["verdict"] == "error" else 0
-            if self.unanswered >= UNANSWERED_IN_A_ROW and not self.down:
-                self.down = f"{self.unanswered} items in a row got no answer: {record['error']}"
-        return QualityItem.from_json(record, f"{task.item} on {self.backend.name}")
+            return error_item(self.backend, task, f"not asked: {self.backend.name} is down ({self.down})")
+        item = self._agent_item(task) if task.tool else self._plain_item(task)
+        self.unanswered = self.unanswered + 1 if item.verdict == "error" else 0
+        if self.unanswered >= UNANSWERED_IN_A_ROW and not self.down:
+            self.down = f"{self.unanswered} items in a row got no answer: {item.error}"
+        return item
 
-    def _plain_item(self, task: Task) -> dict[str, Any]:
+    def _plain_item(self, task: Task) -> QualityItem:
         try:
             if self.client is None:
                 self.client = timed_client_for(self.backend, self.settings.timeout_s)
         except Exception as error:
             self.down = self.backend.explain(error)
-            return error_record(self.backend, task, self.down)
+            return error_item(self.backend, task, self.down)
         timed = RequestRecord(backend=self.backend.name, run=0)
-        record = base_record(self.backend, task)
         try:
             self.client.chat(ChatRequest(prompt=task.prompt, max_tokens=self.settings.max_tokens), timed)
         except Exception as error:
@@ -260,22 +262,16 @@ class BackendQuality:
             if fault is None or not fault.answered:
                 if backend_down(error):
                     self.down = line
-                return error_record(self.backend, task, line) | _timing(timed)
+                return error_item(self.backend, task, line, timing=_timing(timed))
             # It answered, but not with an answer that counts (an abnormal finish, nothing at all).
-            return (
-                record
-                | _timing(timed)
-                | {
-                    "answer": timed.text,
-                    "graded": True,
-                    "verdict": "no usable answer",
-                    "reason": f"no usable answer: {line}",
-                    "error": line,
-                }
-            )
-        return record | _timing(timed) | {"answer": timed.text, "graded": True} | grade_answer(task, timed.text)
+            return item_of(
+                self.backend, task, answer=timed.text, graded=True, verdict="no usable answer",
+                reason=f"no usable answer: {line}", error=line, timing=_timing(timed),
+            )  # fmt: skip
+        graded = grade_answer(task, timed.text)
+        return item_of(self.backend, task, graded, answer=timed.text, timing=_timing(timed))
 
-    def _agent_item(self, task: Task) -> dict[str, Any]:
+    def _agent_item(self, task: Task) -> QualityItem:
         try:
             if self.model is None:
                 self.model = strands_model(
@@ -283,36 +279,28 @@ class BackendQuality:
                 )
         except Exception as error:
             self.down = self.backend.explain(error)
-            return error_record(self.backend, task, self.down)
-        executed: list[dict[str, Any]] = []
+            return error_item(self.backend, task, self.down)
+        executed: list[ToolRun] = []
         limits = AgentLimits(max_model_calls=self.settings.max_model_calls, max_tool_calls=self.settings.max_tool_calls)
         run = run_agent(
             self.model, task.prompt, tools=tools_for(task, executed), system_prompt=TOOL_SYSTEM, limits=limits
         )
-        agent = {
+        asked = {
             "answer": run.answer,
             "tool_calls": run.tool_calls,
-            "seconds": round(run.seconds, 3),
-            "model_calls": run.model_calls,
-            "output_tokens": run.output_tokens,
+            "agent": ItemAgent(round(run.seconds, 3), run.model_calls, run.output_tokens),
         }
         if not run.reached:
-            return error_record(self.backend, task, run.error or "no answer") | agent | {"tools_run": executed}
-        return base_record(self.backend, task) | agent | {"graded": True} | grade_tool_run(task, run, executed)
+            return error_item(self.backend, task, run.error or "no answer", tools_run=executed, **asked)
+        return item_of(self.backend, task, grade_tool_run(task, run, executed), **asked)
 
     def close(self) -> None:
         if self.client is not None:
             self.client.close()
 
 
-def _timing(timed: RequestRecord) -> dict[str, Any]:
-    return {
-        "seconds": timed.e2e_s,
-        "ttft_s": timed.ttft_s,
-        "output_tokens": timed.output_tokens,
-        "token_source": timed.token_source,
-        "finish_reason": timed.finish_reason,
-    }
+def _timing(timed: RequestRecord) -> ItemTiming:
+    return ItemTiming(timed.e2e_s, timed.ttft_s, timed.output_tokens, timed.token_source, timed.finish_reason)
 
 
 def run_backend(

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.core.errors import RunnerError
+from runner.core.typed_json import JsonObject
 
 FAMILIES = ("counting", "arithmetic", "extraction", "tool_use")
 # The survey's set, and the command's default: a quick look that still has an interval (wide at
@@ -48,8 +49,8 @@ class ToolTask:
     """The call a tool item must make, and the table `lookup` answers from."""
 
     name: str  # add_numbers | lookup
-    arguments: dict[str, Any]
-    table: dict[str, dict[str, Any]] = field(default_factory=dict)
+    arguments: JsonObject
+    table: dict[str, JsonObject] = field(default_factory=dict)
 
     def label(self) -> str:
         return call_label(self.name, self.arguments)
@@ -63,7 +64,7 @@ class Task:
     expected: int | str
     answer_kind: str  # number | text
     # The generated inputs the answer was computed from, kept in the evidence.
-    data: dict[str, Any] = field(default_factory=dict)
+    data: JsonObject = field(default_factory=dict)
     tool: ToolTask | None = None
 
     @property

@@ -16,18 +16,20 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from runner.agent.counting import QUESTION, SYSTEM, make_count_tool
+from runner.agent.counting import QUESTION, SYSTEM, Sent, make_count_tool
 from runner.agent.counting import grade as grade_counting
 from runner.agent.limits import AgentLimits
 from runner.agent.models import strands_model
 from runner.agent.quality import grade_tool_run, tools_for
 from runner.agent.run import run_agent
 from runner.agent.tasks import TOOL_SYSTEM, generate
+from runner.core.agent_evidence import ToolRun
 from runner.core.backends import Backend
-from runner.core.records import Level
+from runner.core.records import AgentTask, Level
+from runner.core.typed_json import JsonObject
 
 COUNTING = "counting-demo"
 TOOL_USE = "tool-use"
@@ -48,7 +50,8 @@ class AgentSettings:
     def tasks_at(self, sessions: int) -> int:
         return self.tasks or max(4 * sessions, 4)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
+        """The settings as the bench's config keeps them."""
         return {
             "sessions": list(self.sessions),
             "tasks": self.tasks,
@@ -64,44 +67,40 @@ def level_label(sessions: int) -> str:
     return f"{sessions} session{'s' if sessions != 1 else ''}"
 
 
-def run_task(backend: Backend, model: Any, number: int, settings: AgentSettings) -> dict[str, Any]:
+def run_task(backend: Backend, model: Any, number: int, settings: AgentSettings) -> AgentTask:
     """One task on a fresh agent over its session's model object (sessions share nothing but the
     server). Even numbers are the counting demo, odd ones the tool-use family's items in order."""
     kind = KINDS[number % 2]
-    base: dict[str, Any] = {"backend": backend.name, "task": number, "kind": kind}
     limits = AgentLimits(max_model_calls=settings.max_model_calls, max_tool_calls=settings.max_tool_calls)
     if kind == COUNTING:
-        sent: list[dict[str, Any]] = []
+        sent: list[Sent] = []
         run = run_agent(model, QUESTION, tools=[make_count_tool(sent)], system_prompt=SYSTEM, limits=limits)
         graded = grade_counting(run, sent, "filter")
         right, passed, item = graded.right_filter, graded.passed, "counting demo"
     else:
         (task,) = generate(1 + number // 2, seed=settings.seed, families=["tool_use"])[-1:]
-        executed: list[dict[str, Any]] = []
+        executed: list[ToolRun] = []
         run = run_agent(model, task.prompt, tools=tools_for(task, executed), system_prompt=TOOL_SYSTEM, limits=limits)
-        graded = grade_tool_run(task, run, executed)
-        right, passed, item = graded["right_call"], graded["correct"], task.item
-    return base | {
-        "item": item,
-        "ok": run.reached and not run.error,
-        "passed": bool(passed),
-        "seconds": run.seconds,
-        "model_calls": run.model_calls,
-        "tool_calls": len(run.tool_calls),
-        "tool_calls_right": bool(right),
-        "input_tokens": run.input_tokens,
-        "output_tokens": run.output_tokens,
-        "answer": run.answer[:200],
-        "error": run.error,
-    }
+        graded_tool = grade_tool_run(task, run, executed)
+        right, passed, item = graded_tool.right_call, graded_tool.correct, task.item
+    return AgentTask(
+        backend=backend.name, task=number, kind=kind, item=item, ok=run.reached and not run.error,
+        passed=bool(passed), seconds=run.seconds, model_calls=run.model_calls, tool_calls=len(run.tool_calls),
+        tool_calls_right=bool(right), input_tokens=run.input_tokens, output_tokens=run.output_tokens,
+        answer=run.answer[:200], error=run.error,
+    )  # fmt: skip
 
 
-def stopped_tasks(sessions: int, settings: AgentSettings, finished: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def sessions_level(sessions: int, settings: AgentSettings) -> Level:
+    """The level its tasks ran in: `sessions` at once, its tasks planned."""
+    return Level("sessions", sessions, settings.tasks_at(sessions), label=level_label(sessions))
+
+
+def stopped_tasks(sessions: int, settings: AgentSettings, finished: list[AgentTask]) -> list[AgentTask]:
     """What a level stopped midway (Ctrl-C, SIGTERM) keeps: the tasks that finished, in order, each
     under the level marked stopped after them (runner/core/records.py `Level.stopped`)."""
-    level = Level("sessions", sessions, settings.tasks_at(sessions), label=level_label(sessions))
-    marked = level.stopped(len(finished)).to_json()
-    return [task | {"level": marked} for task in sorted(finished, key=lambda t: t["task"])]
+    marked = sessions_level(sessions, settings).stopped(len(finished))
+    return [replace(task, level=marked) for task in sorted(finished, key=lambda t: t.task)]
 
 
 def run_level(
@@ -109,8 +108,8 @@ def run_level(
     sessions: int,
     settings: AgentSettings,
     on_task: Callable[[], None] = lambda: None,
-    finished: list[dict[str, Any]] | None = None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    finished: list[AgentTask] | None = None,
+) -> tuple[list[AgentTask], list[AgentTask]]:
     """`sessions` workers, each taking the next task as soon as its last one ends (a closed loop),
     until the level's tasks are done. Each session first runs one untimed task (its client, its
     connection and the process's first call are warm before the clock starts, as the bench warms
@@ -121,11 +120,11 @@ def run_level(
     count = settings.tasks_at(sessions)
     numbers = iter(range(count))
     lock = threading.Lock()
-    records: list[dict[str, Any]] = [] if finished is None else finished
-    warm: list[dict[str, Any]] = []
+    records: list[AgentTask] = [] if finished is None else finished
+    warm: list[AgentTask] = []
     clock = {"started": 0.0}
     stop = threading.Event()
-    level = {"mode": "sessions", "value": sessions, "label": level_label(sessions)}
+    level = sessions_level(sessions, settings)
 
     def start_clock() -> None:
         clock["started"] = time.perf_counter()
@@ -141,7 +140,7 @@ def run_level(
         if model is not None:
             warm_up = run_task(backend, model, index, settings)
             with lock:
-                warm.append(warm_up | {"session": index, "warm_up": True, "level": level})
+                warm.append(replace(warm_up, session=index, warm_up=True, level=level))
         barrier.wait()
         while not stop.is_set():
             with lock:
@@ -150,11 +149,10 @@ def run_level(
                 return
             sent_s = time.perf_counter() - clock["started"]
             if why is not None:
-                record = {"backend": backend.name, "task": number, "kind": KINDS[number % 2], "ok": False,
-                          "passed": False, "error": why}  # fmt: skip
+                record = AgentTask(backend.name, number, KINDS[number % 2], error=why, ran=False)
             else:
                 record = run_task(backend, model, number, settings)
-            record.update(session=index, sent_s=sent_s, level=level)
+            record = replace(record, session=index, sent_s=sent_s, level=level)
             with lock:
                 records.append(record)
             on_task()
@@ -187,4 +185,4 @@ def run_level(
         raise
     if faults:
         raise faults[0]
-    return sorted(records, key=lambda r: r["task"]), warm
+    return sorted(records, key=lambda r: r.task), warm

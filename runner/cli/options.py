@@ -15,6 +15,7 @@ from runner.core.backends import (
 from runner.core.errors import RunnerError
 from runner.core.evidence import DEFAULT_RESULTS
 from runner.core.flags import above, at_least
+from runner.core.typed_json import JsonObject
 from runner.figures.latency import (
     DEFAULT_METRICS,
     DEFAULT_PERCENTILES,
@@ -163,7 +164,7 @@ def add_block_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def block_config(args: argparse.Namespace, *, given_only: bool = False) -> dict[str, Any]:
+def block_config(args: argparse.Namespace, *, given_only: bool = False) -> JsonObject:
     """The block's metrics and percentiles as the evidence keeps them (runner.report draws the same;
     with `given_only`, only what the flags gave)."""
     if given_only:

@@ -9,8 +9,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from rich.markup import escape
@@ -20,6 +19,7 @@ from runner.cli.options import CommonOptions, options_from_args
 from runner.cloud.aws import credentials_configured
 from runner.cloud.outputs import OutputsReading, parse_outputs, read_outputs_file, read_stack_outputs
 from runner.cloud.reach.forwards_file import Forward, forwards_file, live_forwards
+from runner.core.backend_entries import BackendEntry
 from runner.core.backends import (
     Backend,
     bedrock_backend,
@@ -30,7 +30,8 @@ from runner.core.backends import (
 )
 from runner.core.console import console
 from runner.core.errors import RunnerError, backend_down, describe
-from runner.core.evidence import Evidence
+from runner.core.evidence import EmbeddedServer, Evidence, EvidenceFile, F, StackOutputs
+from runner.core.typed_json import JsonObject, to_json
 from runner.render.tables import print_report
 from runner.servers.llama_cpp import CAVEAT, MODEL_ALIAS, LocalServer, LocalServerConfig
 
@@ -160,25 +161,23 @@ def forwarded_outputs(forwarded: list[Forward]) -> OutputsReading:
 
 
 @contextlib.contextmanager
-def run_session(command: str, args: argparse.Namespace, config: dict[str, Any]) -> Iterator[tuple[Discovery, Evidence]]:
-    """Discover backends, open evidence, and always stop the embedded server and save evidence."""
+def run_session(command: str, args: argparse.Namespace, config: JsonObject) -> Iterator[tuple[Discovery, Evidence[F]]]:
+    """Discover backends, open evidence (the command's file class, `EvidenceFile.of(command)`), and
+    always stop the embedded server and save evidence."""
     options = options_from_args(args)
-    evidence = Evidence(command, config | {"common": _jsonable(asdict(options))}, options.results_dir)
+    evidence: Evidence[F] = Evidence(command, config | {"common": to_json(options)}, options.results_dir)
     discovery = discover(options)
     try:
         for line in discovery.notices:
             console.print(f"[yellow]note:[/yellow] {line}")
             evidence.notice(line)
-        evidence.data["backends"] = [b.to_json() for b in discovery.backends]
-        evidence.data["stack_outputs"] = (
-            {"source": discovery.outputs.source, "outputs": discovery.outputs.raw} if discovery.outputs else None
-        )
-        if discovery.local_server is not None:
-            evidence.data["local_server"] = {
-                "startup_s": discovery.local_server.startup_s,
-                "threads": discovery.local_server.config.threads,
-                "model_path": discovery.local_server.model_path.name if discovery.local_server.model_path else None,
-            }
+        evidence.file.backends = [BackendEntry.of(b) for b in discovery.backends]
+        if discovery.outputs:
+            evidence.file.stack_outputs = StackOutputs(discovery.outputs.source, discovery.outputs.raw)
+        server = discovery.local_server
+        if server is not None:
+            model = server.model_path.name if server.model_path else None
+            evidence.file.local_server = EmbeddedServer(server.startup_s, server.config.threads, model)
         if not discovery.backends:
             raise RunnerError("nothing to measure: no backend selected, deployed or configured")
         yield discovery, evidence
@@ -190,16 +189,16 @@ def run_session(command: str, args: argparse.Namespace, config: dict[str, Any]) 
 def run_command(
     command: str,
     args: argparse.Namespace,
-    config: dict[str, Any],
-    measure: Callable[[Discovery, Evidence], None],
+    config: JsonObject,
+    measure: Callable[[Discovery, Evidence[F]], None],
     *,
-    measured: Callable[[list[dict[str, Any]]], bool],
-    baseline: dict[str, Any] | None = None,
+    measured: Callable[[F], bool],
+    baseline: EvidenceFile | None = None,
 ) -> int:
     """What every measuring command shares: discover the backends, `measure` them, and conclude;
     Ctrl-C stops the measuring, saves what was measured and goes on up as KeyboardInterrupt.
 
-    `measured(records)` decides the exit status: 0 when it holds, 1 when nothing counted.
+    `measured(file)` decides the exit status: 0 when it holds, 1 when nothing counted.
     """
     with run_session(command, args, config) as (discovery, evidence):
         interrupted = False
@@ -207,31 +206,19 @@ def run_command(
             measure(discovery, evidence)
         except KeyboardInterrupt:
             interrupted = True
-        return conclude(
-            evidence, interrupted=interrupted, measured=measured(evidence.data["records"]), baseline=baseline
-        )
+        return conclude(evidence, interrupted=interrupted, measured=measured(evidence.file), baseline=baseline)
 
 
-def conclude(evidence: Evidence, *, interrupted: bool, measured: bool, baseline: dict[str, Any] | None = None) -> int:
+def conclude(evidence: Evidence[F], *, interrupted: bool, measured: bool, baseline: EvidenceFile | None = None) -> int:
     """Save the evidence, print its table, say where it is; Ctrl-C goes on up once saved.
 
     Exit status: 0 when anything was measured, 1 when nothing could be (or the evidence could not
     be written).
     """
     evidence.finish(interrupted=interrupted)
-    print_report(evidence.data, baseline=baseline, notices=False)
+    print_report(evidence.file, baseline=baseline, notices=False)
     evidence.announce(interrupted=interrupted)
     return 0 if measured else 1
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
 
 
 # What stops a command the way Ctrl-C does: a CI's cancel or `timeout` (SIGTERM), a closed terminal (SIGHUP).

@@ -5,12 +5,15 @@ lines, following it to its end."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from catalog.contract import BackendOutput
 from runner.cloud.outputs import read_outputs_file, read_stack_outputs
 from runner.core.errors import RunnerError, aws_error_code, describe
+from runner.core.evidence import EvidenceFile
+from runner.core.typed_json import FlatJson, where_set
 
 RUNNING = "IN_PROGRESS"
 
@@ -114,28 +117,56 @@ def follow(codebuild: Any, build_id: str, poll_s: float, on_phase) -> dict[str, 
         time.sleep(poll_s)
 
 
-def build_record(backend: BackendOutput, build: dict[str, Any]) -> dict[str, Any]:
+@dataclass
+class BuildRecord(FlatJson):
+    """One CodeBuild build as the evidence keeps it (`runner.images`, a weights copy of
+    `runner.model_import`): whose, where, which project and image, how it ended and in how long,
+    its phases (CodeBuild's names and figures, as text), the phase that failed and why, and its
+    log; for a failed image build, the log's last lines."""
+
+    backend: str
+    region: str | None
+    project: str | None
+    image: str | None
+    build_id: str
+    status: str
+    duration_s: float | None = None
+    phases: list[dict[str, str]] = field(default_factory=list)
+    failed_phase: str | None = None
+    failure: str | None = None
+    logs: str | None = None
+    last_log_lines: str | None = where_set()
+
+
+def build_record(backend: BackendOutput, build: dict[str, Any]) -> BuildRecord:
+    """A build as CodeBuild's BatchGetBuilds describes it, kept as its record."""
     started, ended = build.get("startTime"), build.get("endTime")
     seconds = (
         (ended - started).total_seconds() if hasattr(started, "isoformat") and hasattr(ended, "isoformat") else None
     )
     failed = next((p for p in build.get("phases", []) if p.get("phaseStatus") not in (None, "SUCCEEDED")), None)
-    return {
-        "backend": backend.name,
-        "region": backend.region,
-        "project": backend.image_build_project,
-        "image": backend.image,
-        "build_id": build["id"],
-        "status": build["buildStatus"],
-        "duration_s": seconds,
-        "phases": [
+    return BuildRecord(
+        backend=backend.name,
+        region=backend.region,
+        project=backend.image_build_project,
+        image=backend.image,
+        build_id=build["id"],
+        status=build["buildStatus"],
+        duration_s=seconds,
+        phases=[
             {k: str(v) for k, v in p.items() if k in ("phaseType", "phaseStatus", "durationInSeconds")}
             for p in build.get("phases", [])
         ],
-        "failed_phase": failed.get("phaseType") if failed else None,
-        "failure": " ".join(c.get("message", "") for c in (failed or {}).get("contexts", [])).strip() or None,
-        "logs": (build.get("logs") or {}).get("deepLink"),
-    }
+        failed_phase=failed.get("phaseType") if failed else None,
+        failure=" ".join(c.get("message", "") for c in (failed or {}).get("contexts", [])).strip() or None,
+        logs=(build.get("logs") or {}).get("deepLink"),
+    )
+
+
+@dataclass(kw_only=True)
+class ImagesFile(EvidenceFile):
+    COMMAND = "images"
+    records: list[BuildRecord] = field(default_factory=list)
 
 
 def rebuild_hint(output: BackendOutput, reason: str | None) -> str:

@@ -12,6 +12,7 @@ from catalog.errors import CatalogError
 from catalog.offerings import US_REGIONS
 from runner.core.errors import RunnerError, aws_error_code
 from runner.core.files import read_json_file
+from runner.core.typed_json import JsonObject
 
 
 @dataclass
@@ -24,7 +25,7 @@ class OutputsReading:
     source: str = ""
 
 
-def parse_outputs(raw: dict[str, dict[str, Any]], source: str) -> OutputsReading:
+def parse_outputs(raw: dict[str, JsonObject], source: str) -> OutputsReading:
     reading = OutputsReading(raw={k: dict(v) for k, v in raw.items()}, source=source)
     for stack, outputs in raw.items():
         if not isinstance(outputs, dict):

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from runner.core.errors import aws_error_code
+from runner.core.typed_json import JsonObject
 
 CAPACITY_MARKERS = (
     "InsufficientInstanceCapacity",
@@ -124,7 +125,7 @@ def parse_phases(value: Any) -> list[tuple[str, float]]:
     return found
 
 
-def phase_seconds(phases: list[tuple[str, float]], launched: datetime | None) -> dict[str, Any]:
+def phase_seconds(phases: list[tuple[str, float]], launched: datetime | None) -> JsonObject:
     """The phases as the evidence keeps them: `phases_s`, each phase's moment in seconds from the
     instance's launch, and `phase_s`, the seconds each phase took (from the one before it; the
     first from the launch). Without a launch time, from the first phase."""

@@ -3,8 +3,8 @@ from quality evidence by the tables, `bench --quality`, `cost`, `advise` and the
 attributes, not keys.
 
 It sits in the lowest layer because the quality command writes it and the costing and report
-packages, below and beside it, read it. `to_json` writes exactly the entry the evidence holds;
-`from_json` refuses a malformed one in a line that names it.
+packages, below and beside it, read it. Each is written as the entry the evidence holds
+(`runner.core.typed_json`); `from_json` refuses a malformed one in a line that names it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runner.core.errors import RunnerError
-from runner.core.typed_json import FlatJson, read_entries, read_fields
+from runner.core.typed_json import FlatJson, read_entries, read_fields, where_set
 
 
 @dataclass(frozen=True)
@@ -28,40 +28,19 @@ class Accuracy(FlatJson):
     accuracy: float | None = None
     low: float | None = None
     high: float | None = None
-    errors: int | None = None
-    skipped: str | None = None
-    measured_at: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "correct": self.correct,
-            "total": self.total,
-            "accuracy": self.accuracy,
-            "low": self.low,
-            "high": self.high,
-        }
-        for key in ("errors", "skipped", "measured_at"):
-            if getattr(self, key) is not None:
-                data[key] = getattr(self, key)
-        return data
+    errors: int | None = where_set()
+    skipped: str | None = where_set()
+    measured_at: str | None = where_set()
 
 
 @dataclass(frozen=True)
-class QualitySummary:
+class QualitySummary(FlatJson):
     """One backend and model: its overall accuracy and one per task family."""
 
     backend: str
     model: str
     overall: Accuracy
     families: dict[str, Accuracy] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "backend": self.backend,
-            "model": self.model,
-            "overall": self.overall.to_json(),
-            "families": {name: figures.to_json() for name, figures in self.families.items()},
-        }
 
     @classmethod
     def from_json(cls, data: object, what: str) -> QualitySummary:
@@ -93,11 +72,6 @@ def accuracy_by_backend(evidence: Iterable[Mapping[str, Any]]) -> dict[str, Accu
             if summary.overall.total:
                 found[summary.backend] = replace(summary.overall, measured_at=data.get("started_at"))
     return found
-
-
-def accuracy_json(accuracy: Mapping[str, Accuracy]) -> dict[str, dict[str, Any]]:
-    """The accuracy per backend as `bench --quality` and `cost` keep it beside their figures."""
-    return {name: figures.to_json() for name, figures in accuracy.items()}
 
 
 def accuracy_of(evidence: Mapping[str, Any], where: object = None) -> dict[str, Accuracy]:

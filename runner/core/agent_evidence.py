@@ -4,22 +4,46 @@ result per backend, `runner.counting`'s graded runs, `runner.orchestrator`'s run
 tables (`runner.render`) and their exit status, which read attributes, not keys.
 
 They sit in the lowest layer, beside the request records, so that the renderers can hold them
-without depending on the agent machinery. Each `to_json` writes exactly the entry the evidence
-holds (keys and their order); `from_json` reads it back, a malformed entry refused in one line
-that names it (`*_of` prefixes the file).
+without depending on the agent machinery. Each is written as the entry the evidence holds (keys
+and their order) by `runner.core.typed_json`, where a part's keys sit in the entry itself
+(`flat`) or only some entries have a key (`where_set`); the two whose entry differs by how the
+backend was asked (a check, a counting run) write their own. `from_json` reads each back, a
+malformed entry refused in one line that names it (`*_of` prefixes the file).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
+from runner.core.accuracy import QualitySummary
 from runner.core.errors import RunnerError
+from runner.core.evidence import EvidenceFile
 from runner.core.records import RequestRecord
-from runner.core.typed_json import FlatJson, read_entries, read_fields
+from runner.core.typed_json import FlatJson, JsonObject, JsonValue, flat, read_entries, read_fields, where_set
 
 # --- one run of the shared agent ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolCall(FlatJson):
+    """A tool call the model asked for (runner/agent/limits.py records every one, a malformed one
+    too): the tool's name and arguments as the model gave them, and whether the cap cancelled it."""
+
+    name: str | None
+    input: JsonValue = None
+    cancelled: bool = False
+
+
+@dataclass(frozen=True)
+class ToolRun(FlatJson):
+    """A tool call that ran (a quality or traffic item's tools): the arguments the tool received
+    and what it gave back."""
+
+    name: str
+    arguments: JsonObject
+    result: JsonValue = None
 
 
 @dataclass
@@ -31,7 +55,7 @@ class AgentRun(FlatJson):
     seconds: float
     answer: str = ""
     error: str | None = None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
     model_calls: int = 0
     stopped: str | None = None
     input_tokens: int | None = None
@@ -44,28 +68,26 @@ class AgentRun(FlatJson):
 
 
 @dataclass
-class AskRecord:
+class AskRecord(FlatJson):
     """One question to one backend: the timed request (as the bench records it), the question,
     whether the text came in pieces (and how many), and whether Ctrl-C cut it."""
 
-    request: RequestRecord
+    request: RequestRecord = flat()
     question: str = ""
     streamed: bool = False
     pieces: int = 0
     interrupted: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        return self.request.to_json() | {
-            "question": self.question,
-            "streamed": self.streamed,
-            "pieces": self.pieces,
-            "interrupted": self.interrupted,
-        }
-
     @classmethod
     def from_json(cls, data: object, what: str) -> AskRecord:
         request = RequestRecord.from_json(data, what)
         return cls(request, **read_fields(cls, data, what, apart=("request",)))
+
+
+@dataclass(kw_only=True)
+class AskFile(EvidenceFile):
+    COMMAND = "ask"
+    records: list[AskRecord] = field(default_factory=list)
 
 
 def asks_of(evidence: Mapping[str, Any], where: object = None) -> list[AskRecord]:
@@ -84,24 +106,18 @@ class CheckHealth(FlatJson):
     waited_s: float
     detail: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"healthy": self.healthy, "waited_s": self.waited_s, "detail": self.detail}
-
 
 @dataclass
-class TimedAnswer:
+class TimedAnswer(FlatJson):
     """A plain answer through the path's own timed client (a path no agent runs on): the timed
     request, and its text as the check's `answer`."""
 
-    request: RequestRecord
+    request: RequestRecord = flat()
     answer: str = ""
 
     @property
     def error(self) -> str | None:
         return self.request.error
-
-    def to_json(self) -> dict[str, Any]:
-        return self.request.to_json() | {"answer": self.answer}
 
     @classmethod
     def from_json(cls, data: object, what: str) -> TimedAnswer:
@@ -122,7 +138,8 @@ class CheckResult:
     plain: AgentRun | TimedAnswer | None = None
     plain_says_paris: bool | None = None
     tool: AgentRun | None = None
-    tool_args_seen: list[dict[str, Any]] | None = None
+    # The arguments the check's tool received, call by call.
+    tool_args_seen: list[JsonObject] | None = None
     tool_note: str | None = None
     error: str | None = None
 
@@ -132,9 +149,10 @@ class CheckResult:
             return True  # nothing to converse with (a batch model): its health is the check
         return bool(self.plain_ok or self.tool_ok)
 
-    def to_json(self) -> dict[str, Any]:
-        """The keys in the order each way of checking wrote them."""
-        data: dict[str, Any] = {"backend": self.backend, "health": self.health.to_json()}
+    def to_json(self) -> JsonObject:
+        """The keys each way of checking has (and in its order): through the agent, through the
+        path's own timed client (or nothing to ask), or not healthy."""
+        data: JsonObject = {"backend": self.backend, "health": self.health.to_json()}
         if isinstance(self.plain, AgentRun):  # through the shared agent
             data |= {"plain": self.plain.to_json(), "plain_ok": self.plain_ok}
             data |= {"plain_says_paris": self.plain_says_paris, "reached": self.reached}
@@ -172,6 +190,12 @@ class CheckResult:
         )
 
 
+@dataclass(kw_only=True)
+class CheckFile(EvidenceFile):
+    COMMAND = "check"
+    records: list[CheckResult] = field(default_factory=list)
+
+
 def checks_of(evidence: Mapping[str, Any], where: object = None) -> list[CheckResult]:
     """A check evidence file's results, typed, in order; a malformed one is one line."""
     return read_entries(evidence, "records", CheckResult.from_json, where)
@@ -194,7 +218,7 @@ class CountingGrade(FlatJson):
     finished: bool
     passed: bool
     filters_sent: list[str] = field(default_factory=list)
-    tool_calls_requested: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls_requested: list[ToolCall] = field(default_factory=list)
     no_tool_call: bool = False
 
 
@@ -241,8 +265,9 @@ class CountingRun:
     def grading_route(self) -> str | None:
         return self.grade.grading_route if self.grade else None
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"backend": self.backend, "run": self.run}
+    def to_json(self) -> JsonObject:
+        """The run and its grade side by side; with no model, what the run never got."""
+        data: JsonObject = {"backend": self.backend, "run": self.run}
         if self.agent is None or self.grade is None:
             return data | {"ok": False, "reached": False, "passed": False, "error": self.refused}
         return data | self.agent.to_json() | self.grade.to_json()
@@ -259,6 +284,12 @@ class CountingRun:
         return cls(**found, agent=AgentRun.from_json(data, what), grade=CountingGrade.from_json(data, what))
 
 
+@dataclass(kw_only=True)
+class CountingFile(EvidenceFile):
+    COMMAND = "counting"
+    records: list[CountingRun] = field(default_factory=list)
+
+
 def counting_runs_of(evidence: Mapping[str, Any], where: object = None) -> list[CountingRun]:
     """A counting evidence file's runs, typed, in order; a malformed one is one line."""
     return read_entries(evidence, "records", CountingRun.from_json, where)
@@ -268,16 +299,13 @@ def counting_runs_of(evidence: Mapping[str, Any], where: object = None) -> list[
 
 
 @dataclass
-class OrchestratorAsk:
+class OrchestratorAsk(FlatJson):
     """One ask the agent made of a backend: the backend's title, the answer (one line, cut), and
     the timed request."""
 
     title: str
     answer: str
-    request: RequestRecord
-
-    def to_json(self) -> dict[str, Any]:
-        return {"title": self.title, "answer": self.answer, **self.request.to_json()}
+    request: RequestRecord = flat()
 
     @classmethod
     def from_json(cls, data: object, what: str) -> OrchestratorAsk:
@@ -306,11 +334,11 @@ class AgentFailure(FlatJson):
     ok: bool
     error: str | None
     answer: str = ""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
 
 
 @dataclass
-class OrchestratorRun:
+class OrchestratorRun(FlatJson):
     """One orchestrator run: the agent's run, the code's table and every ask behind it, the
     backends never asked, and the agent's closing sentence checked against the table's winner."""
 
@@ -328,14 +356,6 @@ class OrchestratorRun:
     sentence_names: list[str]
     sentence_names_different_winner: bool
 
-    def to_json(self) -> dict[str, Any]:
-        data = {spec.name: getattr(self, spec.name) for spec in fields(self)}
-        data["agent"] = self.agent.to_json()
-        data["table"] = [row.to_json() for row in self.table]
-        data["asks"] = [ask.to_json() for ask in self.asks]
-        data["warm_ups"] = [record.to_json() for record in self.warm_ups]
-        return data
-
     @classmethod
     def from_json(cls, data: object, what: str) -> OrchestratorRun:
         found = read_fields(cls, data, what, apart=("agent", "table", "asks", "warm_ups"))
@@ -349,6 +369,12 @@ class OrchestratorRun:
             asks=read_entries(data, "asks", OrchestratorAsk.from_json, what),
             warm_ups=read_entries(data, "warm_ups", RequestRecord.from_json, what),
         )
+
+
+@dataclass(kw_only=True)
+class OrchestratorFile(EvidenceFile):
+    COMMAND = "orchestrator"
+    records: list[OrchestratorRun] = field(default_factory=list)
 
 
 def orchestrator_runs_of(evidence: Mapping[str, Any], where: object = None) -> list[OrchestratorRun]:
@@ -391,17 +417,8 @@ class ItemReading:
     echoed_sentences_set_aside: int
 
 
-def _flat(part: Any) -> dict[str, Any]:
-    """A group's keys, flat in the item's entry (none when the item has no such group)."""
-    return {spec.name: getattr(part, spec.name) for spec in fields(part)} if part is not None else {}
-
-
-# What a quality item has only on some paths, written after its own keys.
-_ITEM_PARTS = ("timing", "agent", "reading", "right_call", "finished", "tools_run")
-
-
 @dataclass(frozen=True)
-class QualityItem:
+class QualityItem(FlatJson):
     """One quality item on one backend, graded (runner/agent/quality.py): the item and its
     expected answer, the answer, the verdict and its one-line reason; an item with no answer at all
     is an `error`, not graded. The figures of the client that asked (`timing`: the plain timed
@@ -416,28 +433,21 @@ class QualityItem:
     answer: str = ""
     correct: bool = False
     reason: str = ""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
     verdict: str | None = None
     graded: bool = False
     error: str | None = None
     client: str = ""
-    data: dict[str, Any] = field(default_factory=dict)
-    timing: ItemTiming | None = None
-    agent: ItemAgent | None = None
-    reading: ItemReading | None = None
-    right_call: bool | None = None
-    finished: bool | None = None
-    tools_run: list[dict[str, Any]] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The item's keys, then the client's figures, what grading read and the tool item's own,
-        each group where the item has it: the order the record was assembled in."""
-        data = {spec.name: getattr(self, spec.name) for spec in fields(self) if spec.name not in _ITEM_PARTS}
-        data |= _flat(self.timing) | _flat(self.agent) | _flat(self.reading)
-        for key in ("right_call", "finished", "tools_run"):
-            if getattr(self, key) is not None:
-                data[key] = getattr(self, key)
-        return data
+    # The item's own facts (the ids counted, the table looked up), as the task set made them.
+    data: JsonObject = field(default_factory=dict)
+    # The item's keys are followed by the client's figures, what grading read and the tool
+    # item's own, each where the item has it.
+    timing: ItemTiming | None = flat(default=None)
+    agent: ItemAgent | None = flat(default=None)
+    reading: ItemReading | None = flat(default=None)
+    right_call: bool | None = where_set()
+    finished: bool | None = where_set()
+    tools_run: list[ToolRun] | None = where_set()
 
     @classmethod
     def from_json(cls, data: object, what: str) -> QualityItem:
@@ -449,6 +459,15 @@ class QualityItem:
             agent=ItemAgent(**read_fields(ItemAgent, data, what)) if "model_calls" in data else None,
             reading=ItemReading(**read_fields(ItemReading, data, what)) if "grading_route" in data else None,
         )
+
+
+@dataclass(kw_only=True)
+class QualityFile(EvidenceFile):
+    """Quality evidence: every item graded, then the accuracy per backend and family."""
+
+    COMMAND = "quality"
+    records: list[QualityItem] = field(default_factory=list)
+    summary: list[QualitySummary] | None = where_set()
 
 
 def quality_items_of(evidence: Mapping[str, Any], where: object = None) -> list[QualityItem]:

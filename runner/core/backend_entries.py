@@ -5,20 +5,26 @@ it was emulated or scripted), its catalog entry (`catalog`) and its stack output
 (`stack_output`) as far as the readers (`runner.costing`, `runner.figures`, the reports) use
 them.
 
-The entry as the file holds it is kept beside the typed fields (`to_json` gives it back as it
-was), so evidence that copies its backends on (runner.advise) writes them unchanged. Only `name`
-is required: files written before a field existed, and the entries other commands list (a
-stack output of `runner.model_import`), still read. A malformed entry is refused in one line that
-names it and the file.
+A command that measures lists each backend as `BackendEntry.of(backend)`: the live backend's
+own entry (`Backend.to_json`) with the facts the readers use typed beside it. The entry as the
+file holds it is kept beside the typed fields (`to_json` gives it back as it was, with the path a
+row measured where that was set since), so evidence that copies its backends on (runner.advise)
+writes them unchanged. Only `name` is required: files written before a field existed, and the
+entries other commands list (a stack output of `runner.model_import`), still read. A malformed
+entry is refused in one line that names it and the file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Self
 
-from runner.core.typed_json import FlatJson, read_entries, read_fields
+from runner.core.typed_json import FlatJson, JsonObject, read_entries, read_fields, to_json, unwritten
+
+if TYPE_CHECKING:
+    from catalog.contract import BackendOutput
+    from runner.core.backends import Backend
 
 
 def model_units(value: object) -> int | None:
@@ -62,6 +68,11 @@ class CatalogFacts(FlatJson):
     survey_usd_per_hour: float | None = None
     survey_usd_per_million_output: float | None = None
 
+    @classmethod
+    def of(cls, spec: object) -> Self:
+        """The facts of a live catalog entry (enums as their values, tuples as lists)."""
+        return cls(**{f.name: to_json(getattr(spec, f.name)) for f in fields(cls) if hasattr(spec, f.name)})
+
 
 @dataclass(frozen=True)
 class StackOutputFacts:
@@ -79,7 +90,13 @@ class StackOutputFacts:
     def from_json(cls, data: object, what: str) -> StackOutputFacts:
         found = read_fields(cls, data, what, apart=("custom_model_units",))
         assert isinstance(data, dict)  # read_fields refused anything else
-        return cls(**found, custom_model_units=_units_in(data))
+        return cls(**found, custom_model_units=_units_in(data))  # type: ignore[arg-type]
+
+    @classmethod
+    def of(cls, output: object) -> Self:
+        """The facts of a live stack output."""
+        known = {f.name: getattr(output, f.name) for f in fields(cls) if f.name != "custom_model_units"}
+        return cls(**known, custom_model_units=model_units(getattr(output, "custom_model_units", None)))
 
 
 @dataclass(frozen=True)
@@ -106,9 +123,11 @@ class BackendEntry:
     # Where the facts came from: `stack output`, `catalog`, `embedded`, `... --endpoint`.
     source: str | None = None
     region: str | None = None
-    # bench --in-region: which path the row measured (`tunnel`, `in-region`) and the note that says so.
+    # bench --in-region: which path the row measured (`tunnel`, `in-region`) and the note that says
+    # so; the instance a row on a server's own host ran on.
     path: str | None = None
     path_note: str | None = None
+    instance_id: str | None = None
     # A mark that its figures came from emulated AWS or a scripted server (True, or what it was).
     emulated: str | bool | None = None
     scripted: str | bool | None = None
@@ -119,11 +138,36 @@ class BackendEntry:
     catalog: CatalogFacts | None = None
     stack_output: StackOutputFacts | None = None
     # The entry as the file holds it, every key included: what `to_json` gives back.
-    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    raw: JsonObject = unwritten(default_factory=dict, compare=False, repr=False)
 
-    def to_json(self) -> dict[str, Any]:
-        """The entry as the file held it (runner.advise copies its options' entries on)."""
-        return dict(self.raw)
+    @classmethod
+    def of(cls, backend: Backend) -> BackendEntry:
+        """A backend as a command that measures it lists it: its own entry, its facts typed."""
+        return cls(
+            name=backend.name,
+            kind=backend.kind.value,
+            model_id=backend.model_id,
+            model_label=backend.model_label,
+            source=backend.source,
+            region=backend.region,
+            catalog=CatalogFacts.of(backend.spec) if backend.spec else None,
+            stack_output=StackOutputFacts.of(backend.output) if backend.output else None,
+            raw=backend.to_json(),
+        )
+
+    @classmethod
+    def of_output(cls, output: BackendOutput) -> BackendEntry:
+        """A deployed backend's stack output as a command that measures nothing lists it
+        (`runner.model_import`): the output's own entry."""
+        return cls(
+            name=output.name, kind=output.kind, model_id=output.model_id, region=output.region, raw=output.to_json()
+        )
+
+    def to_json(self) -> JsonObject:
+        """The entry as the file held it (runner.advise copies its options' entries on), with the
+        path its row measured where that was set."""
+        marks = {"path": self.path, "path_note": self.path_note, "instance_id": self.instance_id}
+        return self.raw | {key: value for key, value in marks.items() if value is not None}
 
     @property
     def spec(self) -> CatalogFacts:
@@ -143,7 +187,7 @@ class BackendEntry:
         assert isinstance(data, dict)  # read_fields refused anything else
         catalog, output, priced = data.get("catalog"), data.get("stack_output"), data.get("priced_as")
         return cls(
-            **found,
+            **found,  # type: ignore[arg-type]
             custom_model_units=_units_in(data),
             priced_as=PricedAs.from_json(priced, f"{what}, its price as given") if priced else None,
             catalog=CatalogFacts.from_json(catalog, f"{what}, its catalog entry") if catalog else None,

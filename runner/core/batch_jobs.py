@@ -10,21 +10,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runner.core.typed_json import FlatJson, read_entries
+from runner.core.typed_json import FlatJson, read_entries, where_set
 
 
-@dataclass(frozen=True)
+@dataclass
 class BatchJob(FlatJson):
     """One transform job: its records and the good ones, tokens, status, billable seconds on its
     instances, rates over those seconds (start-up included), and its price where priced."""
 
     backend: str | None = None
     job_name: str | None = None
-    # The job's name in files written before `job_name`.
-    name: str | None = None
+    # The job's name in files written before `job_name`, and a region some of them kept.
+    name: str | None = where_set()
     status: str | None = None
     failure_reason: str | None = None
-    region: str | None = None
+    region: str | None = where_set()
     records: int = 0
     ok_records: int = 0
     output_tokens: int = 0
@@ -36,7 +36,8 @@ class BatchJob(FlatJson):
     instance_count: int | None = None
     records_per_s: float | None = None
     output_tok_s: float | None = None
-    usd_per_hour: float | None = None
+    # The instances' hourly rate, where the job was priced.
+    usd_per_hour: float | None = where_set()
     price_usd: float | None = None
     input: str | None = None
     output: str | None = None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.core.records import Level
-from runner.core.typed_json import FlatJson, read_entries, read_fields
+from runner.core.typed_json import FlatJson, JsonValue, read_entries, where_set
 
 
 @dataclass(frozen=True)
@@ -25,17 +25,19 @@ class ServerMetrics(FlatJson):
 
     samples: int
     url: str | None = None
-    running_max: float | None = None
-    running_mean: float | None = None
-    waiting_max: float | None = None
-    waiting_mean: float | None = None
-    kv_cache_usage_max: float | None = None
-    kv_cache_usage_mean: float | None = None
+    running_max: float | None = where_set()
+    running_mean: float | None = where_set()
+    waiting_max: float | None = where_set()
+    waiting_mean: float | None = where_set()
+    kv_cache_usage_max: float | None = where_set()
+    kv_cache_usage_mean: float | None = where_set()
     queueing: bool = False
-    prefix_cache_queries_delta: float | None = None
-    prefix_cache_hits_delta: float | None = None
-    prefix_cache_hit_rate: float | None = None
-    problem: str | None = None
+    prefix_cache_queries_delta: float | None = where_set()
+    prefix_cache_hits_delta: float | None = where_set()
+    prefix_cache_hit_rate: float | None = where_set()
+    problem: str | None = where_set()
+    # Every sample as it was read: (s from the level's start, the figures by name).
+    series: list[JsonValue] | None = where_set()
 
 
 @dataclass(frozen=True)
@@ -58,26 +60,17 @@ class AcceleratorReadings(FlatJson):
 
 
 @dataclass(frozen=True)
-class LevelReadings:
-    """One backend's row at one level: what was read of its server meanwhile."""
+class LevelReadings(FlatJson):
+    """One backend's row at one level: what was read of its server meanwhile (where anything was:
+    a row with no sampler has no `server_metrics`, one off its own host no `accelerator`), and,
+    for a level stopped before its end, how many of its requests had finished."""
 
     backend: str
     label: str
     level: Level | None = None
-    server_metrics: ServerMetrics | None = None
-    accelerator: AcceleratorReadings | None = None
-
-    @classmethod
-    def from_json(cls, data: object, what: str) -> LevelReadings:
-        found = read_fields(cls, data, what, apart=("level", "server_metrics", "accelerator"))
-        assert isinstance(data, dict)  # read_fields refused anything else
-        level, metrics, accelerator = data.get("level"), data.get("server_metrics"), data.get("accelerator")
-        return cls(
-            **found,
-            level=Level.from_json(level, f"{what}, its level") if level is not None else None,
-            server_metrics=ServerMetrics.from_json(metrics, f"{what}, its server metrics") if metrics else None,
-            accelerator=AcceleratorReadings.from_json(accelerator, f"{what}, its accelerator") if accelerator else None,
-        )
+    server_metrics: ServerMetrics | None = where_set()
+    accelerator: AcceleratorReadings | None = where_set()
+    stopped_after: int | None = where_set()
 
 
 def readings_of(evidence: Mapping[str, Any], where: object = None) -> dict[tuple[str, str], LevelReadings]:

@@ -4,18 +4,18 @@ and the reports, which read attributes, not keys.
 
 It sits in the lowest layer so that every package reading evidence can hold a record without
 depending on the measuring machinery. `RequestRecord.to_json` writes exactly the entry the
-evidence holds; `from_json` reads it back (the derived rates are recomputed, not read), a
-malformed entry refused in one line that names it.
+evidence holds (through `runner.core.typed_json`); `from_json` reads it back (the derived rates
+are recomputed, not read), a malformed entry refused in one line that names it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
-from runner.core.typed_json import FlatJson, read_entries, read_fields
+from runner.core.typed_json import FlatJson, JsonObject, fields_json, read_entries, read_fields, unwritten, where_set
 
 # The level a record without one ran in: the survey's requests, one at a time.
 SINGLE = "1 at a time"
@@ -35,14 +35,8 @@ class Level(FlatJson):
     input_tokens: int | None = None
     label: str = SINGLE
     # Set on a level stopped before its end (Ctrl-C, SIGTERM): how many of its requests (or agent
-    # tasks) had finished, all of them kept. Written only where set.
-    stopped_after: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data = super().to_json()
-        if self.stopped_after is None:
-            del data["stopped_after"]
-        return data
+    # tasks) had finished, all of them kept.
+    stopped_after: int | None = where_set()
 
     def stopped(self, finished: int) -> Level:
         """The level as the records it kept when it was stopped hold it: its label says so, so no
@@ -59,22 +53,15 @@ class SloVerdict(FlatJson):
 
     met: bool | None
     missed: list[str] = field(default_factory=list)
-    unjudged: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"met": self.met, "missed": list(self.missed)}
-        if self.unjudged is not None:
-            data["unjudged"] = self.unjudged
-        return data
-
-
-# The record's fields an entry holds only where they were given (written back only when set).
-KEPT_WHERE_GIVEN = ("emulated", "scripted", "custom_model_units")
+    unjudged: str | None = where_set()
 
 
 @dataclass
-class RequestRecord:
-    """One request's raw figures; derived rates are computed here, once, from the raw times."""
+class RequestRecord(FlatJson):
+    """One request's raw figures; derived rates are computed here, once, from the raw times, and
+    written after them (never read back)."""
+
+    JSON_DERIVED: ClassVar[tuple[str, ...]] = ("tokens_per_s", "decode_tokens_per_s", "client_overhead_s")
 
     backend: str
     run: int
@@ -123,9 +110,11 @@ class RequestRecord:
     # them): a mark that the figure came from emulated AWS or a scripted server (True, or what it
     # was), and a Custom Model Import's units per model copy (a number, or GetImportedModel's
     # `customModelUnits` object).
-    emulated: str | bool | None = None
-    scripted: str | bool | None = None
-    custom_model_units: int | dict[str, Any] | None = None
+    emulated: str | bool | None = where_set()
+    scripted: str | bool | None = where_set()
+    custom_model_units: int | JsonObject | None = where_set()
+    # bench --in-region: which path measured it (`tunnel`, `in-region`), on the rows measured both ways.
+    path: str | None = where_set()
 
     @property
     def label(self) -> str:
@@ -155,22 +144,6 @@ class RequestRecord:
         span = self.e2e_s - self.ttft_s
         return (self.output_tokens - 1) / span if span > 0 else None
 
-    def to_json(self) -> dict[str, Any]:
-        data = {spec.name: getattr(self, spec.name) for spec in fields(self)}
-        data["server_timings"] = dict(self.server_timings) if self.server_timings is not None else None
-        data["chunk_times"] = list(self.chunk_times)
-        data["chunk_token_counts"] = list(self.chunk_token_counts) if self.chunk_token_counts is not None else None
-        data["level"] = self.level.to_json() if self.level else None
-        data["phases"] = dict(self.phases) if self.phases is not None else None
-        data["slo"] = self.slo.to_json() if self.slo else None
-        data["tokens_per_s"] = self.tokens_per_s
-        data["decode_tokens_per_s"] = self.decode_tokens_per_s
-        data["client_overhead_s"] = self.client_overhead_s
-        for key in KEPT_WHERE_GIVEN:
-            if data[key] is None:
-                del data[key]
-        return data
-
     @classmethod
     def from_json(cls, data: object, what: str) -> RequestRecord:
         """The entry read back; the derived rates (tokens_per_s, decode_tokens_per_s,
@@ -192,10 +165,11 @@ def records_of(evidence: Mapping[str, Any], key: str = "records", where: object 
 
 
 @dataclass(frozen=True)
-class AgentTask:
+class AgentTask(FlatJson):
     """One task of agent traffic (`bench --workload agent`, runner/agent/traffic.py writes them
-    under `tasks`): a different record from a request's, read back typed. A task whose session
-    had no model keeps only its backend, number, kind, failure and error."""
+    under `tasks`, and its sessions' untimed first tasks under `warm_up`): a different record
+    from a request's. A task whose session had no model (`ran` False) keeps only its backend,
+    number, kind, failure and error."""
 
     backend: str
     task: int
@@ -211,23 +185,39 @@ class AgentTask:
     output_tokens: int | None = None
     answer: str | None = None
     error: str | None = None
-    # The session that ran it, when it went (s from the level's start), and the level: `sessions`
-    # at a time.
+    # The session that ran it, when it went (s from the level's start; a warm-up, `warm_up`, has
+    # no time), and the level: `sessions` at a time.
     session: int | None = None
-    sent_s: float | None = None
+    sent_s: float | None = where_set()
+    warm_up: bool | None = where_set()
     level: Level | None = None
+    ran: bool = unwritten(default=True)
 
     @property
     def sessions(self) -> float:
         """The sessions its level ran at once (one when it kept no level)."""
         return self.level.value if self.level else 1
 
+    def to_json(self) -> JsonObject:
+        data = fields_json(self)
+        return data if self.ran else {key: value for key, value in data.items() if key not in _RUN_ONLY}
+
     @classmethod
     def from_json(cls, data: object, what: str) -> AgentTask:
-        found = read_fields(cls, data, what, apart=("level",))
-        assert isinstance(data, dict)  # read_fields refused anything else
-        level = data.get("level")
-        return cls(**found, level=Level.from_json(level, f"{what}, its level") if level is not None else None)
+        return cls(**read_fields(cls, data, what), ran=isinstance(data, dict) and "seconds" in data)  # type: ignore[arg-type]
+
+
+# What only a task that ran has.
+_RUN_ONLY = (
+    "item",
+    "seconds",
+    "model_calls",
+    "tool_calls",
+    "tool_calls_right",
+    "input_tokens",
+    "output_tokens",
+    "answer",
+)
 
 
 def tasks_of(evidence: Mapping[str, Any], where: object = None) -> list[AgentTask]:

@@ -201,11 +201,10 @@ class PurchasePrice:
         )
 
 
-def purchases_in(evidence: dict[str, Any], where: object) -> dict[tuple[str, str, str], list[PurchasePrice]]:
+def purchases_by_item(figures: list[PurchasePrice]) -> dict[tuple[str, str, str], list[PurchasePrice]]:
     """The purchase options a cost evidence file holds, by the item they price."""
     found: dict[tuple[str, str, str], list[PurchasePrice]] = {}
-    for entry in evidence.get("purchase") or []:
-        figure = PurchasePrice.from_json(entry, where)
+    for figure in figures:
         found.setdefault(figure.key, []).append(figure)
     return found
 
@@ -774,10 +773,6 @@ def purchase_prices(
         elif request.service == BEDROCK and request.item != MODEL_IMPORT_ITEM:
             found[key] = bedrock_prices(sources, request)
     return found, list(sources.notices)
-
-
-def purchase_json(found: dict[tuple[str, str, str], list[PurchasePrice]]) -> list[dict[str, Any]]:
-    return [figure.to_json() for figures in found.values() for figure in figures]
 
 
 # --- a month at a purchase option (runner.advise --purchase) ------------------------------------

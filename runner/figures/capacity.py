@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.core.errors import RunnerError
-from runner.core.typed_json import FlatJson, named, read_fields
+from runner.core.typed_json import FlatJson, JsonObject, fields_json, named, read_fields, to_json
 
 
 @dataclass(frozen=True)
@@ -53,23 +53,18 @@ class CapacityFound:
     def unit(self) -> str:
         return "at a time" if self.mode == "concurrency" else "requests/s"
 
-    def to_json(self) -> dict[str, Any]:
-        at_capacity = self.at_capacity
-        return {
-            "mode": self.mode,
-            "slo_share": self.slo_share,
-            "capacity": self.capacity,
-            "at_capacity": at_capacity.to_json() if at_capacity else None,
-            "tried": [t.to_json() for t in self.tried],
-            "stopped": self.stopped,
-            "backend": self.backend,
-            "input_tokens": self.input_tokens,
-            "label": self.label,
-        }
+    def to_json(self) -> JsonObject:
+        """The search first, its answer's level among its fields (the entry the bench has always
+        written), then whose it was."""
+        data = fields_json(self)
+        head = {key: data[key] for key in ("mode", "slo_share", "capacity")}
+        head["at_capacity"] = to_json(self.at_capacity)
+        return head | {key: data[key] for key in ("tried", "stopped", "backend", "input_tokens", "label")}
 
     @classmethod
-    def from_json(cls, data: object) -> CapacityFound:
-        """The entry read back; `at_capacity` is not read: it is the tried level at the capacity."""
+    def from_json(cls, data: object, what: str | None = None) -> CapacityFound:
+        """The entry read back (named by its backend, whatever place `what` it has); `at_capacity`
+        is not read: it is the tried level at the capacity."""
         what = named(data, "backend", "a capacity search")
         found = read_fields(cls, data, what, apart=("tried",))
         assert isinstance(data, dict)  # read_fields refused anything else

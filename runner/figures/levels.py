@@ -176,14 +176,6 @@ class LevelSummary(FlatJson):
     # Units sent (a conversation counts once): fewer than the level planned when its time limit ended it.
     units: int = 0
 
-    def to_json(self) -> dict[str, Any]:
-        data = super().to_json()
-        for key in ("ttft_s", "itl_s", "tpot_s", "e2e_s", "tokens"):
-            data[key] = data[key].to_json()
-        data["itl_method"] = list(self.itl_method)
-        data["goodput"] = self.goodput.to_json() if self.goodput else None
-        return data
-
 
 def level_summary(records: list[RequestRecord], slo: Any = None) -> LevelSummary:
     """One backend at one level: counts, throughputs over the level's wall time, and latency

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from catalog.config import PLACEMENT_ENV
 from runner.cloud.reach.forwards_file import FORWARDS_ENV
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
+from runner.render.survey import SurveyFile
 
 STATE_FILE = "survey.json"
 
@@ -39,7 +39,7 @@ class SurveyFolder:
         return cls(root)
 
     @classmethod
-    def existing(cls, root: Path) -> tuple[SurveyFolder, dict[str, Any]]:
+    def existing(cls, root: Path) -> tuple[SurveyFolder, SurveyFile]:
         """A folder runner.survey wrote, with its state; anything else is one line."""
         state = root / STATE_FILE
         if not root.is_dir() or not state.is_file():
@@ -54,7 +54,7 @@ class SurveyFolder:
             raise RunnerError(f"{root} is not a survey's results folder: {STATE_FILE} holds no survey steps")
         for folder in (root / "evidence", root / "logs"):
             folder.mkdir(parents=True, exist_ok=True)
-        return cls(root), data
+        return cls(root), SurveyFile.from_json(data, state)
 
     @property
     def state(self) -> Path:

@@ -17,16 +17,19 @@ from runner.flow.up_steps import read_up
 def measure_late(state: SurveyState) -> None:
     """The backends whose images were still building: park what was measured, watch them to
     ready, measure them with the same steps (keyed by their names)."""
-    data = state.evidence.data
+    file = state.file
     # The first round's building backends, kept so that a resumed survey finishes their round.
-    late = data.setdefault("late", list(data["building"]))
+    if file.late is None:
+        file.late = list(file.building or [])
+    late = file.late
     if not late:
         return
     key = ",".join(late)
     state.step_once("park", key, lambda: park(state))
     stacks = sorted({get_backend(b).stack or "" for b in late})
     # The first up's context, so the config watched is the one deployed.
-    context = data["plan"].get("context", state.options.context) | {"backends": ",".join(data["plan"]["runs"])}
+    plan = file.plan or {}
+    context = plan.get("context", state.options.context) | {"backends": ",".join(plan["runs"])}
     argv = [*[f"-c{k}={v}" for k, v in context.items()], *stacks, "--no-deploy", "--backends", key, "--poll", f"{state.options.poll_s:g}",
             "--launch-timeout", f"{state.options.launch_timeout_s:g}", "--build-grace",
             f"{state.options.build_grace_s:g}", *state.results(), *state.aws()]  # fmt: skip
@@ -35,8 +38,9 @@ def measure_late(state: SurveyState) -> None:
     record = state.step_once("up", key, lambda: up.run(argv))
     if record is not None:
         read_up(state, record, late=True)
-    ready = [b for b in late if b in data["ready"]]
-    data["measured"] = [*data["measured"], *[b for b in ready if b not in data["measured"]]]
+    ready = [b for b in late if b in (file.ready or [])]
+    measured = file.measured or []
+    file.measured = [*measured, *[b for b in ready if b not in measured]]
     state.save()
     if ready:
         measure(state, ready, key=",".join(ready))
@@ -46,24 +50,25 @@ def park(state: SurveyState) -> int:
     """While the late images build, nothing measured bills: a stack this survey created that
     holds no late backend is taken down now, and a measured server beside a late one goes to
     zero (the teardown removes it at the end). Stacks that stood before are left as they were."""
-    data = state.evidence.data
-    late = set(data["late"])
-    late_stacks = {data["placed"].get(b, [None])[0] for b in late} | {get_backend(b).stack for b in late}
+    file = state.file
+    late = set(file.late or [])
+    placed = file.placed or {}
+    late_stacks = {placed.get(b, [None])[0] for b in late} | {get_backend(b).stack for b in late}
     created = state.created_where_placed()
     done = Created(stacks={s: regions for s, regions in created.stacks.items() if s not in late_stacks})
     failures = 0
     if done.stacks:
         console.print(f"[bold]parking[/bold]: taking down {', '.join(done.stacks)} (measured; nothing of it is late)")
         for action in tear_down(done, state.options.delete_wait_s, state.client):
-            data["teardown"].append(action)
+            state.teardown.append(action)
             failures += action["outcome"].startswith("not ") and not action["outcome"].startswith("not found")
-    for backend in data["measured"]:
-        stack, region = (data["placed"].get(backend) or [None, None])[:2]
+    for backend in file.measured or []:
+        stack, region = (placed.get(backend) or [None, None])[:2]
         # Only a server (an EC2 group) goes to zero; an endpoint's stack went down above.
         if stack not in late_stacks or stack not in created.stacks or not get_backend(backend).ami_parameter:
             continue
         failures += not to_zero(state, backend, stack, region)
-    data["billing"] = [r for r in data["billing"] if r.get("backend") in late]
+    file.billing = [r for r in file.billing or [] if r.get("backend") in late]
     state.save()
     return 1 if failures else 0
 

@@ -4,11 +4,11 @@ continues with the same backends, context and settings; only `--keep`/`--down` m
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
 
 from catalog import BACKENDS
 from catalog.serving import serving
 from runner.agent.tasks import SURVEY_ITEMS
+from runner.core.typed_json import JsonObject
 
 # The catalog's backends the survey measures through their API with nothing deployed (Bedrock):
 # no stack of their own, reached through the AWS API.
@@ -59,11 +59,11 @@ class SurveyOptions:
     offline_prices: bool = False
     delete_wait_s: float = 900.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SurveyOptions:
+    def from_json(cls, data: JsonObject) -> SurveyOptions:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 

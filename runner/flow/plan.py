@@ -26,24 +26,24 @@ def plan(state: SurveyState, preflight: Callable[[], tuple[Preflight, AppConfig]
 
 def preflight_step(state: SurveyState, preflight: Callable[[], tuple[Preflight, AppConfig]]) -> int:
     checked, config = preflight()
-    data = state.evidence.data
-    data["preflight"] = checked.to_json()
+    file = state.file
+    file.preflight = checked
     runs = [r for r in checked.rows if r.runs]
-    data["left_out"] = {r.backend: r.reason for r in checked.rows if not r.runs}
+    file.left_out = {r.backend: r.reason for r in checked.rows if not r.runs}
     candidates = {s.name: list(s.candidate_regions) for s in config.stacks if any(b.name in {r.backend for r in runs} for b in s.backends)}  # fmt: skip
-    data["pre_existing"] = existing_stacks(candidates, state.client)
-    data["plan"] = {
+    pre_existing = file.pre_existing = existing_stacks(candidates, state.client)
+    file.plan = {
         "context": checked.context,
         "runs": [r.backend for r in runs],
-        "deploy": [s for s in candidates if s not in data["pre_existing"]],
+        "deploy": [s for s in candidates if s not in pre_existing],
         "candidates": candidates,
     }
     for line in checked.notices:
         state.evidence.notice(line)
     from runner.render.survey import render_plan
 
-    render_plan(data, console)
-    for stack, region in data["pre_existing"].items():
+    render_plan(checked, console)
+    for stack, region in pre_existing.items():
         console.print(
             f"[yellow]{stack} already stands in {region}:[/yellow] this survey measures it as it is, "
             "does not deploy it and leaves it as it was"

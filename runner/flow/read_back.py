@@ -17,17 +17,18 @@ from runner.core.backend_entries import entries_of
 from runner.core.batch_jobs import jobs_of
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
+from runner.core.typed_json import FromFile, JsonObject
 from runner.costing.billing_now import BillingNow
 
 
-def read_command(path: Path, command: str) -> dict[str, Any]:
+def read_command(path: Path, command: str) -> FromFile:
     data = load(path)
     if data["command"] != command:
         raise RunnerError(f"{path}: {data['command']} evidence where {command} evidence was expected")
     return data
 
 
-def required(path: Path, entry: dict[str, Any], key: str, where: str) -> Any:
+def required(path: Path, entry: JsonObject, key: str, where: str) -> Any:
     if key not in entry:
         raise RunnerError(f"{path}: {where} has no {key!r}")
     return entry[key]

@@ -13,38 +13,18 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any, TextIO
+from typing import TextIO
 
 from catalog import CatalogError
 from runner.core.console import console
 from runner.core.errors import RunnerError
 from runner.core.evidence import now_iso
 from runner.flow.folder import SurveyFolder
+from runner.render.survey import StepRecord
 
 PASSED, FAILED, SKIPPED, INTERRUPTED, KEPT = "passed", "failed", "skipped", "interrupted", "kept"
 # A step with one of these outcomes is not run again by --resume.
 SETTLED = (PASSED, FAILED, SKIPPED)
-
-
-@dataclass
-class StepRecord:
-    step: str
-    backend: str | None
-    status: str
-    seconds: float = 0.0
-    started_at: str = ""
-    exit_code: int | None = None
-    line: str = ""
-    evidence: list[str] = field(default_factory=list)
-    log: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @property
-    def key(self) -> tuple[str, str | None]:
-        return (self.step, self.backend)
 
 
 class Tee(io.TextIOBase):

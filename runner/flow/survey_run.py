@@ -53,7 +53,7 @@ class SurveyRun(SurveyState):
                         self.summary()
                         return 1
                     up_step(self)
-                    measure(self, self.evidence.data["measured"])
+                    measure(self, self.file.measured or [])
                     measure_late(self)
                     self.step_once("cost", None, lambda: cost_step(self))
                     self.step_once("report", None, lambda: report_step(self))
@@ -68,13 +68,11 @@ class SurveyRun(SurveyState):
         return self.exit_status()
 
     def after_interrupt(self) -> int:
-        data = self.evidence.data
-        data["interrupted_at"] = next(
-            (r["step"] for r in reversed(data["steps"]) if r["status"] == INTERRUPTED), "between steps"
-        )
-        console.print(f"[yellow]interrupted[/yellow] ({data['interrupted_at']}); "
+        where = next((r.step for r in reversed(self.steps) if r.status == INTERRUPTED), "between steps")
+        self.file.interrupted_at = where
+        console.print(f"[yellow]interrupted[/yellow] ({where}); "
                       f"running now: {self.billing_text() or 'nothing billing'}{self.ttl_text()}")  # fmt: skip
-        if not any(r["step"] == "preflight" and r["status"] == PASSED for r in data["steps"]):
+        if not any(r.step == "preflight" and r.status == PASSED for r in self.steps):
             self.save(interrupted=True)
             return 130  # nothing was deployed yet: nothing to take down
         try:
@@ -87,8 +85,8 @@ class SurveyRun(SurveyState):
     def after_failure(self, error: Exception) -> int:
         """A fault of the survey itself (not of a step): said in one line, then the same way back
         to zero as after Ctrl-C; exit 1."""
-        self.evidence.data["fault"] = f"{type(error).__name__}: {error}"
-        console.print(f"[red]the survey stopped on a fault of its own:[/red] {self.evidence.data['fault']}")
+        self.file.fault = f"{type(error).__name__}: {error}"
+        console.print(f"[red]the survey stopped on a fault of its own:[/red] {self.file.fault}")
         try:
             close(self, interrupted=True)
         except KeyboardInterrupt:
@@ -104,14 +102,13 @@ class SurveyRun(SurveyState):
         return 130
 
     def exit_status(self) -> int:
-        data = self.evidence.data
         latest = self.latest_records()
-        failed = [r for r in latest.values() if r["status"] == FAILED]
+        failed = [r for r in latest.values() if r.status == FAILED]
         teardown = latest.get(("teardown", None))
         created_left = (
             teardown is not None
-            and teardown["status"] != KEPT
-            and any(f["kind"] == "stack" and f["id"] in self.created.stacks for f in data["left"])
+            and teardown.status != KEPT
+            and any(f["kind"] == "stack" and f["id"] in self.created.stacks for f in self.file.left or [])
         )
         return 1 if failed or created_left else 0
 

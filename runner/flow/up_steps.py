@@ -10,6 +10,7 @@ from catalog.serving import serving
 from runner import up
 from runner.commands import BY_NAME
 from runner.core.evidence import load
+from runner.core.typed_json import to_json
 from runner.flow.options import MANAGED
 from runner.flow.read_back import ImportEvidence, UpEvidence
 from runner.flow.state import SurveyState
@@ -17,8 +18,8 @@ from runner.flow.steps import INTERRUPTED, PASSED, StepRecord, skipped
 
 
 def up_step(state: SurveyState) -> None:
-    data = state.evidence.data
-    plan = data["plan"]
+    file = state.file
+    plan = file.plan or {}
     deployable = list(plan["runs"])
     if ("up", None) not in state.done:
         if not plan["deploy"]:
@@ -41,11 +42,12 @@ def up_step(state: SurveyState) -> None:
             read_up(state, record)
             if record.status == INTERRUPTED:
                 raise KeyboardInterrupt
-    pre_existing = set(data["pre_existing"])
+    pre_existing = set(file.pre_existing or {})
+    ready, failed = file.ready or [], file.failed
+    assert failed is not None  # every section of a survey's state is made with it (runner/flow/state.py)
     standing = [b for b in plan["runs"] if get_backend(b).stack in pre_existing]
-    measured = [*data["ready"], *[b for b in standing if b not in data["ready"]]]
-    data["measured"] = [*measured, *(MANAGED if state.options.with_bedrock else ())]
-    for name in data["measured"]:
+    measured = [*ready, *[b for b in standing if b not in ready], *(MANAGED if state.options.with_bedrock else ())]
+    for name in measured:
         # What makes a deployed stack servable, as its serving row names it (Custom Model Import's import).
         prepared_by = serving(get_backend(name).kind).prepared_by
         if not prepared_by:
@@ -56,45 +58,48 @@ def up_step(state: SurveyState) -> None:
         if record is not None:
             note_import(state, record)
             if record.status != PASSED:
-                data["failed"][name] = f"{command.replace('_', ' ')}: {record.line}"
-    data["measured"] = [b for b in data["measured"] if b not in data["failed"]]
+                failed[name] = f"{command.replace('_', ' ')}: {record.line}"
+    file.measured = [b for b in measured if b not in failed]
     state.save()
 
 
 def read_up(state: SurveyState, record: StepRecord, late: bool = False) -> None:
     """What `up` brought up: ready, left building (its image), or failed with the reason. The
     late round's `up` adds to what the first one found."""
-    data = state.evidence.data
+    file = state.file
     if not late:
-        data["ready"], data["failed"], data["building"] = [], {}, []
+        file.ready, file.failed, file.building = [], {}, []
+    ready, failed, building, placed = file.ready, file.failed, file.building, file.placed
+    # Every section of a survey's state is made with it (runner/flow/state.py): filled in place.
+    assert ready is not None and failed is not None and building is not None and placed is not None
+    plan = file.plan or {}
     for path in record.evidence:
         if load(state.folder.root / path)["command"] != "up":
             continue
         up_evidence = UpEvidence.read(state.folder.root / path)
         if not late:
-            data["billing"] = [row.to_json() for row in up_evidence.billing]
-            data["expires_at"] = up_evidence.expires_at
+            file.billing = [to_json(row) for row in up_evidence.billing]  # type: ignore[misc]  # rows are objects
+            file.expires_at = up_evidence.expires_at
         for entry in up_evidence.outcomes:
             backend = entry.backend
-            data["placed"][backend] = [entry.stack, entry.region]
-            if backend in data["building"]:
-                data["building"].remove(backend)
+            placed[backend] = [entry.stack, entry.region]  # type: ignore[list-item]  # either may be unknown
+            if backend in building:
+                building.remove(backend)
             if entry.outcome == "ready":
-                data["ready"].append(backend)
+                ready.append(backend)
             elif entry.outcome == "building":
-                data["building"].append(backend)
+                building.append(backend)
             else:
-                data["failed"][backend] = entry.line
+                failed[backend] = entry.line
         errors = up_evidence.errors
         # A stack that stopped before its servers were watched leaves no record for them.
-        for backend in data["plan"]["runs"] if not late else []:
+        for backend in plan["runs"] if not late else []:
             stack = get_backend(backend).stack
-            seen = (*data["ready"], *data["failed"], *data["building"])
-            if backend not in seen and stack in data["plan"]["deploy"]:
-                data["failed"][backend] = f"{stack}: {errors.get(stack) or 'no outcome from up'}"
-    if data["failed"]:
-        record.line = "; ".join(f"{b}: {why}" for b, why in data["failed"].items())
-        data["steps"][-1]["line"] = record.line
+            if backend not in (*ready, *failed, *building) and stack in plan["deploy"]:
+                failed[backend] = f"{stack}: {errors.get(stack) or 'no outcome from up'}"
+    if failed:
+        record.line = "; ".join(f"{b}: {why}" for b, why in failed.items())
+        state.steps[-1].line = record.line
     state.save()
 
 

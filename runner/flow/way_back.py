@@ -7,12 +7,12 @@ from __future__ import annotations
 import io
 import select
 import sys
-from typing import Any
 
 from runner import forward, model_import, sweep
 from runner.cloud.cleanup.survey_teardown import tear_down
 from runner.core.console import console
 from runner.core.evidence import load
+from runner.core.typed_json import JsonObject
 from runner.flow.state import SurveyState
 from runner.flow.steps import KEPT, StepRecord, skipped
 
@@ -87,15 +87,15 @@ def remove_created(state: SurveyState) -> int:
     created = state.created_where_placed()
     console.print(f"[bold]removing what this survey created[/bold]: {', '.join(created.stacks) or 'no stack'}")
 
-    def kept(action: dict[str, Any]) -> None:
-        state.evidence.data["teardown"].append(action)
+    def kept(action: JsonObject) -> None:
+        state.teardown.append(action)
         console.print(f"  {action['region']} {action['kind']} {action['id']}: {action['outcome']}")
         state.save()
 
     actions = tear_down(created, state.options.delete_wait_s, state.client, on_action=kept)
     refused = [a for a in actions if a["outcome"].startswith("not ") and not a["outcome"].startswith("not found")]
     if not refused:
-        state.evidence.data["billing"] = []
+        state.file.billing = []
     return 1 if refused else 0
 
 
@@ -105,17 +105,16 @@ def final_sweep(state: SurveyState) -> int:
     written = [p for p in state.folder.evidence_files() if p not in before and p.name.startswith("sweep-")]
     if not written:
         console.print("[red]the sweep wrote no evidence: what is left is not known[/red]")
-        state.evidence.data["left"], state.evidence.data["sweep_problems"] = [], ["the sweep wrote no evidence"]
+        state.file.left, state.file.sweep_problems = [], ["the sweep wrote no evidence"]
         return code or 1
     data = load(written[-1])
     found = [f for f in data.get("records", []) if (f.get("ours") or f.get("billing")) and not f.get("kept")]
     kept = [f for f in data.get("records", []) if f.get("kept")]
     problems = list(data.get("problems") or [])
-    state.evidence.data["left"], state.evidence.data["sweep_problems"] = found, problems
-    state.evidence.data["kept"] = kept
+    state.file.left, state.file.sweep_problems, state.file.kept = found, problems, kept
     for item in kept:
         console.print(f"kept for the next survey: {item['region']} {item['kind']} {item['id']} {item['detail']}")
-    pre = state.evidence.data["pre_existing"]
+    pre = state.file.pre_existing or {}
     if found:
         console.print(f"[yellow]left ({len(found)}):[/yellow]")
         for item in found:

@@ -28,6 +28,7 @@ from typing import Any
 from runner.cloud.aws import boto_client
 from runner.core.errors import StreamFault, TimedOut, aws_error_code
 from runner.core.records import RequestRecord
+from runner.core.typed_json import JsonObject
 from runner.measure.records import ChatRequest, Stopwatch, usage_counts
 from runner.timing.stream import ChatStreamAccumulator
 
@@ -35,7 +36,7 @@ NOT_READY = "ModelNotReadyException"
 INVOCATION_METRICS = "amazon-bedrock-invocationMetrics"
 
 
-def chat_body(request: ChatRequest) -> dict[str, Any]:
+def chat_body(request: ChatRequest) -> JsonObject:
     """The OpenAIChatCompletion body Custom Model Import takes for imported models."""
     return {
         "messages": request.messages(),
@@ -44,11 +45,11 @@ def chat_body(request: ChatRequest) -> dict[str, Any]:
     }
 
 
-def as_chat_chunk(chunk: dict[str, Any]) -> dict[str, Any]:
+def as_chat_chunk(chunk: JsonObject) -> JsonObject:
     """A BedrockCompletion chunk in the OpenAI chunk's shape; any other chunk unchanged."""
     if "generation" not in chunk or "choices" in chunk:
         return chunk
-    converted: dict[str, Any] = {
+    converted: JsonObject = {
         "choices": [{"delta": {"content": chunk.get("generation") or ""}, "finish_reason": chunk.get("stop_reason")}]
     }
     if chunk.get("generation_token_count") is not None:

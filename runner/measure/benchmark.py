@@ -21,6 +21,7 @@ from runner.core.errors import TimedOut, Unreachable, as_fault
 from runner.core.evidence import Evidence
 from runner.core.records import RequestRecord
 from runner.measure import ChatRequest, timed_client_for, warm_up
+from runner.measure.bench_file import BenchFile
 from runner.measure.load import (
     LoadLevel,
     Prompt,
@@ -33,29 +34,29 @@ from runner.timing.load import one_at_a_time
 
 # Connections opened ahead of a level (an open-loop level without a cap may reach far more).
 WARM_CONNECTIONS_MAX = 64
-# Where the evidence counts the requests that ran past --timeout.
-TIMED_OUT = "timed_out"
 
 
-def counting_timeouts(explain: Callable[[BaseException], str], evidence: Evidence) -> Callable[[BaseException], str]:
+def counting_timeouts(
+    explain: Callable[[BaseException], str], evidence: Evidence[BenchFile]
+) -> Callable[[BaseException], str]:
     """`explain`, also counting (under the evidence's `timed_out`) each request that ran past
     `--timeout`: counted here, where the fault is still typed, so the run can end with what to do."""
 
     def line(error: BaseException) -> str:
         if isinstance(as_fault(error), TimedOut):
-            evidence.data[TIMED_OUT] = evidence.data.get(TIMED_OUT, 0) + 1
+            evidence.file.count_timeout()
         return explain(error)
 
     return line
 
 
-def timeout_hint(evidence: dict, timeout_s: float) -> str | None:
+def timeout_hint(evidence: BenchFile, timeout_s: float) -> str | None:
     """One line when requests ran past `--timeout`: a slow moment is not a dead server, and the
     flag that gives it more time (twice as much, as `make bench` takes it)."""
-    count = evidence.get(TIMED_OUT) or 0
+    count = evidence.timed_out or 0
     if not count:
         return None
-    total = len(evidence.get("records") or [])
+    total = len(evidence.records)
     more = f"{timeout_s * 2:g}"
     return (
         f"{count} of {total} request{'s' if total != 1 else ''} timed out after {timeout_s:g} s: the server was "
@@ -69,7 +70,7 @@ def bench_backend(
     request: ChatRequest,
     repeats: int,
     timeout_s: float,
-    evidence: Evidence,
+    evidence: Evidence[BenchFile],
     advance,
     seconds: float | None = None,
 ) -> None:
@@ -87,13 +88,13 @@ def bench_backend(
         line = backend.explain(error)
         console.print(f"[red]{backend.name}:[/red] {line}")
         for run in range(1, repeats + 1):
-            evidence.add_record(RequestRecord(backend=backend.name, run=run, error=line, level=level).to_json())
+            evidence.add_record(RequestRecord(backend=backend.name, run=run, error=line, level=level))
             advance()
         return
     explain = counting_timeouts(backend.explain, evidence)
     try:
         warm = warm_up_once(client, backend)
-        evidence.data["warm_up"].append(warm.to_json())
+        evidence.file.warm_up.append(warm)
         if warm.error:
             # Warm-up failing is information, not a verdict: the timed request decides.
             console.print(f"[yellow]{backend.name}:[/yellow] warm-up failed: {warm.error}")
@@ -101,7 +102,7 @@ def bench_backend(
         def kept(record: RequestRecord, failed: bool) -> None:
             if failed:
                 console.print(f"[red]{backend.name} run {record.run}:[/red] {record.error}")
-            evidence.add_record(record.to_json())
+            evidence.add_record(record)
             advance()
 
         one_at_a_time(
@@ -118,7 +119,7 @@ def bench_backend(
         client.close()
 
 
-def skip_batch(backend: Backend, evidence: Evidence) -> None:
+def skip_batch(backend: Backend, evidence: Evidence[BenchFile]) -> None:
     """A transform job's model: one line, no records (not an error)."""
     line = f"{backend.name}: measured by {BATCH_COMMAND} (a transform job, not a timed chat)"
     console.print(f"[dim]{line}[/dim]")
@@ -152,7 +153,7 @@ def sweep_backend(
     levels: list[LoadLevel],
     prompts: list[Prompt],
     args: argparse.Namespace,
-    evidence: Evidence,
+    evidence: Evidence[BenchFile],
     advance,
 ) -> None:
     """One warm-up, then every level in turn; a level's records are saved when it ends."""
@@ -171,15 +172,15 @@ def sweep_backend(
         console.print(f"[red]{backend.name}:[/red] {line}")
         for level in levels:
             for run in range(1, level.requests + 1):
-                evidence.data["records"].append(
-                    RequestRecord(backend=backend.name, run=run, error=line, level=level.recorded()).to_json()
+                evidence.file.records.append(
+                    RequestRecord(backend=backend.name, run=run, error=line, level=level.recorded())
                 )
             advance(level.requests)
         evidence.save()
         return
     try:
         warm = warm_up_once(client, backend)
-        evidence.data["warm_up"].append(warm.to_json())
+        evidence.file.warm_up.append(warm)
         for level in levels:
             explain = counting_timeouts(backend.explain, evidence)
             with kept_if_stopped(backend, level, evidence) as finished:
@@ -204,7 +205,7 @@ async def sweep_openai(
     levels: list[LoadLevel],
     requests: list[ChatRequest],
     args: argparse.Namespace,
-    evidence: Evidence,
+    evidence: Evidence[BenchFile],
     advance,
 ) -> None:
     """The OpenAI-compatible path: every stream of a level on one event loop (see openai_async)."""
@@ -224,7 +225,7 @@ async def sweep_openai(
             warm = await asyncio.gather(*(warm_up_async(client, backend.name) for _ in range(opening)))
             for record in warm:
                 record.level = level.recorded()
-            evidence.data["warm_up"].extend(r.to_json() for r in warm)
+            evidence.file.warm_up.extend(warm)
             explain = counting_timeouts(backend.explain, evidence)
             with kept_if_stopped(backend, level, evidence) as finished:
                 records = await run_level_async(
@@ -242,7 +243,7 @@ async def sweep_openai(
 
 
 @contextlib.contextmanager
-def kept_if_stopped(backend: Backend, level: LoadLevel, evidence: Evidence) -> Iterator[list[RequestRecord]]:
+def kept_if_stopped(backend: Backend, level: LoadLevel, evidence: Evidence[BenchFile]) -> Iterator[list[RequestRecord]]:
     """The list a level's requests go to as each finishes; a level stopped midway (Ctrl-C,
     SIGTERM, a fault) keeps them, marked stopped, before the stop goes on up."""
     finished: list[RequestRecord] = []
@@ -255,8 +256,8 @@ def kept_if_stopped(backend: Backend, level: LoadLevel, evidence: Evidence) -> I
         raise
 
 
-def keep_level(backend: Backend, level: LoadLevel, records: list[RequestRecord], evidence: Evidence) -> None:
-    evidence.data["records"].extend(r.to_json() for r in records)
+def keep_level(backend: Backend, level: LoadLevel, records: list[RequestRecord], evidence: Evidence[BenchFile]) -> None:
+    evidence.file.records.extend(records)
     evidence.save()
     failed = sum(1 for r in records if not r.ok)
     if failed:

@@ -15,7 +15,6 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from runner.figures.capacity import CapacityFound, Tried
 from runner.figures.levels import LevelSummary
@@ -39,7 +38,7 @@ class Search:
 
     mode: str
     slo_share: float
-    tried: list[dict[str, Any]] = field(default_factory=list)
+    tried: list[Tried] = field(default_factory=list)
     capacity: float | None = None
     stopped: str = ""
 
@@ -54,7 +53,7 @@ class Search:
             slo_share=self.slo_share,
             capacity=self.capacity,
             stopped=self.stopped,
-            tried=tuple(Tried(**t) for t in self.tried),
+            tried=tuple(self.tried),
         )
 
 
@@ -94,10 +93,8 @@ def find_capacity(
         spent += summary.requests
         share = summary.goodput.share_met if summary.goodput else None
         met = share is not None and share >= slo_share
-        search.tried.append({"value": value, "met": met, "share_met": share,
-                             "output_tok_s": summary.output_tok_s,
-                             "request_throughput": summary.request_throughput,
-                             "goodput_rps": summary.goodput.goodput_rps if summary.goodput else None})  # fmt: skip
+        goodput = summary.goodput.goodput_rps if summary.goodput else None
+        search.tried.append(Tried(value, met, share, summary.output_tok_s, summary.request_throughput, goodput))
         return met
 
     good: float | None = None
@@ -110,11 +107,11 @@ def find_capacity(
         if not met:
             bad = value
             break
-        previous = [t for t in search.tried if t["met"] and t["value"] < value]
+        previous = [t for t in search.tried if t.met and t.value < value]
         good = value
         gained = _gain(previous[-1] if previous else None, search.tried[-1])
         if gained is not None and gained < SATURATION_GAIN:
-            search.stopped = f"past saturation: {value:g} gained {gained:.1%} throughput over {previous[-1]['value']:g}"
+            search.stopped = f"past saturation: {value:g} gained {gained:.1%} throughput over {previous[-1].value:g}"
             break
         value = value * 2
     # A rate search whose first rate missed goes down (halving) to find one that meets, to a
@@ -145,14 +142,14 @@ def find_capacity(
     if good is None and not search.stopped:
         search.stopped = (
             f"no level met the objectives for {slo_share:.0%} of its requests (the first, {start:g}, did not"
-            + (f"; nor any rate down to {min(t['value'] for t in search.tried):g}/s)" if not integer else ")")
+            + (f"; nor any rate down to {min(t.value for t in search.tried):g}/s)" if not integer else ")")
         )
     elif not search.stopped:
         search.stopped = f"between {good:g} (met) and {bad:g} (missed)" if bad is not None else "done"
     return search
 
 
-def _gain(before: dict[str, Any] | None, after: dict[str, Any]) -> float | None:
-    if before is None or not before.get("output_tok_s") or after.get("output_tok_s") is None:
+def _gain(before: Tried | None, after: Tried) -> float | None:
+    if before is None or not before.output_tok_s or after.output_tok_s is None:
         return None
-    return after["output_tok_s"] / before["output_tok_s"] - 1
+    return after.output_tok_s / before.output_tok_s - 1

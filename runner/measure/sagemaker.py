@@ -26,6 +26,7 @@ from runner.cloud.aws import boto_client
 from runner.core.errors import RunnerError, ServiceError, StreamFault, TimedOut, aws_error_code, describe
 from runner.core.files import read_text_file
 from runner.core.records import RequestRecord
+from runner.core.typed_json import JsonObject
 from runner.measure.records import ChatRequest, Stopwatch, check_completion, usage_counts
 from runner.timing.stream import ChatStreamAccumulator, sse_lines
 
@@ -46,7 +47,7 @@ def payload_parts(events: Any) -> Any:
             yield event["PayloadPart"]["Bytes"]
 
 
-def whole_answer_body(request: ChatRequest, model_id: str) -> dict[str, Any]:
+def whole_answer_body(request: ChatRequest, model_id: str) -> JsonObject:
     """The chat-completions body of `request` asking for the whole answer at once (`stream: false`):
     what a serverless endpoint, an async endpoint and a transform job are sent."""
     body = request.openai_body(model_id)
@@ -280,7 +281,7 @@ BATCH_TOPICS = (
 )  # fmt: skip
 
 
-def generated_prompts(count: int) -> list[dict[str, Any]]:
+def generated_prompts(count: int) -> list[JsonObject]:
     """`count` prompts in the survey's style, distinct from one another."""
     prompts = []
     for index in range(count):
@@ -292,7 +293,7 @@ def generated_prompts(count: int) -> list[dict[str, Any]]:
     return prompts
 
 
-def read_batch_prompts(path: Path) -> list[dict[str, Any]]:
+def read_batch_prompts(path: Path) -> list[JsonObject]:
     """A JSON-lines prompt file: each line an object with a `prompt` string or a `messages` list
     (OpenAI chat messages), and optionally `max_tokens`. The first line that is not one is a
     one-line error naming it; blank lines are skipped."""
@@ -330,7 +331,7 @@ def read_batch_prompts(path: Path) -> list[dict[str, Any]]:
     return prompts
 
 
-def batch_bodies(prompts: list[dict[str, Any]], model_id: str, max_tokens: int) -> list[dict[str, Any]]:
+def batch_bodies(prompts: list[JsonObject], model_id: str, max_tokens: int) -> list[JsonObject]:
     """The whole-answer chat bodies of a prompt set (a line's `messages` are sent as they are)."""
     bodies = []
     for item in prompts:

@@ -19,11 +19,11 @@ measured, and the other backends go on.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from runner.cloud.reach.in_region import REDEPLOY, no_instance_reason, row_name, run_in_region
 from runner.core.console import console
 from runner.core.errors import RunnerError
+from runner.core.typed_json import JsonObject
 from runner.figures.levels import LevelSummary
 from runner.measure.host_rows import (
     accelerator_within,
@@ -46,7 +46,7 @@ class NotInRegion(RunnerError):
     """The server could not be run on at all (not ready, no kit): one line, and no row."""
 
 
-def request_json(request: ChatRequest, model_id: str) -> dict[str, Any]:
+def request_json(request: ChatRequest, model_id: str) -> JsonObject:
     """One request as the kit sends it: its body, and what the record is stamped with."""
     return {
         "body": request.openai_body(model_id),
@@ -58,7 +58,7 @@ def request_json(request: ChatRequest, model_id: str) -> dict[str, Any]:
     }
 
 
-def unit_json(unit: ChatRequest | Conversation, model_id: str) -> dict[str, Any]:
+def unit_json(unit: ChatRequest | Conversation, model_id: str) -> JsonObject:
     """A request, or a conversation whose turns each hold only their own user message (the kit
     puts the history so far before it, as the load engine does)."""
     if isinstance(unit, Conversation):
@@ -80,13 +80,10 @@ class HostRun(BackendRun):
         self.tunnel = tunnel
         self.counter, self.fitter, self.force = tunnel.counter, tunnel.fitter, tunnel.force
         self.reply_count, self.reply_tokens = tunnel.reply_count, tunnel.reply_tokens
-        self.record_extra = {"path": "in-region"}
+        self.path = "in-region"
         self.added = False
-        self.info.update(
-            path="in-region",
-            forced_output_length=self.force,
-            **({"token_count": tunnel.info["token_count"]} if "token_count" in tunnel.info else {}),
-        )
+        self.info.path, self.info.forced_output_length = "in-region", self.force
+        self.info.token_count = tunnel.info.token_count
 
     def run(self) -> None:
         plan = self.plan
@@ -103,7 +100,7 @@ class HostRun(BackendRun):
             if not self.added:
                 console.print(f"[yellow]note:[/yellow] {self.backend.name}: {line}")
                 self.evidence.notice(f"{self.backend.name}: {line}")
-                del self.evidence.data["workload_backends"][self.row]
+                del self.evidence.file.workload_backends[self.row]  # type: ignore[union-attr]  # this row made it
                 return
             self.fail_all(str(line))
         except Exception as error:  # one line for this row; the other backends go on
@@ -121,7 +118,7 @@ class HostRun(BackendRun):
             # A dataset's prompts once each: the kit sends request i as unit i modulo their number.
             units = units[: len(plan.workload.fixed)]
         if self.tunnel.metrics_url:
-            self.info["metrics"] = f"{kit_metrics(backend)['url']} on the server's host"
+            self.info.metrics = f"{kit_metrics(backend)['url']} on the server's host"
         config = {
             "repeats": 1,
             "timeout_s": plan.timeout_s,
@@ -141,7 +138,7 @@ class HostRun(BackendRun):
         )
         if isinstance(outcome, str):
             raise NotInRegion(outcome.removeprefix(f"{backend.name}: "))
-        self.evidence.data.setdefault("in_region", []).append(outcome.to_json())
+        self.evidence.file.keep_in_region(outcome.entry())
         if not self.added:
             add_host_entry(outcome, self.evidence, accelerator=False)
             self.added = True
@@ -151,14 +148,13 @@ class HostRun(BackendRun):
         assert result is not None  # a run without a problem was read back
         if result.kit < 3:
             raise RunnerError(f"its kit is version {result.kit}, before workloads in the region: {REDEPLOY}")
-        self.evidence.data.setdefault("warm_up", []).extend(kit_record(w, self.row) for w in result.warm_ups)
+        self.evidence.file.warm_up.extend(kit_record(w, self.row) for w in result.warm_ups)
         (span,) = result.level_spans or [[0.0, 0.0]]
         (metrics,) = result.server_metrics or [None]
-        readings: dict[str, Any] = {"accelerator": accelerator_within(result.accelerator, span)}
-        if metrics is not None:
-            readings["server_metrics"] = server_metrics_of(metrics)
+        accelerator = accelerator_within(result.accelerator, span)
         self.advance(level.requests)  # the kit's records come back together, when the level is over
-        return self.keep_level(level, [kit_request(r, self.row) for r in result.records], readings)
+        records = [kit_request(r, self.row) for r in result.records]
+        return self.keep_level(level, records, server_metrics_of(metrics), accelerator)
 
 
 def bench_workload_in_region(tunnel: BackendRun, advance: Advance) -> bool:

@@ -20,9 +20,11 @@ from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import Evidence
+from runner.core.readings import AcceleratorReadings, LevelReadings, ServerMetrics
 from runner.core.records import RequestRecord
 from runner.figures.levels import LevelSummary, level_summary
 from runner.measure import ChatRequest, timed_client_for
+from runner.measure.bench_file import BenchFile, kept_metrics
 from runner.measure.benchmark import counting_timeouts, skip_batch, warm_up_once
 from runner.measure.capacity import Budget, find_capacity
 from runner.measure.load import CLOSED, OPEN, LoadLevel, run_level, run_level_async, stopped_records
@@ -89,7 +91,7 @@ class BackendRun:
     """One backend's workload: its client, its count of tokens, its metrics, its levels."""
 
     def __init__(
-        self, backend: Backend, plan: BenchPlan, evidence: Evidence, advance: Advance, row: str | None = None
+        self, backend: Backend, plan: BenchPlan, evidence: Evidence[BenchFile], advance: Advance, row: str | None = None
     ) -> None:
         self.backend, self.plan, self.evidence, self.advance = backend, plan, evidence, advance
         # The row its records go under (the backend's name; `<name>@host` for its in-region row).
@@ -107,10 +109,10 @@ class BackendRun:
         self.built = 0
         # The levels measured so far (their labels): a fault fails only the ones not yet measured.
         self.measured: set[str] = set()
-        self.info: dict[str, Any] = {}
-        # Fields every record of this row carries beyond RequestRecord's (the in-region row's path).
-        self.record_extra: dict[str, Any] = {}
-        evidence.data.setdefault("workload_backends", {})[self.row] = self.info
+        # How its workload was prepared, as the evidence keeps it (`workload_backends`).
+        self.info = evidence.file.workload_backend(self.row)
+        # The path every record of this row measured (the in-region row's), none by default.
+        self.path: str | None = None
 
     def note(self, line: str) -> None:
         line = f"{self.row}: {line}"
@@ -152,7 +154,7 @@ class BackendRun:
 
     def not_sent(self, line: str) -> None:
         self.note(line)
-        self.info.setdefault("not_sent", []).append(line)
+        self.info.not_sent = [*(self.info.not_sent or []), line]
 
     def prepare(self, client) -> None:
         """What this path can do for the workload, each missing capability one line; the count of
@@ -160,27 +162,27 @@ class BackendRun:
         backend, workload = self.backend, self.plan.workload
         if workload.output_tokens is not None and not self.force:
             self.note(self.supports.reason("forced_output_length"))
-        self.info["forced_output_length"] = self.force
+        self.info.forced_output_length = self.force
         if workload.synthetic:
             try:
                 self.counter = counter_for(backend, client)
             except Exception as error:
                 raise RunnerError(f"prompt lengths cannot be set: {describe(error)}") from None
             self.fitter = Fitter(self.counter.text)
-            self.info["token_count"] = self.counter.method
+            self.info.token_count = self.counter.method
             if not self.supports.tokenizer:
                 self.note(self.supports.reason("tokenizer"))
         elif workload.output_tokens is None and any(turn.reply for turn in workload.fixed):
             self.reply_count = reply_counter(backend)
             if self.reply_count is None:
                 self.note("output lengths estimated at 4/3 tokens a word of each reply: this path has no tokenizer")
-            self.info["output_lengths"] = (
+            self.info.output_lengths = (
                 "each reply's tokens on the server's tokenizer (POST /tokenize)"
                 if self.reply_count
                 else "each reply's words x 4/3 (no tokenizer)"
             )
         warm = warm_up_once(client, backend)
-        self.evidence.data.setdefault("warm_up", []).append(warm.to_json())
+        self.evidence.file.warm_up.append(warm)
         if not self.plan.metrics:
             return
         if self.supports.server_metrics and backend.base_url:
@@ -192,7 +194,7 @@ class BackendRun:
                 self.note(why)
         else:
             self.note(self.supports.reason("server_metrics"))
-        self.info["metrics"] = self.metrics_url
+        self.info.metrics = self.metrics_url
 
     def requests_for(self, level: LoadLevel) -> list[ChatRequest | Conversation]:
         """As many distinct requests as the level sends (conversations count as one each)."""
@@ -284,40 +286,45 @@ class BackendRun:
         finally:
             if sampler:
                 sampler.__exit__(None, None, None)
-        metrics = None
-        if sampler:
-            metrics = sampler.summary()
-            metrics["series"] = sampler.samples
-        summary = self.keep_level(
-            level, records, {"server_metrics": metrics} if sampler else {}, stopped=stop is not None
-        )
+        metrics = kept_metrics(sampler.summary(), sampler.samples) if sampler else None
+        summary = self.keep_level(level, records, metrics, stopped=stop is not None)
         if stop is not None:
             raise stop
         return summary
 
     def keep_level(
-        self, level: LoadLevel, records: list[RequestRecord], readings: dict[str, Any], stopped: bool = False
+        self,
+        level: LoadLevel,
+        records: list[RequestRecord],
+        metrics: ServerMetrics | None = None,
+        accelerator: AcceleratorReadings | None = None,
+        stopped: bool = False,
     ) -> LevelSummary:
         """A measured level's records graded on the objectives and kept, with what was read of the
-        server meanwhile (`readings`); its summary. `stopped`: the level was stopped midway, and
-        `records` are the requests that finished (their level says so)."""
+        server meanwhile (its metrics; on its own host, its accelerator); its summary. `stopped`:
+        the level was stopped midway, and `records` are the requests that finished (their level
+        says so)."""
         if self.plan.slo:
             for record in records:
                 record.slo = judge(record, self.plan.slo)
-        rows = [r.to_json() | self.record_extra for r in records]
-        self.evidence.data["records"].extend(rows)
-        meta = {"backend": self.row, "label": level.label, "level": level.to_json()} | readings
+        for record in records:
+            record.path = self.path
+        self.evidence.file.records.extend(records)
+        label, stopped_after = level.label, None
         if stopped:
             # Under the stopped level's own label, as its records are (runner/core/records.py Level.stopped).
             marked = level.recorded().stopped(len(records))
-            meta |= {"label": marked.label, "stopped_after": marked.stopped_after}
-        self.evidence.data.setdefault("levels", []).append(meta)
+            label, stopped_after = marked.label, marked.stopped_after
+        readings = LevelReadings(self.row, label, level.recorded(), metrics, accelerator, stopped_after)
+        self.evidence.file.keep_level(readings)
         self.measured.add(level.label)
         self.evidence.save()
         failed = [r for r in records if not r.ok]
         if failed:
             first = next((r.error for r in failed if r.error), None)
-            console.print(f"[red]{self.row} {level.label}:[/red] {len(failed)} of {len(rows)} failed; first: {first}")
+            console.print(
+                f"[red]{self.row} {level.label}:[/red] {len(failed)} of {len(records)} failed; first: {first}"
+            )
         return level_summary(records, self.plan.slo)
 
     async def openai_level(
@@ -334,7 +341,7 @@ class BackendRun:
             warm = await asyncio.gather(*(warm_up_async(client, backend.name) for _ in range(min(level.in_flight, 64))))
             for record in warm:
                 record.level = level.recorded()
-            self.evidence.data.setdefault("warm_up", []).extend(r.to_json() for r in warm)
+            self.evidence.file.warm_up.extend(warm)
             explain = counting_timeouts(backend.explain, self.evidence)
             return await run_level_async(
                 client.chat,
@@ -375,7 +382,7 @@ class BackendRun:
         )
         label = plan.level_at(search.capacity, input_tokens).label if search.capacity is not None else None
         found = search.found(self.row, input_tokens, label)
-        self.evidence.data.setdefault("capacity", []).append(found.to_json())
+        self.evidence.file.keep_capacity(found)
         self.evidence.save()
         if found.capacity is None:
             self.note(f"capacity at {plan.slo.text}: none ({found.stopped})")
@@ -393,11 +400,12 @@ class BackendRun:
                     continue
                 for run in range(1, level.requests + 1):
                     record = RequestRecord(backend=self.row, run=run, error=line, level=level.recorded())
-                    self.evidence.data["records"].append(record.to_json() | self.record_extra)
+                    record.path = self.path
+                    self.evidence.file.records.append(record)
         self.evidence.save()
 
 
-def bench_workload(backend: Backend, plan: BenchPlan, evidence: Evidence, advance: Advance) -> BackendRun:
+def bench_workload(backend: Backend, plan: BenchPlan, evidence: Evidence[BenchFile], advance: Advance) -> BackendRun:
     run = BackendRun(backend, plan, evidence, advance)
     run.run()
     return run

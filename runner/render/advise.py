@@ -4,20 +4,50 @@ beat the others, and what the arithmetic assumes."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Self
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from runner.core.evidence import EvidenceFile
 from runner.core.stats import fmt
-from runner.costing.rows import advice_in
+from runner.core.typed_json import JsonObject, read_sections
+from runner.costing.purchase import PurchasePrice
+from runner.costing.rows import Advice, advice_in
+from runner.render.cost import UsedPrice
 from runner.render.tables import accuracy_text, add_columns
 
 VERDICT = {True: "yes", False: "NO", None: "unknown"}
 
 
-def workload_line(workload: dict[str, Any]) -> str:
+@dataclass(kw_only=True)
+class AdviseFile(EvidenceFile):
+    """Advise evidence: the options ranked (`rows_schema`), the prices used and the Pricing API's
+    queries, why the first beat the others, the files refused, and what the arithmetic assumes."""
+
+    COMMAND = "advise"
+    records: list[Advice] = field(default_factory=list)
+    prices: list[UsedPrice] = field(default_factory=list)
+    pricing_queries: list[JsonObject] = field(default_factory=list)
+    # The purchase options the months were priced at (`--purchase`), each with its source.
+    purchase: list[PurchasePrice] = field(default_factory=list)
+    rows_schema: int | None = None
+    why: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object], where: object = None) -> Self:
+        """Its rows read by runner.costing (their version checked), the rest by their types."""
+        where = getattr(data, "source", None) if where is None else where
+        rows = advice_in(data, where)  # type: ignore[arg-type]
+        return cls(**read_sections(cls, data, where, apart=("records",)), records=rows)  # type: ignore[arg-type]
+
+
+def workload_line(workload: JsonObject) -> str:
     bounds = []
     if workload.get("latency_bound_s") is not None:
         bounds.append(f"p95 end-to-end ≤ {workload['latency_bound_s']:g} s")
@@ -34,14 +64,14 @@ def workload_line(workload: dict[str, Any]) -> str:
     )
 
 
-def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
-    workload = evidence["config"]["workload"]
+def render_report(evidence: AdviseFile, out: Console, baseline: AdviseFile | None = None) -> None:
+    workload = evidence.config["workload"]
     table = Table(title=f"advise: {workload_line(workload)}")
     columns = [
         "rank", "option", "billing", "measured on", "$/month", "p95 s", "within bound", "accuracy", "arithmetic", "why"
     ]  # fmt: skip
     add_columns(table, columns, left=("option", "billing", "measured on", "within bound", "arithmetic", "why"))
-    for rank, row in enumerate(advice_in(evidence, f"advise evidence of {evidence.get('started_at')}"), start=1):
+    for rank, row in enumerate(evidence.records, start=1):
         provenance = row.provenance
         notes = "; ".join(row.notes or [])
         why = "; ".join(part for part in (row.extrapolated, row.why, notes) if part)
@@ -60,9 +90,9 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             escape(why),
         )
     out.print(table)
-    for line in evidence.get("why", []):
+    for line in evidence.why:
         out.print(escape(line))
-    for line in evidence.get("refused", []):
+    for line in evidence.refused:
         out.print(f"[yellow]refused:[/yellow] {escape(line)}")
-    for line in evidence.get("assumptions", []):
+    for line in evidence.assumptions:
         out.print(f"[dim]assumes: {escape(line)}[/dim]")

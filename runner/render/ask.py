@@ -3,12 +3,10 @@ tokens/s, tokens), or the one line that says why there is no answer."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.text import Text
 
-from runner.core.agent_evidence import AskRecord, asks_of
+from runner.core.agent_evidence import AskFile, AskRecord
 from runner.core.stats import fmt
 from runner.render.tables import models
 
@@ -30,9 +28,9 @@ def timing_line(asked: AskRecord) -> str:
     )
 
 
-def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
+def render_report(evidence: AskFile, out: Console, baseline: AskFile | None = None) -> None:
     served = models(evidence)
-    for asked in asks_of(evidence):
+    for asked in evidence.records:
         record = asked.request
         out.print(Text(f"ask {record.backend} ({served.get(record.backend, '-')}): {asked.question}", style="bold"))
         if record.text:

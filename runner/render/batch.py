@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from runner.core.batch_jobs import jobs_of
-from runner.core.records import records_of
 from runner.core.stats import fmt
+from runner.measure.transform_job import BatchFile
 from runner.render.tables import add_columns, models
 
 
-def batch_table(evidence: dict[str, Any]) -> Table:
-    config = evidence.get("config", {})
+def batch_table(evidence: BatchFile) -> Table:
+    config = evidence.config
     table = Table(title=f"batch transform: {config.get('prompts')} prompts, {config.get('max_tokens')} tokens max")
     columns = [
         "backend",
@@ -34,8 +31,8 @@ def batch_table(evidence: dict[str, Any]) -> Table:
     add_columns(table, columns, left=("backend", "model", "job", "status", "instance", "notes"))
     table.columns[columns.index("job")].overflow = "fold"  # the whole name, to look the job up by
     served = models(evidence)
-    records = records_of(evidence)
-    for job in jobs_of(evidence):
+    records = evidence.records
+    for job in evidence.jobs:
         notes = []
         if job.failure_reason:
             notes.append(job.failure_reason)
@@ -61,8 +58,8 @@ def batch_table(evidence: dict[str, Any]) -> Table:
     return table
 
 
-def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
+def render_report(evidence: BatchFile, out: Console, baseline: BatchFile | None = None) -> None:
     out.print(batch_table(evidence))
-    for price in evidence.get("prices") or []:
-        where = f", {price['note']}" if price.get("note") else ""
-        out.print(f"[dim]price: {price['item']} {price['region']}, {price['source']} ({price['as_of']}){where}[/dim]")
+    for price in evidence.prices or []:
+        where = f", {price.note}" if price.note else ""
+        out.print(f"[dim]price: {price.item} {price.region}, {price.source} ({price.as_of}){where}[/dim]")

@@ -8,19 +8,16 @@ warm-up there, and any timed request an async endpoint took from zero) are summa
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from catalog.serving import serving
-from runner.core.accuracy import accuracy_of
-from runner.core.backend_entries import entries_of
-from runner.core.readings import AcceleratorReadings, ServerMetrics, readings_of
-from runner.core.records import SINGLE, RequestRecord, records_of, tasks_of
+from runner.core.readings import AcceleratorReadings, LevelReadings, ServerMetrics
+from runner.core.records import SINGLE, RequestRecord
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
-from runner.figures.capacity import capacity_of
 from runner.figures.latency import Distribution
 from runner.figures.levels import (
     LevelSummary,
@@ -31,17 +28,18 @@ from runner.figures.levels import (
     prefill_fit,
     roofline,
 )
+from runner.measure.bench_file import BenchFile
 from runner.measure.benchmark import COLD_ASSUMED
 from runner.render.run_blocks import run_blocks
 from runner.render.tables import SummaryTable, accuracy_text, add_columns, models
 from runner.workloads.slo import Goodput
 
 
-def cold_records(evidence: dict[str, Any]) -> dict[str, list[RequestRecord]]:
+def cold_records(evidence: BenchFile) -> dict[str, list[RequestRecord]]:
     """Per backend, its cold starts: warm-ups and timed requests marked `cold_start`."""
     grouped: dict[str, list[RequestRecord]] = defaultdict(list)
-    for record in [*records_of(evidence, "warm_up"), *records_of(evidence)]:
-        if record.cold_start:
+    for record in [*evidence.warm_up, *evidence.records]:
+        if isinstance(record, RequestRecord) and record.cold_start:
             grouped[record.backend].append(record)
     return grouped
 
@@ -54,44 +52,85 @@ def work_tok_s(record: RequestRecord) -> float | None:
     return record.output_tokens / work
 
 
-def cold_summary(records: list[RequestRecord]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ColdSummary:
+    """A backend's cold starts, apart from its warm figures: how many and how many answered,
+    their median, the median of each async phase, the first error, and whether the path only
+    let them be assumed cold."""
+
+    count: int
+    ok: int
+    median_s: float | None
+    median_leave_zero_s: float | None
+    median_work_s: float | None
+    median_work_tok_s: float | None
+    first_error: str | None
+    assumed: bool
+
+
+def cold_summary(records: list[RequestRecord]) -> ColdSummary:
     ok = [r for r in records if r.ok]
     phases = [r.phases or {} for r in ok]
-    return {
-        "count": len(records),
-        "ok": len(ok),
-        "median_s": median(r.e2e_s for r in ok),
-        "median_leave_zero_s": median(p.get("leave_zero_s") for p in phases),
-        "median_work_s": median(p.get("work_s") for p in phases if "leave_zero_s" in p),
-        "median_work_tok_s": median(work_tok_s(r) for r in ok if "leave_zero_s" in (r.phases or {})),
-        "first_error": next((r.error for r in records if r.error), None),
-        "assumed": any((r.phases or {}).get(COLD_ASSUMED) for r in records),
-    }
+    return ColdSummary(
+        count=len(records),
+        ok=len(ok),
+        median_s=median(r.e2e_s for r in ok),
+        median_leave_zero_s=median(p.get("leave_zero_s") for p in phases),
+        median_work_s=median(p.get("work_s") for p in phases if "leave_zero_s" in p),
+        median_work_tok_s=median(work_tok_s(r) for r in ok if "leave_zero_s" in (r.phases or {})),
+        first_error=next((r.error for r in records if r.error), None),
+        assumed=any((r.phases or {}).get(COLD_ASSUMED) for r in records),
+    )
 
 
-def cold_note(row: dict[str, Any]) -> str:
+def cold_note(cold: ColdSummary) -> str:
     """One line on a backend's cold starts, apart from its warm figures."""
-    if not row["ok"]:
-        return f"cold start failed: {row['first_error']}"
-    parts = [f"{row['count']} cold start{'s' if row['count'] > 1 else ''}, timed apart"]
-    if row["median_leave_zero_s"] is not None:
-        parts.append(f"leave zero {fmt(row['median_leave_zero_s'], 1)} s")
-    if row["median_work_s"] is not None:
-        rate = f", {fmt(row['median_work_tok_s'], 1)} tok/s of the work" if row["median_work_tok_s"] else ""
-        parts.append(f"work {fmt(row['median_work_s'], 2)} s{rate}")
-    if row.get("assumed"):
+    if not cold.ok:
+        return f"cold start failed: {cold.first_error}"
+    parts = [f"{cold.count} cold start{'s' if cold.count > 1 else ''}, timed apart"]
+    if cold.median_leave_zero_s is not None:
+        parts.append(f"leave zero {fmt(cold.median_leave_zero_s, 1)} s")
+    if cold.median_work_s is not None:
+        rate = f", {fmt(cold.median_work_tok_s, 1)} tok/s of the work" if cold.median_work_tok_s else ""
+        parts.append(f"work {fmt(cold.median_work_s, 2)} s{rate}")
+    if cold.assumed:
         parts.append("assumed cold: the first request of the run (the path does not say whether it found zero)")
     return "; ".join(parts)
 
 
-def bench_summary(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class BenchRow:
+    """One backend's figures in the one-at-a-time table, computed from its raw records (cold
+    starts apart)."""
+
+    runs: int
+    ok: int
+    errors: int
+    median_s: float | None
+    median_ttft_s: float | None
+    median_tok_s: float | None
+    tok_s_range: tuple[float, float] | None
+    token_range: tuple[float, float] | None
+    distinct_completions: int
+    token_sources: list[str]
+    median_server_tok_s: float | None
+    median_overhead_s: float | None
+    new_connections: int
+    stale_retries: int
+    first_error: str | None
+    not_streamed: bool
+    cold: ColdSummary | None
+    measured_by: str | None
+
+
+def bench_summary(evidence: BenchFile) -> dict[str, BenchRow]:
     """Per backend: the figures the bench table shows, computed from the raw records."""
     grouped: dict[str, list[RequestRecord]] = defaultdict(list)
     kinds = {}
-    for backend in entries_of(evidence):
+    for backend in evidence.backends:
         grouped[backend.name] = []
         kinds[backend.name] = backend.kind
-    for record in records_of(evidence):
+    for record in evidence.records:
         if not record.cold_start:
             grouped[record.backend].append(record)
     colds = cold_records(evidence)
@@ -101,34 +140,34 @@ def bench_summary(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
         rates = [r.tokens_per_s for r in ok]
         tokens = [r.output_tokens for r in ok]
         server_rates = [(r.server_timings or {}).get("predicted_per_second") for r in ok]
-        summary[name] = {
-            "runs": len(records),
-            "ok": len(ok),
-            "errors": len(records) - len(ok),
-            "median_s": median(r.e2e_s for r in ok),
-            "median_ttft_s": median(r.ttft_s for r in ok),
-            "median_tok_s": median(rates),
-            "tok_s_range": value_range(rates),
-            "token_range": value_range(tokens),
-            "distinct_completions": len({r.text for r in ok}),
-            "token_sources": sorted({r.token_source for r in ok if r.token_source}),
-            "median_server_tok_s": median(server_rates),
-            "median_overhead_s": median(r.client_overhead_s for r in ok),
-            "new_connections": sum(1 for r in records if r.new_connection),
-            "stale_retries": sum(1 for r in records if r.stale_connection_retry),
-            "first_error": next((r.error for r in records if r.error), None),
-            "not_streamed": bool(ok) and all(r.ttft_s is None for r in ok),
-            "cold": cold_summary(colds[name]) if colds.get(name) else None,
-            "measured_by": serving(kinds.get(name)).measured_by,
-        }
+        summary[name] = BenchRow(
+            runs=len(records),
+            ok=len(ok),
+            errors=len(records) - len(ok),
+            median_s=median(r.e2e_s for r in ok),
+            median_ttft_s=median(r.ttft_s for r in ok),
+            median_tok_s=median(rates),
+            tok_s_range=value_range(rates),
+            token_range=value_range(tokens),
+            distinct_completions=len({r.text for r in ok}),
+            token_sources=sorted({r.token_source for r in ok if r.token_source}),
+            median_server_tok_s=median(server_rates),
+            median_overhead_s=median(r.client_overhead_s for r in ok),
+            new_connections=sum(1 for r in records if r.new_connection),
+            stale_retries=sum(1 for r in records if r.stale_connection_retry),
+            first_error=next((r.error for r in records if r.error), None),
+            not_streamed=bool(ok) and all(r.ttft_s is None for r in ok),
+            cold=cold_summary(colds[name]) if colds.get(name) else None,
+            measured_by=serving(kinds.get(name)).measured_by,
+        )
     return summary
 
 
-def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None) -> Table:
-    config = evidence["config"]
+def bench_table(evidence: BenchFile, baseline: BenchFile | None = None) -> Table:
+    config = evidence.config
     table = SummaryTable(title=f"bench: {config.get('prompt', '')!r}, {config.get('max_tokens')} tokens max")
     summary = bench_summary(evidence)
-    server_figures = any(row["median_server_tok_s"] is not None for row in summary.values())
+    server_figures = any(row.median_server_tok_s is not None for row in summary.values())
     columns = [
         "backend",
         "model",
@@ -143,17 +182,16 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     ]
     if server_figures:
         columns += ["server tok/s", "client overhead ms"]
-    cold_column = any(row["cold"] for row in summary.values())
+    cold_column = any(row.cold for row in summary.values())
     if cold_column:
         columns.append("cold start s")
-    accuracy = accuracy_of(evidence)
+    accuracy = evidence.accuracy or {}
     if accuracy:
         columns.append("accuracy")
     add_columns(table, columns, left=("backend", "model"))
     if baseline is not None:
         table.add_column("tok/s change", justify="right")
-    entries = entries_of(evidence)
-    ceilings = roofline(records_of(evidence), entries)
+    ceilings = roofline(evidence.records, evidence.backends)
     if ceilings:
         table.add_column("decode ceiling tok/s", justify="right")
         table.add_column("share", justify="right")
@@ -168,24 +206,25 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
         cells = [
             name,
             escape(served.get(name, "-")),
-            f"{row['ok']}/{row['runs']}",
-            fmt(row["median_s"]),
-            fmt(row["median_ttft_s"]),
-            fmt(row["median_tok_s"], 1),
+            f"{row.ok}/{row.runs}",
+            fmt(row.median_s),
+            fmt(row.median_ttft_s),
+            fmt(row.median_tok_s, 1),
             " / ".join(f"{v:g}" for v in survey.get(name, ())) or "-",
-            fmt_range(row["tok_s_range"]),
-            fmt_range(row["token_range"], 0),
-            str(row["distinct_completions"]) if row["ok"] else "-",
+            fmt_range(row.tok_s_range),
+            fmt_range(row.token_range, 0),
+            str(row.distinct_completions) if row.ok else "-",
         ]
         if server_figures:
-            overhead = row["median_overhead_s"]
-            cells += [fmt(row["median_server_tok_s"], 1), fmt(overhead * 1000 if overhead is not None else None, 1)]
+            overhead = row.median_overhead_s
+            cells += [fmt(row.median_server_tok_s, 1), fmt(overhead * 1000 if overhead is not None else None, 1)]
         if cold_column:
-            cells.append(fmt(row["cold"]["median_s"]) if row["cold"] else "-")
+            cells.append(fmt(row.cold.median_s) if row.cold else "-")
         if accuracy:
             cells.append(accuracy_text(accuracy.get(name)))
         if baseline is not None:
-            cells.append(change_percent(old.get(name, {}).get("median_tok_s"), row["median_tok_s"]))
+            earlier = old.get(name)
+            cells.append(change_percent(earlier.median_tok_s if earlier else None, row.median_tok_s))
         if ceilings:
             figures = ceilings.get(name)
             share = figures.share if figures else None
@@ -194,42 +233,42 @@ def bench_table(evidence: dict[str, Any], baseline: dict[str, Any] | None = None
     return table
 
 
-def single_notes(evidence: dict[str, Any], summary: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+def single_notes(evidence: BenchFile, summary: dict[str, BenchRow]) -> dict[str, list[str]]:
     """Per backend of one-at-a-time evidence, what its figures need said beside them."""
     same = same_text(evidence)
     # bench --in-region: each server's row through the tunnel and its row on its own host say so.
-    paths = {b.name: b.path_note for b in entries_of(evidence)}
+    paths = {b.name: b.path_note for b in evidence.backends}
     limit = time_limit_notes(evidence)
     found = {}
     for name, row in summary.items():
         notes = [paths[name]] if paths.get(name) else []
-        if row["measured_by"]:
-            notes.append(f"measured by python -m runner.{row['measured_by']}")
-        if row["cold"]:
-            notes.append(cold_note(row["cold"]))
-        if row["not_streamed"]:
+        if row.measured_by:
+            notes.append(f"measured by python -m runner.{row.measured_by}")
+        if row.cold:
+            notes.append(cold_note(row.cold))
+        if row.not_streamed:
             notes.append("whole answers (not streamed): no time to first token")
         if same.get(name):
             notes.append(f"same text as {', '.join(same[name])}")
-        if "client-chunks" in row["token_sources"]:
+        if "client-chunks" in row.token_sources:
             notes.append("tokens counted by client (no server usage)")
-        if row["new_connections"]:
-            retried = f", {row['stale_retries']} resent after the server closed it" if row["stale_retries"] else ""
-            notes.append(f"new connection on {row['new_connections']} of {row['runs']} timed requests{retried}")
+        if row.new_connections:
+            retried = f", {row.stale_retries} resent after the server closed it" if row.stale_retries else ""
+            notes.append(f"new connection on {row.new_connections} of {row.runs} timed requests{retried}")
         notes += limit.get((name, SINGLE), [])
-        if row["first_error"]:
-            notes.append(row["first_error"])
+        if row.first_error:
+            notes.append(row.first_error)
         found[name] = notes
     return found
 
 
-def time_limit_notes(evidence: dict[str, Any]) -> dict[tuple[str, str], list[str]]:
+def time_limit_notes(evidence: BenchFile) -> dict[tuple[str, str], list[str]]:
     """Per backend and level ended by `--level-seconds` before it sent all it planned: one note."""
-    seconds = evidence.get("config", {}).get("level_seconds")
+    seconds = evidence.config.get("level_seconds")
     if not seconds:
         return {}
     found = {}
-    for (backend, label), records in level_groups(records_of(evidence)).items():
+    for (backend, label), records in level_groups(evidence.records).items():
         planned = records[0].level.requests if records and records[0].level else None
         sent = level_summary(records).units
         if planned and sent < planned:
@@ -239,16 +278,16 @@ def time_limit_notes(evidence: dict[str, Any]) -> dict[tuple[str, str], list[str
     return found
 
 
-def survey_figures(evidence: dict[str, Any]) -> dict[str, tuple[float, ...]]:
+def survey_figures(evidence: BenchFile) -> dict[str, tuple[float, ...]]:
     """Per backend, the survey's published single-request tok/s (catalog, with its source)."""
-    return {b.name: tuple(b.spec.survey_tok_s) for b in entries_of(evidence)}
+    return {b.name: tuple(b.spec.survey_tok_s) for b in evidence.backends}
 
 
-def same_text(evidence: dict[str, Any]) -> dict[str, list[str]]:
+def same_text(evidence: BenchFile) -> dict[str, list[str]]:
     """Backends whose completions were word for word the same set (the survey found g6 = SageMaker,
     one model and engine on two services, and inf2 = trn1, one image on two chips)."""
     texts: dict[str, frozenset[str]] = {}
-    for record in records_of(evidence):
+    for record in evidence.records:
         if record.ok:
             texts[record.backend] = texts.get(record.backend, frozenset()) | {" ".join(record.text.split())}
     return {
@@ -257,13 +296,13 @@ def same_text(evidence: dict[str, Any]) -> dict[str, list[str]]:
     }
 
 
-def is_sweep(evidence: dict[str, Any]) -> bool:
-    return bool(evidence.get("config", {}).get("levels"))
+def is_sweep(evidence: BenchFile) -> bool:
+    return bool(evidence.config.get("levels"))
 
 
-def sweep_table(evidence: dict[str, Any]) -> Table:
+def sweep_table(evidence: BenchFile) -> Table:
     """Per backend and level: counts, throughputs, and latency percentiles in milliseconds."""
-    config = evidence["config"]
+    config = evidence.config
     table = SummaryTable(title=f"bench sweep: {config.get('prompts')} prompt(s), seed {config.get('seed')}")
     columns = [
         "backend",
@@ -281,7 +320,7 @@ def sweep_table(evidence: dict[str, Any]) -> Table:
     add_columns(table, columns, left=("backend", "model", "load", "notes"))
     served = models(evidence)
     notes_of = sweep_notes(evidence)
-    for (backend, label), records in level_groups(records_of(evidence)).items():
+    for (backend, label), records in level_groups(evidence.records).items():
         # Cold starts never enter a level's figures: they are one note, on the backend's first row.
         row = level_summary([r for r in records if not r.cold_start])
         notes = notes_of[(backend, label)]
@@ -301,20 +340,20 @@ def sweep_table(evidence: dict[str, Any]) -> Table:
     return table
 
 
-def sweep_notes(evidence: dict[str, Any]) -> dict[tuple[str, str], list[str]]:
+def sweep_notes(evidence: BenchFile) -> dict[tuple[str, str], list[str]]:
     """Per backend and level of a sweep, what its figures need said beside them (cold starts once,
     on the backend's first level)."""
     colds = cold_records(evidence)
     limit = time_limit_notes(evidence)
     noted: set[str] = set()
     found = {}
-    for (backend, label), records in level_groups(records_of(evidence)).items():
+    for (backend, label), records in level_groups(evidence.records).items():
         row = level_summary([r for r in records if not r.cold_start])
         notes = []
         if colds.get(backend) and backend not in noted:
             noted.add(backend)
             cold = cold_summary(colds[backend])
-            notes.append(cold_note(cold) + (f" ({fmt(cold['median_s'], 2)} s)" if cold["median_s"] is not None else ""))
+            notes.append(cold_note(cold) + (f" ({fmt(cold.median_s, 2)} s)" if cold.median_s is not None else ""))
         if row.itl_method and row.itl_method != ["server running count"]:
             notes.append("ITL: " + "; ".join(row.itl_method))
         if row.max_send_lag_s is not None and row.max_send_lag_s > 0.05:
@@ -334,8 +373,8 @@ def ms_triple(figures: Distribution) -> str:
     return "/".join(fmt(_ms(value), 1) for value in (figures.median, figures.p90, figures.p99))
 
 
-def is_workload(evidence: dict[str, Any]) -> bool:
-    return bool(evidence.get("config", {}).get("workload"))
+def is_workload(evidence: BenchFile) -> bool:
+    return bool(evidence.config.get("workload"))
 
 
 # Turns whose prompt the input cell lists; more are shown as the first few, "..." and the last.
@@ -403,10 +442,10 @@ def goodput_cell(goodput: Goodput | None) -> str:
     return f"{goodput.share_met:.0%}, {fmt(goodput.goodput_rps, 2)}/s"
 
 
-def workload_table(evidence: dict[str, Any]) -> Table:
+def workload_table(evidence: BenchFile) -> Table:
     """Per backend and level of a workload: tokens beside their targets, latency, throughput, the
     prefill rate, goodput within the objectives, and what the server's metrics said."""
-    config = evidence["config"]
+    config = evidence.config
     workload = config["workload"]
     slo = (config.get("slo") or {}).get("text")
     title = f"bench: workload {workload.get('name')}" + (f", objectives {slo}" if slo else "")
@@ -415,11 +454,11 @@ def workload_table(evidence: dict[str, Any]) -> Table:
                "e2e s p50/p99", "req/s", "out tok/s", "prefill tok/s", "goodput", "server", "notes"]  # fmt: skip
     add_columns(table, columns, left=("backend", "model", "load", "server", "notes"))
     served = models(evidence)
-    readings = readings_of(evidence)
+    readings = readings_by_level(evidence)
     slo_config = config.get("slo")
     asked_output = workload.get("output_tokens") is not None
     notes_of = workload_level_notes(evidence)
-    for (backend, label), records in level_groups(records_of(evidence)).items():
+    for (backend, label), records in level_groups(evidence.records).items():
         row = level_summary([r for r in records if not r.cold_start], slo_config)
         read = readings.get((backend, label))
         metrics, accelerator = (read.server_metrics, read.accelerator) if read else (None, None)
@@ -443,24 +482,29 @@ def workload_table(evidence: dict[str, Any]) -> Table:
     return table
 
 
-def prefill_shown(evidence: dict[str, Any], records: list[RequestRecord], row: LevelSummary) -> float | None:
+def prefill_shown(evidence: BenchFile, records: list[RequestRecord], row: LevelSummary) -> float | None:
     """The level's prefill rate where it means one: input over TTFT only for one prompt at a time
     computed whole (no shared prefix or earlier turns in the cache, no queue)."""
-    workload = evidence["config"]["workload"]
+    workload = evidence.config["workload"]
     plain = not workload.get("prefix_tokens") and (workload.get("turns") or 1) == 1
     level = records[0].level if records else None
     one_at_a_time = level is None or (level.mode == "concurrency" and level.value == 1)
     return row.prefill_tok_s if plain and one_at_a_time else None
 
 
-def workload_level_notes(evidence: dict[str, Any]) -> dict[tuple[str, str], list[str]]:
+def readings_by_level(evidence: BenchFile) -> dict[tuple[str, str], LevelReadings]:
+    """What was read of each server, by backend and level label."""
+    return {(r.backend, r.label): r for r in evidence.levels or []}
+
+
+def workload_level_notes(evidence: BenchFile) -> dict[tuple[str, str], list[str]]:
     """Per backend and level of a workload, what its figures need said beside them."""
-    config = evidence["config"]
+    config = evidence.config
     asked_output = config["workload"].get("output_tokens") is not None
-    readings = readings_of(evidence)
+    readings = readings_by_level(evidence)
     limit = time_limit_notes(evidence)
     found = {}
-    for (backend, label), records in level_groups(records_of(evidence)).items():
+    for (backend, label), records in level_groups(evidence.records).items():
         row = level_summary([r for r in records if not r.cold_start], config.get("slo"))
         read = readings.get((backend, label))
         notes = workload_notes(row, read.server_metrics if read else None, asked_output)
@@ -468,12 +512,12 @@ def workload_level_notes(evidence: dict[str, Any]) -> dict[tuple[str, str], list
     return found
 
 
-def capacity_table(evidence: dict[str, Any]) -> Table | None:
+def capacity_table(evidence: BenchFile) -> Table | None:
     """Per backend (and input length): the most load within the objectives, and its figures."""
-    searches = capacity_of(evidence)
+    searches = evidence.capacity
     if not searches:
         return None
-    config = evidence["config"]
+    config = evidence.config
     share = config.get("slo_share")
     table = Table(
         title=f"capacity: the most load at which {share:.0%} of requests meet {(config.get('slo') or {}).get('text')}"
@@ -506,39 +550,39 @@ def capacity_table(evidence: dict[str, Any]) -> Table | None:
     return table
 
 
-def workload_lines(evidence: dict[str, Any]) -> list[str]:
+def workload_lines(evidence: BenchFile) -> list[str]:
     """How each backend's prompts were sized, where its metrics came from, and (with
     `--in-region`) which path each row measured."""
     lines = []
-    paths = {b.name: b.path_note for b in entries_of(evidence)}
-    for name, info in (evidence.get("workload_backends") or {}).items():
+    paths = {b.name: b.path_note for b in evidence.backends}
+    for name, info in (evidence.workload_backends or {}).items():
         parts = [paths[name]] if paths.get(name) else []
-        if info.get("token_count"):
-            parts.append(f"prompt lengths from {info['token_count']}")
-        if info.get("metrics"):
-            parts.append(f"server metrics from {info['metrics']}")
+        if info.token_count:
+            parts.append(f"prompt lengths from {info.token_count}")
+        if info.metrics:
+            parts.append(f"server metrics from {info.metrics}")
         if parts:
             lines.append(f"{name}: " + "; ".join(parts))
-    for name, fit in prefill_fit(records_of(evidence)).items():
+    for name, fit in prefill_fit(evidence.records).items():
         lines.append(
             f"{name}: prefill {fit.prefill_tok_s:,.0f} tok/s from the sweep, one at a time "
             f"(TTFT ≈ {fit.fixed_s * 1000:.0f} ms + prompt tokens / {fit.prefill_tok_s:,.0f}; "
             f"{fit.lengths} lengths, {fit.from_tokens:.0f} to {fit.to_tokens:.0f} tokens)"
         )
-    source = (evidence["config"].get("workload") or {}).get("source")
+    source = (evidence.config.get("workload") or {}).get("source")
     if source:
         lines.append(f"workload: {source}")
     return lines
 
 
-def agent_table(evidence: dict[str, Any]) -> Table:
+def agent_table(evidence: BenchFile) -> Table:
     """Agent traffic per backend and number of sessions (runner/agent/traffic.py)."""
     table = Table(title="bench: agent traffic (the counting demo and the tool-use family, in turn)")
     columns = ["backend", "model", "sessions", "passed/tasks", "task s p50/p95", "model calls/task",
                "tool calls/task", "tool calls right", "tasks/s", "first error"]  # fmt: skip
     add_columns(table, columns, left=("backend", "model", "first error"))
     served = models(evidence)
-    for row in agent_levels(tasks_of(evidence)):
+    for row in agent_levels(evidence.tasks or []):
         table.add_row(
             row.backend,
             escape(served.get(row.backend, "-")),
@@ -560,10 +604,10 @@ IN_BLOCK_LEVELS = ("backend", "model", "load", "ok/failed", "req/s", "out tok/s"
                    "ITL ms p50/p90/p99", "TPOT ms p50", "e2e s p50/p99")  # fmt: skip
 
 
-def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
+def render_report(evidence: BenchFile, out: Console, baseline: BenchFile | None = None) -> None:
     """On the terminal, a block per backend and level as `vllm bench serve` prints its run, then
     the table (where the terminal is wide enough for it)."""
-    if evidence.get("config", {}).get("agent"):
+    if evidence.agent:
         out.print(agent_table(evidence))
         return
     if is_workload(evidence):

@@ -7,19 +7,22 @@ sources named there), so a row served by another model (the `open` lane) shows n
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.table import Table
 
-from runner.core.backend_entries import CatalogFacts, entries_of
+from runner.core.agent_evidence import CountingFile, CountingRun, OrchestratorFile
+from runner.core.backend_entries import CatalogFacts
+from runner.core.evidence import EvidenceFile
 from runner.core.stats import fmt, median
 from runner.costing.arithmetic import usd_per_million_output
-from runner.costing.rows import cost_rows_in
+from runner.measure.bench_file import BenchFile
 from runner.render.bench import bench_summary, is_sweep
+from runner.render.cost import CostFile
 from runner.render.tables import add_columns
 from runner.render.up import phase_line, slow_ways
 
-Source = tuple[Path, dict[str, Any]]
+# An evidence file the page is drawn from: where it was read, and the file typed.
+Source = tuple[Path, EvidenceFile]
 # A backend whose catalog entry no file recorded: the survey has no figure for it.
 NONE = CatalogFacts()
 SURVEY_RUNS = "the survey: runs of 2026-10-04/05 (repository xbill9/aws-inference-strands)"
@@ -28,19 +31,19 @@ SURVEY_RUNS = "the survey: runs of 2026-10-04/05 (repository xbill9/aws-inferenc
 def catalog_of(sources: list[Source]) -> dict[str, CatalogFacts]:
     """Per backend, the catalog entry an evidence file recorded (the last file wins)."""
     found: dict[str, CatalogFacts] = {}
-    for path, data in sources:
-        for backend in entries_of(data, path):
+    for _, data in sources:
+        for backend in data.backends:
             if backend.catalog:
                 found[backend.name] = backend.catalog
     return found
 
 
-def of(sources: list[Source], command: str) -> list[dict[str, Any]]:
-    return [d for _, d in sources if d.get("command") == command]
+def of(sources: list[Source], command: str) -> list[EvidenceFile]:
+    return [d for _, d in sources if d.command == command]
 
 
 def launch_table(sources: list[Source], catalog: dict[str, CatalogFacts]) -> Table | None:
-    records = [r for d in of(sources, "up") for r in d.get("records", []) if "backend" in r]
+    records = [r for d in of(sources, "up") for r in d.records if isinstance(r, dict) and "backend" in r]
     if not records:
         return None
     table = Table(title="launch to ready, minutes: yours beside the survey's, and where your boot spent them")
@@ -72,10 +75,11 @@ def demo1_table(sources: list[Source], catalog: dict[str, CatalogFacts]) -> Tabl
     table = Table(title="demo 1 (counting): correct answers, yours beside the survey's (20 runs each)")
     add_columns(table, ("backend", "tools", "yours correct", "right filter", "survey correct"), ("backend", "tools"))
     for data in runs:
-        mode = (data.get("config") or {}).get("tools", "filter")
-        grouped: dict[str, list[dict[str, Any]]] = {}
-        for record in data.get("records", []):
-            grouped.setdefault(record["backend"], []).append(record)
+        assert isinstance(data, CountingFile)
+        mode = data.config.get("tools", "filter")
+        grouped: dict[str, list[CountingRun]] = {}
+        for record in data.records:
+            grouped.setdefault(record.backend, []).append(record)
         for name, records in grouped.items():
             n = len(records)
             survey = {m: (c, r) for m, c, r in catalog.get(name, NONE).survey_demo1}
@@ -83,24 +87,24 @@ def demo1_table(sources: list[Source], catalog: dict[str, CatalogFacts]) -> Tabl
             table.add_row(
                 name,
                 mode,
-                f"{sum(1 for r in records if r.get('correct'))}/{n}",
-                f"{sum(1 for r in records if r.get('right_filter'))}/{n}" if mode == "filter" else "-",
+                f"{sum(1 for r in records if r.correct)}/{n}",
+                f"{sum(1 for r in records if r.right_filter)}/{n}" if mode == "filter" else "-",
                 f"{theirs[0]}/{theirs[1]}" if theirs else "not run",
             )
     return table
 
 
 def demo2_table(sources: list[Source], catalog: dict[str, CatalogFacts]) -> Table | None:
-    runs = [r for d in of(sources, "orchestrator") for r in d.get("records", [])]
+    runs = [r for d in of(sources, "orchestrator") if isinstance(d, OrchestratorFile) for r in d.records]
     if not runs:
         return None
     seconds: dict[str, list[float]] = {}
     answers: dict[str, list[str]] = {}
     for run in runs:
-        for row in run.get("table", []):
-            if row.get("seconds") is not None:
-                seconds.setdefault(row["backend"], []).append(row["seconds"])
-            answers.setdefault(row["backend"], []).append(str(row.get("answer") or row.get("error") or "-"))
+        for row in run.table:
+            if row.seconds is not None:
+                seconds.setdefault(row.backend, []).append(row.seconds)
+            answers.setdefault(row.backend, []).append(str(row.answer or row.error or "-"))
     table = Table(title=f"demo 2 (orchestrator): median seconds over {len(runs)} run(s), yours beside the survey's")
     add_columns(table, ("backend", "answers", "yours s", "survey s"), ("backend", "answers"))
     for name in sorted(answers, key=lambda b: median(seconds.get(b, [])) or float("inf")):
@@ -114,7 +118,7 @@ def demo2_table(sources: list[Source], catalog: dict[str, CatalogFacts]) -> Tabl
 
 
 def bench_table(sources: list[Source], catalog: dict[str, CatalogFacts]) -> Table | None:
-    singles = [d for d in of(sources, "bench") if not is_sweep(d)]
+    singles = [d for d in of(sources, "bench") if isinstance(d, BenchFile) and not is_sweep(d)]
     if not singles:
         return None
     table = Table(title="benchmark, one request at a time: median tok/s, yours beside the survey's two runs")
@@ -124,8 +128,8 @@ def bench_table(sources: list[Source], catalog: dict[str, CatalogFacts]) -> Tabl
             survey = catalog.get(name, NONE).survey_tok_s
             table.add_row(
                 name,
-                f"{row['ok']}/{row['runs']}",
-                fmt(row["median_tok_s"], 1),
+                f"{row.ok}/{row.runs}",
+                fmt(row.median_tok_s, 1),
                 " / ".join(f"{v:g}" for v in survey) or "-",
             )
     return table
@@ -144,13 +148,7 @@ def survey_cost(entry: CatalogFacts) -> float | None:
 
 
 def cost_table(sources: list[Source], catalog: dict[str, CatalogFacts]) -> Table | None:
-    records = [
-        r
-        for path, data in sources
-        if data.get("command") == "cost"
-        for r in cost_rows_in(data, path)
-        if r.usd_per_million_output
-    ]
+    records = [r for _, data in sources if isinstance(data, CostFile) for r in data.records if r.usd_per_million_output]
     if not records:
         return None
     table = Table(title="$ per million output tokens, one request at a time: yours beside the survey's")

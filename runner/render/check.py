@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from runner.core.agent_evidence import checks_of
+from runner.core.agent_evidence import CheckFile
 from runner.render.tables import models
 
 
@@ -16,7 +14,7 @@ def _mark(value: bool | None) -> str:
     return "n/a" if value is None else ("pass" if value else "FAIL")
 
 
-def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
+def render_report(evidence: CheckFile, out: Console, baseline: CheckFile | None = None) -> None:
     table = Table(title="check: health, one plain answer, one tool call")
     served = models(evidence)
     for column in (
@@ -31,7 +29,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
         "error",
     ):
         table.add_column(column)
-    for result in checks_of(evidence):
+    for result in evidence.records:
         answer = result.plain.answer if result.plain else ""
         table.add_row(
             result.backend,

@@ -7,16 +7,20 @@ absent; then, for the real-time endpoint, where a second instance starts paying 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Self
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from catalog.prices import HOURS_PER_MONTH, Price
-from runner.core.accuracy import accuracy_of
+from runner.core.accuracy import Accuracy
+from runner.core.evidence import EvidenceFile
 from runner.core.stats import fmt
-from runner.costing.prices import GIVEN
+from runner.core.typed_json import FlatJson, JsonObject, flat, read_sections, reader_of
+from runner.costing.prices import GIVEN, PriceRequest
 from runner.costing.purchase import (
     BEDROCK_BATCH,
     BEDROCK_FLEX,
@@ -28,10 +32,48 @@ from runner.costing.purchase import (
     SAVINGS_PLAN_3YR,
     SPOT,
     PurchasePrice,
-    purchases_in,
+    purchases_by_item,
 )
-from runner.costing.rows import CostRow, cost_rows_in, scaling_in
+from runner.costing.rows import CostRow, Scaling, cost_rows_in, scaling_in
 from runner.render.tables import accuracy_text, add_columns
+
+
+@dataclass(frozen=True)
+class UsedPrice(FlatJson):
+    """One price a cost or advise run used, in one entry: what was asked for, then the price found
+    (its figures over the request's where both name one), its source and date."""
+
+    request: PriceRequest = flat()
+    price: Price = flat()
+
+    @classmethod
+    def from_json(cls, data: object, what: str) -> UsedPrice:
+        return cls(reader_of(PriceRequest)(data, what), reader_of(Price)(data, what))
+
+
+@dataclass(kw_only=True)
+class CostFile(EvidenceFile):
+    """Cost evidence: the prices used and the Pricing API's queries, the backends priced, the
+    second-instance verdicts, the accuracy beside the figures, and the rows (`rows_schema`)."""
+
+    COMMAND = "cost"
+    records: list[CostRow] = field(default_factory=list)
+    prices: list[UsedPrice] = field(default_factory=list)
+    pricing_queries: list[JsonObject] = field(default_factory=list)
+    scaling: list[Scaling] = field(default_factory=list)
+    accuracy: dict[str, Accuracy] = field(default_factory=dict)
+    rows_schema: int | None = None
+    # Beside on-demand: each priced item's purchase options, and the queries that found them.
+    purchase: list[PurchasePrice] = field(default_factory=list)
+    purchase_queries: list[JsonObject] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object], where: object = None) -> Self:
+        """Its rows read by runner.costing (their version checked), the rest by their types."""
+        where = getattr(data, "source", None) if where is None else where
+        rows = {"records": cost_rows_in(data, where), "scaling": scaling_in(data, where)}  # type: ignore[arg-type]
+        return cls(**read_sections(cls, data, where, apart=tuple(rows)), **rows)  # type: ignore[arg-type]
+
 
 # The billing models as the table names them (the evidence keeps catalog.backends.Billing's values).
 BILLING_LABELS = {
@@ -99,18 +141,18 @@ def purchase_cell(row: CostRow, figures: list[PurchasePrice]) -> str:
     return " · ".join(parts) or "-"
 
 
-def purchase_lines(evidence: dict[str, Any], where: str) -> list[str]:
+def purchase_lines(evidence: CostFile) -> list[str]:
     """One line per purchase option of each priced item: its rate, what it prices (SKU, offering,
     Spot pool), its source API and date (live or a recorded snapshot) and how it was read; or why
     it is absent."""
     backends: dict[tuple[str, str, str], list[str]] = {}
-    for row in cost_rows_in(evidence, where):
+    for row in evidence.records:
         if row.price is not None and row.region:
             names = backends.setdefault((row.price.service, row.price.item, row.region), [])
             if row.backend not in names:
                 names.append(row.backend)
     lines = []
-    for key, figures in purchases_in(evidence, where).items():
+    for key, figures in purchases_by_item(evidence.purchase).items():
         who = f"{', '.join(backends.get(key, [])) or key[1]} ({key[1]}, {key[2]})"
         absent: dict[str, list[str]] = {}
         for figure in figures:
@@ -144,8 +186,8 @@ def source_text(row: CostRow) -> str:
     return text
 
 
-def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
-    table = Table(title=f"cost: on-demand prices ({evidence['config'].get('pricing')}), {HOURS_PER_MONTH} h a month")
+def render_report(evidence: CostFile, out: Console, baseline: CostFile | None = None) -> None:
+    table = Table(title=f"cost: on-demand prices ({evidence.config.get('pricing')}), {HOURS_PER_MONTH} h a month")
     columns = [
         "backend",
         "billing",
@@ -177,10 +219,9 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
     )
     for column in table.columns[:2]:
         column.no_wrap = True
-    accuracy = accuracy_of(evidence)
-    where = f"cost evidence of {evidence.get('started_at')}"
-    purchases = purchases_in(evidence, where)
-    for row in cost_rows_in(evidence, where):
+    accuracy = evidence.accuracy
+    purchases = purchases_by_item(evidence.purchase)
+    for row in evidence.records:
         monthly = row.usd_per_month_24x7
         monthly_text = f"{monthly:.0f} (24x7)" if monthly else "-"
         if row.fixed_usd_per_month is not None:
@@ -210,13 +251,13 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             else "-",
         )
     out.print(table)
-    for scaling in scaling_in(evidence, where):
+    for scaling in evidence.scaling:
         out.print(f"{scaling.backend}: second instance: {scaling.verdict}")
-    lines = purchase_lines(evidence, where)
+    lines = purchase_lines(evidence)
     if lines:
         out.print("purchase options beside on-demand (what each prices, its source API and date, or why it is absent):")
     for line in lines:
         out.print(f"  {escape(line)}")
-    sources = {(p.get("source"), str(p.get("as_of"))[:10]) for p in evidence.get("prices", [])}
+    sources = {(p.price.source, str(p.price.as_of)[:10]) for p in evidence.prices}
     for source, as_of in sorted(sources, key=str):
         out.print(f"[dim]price source: {source} ({as_of})[/dim]")

@@ -3,22 +3,19 @@ read."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from runner.core.agent_evidence import CountingRun, counting_runs_of
+from runner.core.agent_evidence import CountingFile, CountingRun
 from runner.core.stats import counts, fmt, median
 from runner.render.tables import add_columns, models
 
 
-def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
-    mode = evidence["config"].get("tools", "filter")
-    table = Table(
-        title=f"counting ({mode}): {evidence['config']['question']} expected {evidence['config']['expected']}"
-    )
+def render_report(evidence: CountingFile, out: Console, baseline: CountingFile | None = None) -> None:
+    config = evidence.config
+    mode = config.get("tools", "filter")
+    table = Table(title=f"counting ({mode}): {config['question']} expected {config['expected']}")
     columns = (
         "backend",
         "model",
@@ -34,7 +31,7 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
     add_columns(table, columns, left=("backend", "model", "graded by", "filters sent"))
     served = models(evidence)
     grouped: dict[str, list[CountingRun]] = {}
-    for record in counting_runs_of(evidence):
+    for record in evidence.records:
         grouped.setdefault(record.backend, []).append(record)
     for name, records in grouped.items():
         n = len(records)

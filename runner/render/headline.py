@@ -14,24 +14,27 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
-from runner.core.accuracy import QualitySummary, summaries_of
-from runner.core.backend_entries import entries_of
-from runner.core.records import Level, RequestRecord, records_of
+from runner.core.accuracy import QualitySummary
+from runner.core.agent_evidence import QualityFile
+from runner.core.evidence import EvidenceFile
+from runner.core.records import Level, RequestRecord
 from runner.core.stats import median
+from runner.core.typed_json import FromFile
 from runner.costing.measured import offline_cost_rows
-from runner.costing.rows import CostRow, cost_rows_in
-from runner.figures.capacity import CapacityFound, capacity_of
+from runner.costing.rows import CostRow
+from runner.figures.capacity import CapacityFound
 from runner.figures.levels import LevelSummary, level_groups, level_summary
+from runner.measure.bench_file import BenchFile
 from runner.measure.load import CLOSED
+from runner.render.cost import CostFile
 from runner.render.tables import add_columns, models
 
-Evidence = dict[str, Any]
-Source = tuple[Path, Evidence]
+# An evidence file the page is drawn from: where it was read, and the file typed.
+Source = tuple[Path, EvidenceFile]
 
 # The evidence the page takes, and the commands that write it.
 PAGE_COMMANDS = {
@@ -147,18 +150,18 @@ def warm(records: list[RequestRecord]) -> list[RequestRecord]:
 LevelRow = tuple[str, Level, LevelSummary]
 # The last evidence files' level summaries, by identity and record count: the headline and several
 # plots draw from the same ones, and a summary walks every token gap of every request.
-_SUMMARIES: dict[int, tuple[Evidence, int, list[LevelRow]]] = {}
+_SUMMARIES: dict[int, tuple[BenchFile, int, list[LevelRow]]] = {}
 
 
-def level_rows(evidence: Evidence) -> list[LevelRow]:
+def level_rows(evidence: BenchFile) -> list[LevelRow]:
     """(backend, level, summary) for every level of every backend, in the order measured (cold
     starts left out of every figure, as the tables leave them out)."""
-    count = len(evidence.get("records", []))
+    count = len(evidence.records)
     cached = _SUMMARIES.get(id(evidence))
     if cached is not None and cached[0] is evidence and cached[1] == count:
         return cached[2]
     rows = []
-    for (backend, _label), records in level_groups(records_of(evidence)).items():
+    for (backend, _label), records in level_groups(evidence.records).items():
         level = records[0].level or Level(CLOSED, 1, label=SINGLE)
         rows.append((backend, level, level_summary(warm(records))))
     if len(_SUMMARIES) >= 8:
@@ -167,9 +170,9 @@ def level_rows(evidence: Evidence) -> list[LevelRow]:
     return rows
 
 
-def run_label(data: Evidence) -> str:
+def run_label(data: EvidenceFile) -> str:
     """Which run an evidence file is, to the second (its start, UTC)."""
-    return str(data.get("started_at") or "")[:19].replace("T", " ") + " UTC"
+    return str(data.started_at or "")[:19].replace("T", " ") + " UTC"
 
 
 def speed_cells(
@@ -202,12 +205,12 @@ def speed_cells(
     return stream, peak, ttft
 
 
-def bench_rows(path: Path, data: Evidence) -> list[Row]:
+def bench_rows(path: Path, data: BenchFile) -> list[Row]:
     by_backend: dict[str, list[tuple[str, list[RequestRecord]]]] = {}
-    entries = entries_of(data, path)
+    entries = data.backends
     for entry in entries:
         by_backend[entry.name] = []
-    for (backend, label), records in level_groups(records_of(data, where=path)).items():
+    for (backend, label), records in level_groups(data.records).items():
         by_backend.setdefault(backend, []).append((label, warm(records)))
     throughput: dict[str, dict[str, float | None]] = {}
     for backend, level, summary in level_rows(data):
@@ -225,13 +228,13 @@ def bench_rows(path: Path, data: Evidence) -> list[Row]:
     return rows
 
 
-def cost_evidence_rows(path: Path, data: Evidence) -> list[Row]:
+def cost_evidence_rows(path: Path, data: CostFile) -> list[Row]:
     """Rows for backends only cost evidence names (its bench evidence not given): the speed it
     priced, and no latency (cost evidence keeps none)."""
     served = models(data)
-    ids = {b.name: b.model_id for b in entries_of(data, path)}
+    ids = {b.name: b.model_id for b in data.backends}
     levels: dict[tuple[str, str], list[tuple[float | None, str]]] = {}
-    for record in cost_rows_in(data, path):
+    for record in data.records:
         if record.level in NOT_LEVELS:
             continue
         key = (Path(record.evidence or str(path)).name, record.backend)
@@ -263,17 +266,18 @@ def priced_rows(sources: list[Source]) -> dict[tuple[str, str], tuple[list[CostR
     report wins; bench evidence it does not cover is priced at the offline prices (`offline_cost_rows`)."""
     priced: dict[tuple[str, str], tuple[list[CostRow], str]] = {}
     for path, data in sources:
-        if data.get("command") != "cost":
+        if not isinstance(data, CostFile):
             continue
-        how = f"{path.name} ({(data.get('config') or {}).get('pricing') or 'offline'} prices)"
-        for record in cost_rows_in(data, path):
+        how = f"{path.name} ({data.config.get('pricing') or 'offline'} prices)"
+        for record in data.records:
             key = (Path(record.evidence or str(path)).name, record.backend)
             priced.setdefault(key, ([], how))[0].append(record)
     covered = {name for name, _ in priced}
     for path, data in sources:
-        if data.get("command") == "bench" and path.name not in covered and not (data.get("config") or {}).get("agent"):
+        if isinstance(data, BenchFile) and path.name not in covered and not data.agent:
             how = f"the offline price table for {path.name} (no cost evidence given for it)"
-            for record in offline_cost_rows(str(path), data):
+            # runner.costing reads the file as it is written.
+            for record in offline_cost_rows(str(path), FromFile(data.to_json(), path)):
                 priced.setdefault((path.name, record.backend), ([], how))[0].append(record)
     return priced
 
@@ -298,14 +302,13 @@ def cost_cell(rows: list[CostRow] | None, how: str | None) -> Cell:
 def quality_summaries(sources: list[Source]) -> list[tuple[Path, QualitySummary]]:
     """Every summary row of the quality evidence given, typed, with its file, later runs last."""
     entries = []
-    for path, data in sorted(
-        ((p, d) for p, d in sources if d.get("command") == "quality"), key=lambda s: str(s[1].get("started_at"))
-    ):
-        entries += [(path, summary) for summary in summaries_of(data, path)]
+    quality = sorted(((p, d) for p, d in sources if isinstance(d, QualityFile)), key=lambda s: str(s[1].started_at))
+    for path, data in quality:
+        entries += [(path, summary) for summary in data.summary or []]
     return entries
 
 
-def fraction(value: Any) -> float | None:
+def fraction(value: object) -> float | None:
     """A share as a fraction of one (a figure over 1 is taken as a percentage)."""
     if not isinstance(value, int | float):
         return None
@@ -328,10 +331,9 @@ def accuracy_cell(summary: QualitySummary) -> Cell:
     )
 
 
-def is_plain_bench(data: Evidence) -> bool:
+def is_plain_bench(data: EvidenceFile) -> bool:
     """Bench evidence of the survey's prompt (not a workload, not agent traffic)."""
-    config = data.get("config") or {}
-    return data.get("command") == "bench" and not config.get("workload") and not config.get("agent")
+    return isinstance(data, BenchFile) and not data.config.get("workload") and not data.agent
 
 
 def capacity_cells(
@@ -339,10 +341,10 @@ def capacity_cells(
 ) -> None:
     """Each row's most load within a workload's objectives, from the newest search for its backend,
     and the $ per million at that load (the cost row of that level of that evidence file)."""
-    searches: dict[str, tuple[Path, Evidence, CapacityFound]] = {}
+    searches: dict[str, tuple[Path, BenchFile, CapacityFound]] = {}
     for path, data in sources:
-        if data.get("command") == "bench":
-            for search in capacity_of(data, path):
+        if isinstance(data, BenchFile):
+            for search in data.capacity or []:
                 searches[search.backend] = (path, data, search)
     if not searches:
         return
@@ -352,7 +354,7 @@ def capacity_cells(
             row.usd_at_slo = Cell(why=row.good_rps.why)
             continue
         path, data, search = searches[row.backend]
-        config = data.get("config") or {}
+        config = data.config
         objectives = f"{(config.get('workload') or {}).get('name')} {(config.get('slo') or {}).get('text')}"
         best = search.at_capacity
         if search.capacity is None or best is None or not best.goodput_rps:
@@ -375,12 +377,11 @@ def headline_rows(sources: list[Source]) -> list[Row]:
     # and they make rows here only when no plain bench evidence is given.
     plain = any(is_plain_bench(d) for _, d in sources)
     for path, data in sources:
-        agent = (data.get("config") or {}).get("agent")
-        if data.get("command") == "bench" and (is_plain_bench(data) or not plain) and not agent:
+        if isinstance(data, BenchFile) and (is_plain_bench(data) or not plain) and not data.agent:
             rows += bench_rows(path, data)
     known = {(r.source, r.backend) for r in rows}
     for path, data in sources:
-        if data.get("command") == "cost":
+        if isinstance(data, CostFile):
             rows += [r for r in cost_evidence_rows(path, data) if (r.source, r.backend) not in known]
     # A backend in several evidence files: one row per file, told apart by when it ran.
     runs = {s: run_label(d) for s, d in ((p.name, d) for p, d in sources)}
@@ -635,7 +636,7 @@ def headline_markdown(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def quality_table(evidence: Evidence) -> Table:
+def quality_table(evidence: QualityFile) -> Table:
     """Quality evidence's summary as a table, per backend and task family, for when the quality
     command's own table module is not there."""
     table = Table(title="quality: accuracy per task family, 95 % Wilson interval")
@@ -644,7 +645,7 @@ def quality_table(evidence: Evidence) -> Table:
         ["backend", "model", "family", "right/items", "accuracy %", "95 % interval"],
         ("backend", "model", "family"),
     )
-    for summary in summaries_of(evidence):
+    for summary in evidence.summary or []:
         families = [("all", summary.overall), *sorted(summary.families.items())]
         for name, figures in families:
             accuracy, low, high = (fraction(figures.accuracy), fraction(figures.low), fraction(figures.high))

@@ -3,20 +3,18 @@ agent's closing sentence beside it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from runner.core.agent_evidence import orchestrator_runs_of
+from runner.core.agent_evidence import OrchestratorFile
 from runner.core.stats import fmt
 from runner.render.tables import models
 
 
-def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
+def render_report(evidence: OrchestratorFile, out: Console, baseline: OrchestratorFile | None = None) -> None:
     served = models(evidence)
-    for record in orchestrator_runs_of(evidence):
+    for record in evidence.records:
         table = Table(title=f"orchestrator run {record.run} (agent: {record.agent_backend}); table computed in code")
         for column in ("backend", "model", "answer", "measured/asks", "median s", "median tokens/s", "error"):
             table.add_column(column)

@@ -29,12 +29,15 @@ from rich.table import Table
 from rich.text import Text
 
 from runner.core.errors import RunnerError
+from runner.core.evidence import EvidenceFile, GitCommit
+from runner.measure.bench_file import BenchFile
 from runner.render import plots
 from runner.render.beside import SURVEY_RUNS, beside_tables
 from runner.render.headline import PAGE_COMMANDS, headline_html, headline_markdown, headline_rows, quality_table
 from runner.render.tables import TerminalOnly, nothing_measured, renderer_for
 
-Source = tuple[Path, dict[str, Any]]
+# An evidence file the page is drawn from: where it was read, and the file typed.
+Source = tuple[Path, EvidenceFile]
 CSS = Path(__file__).with_name("page.css")
 # Columns whose text runs long (notes, errors, sources): they wrap first.
 WIDE_COLUMNS = ("notes", "how", "price source", "verdict", "error", "reason")
@@ -55,9 +58,9 @@ def check_page_sources(sources: list[Source]) -> None:
     own = [command for command in PAGE_COMMANDS if command not in SURVEY_STEPS and command != "survey"]
     taken = ", ".join(own)
     writers = ", ".join(PAGE_COMMANDS[command] for command in own)
-    in_survey = any(data.get("command") == "survey" for _, data in sources)
+    in_survey = any(data.command == "survey" for _, data in sources)
     for path, data in sources:
-        command = data.get("command")
+        command = data.command
         if command not in PAGE_COMMANDS or (command in SURVEY_STEPS and not in_survey):
             raise RunnerError(
                 f"{path} is {command!r} evidence: the report page (--html, --markdown) takes {taken} evidence "
@@ -79,7 +82,7 @@ class Capture(Console):
         self.items.extend(o for o in objects if not isinstance(o, TerminalOnly))
 
 
-def render_tables(evidence: dict[str, Any]) -> list[Any]:
+def render_tables(evidence: EvidenceFile) -> list[Any]:
     """What the command's own report prints for this evidence (a quality file without its own
     table module gets the summary table of `headline.quality_table`)."""
     capture = Capture()
@@ -87,9 +90,9 @@ def render_tables(evidence: dict[str, Any]) -> list[Any]:
     if empty:
         return [empty]
     try:
-        render = renderer_for(evidence["command"])
+        render = renderer_for(evidence.command)
     except RunnerError:
-        if evidence.get("command") != "quality":
+        if evidence.command != "quality":
             raise
         capture.print(quality_table(evidence))
     else:
@@ -210,37 +213,29 @@ def drawn_plots(sources: list[Source]) -> tuple[list[str], list[str]]:
     return drawn, not_drawn
 
 
-def source_line(path: Path, data: dict[str, Any]) -> str:
-    git = data.get("git") or {}
-    sha = str(git.get("sha") or "?")[:12] + (" (uncommitted changes)" if git.get("dirty") else "")
-    argv = " ".join(str(a) for a in data.get("argv") or [])
+def source_line(path: Path, data: EvidenceFile) -> str:
+    git = data.git or GitCommit()
+    sha = str(git.sha or "?")[:12] + (" (uncommitted changes)" if git.dirty else "")
+    argv = " ".join(str(a) for a in data.argv)
     return (
-        f"<li><code>{html.escape(str(path))}</code>: <strong>{html.escape(str(data.get('command')))}</strong>, "
-        f"started {html.escape(str(data.get('started_at')))}, finished {html.escape(str(data.get('finished_at')))}, "
-        f"git {html.escape(sha)}, host {html.escape(str((data.get('host') or {}).get('platform')))}"
-        + (
-            f", <code>python -m runner.{html.escape(str(data.get('command')))} {html.escape(argv)}</code>"
-            if argv
-            else ""
-        )
-        + (
-            ' <span class="warn">(interrupted: what was measured before Ctrl-C)</span>'
-            if data.get("interrupted")
-            else ""
-        )
+        f"<li><code>{html.escape(str(path))}</code>: <strong>{html.escape(data.command)}</strong>, "
+        f"started {html.escape(str(data.started_at))}, finished {html.escape(str(data.finished_at))}, "
+        f"git {html.escape(sha)}, host {html.escape(str(data.host.platform if data.host else None))}"
+        + (f", <code>python -m runner.{html.escape(data.command)} {html.escape(argv)}</code>" if argv else "")
+        + (' <span class="warn">(interrupted: what was measured before Ctrl-C)</span>' if data.interrupted else "")
         + "</li>"
     )
 
 
-def evidence_html(path: Path, data: dict[str, Any]) -> str:
+def evidence_html(path: Path, data: EvidenceFile) -> str:
     parts = [
-        f'<section class="evidence"><h3>{html.escape(str(data.get("command")))}: {html.escape(path.name)}</h3>',
-        f'<p class="dim">started {html.escape(str(data.get("started_at")))}, git '
-        f"{html.escape(str((data.get('git') or {}).get('sha')))}</p>",
+        f'<section class="evidence"><h3>{html.escape(data.command)}: {html.escape(path.name)}</h3>',
+        f'<p class="dim">started {html.escape(str(data.started_at))}, git '
+        f"{html.escape(str(data.git.sha if data.git else None))}</p>",
     ]
     parts += [item_html(item) for item in render_tables(data)]
-    notices = [f"<li>{markup_html(line)}</li>" for line in data.get("notices", [])]
-    if data.get("interrupted"):
+    notices = [f"<li>{markup_html(line)}</li>" for line in data.notices]
+    if data.interrupted:
         notices.append('<li class="warn">interrupted: the tables show what was measured before Ctrl-C</li>')
     if notices:
         parts.append(f'<ul class="notes">{"".join(notices)}</ul>')
@@ -255,14 +250,13 @@ FAILURES_SHOWN = 100
 def failures_table(sources: list[Source]) -> tuple[Table | None, int]:
     """Every timed request that failed in the bench evidence given, with its error (the tables
     give only the first error of each level): the table, and how many failed in all."""
-    from runner.core.records import records_of
     from runner.render.tables import add_columns
 
     failed = [
         (path, record)
         for path, data in sources
-        if data.get("command") == "bench"
-        for record in records_of(data, where=path)
+        if isinstance(data, BenchFile)
+        for record in data.records
         if not record.ok
     ]
     if not failed:
@@ -283,7 +277,7 @@ def failures_table(sources: list[Source]) -> tuple[Table | None, int]:
 def failures_html(sources: list[Source]) -> str:
     table, count = failures_table(sources)
     if table is None:
-        if not any(d.get("command") == "bench" for _, d in sources):
+        if not any(d.command == "bench" for _, d in sources):
             return ""
         return '<section id="failures"><h2>Failed requests</h2><p class="dim">No timed request failed.</p></section>'
     more = (
@@ -297,8 +291,8 @@ def failures_html(sources: list[Source]) -> str:
 def render_html(sources: list[Source]) -> str:
     check_page_sources(sources)
     drawn, not_drawn = drawn_plots(sources)
-    kinds = sorted({str(d.get("command")) for _, d in sources})
-    short = ", ".join(f"{html.escape(p.name)} ({html.escape(str(d.get('command')))})" for p, d in sources)
+    kinds = sorted({d.command for _, d in sources})
+    short = ", ".join(f"{html.escape(p.name)} ({html.escape(d.command)})" for p, d in sources)
     parts = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -351,11 +345,11 @@ def beside_markdown(sources: list[Source]) -> list[str]:
             console.export_text().rstrip(), "```", ""]  # fmt: skip
 
 
-def table_text(evidence: dict[str, Any]) -> str:
+def table_text(evidence: EvidenceFile) -> str:
     console = Console(record=True, width=220, file=io.StringIO(), highlight=False)
     for item in render_tables(evidence):
         console.print(item)
-    for line in evidence.get("notices", []):
+    for line in evidence.notices:
         console.print(f"note: {line}")
     return console.export_text()
 
@@ -373,6 +367,6 @@ def render_markdown(sources: list[Source]) -> str:
         parts += ["## Failed requests", "", "```text", console.export_text().rstrip(), "```", ""]
         parts += more if count > FAILURES_SHOWN else []
     for path, data in sources:
-        parts += [f"## {data['command']}: {path.name}", "", f"started {data.get('started_at')}", "", "```text"]
+        parts += [f"## {data.command}: {path.name}", "", f"started {data.started_at}", "", "```text"]
         parts += [table_text(data).rstrip(), "```", ""]
     return "\n".join(parts)

@@ -20,15 +20,17 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only: no display, no GUI toolkit
 
+from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from runner.core.backend_entries import entries_of
-from runner.core.records import Level, records_of
+from runner.core.evidence import EvidenceFile
+from runner.core.records import Level
 from runner.core.stats import median
 from runner.costing.rows import CostRow, LevelFigures
 from runner.figures.levels import LevelSummary, level_groups, prefill_fit
+from runner.measure.bench_file import BenchFile
 from runner.measure.load import CLOSED
 from runner.render.headline import (
     NOT_LEVELS,
@@ -40,8 +42,10 @@ from runner.render.headline import (
     run_label,
 )
 
-Evidence = dict[str, Any]
-Source = tuple[Path, Evidence]
+# An evidence file the page is drawn from: where it was read, and the file typed.
+Source = tuple[Path, EvidenceFile]
+# Bench evidence among them.
+Bench = tuple[Path, BenchFile]
 # Drawn at DPI and shown at DPI / DISPLAY_SCALE CSS pixels per inch: sharp on a high-density screen.
 DPI = 144
 DISPLAY_SCALE = 1.5
@@ -71,19 +75,19 @@ def style() -> Iterator[None]:
         yield
 
 
-def bench_files(sources: list[Source]) -> list[Source]:
+def bench_files(sources: list[Source]) -> list[Bench]:
     """Bench evidence of the survey's prompt (a workload's and the agent's have plots of their own)."""
-    return [(p, d) for p, d in sources if is_plain_bench(d)]
+    return [(p, d) for p, d in sources if isinstance(d, BenchFile) and is_plain_bench(d)]
 
 
-def workload_files(sources: list[Source]) -> list[Source]:
-    return [(p, d) for p, d in sources if d.get("command") == "bench" and (d.get("config") or {}).get("workload")]
+def workload_files(sources: list[Source]) -> list[Bench]:
+    return [(p, d) for p, d in sources if isinstance(d, BenchFile) and d.config.get("workload")]
 
 
 NO_BENCH = "no bench evidence given (python -m runner.bench)"
 
 
-def series_name(backend: str, evidence: Evidence, sources: list[Source]) -> str:
+def series_name(backend: str, evidence: BenchFile, sources: list[Source]) -> str:
     """The backend, and which run it was when several bench files are drawn together."""
     return backend if len(bench_files(sources)) < 2 else f"{backend} ({run_label(evidence)})"
 
@@ -95,7 +99,7 @@ def new_figure(height: float = 4.2, width: float = WIDTH_IN) -> Figure:
 def legend_below(figure: Figure, handles: list[Any] | None = None, labels: list[str] | None = None) -> None:
     """One legend under the axes, outside them: long names never cover a curve or get cut."""
     if handles is None:
-        seen: dict[str, Any] = {}
+        seen: dict[str, Artist] = {}
         for axes in figure.axes:
             for handle, label in zip(*axes.get_legend_handles_labels(), strict=True):
                 seen.setdefault(label, handle)
@@ -153,7 +157,7 @@ def scale_for(axes: Any, values: list[float], axis: str = "y") -> None:
         target.set_minor_formatter(NullFormatter())
 
 
-def colours(sources: list[Source]) -> dict[str, Any]:
+def colours(sources: list[Source]) -> dict[str, str]:
     """One colour per series (a backend in one run), the same in every plot."""
     names = sorted(
         {
@@ -269,7 +273,7 @@ def level_from_figures(row: CostRow, label: str) -> Level:
 
 def cost_against_load(sources: list[Source]) -> Figure | str:
     """$ per million output tokens at each level, by each backend's billing model."""
-    if not any(d.get("command") in ("bench", "cost") for _, d in sources):
+    if not any(d.command in ("bench", "cost") for _, d in sources):
         return "no bench or cost evidence given (python -m runner.bench, python -m runner.cost)"
     curves, missing = cost_levels(sources)
     if not curves:
@@ -295,7 +299,7 @@ def cost_against_load(sources: list[Source]) -> Figure | str:
 
 def accuracy_against_cost(sources: list[Source]) -> Figure | str:
     """Each backend and model at its accuracy (with its interval) and its lowest $ per million."""
-    if not any(d.get("command") == "quality" for _, d in sources):
+    if not any(d.command == "quality" for _, d in sources):
         return "no quality evidence given (python -m runner.quality)"
     rows = [r for r in headline_rows(sources) if r.accuracy.value is not None]
     points = [r for r in rows if r.usd_per_million.value is not None]
@@ -338,13 +342,13 @@ def lightest(label: str) -> bool:
 def run_to_run(sources: list[Source]) -> Figure | str:
     """Median tok/s of one request at a time per backend (and input length) in each bench file
     (the survey's prompt or a workload), in the order given: what a figure moves between runs."""
-    given = [(p, d) for p, d in sources if d.get("command") == "bench"]
+    given = [(p, d) for p, d in sources if isinstance(d, BenchFile)]
     runs = []
     for _, evidence in given:
-        if (evidence.get("config") or {}).get("agent"):
+        if evidence.agent:
             continue
         medians = {}
-        for (backend, label), records in level_groups(records_of(evidence)).items():
+        for (backend, label), records in level_groups(evidence.records).items():
             if lightest(label):
                 lead = label.removesuffix(SINGLE).removesuffix(", ")
                 key = f"{backend}\n{lead}" if lead else backend
@@ -385,7 +389,7 @@ def roofline_share(sources: list[Source]) -> Figure | str:
     bars = {
         series_name(name, evidence, sources): figures.share
         for _, evidence in bench_files(sources)
-        for name, figures in roofline(records_of(evidence), entries_of(evidence)).items()
+        for name, figures in roofline(evidence.records, evidence.backends).items()
         if figures.share is not None
     }
     if not bars:
@@ -400,15 +404,15 @@ def roofline_share(sources: list[Source]) -> Figure | str:
     return figure
 
 
-def timed_files(sources: list[Source]) -> list[Source]:
+def timed_files(sources: list[Source]) -> list[Bench]:
     """Bench evidence of timed requests: the survey's prompt or a workload (not agent traffic)."""
-    return [(p, d) for p, d in sources if d.get("command") == "bench" and not (d.get("config") or {}).get("agent")]
+    return [(p, d) for p, d in sources if isinstance(d, BenchFile) and not d.agent]
 
 
-def lightest_levels(evidence: Evidence) -> list[tuple[str, str, list[Any]]]:
+def lightest_levels(evidence: BenchFile) -> list[tuple[str, str, list[Any]]]:
     """(backend, level label, its warm records) at each backend's lightest load: one request at a
     time (each input length of a workload), else the first level it measured."""
-    groups = level_groups(records_of(evidence))
+    groups = level_groups(evidence.records)
     chosen = [(b, label, rs) for (b, label), rs in groups.items() if lightest(label)]
     seen = {b for b, _, _ in chosen}
     for (backend, label), records in groups.items():
@@ -461,11 +465,11 @@ TIMELINE_ROWS = 48
 def run_timeline(sources: list[Source]) -> Figure | str:
     """The first bench run given, request by request: when each was sent, its first token and its
     end, a row per backend and load level in the order measured (time from the run's first request)."""
-    files = [(p, d) for p, d in timed_files(sources) if records_of(d)]
+    files = [(p, d) for p, d in timed_files(sources) if d.records]
     if not files:
         return NO_BENCH
     path, evidence = files[0]
-    groups = list(level_groups(records_of(evidence)).items())[:TIMELINE_ROWS]
+    groups = list(level_groups(evidence.records).items())[:TIMELINE_ROWS]
     starts = {id(r): datetime.fromisoformat(r.started_at) for _, records in groups for r in records}
     zero = min(starts.values())
     figure = new_figure(1.6 + 0.28 * len(groups), WIDTH_IN * 1.4)
@@ -502,12 +506,12 @@ def run_timeline(sources: list[Source]) -> Figure | str:
 NO_WORKLOAD = "no bench evidence of a workload given (python -m runner.bench --workload NAME or --input-tokens N)"
 
 
-def workload_series(backend: str, evidence: Evidence, sources: list[Source], input_tokens: Any = None) -> str:
+def workload_series(backend: str, evidence: BenchFile, sources: list[Source], input_tokens: Any = None) -> str:
     name = backend if len(workload_files(sources)) < 2 else f"{backend} ({run_label(evidence)})"
     return f"{name}, {input_tokens} in" if input_tokens else name
 
 
-def workload_colours(names: list[str]) -> dict[str, Any]:
+def workload_colours(names: list[str]) -> dict[str, str]:
     cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     return {name: cycle[i % len(cycle)] for i, name in enumerate(sorted(set(names)))}
 
@@ -520,7 +524,7 @@ def ttft_against_input(sources: list[Source]) -> Figure | str:
     curves: dict[str, list[tuple[float, float]]] = {}
     rates: dict[str, float] = {}
     for _, evidence in workload_files(sources):
-        fits = prefill_fit(records_of(evidence))
+        fits = prefill_fit(evidence.records)
         for backend, level, summary in level_rows(evidence):
             if level.mode != CLOSED or level.value != 1 or not level.input_tokens:
                 continue
@@ -567,7 +571,7 @@ def throughput_against_latency(sources: list[Source]) -> Figure | str:
             if level.mode == CLOSED and tpot and summary.output_tok_s:
                 name = (
                     workload_series(backend, evidence, sources, level.input_tokens)
-                    if (evidence.get("config") or {}).get("workload")
+                    if evidence.config.get("workload")
                     else series_name(backend, evidence, sources)
                 )
                 curves.setdefault(name, []).append((tpot * 1000, summary.output_tok_s))
@@ -585,13 +589,13 @@ def throughput_against_latency(sources: list[Source]) -> Figure | str:
 def goodput_against_load(sources: list[Source]) -> Figure | str:
     """The share of requests within the objectives at each load level, the share asked for as a
     line: the capacity is the most load whose point stays on or above it."""
-    graded = [(p, d) for p, d in workload_files(sources) if (d.get("config") or {}).get("slo")]
+    graded = [(p, d) for p, d in workload_files(sources) if d.config.get("slo")]
     if not graded:
         return "no bench evidence graded on objectives (bench --goodput or a --workload with them)"
     curves: dict[str, list[tuple[float, float]]] = {}
     shares = set()
     for _, evidence in graded:
-        shares.add(float(evidence["config"].get("slo_share") or 0.9))
+        shares.add(float(evidence.config.get("slo_share") or 0.9))
         for backend, level, summary in level_rows(evidence):
             share = summary.goodput.share_met if summary.goodput else None
             if share is not None and level.mode == CLOSED:

@@ -3,15 +3,13 @@ family, the errors (items with no answer at all, not graded) and what the failur
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from runner.agent.quality import summarise
-from runner.core.accuracy import Accuracy, QualitySummary, summaries_of
-from runner.core.agent_evidence import QualityItem, quality_items_of
+from runner.core.accuracy import Accuracy, QualitySummary
+from runner.core.agent_evidence import QualityFile, QualityItem
 from runner.core.stats import counts
 from runner.render.tables import add_columns, models
 
@@ -26,26 +24,27 @@ def interval(entry: Accuracy) -> str:
     return f"{entry.low * 100:.1f}-{entry.high * 100:.1f} %"
 
 
-def summary_of(evidence: dict[str, Any], records: list[QualityItem]) -> list[QualitySummary]:
-    """The evidence's own summary, typed; recomputed from its records when it has none."""
-    if evidence.get("summary") is not None:
-        return summaries_of(evidence)
+def summary_of(evidence: QualityFile) -> list[QualitySummary]:
+    """The evidence's own summary; recomputed from its records when it has none."""
+    if evidence.summary is not None:
+        return evidence.summary
+    records = evidence.records
     served = models(evidence)
     names = list(dict.fromkeys(r.backend for r in records))
-    families = evidence.get("config", {}).get("families") or list(dict.fromkeys(r.family for r in records))
+    families = evidence.config.get("families") or list(dict.fromkeys(r.family for r in records))
     return summarise(records, [(n, served.get(n, "-")) for n in names], families)
 
 
-def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
-    config = evidence.get("config", {})
+def render_report(evidence: QualityFile, out: Console, baseline: QualityFile | None = None) -> None:
+    config = evidence.config
     table = Table(
         title=f"quality: {config.get('items', '?')} generated items, seed {config.get('seed', '?')}; "
         "accuracy over the items answered, with its 95 % Wilson interval"
     )
     columns = ("backend", "model", "family", "correct", "graded", "errors", "accuracy", "95 % interval", "failures")
     add_columns(table, columns, left=("backend", "model", "family", "failures"))
-    records = quality_items_of(evidence)
-    for row in summary_of(evidence, records):
+    records: list[QualityItem] = evidence.records
+    for row in summary_of(evidence):
         name = row.backend
         mine = [r for r in records if r.backend == name]
         entries = [("all", row.overall), *row.families.items()]

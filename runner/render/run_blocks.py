@@ -17,11 +17,11 @@ from rich.errors import MarkupError
 from rich.table import Table
 from rich.text import Text
 
-from runner.core.backend_entries import entries_of
-from runner.core.records import SINGLE, RequestRecord, records_of
+from runner.core.records import SINGLE, RequestRecord
 from runner.figures.latency import DEFAULT_METRICS, DEFAULT_PERCENTILES, METRICS, metric_figures
 from runner.figures.levels import level_groups, level_summary
-from runner.render.tables import TerminalOnly
+from runner.measure.bench_file import BenchFile
+from runner.render.tables import TerminalOnly, models
 
 WIDTH = 50  # vllm's block: 40 characters of label, then the figure
 
@@ -70,20 +70,20 @@ def row_cells(table: Table) -> dict[tuple[str, str], dict[str, str]]:
     return rows
 
 
-def run_blocks(evidence: dict[str, Any], table: Table, shown: Sequence[str]) -> RunBlocks:
+def run_blocks(evidence: BenchFile, table: Table, shown: Sequence[str]) -> RunBlocks:
     """One block per backend and level of bench evidence (cold starts left out, as the tables
     leave them out); `table` is the evidence's table, whose columns other than `shown` (what the
     block's own lines hold) follow each block's figures."""
-    config = evidence.get("config") or {}
+    config = evidence.config
     metrics = config.get("percentile_metrics") or DEFAULT_METRICS
     percentiles = config.get("metric_percentiles") or DEFAULT_PERCENTILES
     slo = config.get("slo")
-    models = {b.name: b.model_label or b.model_id or "-" for b in entries_of(evidence)}
+    served = models(evidence)
     rows = row_cells(table)
     lines: list[str] = []
-    for (backend, label), records in level_groups(records_of(evidence)).items():
+    for (backend, label), records in level_groups(evidence.records).items():
         warm = [r for r in records if not r.cold_start]
-        lines += block(backend, label, warm, models.get(backend, "-"), metrics, percentiles, slo)
+        lines += block(backend, label, warm, served.get(backend, "-"), metrics, percentiles, slo)
         for header, cell in rows.get((backend, label), {}).items():
             if header not in shown and cell.strip() and cell != "-":
                 lines.append(line(header, plain(cell)))

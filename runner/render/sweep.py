@@ -2,19 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.table import Table
 
+from runner.cloud.cleanup.leftovers import Found
+from runner.core.evidence import EvidenceFile
+from runner.core.typed_json import JsonObject, where_set
 
-def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
-    for action in evidence.get("deleted") or []:
+
+@dataclass(kw_only=True)
+class SweepFile(EvidenceFile):
+    """Sweep evidence: what is left after it (`records`), what was found first, what could not be
+    read (the listing is incomplete there), and with --delete each removal's outcome."""
+
+    COMMAND = "sweep"
+    records: list[Found] = field(default_factory=list)
+    found: list[Found] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    # Each removal as runner.cloud.cleanup.removal reports it (region, kind, id, outcome).
+    deleted: list[JsonObject] | None = where_set()
+
+
+def render_report(evidence: SweepFile, out: Console, baseline: SweepFile | None = None) -> None:
+    for action in evidence.deleted or []:
         out.print(f"{action['region']} {action['kind']} {action['id']}: {action['outcome']}")
-    records = evidence.get("records", [])
-    for region in evidence["config"]["regions"]:
-        rows = [r for r in records if r["region"] == region]
-        billing = sum(1 for r in rows if r["billing"])
+    records = evidence.records
+    for region in evidence.config["regions"]:
+        rows = [r for r in records if r.region == region]
+        billing = sum(1 for r in rows if r.billing)
         table = Table(title=f"{region}: {len(rows)} found, {billing} billing" if rows else f"{region}: nothing found")
         if not rows:
             out.print(table.title)
@@ -23,34 +40,34 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             table.add_column(column)
         for row in rows:
             table.add_row(
-                row["kind"],
-                row["id"],
-                row["state"],
-                "ours" if row["ours"] else "not ours",
-                "yes" if row["billing"] else "no",
-                row["detail"],
+                row.kind,
+                row.id,
+                row.state,
+                "ours" if row.ours else "not ours",
+                "yes" if row.billing else "no",
+                row.detail,
             )
         out.print(table)
     for line in price_notes(records):
         out.print(f"[dim]note: {line}[/dim]")
-    kept = [r for r in records if r.get("kept")]
+    kept = [r for r in records if r.kept]
     if kept:
-        names = ", ".join(f"{r['region']} {r['id']}" for r in kept)
+        names = ", ".join(f"{r.region} {r.id}" for r in kept)
         out.print(
             f"[yellow]kept on purpose: {names}[/yellow] "
             "(the next deploy reuses these images, weights and graphs; sweep --delete --purge-images removes them)"
         )
-    left = [r for r in records if r["billing"] and not r.get("kept")]
+    left = [r for r in records if r.billing and not r.kept]
     if left:
-        mine = sum(1 for r in left if r["ours"])
+        mine = sum(1 for r in left if r.ours)
         out.print(f"[red]still billing: {len(left)} item(s), {mine} of them this app's[/red]")
     else:
         out.print("[green]nothing billing in the swept regions[/green]")
 
 
-def price_notes(records: list[dict[str, Any]]) -> list[str]:
+def price_notes(records: list[Found]) -> list[str]:
     """How the kinds that do not bill by the hour bill, once per kind found."""
-    kinds = {r["kind"] for r in records}
+    kinds = {r.kind for r in records}
     notes = []
     if "imported-model" in kinds:
         notes.append(

@@ -1,13 +1,15 @@
 """Renders an evidence file's tables. Each command's table is a module of this package named for
 the command (`runner/render/bench.py` for bench evidence), found by the evidence's `command`
-field, so adding a command adds one module here and changes nothing else."""
+field, so adding a command adds one module here and changes nothing else. A renderer takes the
+file typed (its command's `EvidenceFile` class, which the module imports), never the JSON."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Console, ConsoleDimensions, Group, RenderableType
@@ -17,8 +19,8 @@ from rich.table import Table
 from rich.text import Text
 
 from runner.core.accuracy import Accuracy
-from runner.core.backend_entries import entries_of
 from runner.core.errors import RunnerError
+from runner.core.evidence import EvidenceFile
 
 # stdout's width when it is not a terminal (a pipe, a file, CI) and COLUMNS does not say: wide
 # enough for the bench tables without wrapping, narrow enough to read in a log viewer.
@@ -136,7 +138,7 @@ def add_columns(table: Table, columns: list[str] | tuple[str, ...], left: tuple[
         table.add_column(column, justify="left" if column in left else "right")
 
 
-Renderer = Callable[[dict[str, Any], Console, dict[str, Any] | None], None]
+Renderer = Callable[[Any, Console, Any], None]
 
 
 def renderer_for(command: str) -> Renderer:
@@ -153,42 +155,51 @@ def renderer_for(command: str) -> Renderer:
     return render
 
 
+def typed(data: Mapping[str, object], where: object = None) -> EvidenceFile:
+    """An evidence file read back as its command's file class (the class its renderer imports);
+    a malformed part is one line naming it and the file."""
+    command = str(data.get("command"))
+    with contextlib.suppress(RunnerError):
+        renderer_for(command)  # its module imports (and so registers) the command's file class
+    return EvidenceFile.of(command).from_json(data, where)
+
+
 # The commands whose evidence is its requests' (or tasks', items') records: with none, the
 # evidence measured nothing, and an empty table would only hide that.
 MEASURED_COMMANDS = ("bench", "check", "ask", "counting", "orchestrator", "quality")
 # Where such evidence keeps what it measured: requests, agent traffic's tasks, quality's summary.
-MEASURED_KEYS = ("records", "tasks", "summary")
+MEASURED_SECTIONS = ("records", "tasks", "summary")
 
 
-def nothing_measured(evidence: dict[str, Any]) -> str | None:
+def nothing_measured(evidence: EvidenceFile) -> str | None:
     """The line that stands in for the tables of evidence that measured nothing (None: it did)."""
-    if evidence.get("command") not in MEASURED_COMMANDS or any(evidence.get(key) for key in MEASURED_KEYS):
+    if evidence.command not in MEASURED_COMMANDS or any(getattr(evidence, s, None) for s in MEASURED_SECTIONS):
         return None
-    if evidence.get("interrupted"):
+    if evidence.interrupted:
         why = "interrupted before the first record"
     else:
-        why = "no request was recorded" + (" (the notes say why)" if evidence.get("notices") else "")
-    return f"nothing measured in this {evidence['command']} evidence: {why}"
+        why = "no request was recorded" + (" (the notes say why)" if evidence.notices else "")
+    return f"nothing measured in this {evidence.command} evidence: {why}"
 
 
-def print_report(evidence: dict[str, Any], baseline: dict[str, Any] | None = None, *, notices: bool = True) -> None:
-    render = renderer_for(evidence["command"])
+def print_report(evidence: EvidenceFile, baseline: EvidenceFile | None = None, *, notices: bool = True) -> None:
+    render = renderer_for(evidence.command)
     empty = nothing_measured(evidence)
     if empty:
         stdout.print(f"[yellow]{empty}[/yellow]")
     else:
         render(evidence, stdout, baseline)
-    for line in evidence.get("notices", []) if notices else []:
+    for line in evidence.notices if notices else []:
         stdout.print(f"[dim]note: {line}[/dim]")
-    if evidence.get("interrupted"):
+    if evidence.interrupted:
         stdout.print("[yellow]interrupted: the table shows what was measured before Ctrl-C[/yellow]")
 
 
-def models(evidence: dict[str, Any]) -> dict[str, str]:
+def models(evidence: EvidenceFile) -> dict[str, str]:
     """Per backend, the model column of every table: rows are not all the same weights, and the
     tables say so (the model, its precision and lane where the stack output says them)."""
     # Plain text: a rich table cell escapes it (a lane's `[open]` is not a style).
-    return {b.name: b.model_label or b.model_id or "-" for b in entries_of(evidence)}
+    return {b.name: b.model_label or b.model_id or "-" for b in evidence.backends}
 
 
 def accuracy_text(accuracy: Accuracy | None) -> str:

@@ -3,25 +3,25 @@ which step took the slow way (and why), and what bills now."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.table import Table
 
 from catalog.boot import PHASES
+from runner.cloud.bring_up.one_stack import StackExtended, UpFile
+from runner.core.typed_json import JsonObject
 
 # How a step that took its fast way says so (server_scripts): anything else is a fallback.
 FAST = ("instance store", "copied from s3://", "streamed by the engine", "restored from",
         "carried by the image")  # fmt: skip
 
 
-def phase_line(record: dict[str, Any]) -> str:
+def phase_line(record: JsonObject) -> str:
     """`running 45 · image 120 · weights 10 · engine 60 · answer 1`: the seconds each phase took."""
     taken = record.get("phase_s") or {}
     return " · ".join(f"{name} {taken[name]:g}" for name in PHASES if name in taken) or "-"
 
 
-def slow_ways(record: dict[str, Any]) -> str:
+def slow_ways(record: JsonObject) -> str:
     """The steps that fell back, each with its reason (`-` when every step took its fast way)."""
     paths = record.get("paths") or {}
     slow = [f"{step}: {why}" for step, why in paths.items() if not why.startswith(FAST) and step != "image"]
@@ -31,13 +31,16 @@ def slow_ways(record: dict[str, Any]) -> str:
     return "; ".join(slow) or "-"
 
 
-def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, Any] | None = None) -> None:
-    if "extend_hours" in evidence.get("config", {}):
-        table = Table(title=f"up --extend {evidence['config']['extend_hours']:g} h")
+def render_report(evidence: UpFile, out: Console, baseline: UpFile | None = None) -> None:
+    if "extend_hours" in evidence.config:
+        table = Table(title=f"up --extend {evidence.config['extend_hours']:g} h")
         for column in ("stack", "region", "outcome", "expires at"):
             table.add_column(column)
-        for record in evidence["records"]:
-            table.add_row(record["stack"], record["region"], record["outcome"] + (f": {record['error']}" if record.get("error") else ""), record["expires_at"] or "-")  # fmt: skip
+        for moved in evidence.records:
+            if isinstance(moved, dict):  # as a file read back holds it
+                moved = StackExtended.from_json(moved, "an extended stack")
+            error = f": {moved.error}" if moved.error else ""
+            table.add_row(moved.stack, moved.region, moved.outcome + error, moved.expires_at or "-")
         out.print(table)
         return
     table = Table(title="up: launch to ready (survey: run 2 of 2026-10-05)")
@@ -47,7 +50,9 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
     )  # fmt: skip
     for column in columns:
         table.add_column(column)
-    for record in evidence["records"]:
+    for record in evidence.records:
+        if not isinstance(record, dict):
+            continue
         regions = " → ".join(a["region"] for a in record["attempts"]) or "-"
         outcome = record["outcome"] + (f": {record['reason']}" if record.get("reason") else "")
         if record.get("held_at_zero"):
@@ -71,10 +76,10 @@ def render_report(evidence: dict[str, Any], out: Console, baseline: dict[str, An
             slow_ways(record),
         )
     out.print(table)
-    render_billing_now(evidence.get("billing") or [], out, evidence.get("config", {}).get("expires_at"))
+    render_billing_now(evidence.billing or [], out, evidence.config.get("expires_at"))
 
 
-def render_billing_now(rows: list[dict[str, Any]], out: Console, expires_at: str | None) -> None:
+def render_billing_now(rows: list[JsonObject], out: Console, expires_at: str | None) -> None:
     """What bills now (runner.costing.billing_now's rows), its total, and when the time-to-live ends it."""
     if not rows:
         out.print("[green]nothing of this run is billing by the hour[/green]")

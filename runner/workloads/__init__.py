@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from runner.core.errors import RunnerError
+from runner.core.typed_json import JsonObject
 from runner.workloads.text import Fitter, TokenCounter
 
 # The survey's own prompt and output limit: kept as the default, so its figures stay comparable.
@@ -132,7 +132,7 @@ class Workload:
             out.append(min(max(value, low), high))
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         data = asdict(self)
         data["fixed"] = len(self.fixed)
         return data

@@ -12,12 +12,11 @@ with that reason rather than counted as good or bad.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from runner.core.errors import RunnerError
 from runner.core.flags import finite
 from runner.core.records import RequestRecord, SloVerdict
-from runner.core.typed_json import FlatJson
+from runner.core.typed_json import FlatJson, JsonObject
 
 KEYS = {
     "ttft": "time to first token",
@@ -40,7 +39,7 @@ class Slo:
     def text(self) -> str:
         return " ".join(f"{key}:{value:g}" for key, value in self.limits)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"limits_ms": dict(self.limits), "source": self.source, "text": self.text}
 
 

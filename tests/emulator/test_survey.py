@@ -28,6 +28,7 @@ import pytest
 from catalog.contract import BACKEND_TAG_KEY
 from runner import survey, sweep
 from runner.cloud.reach import ssm_forward
+from runner.measure.bench_file import BenchFile
 from runner.render.bench import bench_summary
 from tests.emulator.cdk_cycle import bootstrap
 from tests.emulator.observe import leftovers
@@ -249,7 +250,7 @@ def test_the_whole_survey_from_an_empty_account_to_a_report_and_back_to_nothing(
     # Each of the survey's tables has this run's own figure beside the survey's, row by row.
     beside = markdown[markdown.index("## Beside the survey") :]
     launched = {r["backend"]: r for r in evidence(folder, data, "up")["records"]}["g6"]["launch_to_ready_min"]
-    tok_s = bench_summary(bench)["g6"]["median_tok_s"]
+    tok_s = bench_summary(BenchFile.from_json(bench))["g6"].median_tok_s
     demo2 = orchestrated["table"][0]["seconds"]
     rows_of = [line.split("│")[1:-1] for line in beside.splitlines() if line.startswith("│ g6 ")]
     cells = [[c.strip() for c in row] for row in rows_of]

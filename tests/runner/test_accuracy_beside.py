@@ -9,7 +9,8 @@ import json
 import pytest
 
 from runner import advise, bench, cost, report
-from runner.core.accuracy import Accuracy
+from runner.core.accuracy import Accuracy, QualitySummary
+from runner.core.agent_evidence import QualityFile
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
 from runner.core.stats import wilson_interval
@@ -22,9 +23,9 @@ CORRECT, TOTAL = 13, 20
 def quality_file(tmp_path, backend: str = "g6"):
     """Quality evidence as runner.quality writes it: one summary per backend."""
     low, high = wilson_interval(CORRECT, TOTAL)
-    overall = {"correct": CORRECT, "total": TOTAL, "accuracy": CORRECT / TOTAL, "low": low, "high": high}
-    evidence = Evidence("quality", {"items": TOTAL}, tmp_path / "quality")
-    evidence.set("summary", [{"backend": backend, "model": "m", "overall": overall, "families": {}}])
+    overall = Accuracy(CORRECT, TOTAL, CORRECT / TOTAL, low, high)
+    evidence = Evidence(QualityFile, {"items": TOTAL}, tmp_path / "quality")
+    evidence.file.summary = [QualitySummary(backend, "m", overall)]
     return evidence.finish()
 
 

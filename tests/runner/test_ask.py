@@ -14,7 +14,7 @@ from runner import ask
 from runner.core.backends import Backend
 from runner.core.evidence import load
 from runner.measure import ChatRequest
-from runner.render.tables import print_report
+from runner.render.tables import print_report, typed
 from runner.timing.stream import ChatStreamAccumulator
 from tests.runner.fake_openai import FakeOpenAI, text
 
@@ -54,7 +54,7 @@ def test_the_answer_is_handed_over_while_the_server_is_still_streaming(tmp_path,
     err = capsys.readouterr().err
     assert "TTFT" in err and "tok/s" in err and "4 tokens (server count)" in err
     # The report renders the question, the answer and its figures.
-    print_report(evidence)
+    print_report(typed(evidence))
     out = capsys.readouterr().out
     assert QUESTION in out and "Paris is the capital." in out and "streamed" in out
 

@@ -16,6 +16,7 @@ from runner.cloud.jobs import batch_transform
 from runner.core.batch_jobs import BatchJob, jobs_of
 from runner.core.errors import RunnerError
 from runner.core.evidence import load
+from runner.measure.transform_job import BatchFile
 from runner.render.batch import batch_table
 from tests.aws_emulator import emulated_aws
 from tests.runner.fake_openai import FakeOpenAI, Step, text
@@ -152,7 +153,7 @@ def test_a_failed_job_shows_its_failure_reason_and_exits_1(emulator, bucket, tmp
     (job,) = evidence["jobs"]
     assert job["status"] == "Failed" and job["ok_records"] == 0
     assert job["failure_reason"].startswith("ClientError: the model container answered HTTP 500 for record 1")
-    columns = {c.header: list(c._cells) for c in batch_table(evidence).columns}
+    columns = {c.header: list(c._cells) for c in batch_table(BatchFile.from_json(evidence)).columns}
     assert columns["status"] == ["Failed"] and "CUDA out of memory" in columns["notes"][0]
     assert "Failed" in capsys.readouterr().out
     assert emulator.stopped_transform_jobs == []  # a failed job has nothing left running

@@ -10,6 +10,7 @@ import pytest
 
 from runner import bench, report
 from runner.core.evidence import load
+from runner.measure.bench_file import BenchFile
 from runner.render import bench as bench_tables
 from runner.render import tables
 from tests.runner.fake_openai import FakeOpenAI, Step, text
@@ -71,10 +72,10 @@ def test_good_dead_and_hanging_backends(tmp_path, dead_url, capsys):
     assert [w["backend"] for w in evidence["warm_up"]] == ["good", "dead", "slow"]
     assert evidence["warm_up"][0]["ok"] is True and evidence["warm_up"][1]["error"].startswith("unreachable")
 
-    summary = bench_tables.bench_summary(evidence)
-    assert summary["good"]["ok"] == 3 and summary["good"]["distinct_completions"] == 1
-    assert summary["good"]["token_range"] == (13, 13)
-    assert summary["dead"]["median_tok_s"] is None
+    summary = bench_tables.bench_summary(BenchFile.from_json(evidence))
+    assert summary["good"].ok == 3 and summary["good"].distinct_completions == 1
+    assert summary["good"].token_range == (13, 13)
+    assert summary["dead"].median_tok_s is None
     out = capsys.readouterr().out
     blocks = dict(re.findall(r"^=+ (\w+) · 1 at a time =+\n(?:.*\n)*?Successful requests:\s+(\d+)", out, re.M))
     assert blocks == {"good": "3", "dead": "0", "slow": "0"} and "evidence:" in out
@@ -117,7 +118,7 @@ def test_bench_reuses_one_warmed_connection_per_backend(tmp_path):
     assert good.connection_ids == [1] * 5  # warm-up + 4 timed requests, one keep-alive connection
     assert [r["new_connection"] for r in evidence["records"]] == [False] * 4
     assert evidence["warm_up"][0]["new_connection"] is True
-    assert bench_tables.bench_summary(evidence)["good"]["new_connections"] == 0
+    assert bench_tables.bench_summary(BenchFile.from_json(evidence))["good"].new_connections == 0
 
 
 def test_a_server_that_closes_its_connections_is_noted_in_the_table(tmp_path):
@@ -125,7 +126,7 @@ def test_a_server_that_closes_its_connections_is_noted_in_the_table(tmp_path):
     with FakeOpenAI([text(OCEAN, close="on-reuse")]) as closing:
         code, evidence = run_bench(tmp_path, "--repeats", "2", "--endpoint", f"closing={closing.url}")
     assert code == 0 and all(r["ok"] for r in evidence["records"])
-    notes = [column._cells for column in bench_tables.bench_table(evidence).columns][-1]
+    notes = [column._cells for column in bench_tables.bench_table(BenchFile.from_json(evidence)).columns][-1]
     assert notes == ["new connection on 2 of 2 timed requests, 2 resent after the server closed it"]
 
 
@@ -190,7 +191,7 @@ def test_compare_adds_change_percent(tmp_path):
     new = json.loads(json.dumps(old))
     for record in new["records"]:
         record["e2e_s"] = record["e2e_s"] / 1.1  # tokens_per_s is read back from the raw times
-    table = bench_tables.bench_table(new, baseline=old)
+    table = bench_tables.bench_table(BenchFile.from_json(new), baseline=BenchFile.from_json(old))
     cells = [column._cells for column in table.columns]
     assert "+10.0%" in cells[-2]
 

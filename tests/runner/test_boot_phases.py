@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 
 from catalog.boot import store_bucket, weights_marker, weights_prefix
+from runner.cloud.bring_up.one_stack import UpFile
 from runner.cloud.bring_up.staged_weights import staged_copy
 from runner.cloud.readiness import Readiness, phase_seconds
 from runner.render.up import phase_line, render_report, slow_ways
@@ -90,14 +91,14 @@ def test_the_slow_ways_are_those_a_step_fell_back_to_and_the_fast_ones_are_not_l
     assert phase_line({}) == "-"
 
 
-def render(evidence: dict) -> str:
+def render(records: list[dict]) -> str:
     out = Console(file=io.StringIO(), width=400, color_system=None)
-    render_report(evidence, out)
+    render_report(UpFile(records=records, billing=[]), out)
     return out.file.getvalue()
 
 
 def test_the_up_table_shows_the_phases_the_model_and_the_slow_ways_beside_the_surveys_minutes():
-    text = render({"config": {}, "records": [up_record()], "billing": []})
+    text = render([up_record()])
     header = next(line for line in text.splitlines() if "survey min" in line)
     assert header.index("survey min") < header.index("model min") < header.index("phases s") < header.index("slow ways")
     row = next(line for line in text.splitlines() if line.startswith("│ g6"))
@@ -105,14 +106,14 @@ def test_the_up_table_shows_the_phases_the_model_and_the_slow_ways_beside_the_su
     assert cells[7:10] == ["4.9", "13.9", "5.2"]
     assert cells[10] == "running 45 · image 191.5 · weights 12.5 · engine 46 · answer 1"
     assert cells[-1].startswith("image: from vllm/vllm-openai:v0.30.0")
-    wrong = render({"config": {}, "records": [up_record(answer="Lyon", answer_correct=False)], "billing": []})
+    wrong = render([up_record(answer="Lyon", answer_correct=False)])
     assert "(first answer 'Lyon' is not the expected one)" in wrong
 
 
 def test_the_surveys_report_puts_the_phases_beside_its_launch_to_ready(tmp_path):
     from runner.render.beside import launch_table
 
-    table = launch_table([(tmp_path / "up.json", {"command": "up", "records": [up_record()]})], {})
+    table = launch_table([(tmp_path / "up.json", UpFile(command="up", records=[up_record()]))], {})
     out = Console(file=io.StringIO(), width=400, color_system=None)
     out.print(table)
     row = next(line for line in out.file.getvalue().splitlines() if line.startswith("│ g6"))

@@ -14,6 +14,7 @@ from runner.core.errors import RunnerError
 from runner.figures.capacity import CapacityFound, Tried, capacity_of
 from runner.figures.latency import distribution
 from runner.figures.levels import LevelSummary, token_figures
+from runner.measure.bench_file import BenchFile
 from runner.measure.capacity import Budget, Search, find_capacity
 from runner.workloads.slo import Goodput
 
@@ -47,20 +48,33 @@ def missed_search() -> Search:
     return find_capacity(lambda value: summary(0.0, 100.0), mode="concurrency", slo_share=0.9)
 
 
-def as_written_before(search: Search, backend: str, input_tokens: int | None, label: str | None) -> dict[str, Any]:
-    """The entry the bench wrote before it was typed: the search's fields, the tried level at the
-    capacity, then the backend, input length and label."""
-    return {
-        "mode": search.mode,
-        "slo_share": search.slo_share,
-        "capacity": search.capacity,
-        "at_capacity": next((t for t in search.tried if t["value"] == search.capacity), None),
-        "tried": search.tried,
-        "stopped": search.stopped,
-        "backend": backend,
-        "input_tokens": input_tokens,
-        "label": label,
-    }
+def tried(value: float, share_met: float) -> dict[str, float | bool]:
+    """A tried level's entry as `summary` above makes it: 100 output tok/s per unit of the level,
+    requests a second the output over 100 tokens a request, goodput the share met of them."""
+    return {"value": value, "met": share_met >= 0.9, "share_met": share_met, "output_tok_s": 100.0 * value,
+            "request_throughput": 100.0 * value / 100, "goodput_rps": share_met * value}  # fmt: skip
+
+
+# The entries each search is kept as, written out: the search's mode, share and capacity, the
+# tried level at the capacity, every level tried in order, how it stopped, then the backend,
+# input length and label (the keys the bench wrote before the entry was typed, in that order).
+WRITTEN = {
+    "100 in, 3 at a time": {
+        "mode": "concurrency", "slo_share": 0.9, "capacity": 3, "at_capacity": tried(3, 1.0),
+        "tried": [tried(1.0, 1.0), tried(2.0, 1.0), tried(4.0, 0.5), tried(3, 1.0)],
+        "stopped": "between 3 (met) and 4 (missed)",
+    },
+    "100 in, 0.28/s": {
+        "mode": "rate", "slo_share": 0.9, "capacity": 0.296875, "at_capacity": tried(0.296875, 1.0),
+        "tried": [tried(1.0, 0.0), tried(0.5, 0.0), tried(0.25, 1.0), tried(0.375, 0.0), tried(0.3125, 0.0),
+                  tried(0.28125, 1.0), tried(0.296875, 1.0)],
+        "stopped": "between 0.296875 (met) and 0.3125 (missed)",
+    },
+    None: {
+        "mode": "concurrency", "slo_share": 0.9, "capacity": None, "at_capacity": None, "tried": [tried(1.0, 0.0)],
+        "stopped": "no level met the objectives for 90% of its requests (the first, 1, did not)",
+    },
+}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -68,12 +82,10 @@ def as_written_before(search: Search, backend: str, input_tokens: int | None, la
     [(concurrency_search, "100 in, 3 at a time"), (rate_search, "100 in, 0.28/s"), (missed_search, None)],
 )
 def test_a_search_writes_the_entry_as_before_and_reads_back_the_same(search, label):
-    search = search()
-    found = search.found("g6", 100, label)
-    written = found.to_json()
-    before = as_written_before(search, "g6", 100, label)
-    assert json.dumps(written) == json.dumps(before)  # the same keys, values and order
-    read = CapacityFound.from_json(json.loads(json.dumps(written)))
+    found = search().found("g6", 100, label)
+    before = WRITTEN[label] | {"backend": "g6", "input_tokens": 100, "label": label}
+    assert json.dumps(found.to_json()) == json.dumps(before)  # the same keys, values and order
+    read = CapacityFound.from_json(json.loads(json.dumps(before)))
     assert read == found and json.dumps(read.to_json()) == json.dumps(before)
 
 
@@ -136,7 +148,7 @@ def test_the_readers_refuse_a_malformed_entry_in_one_line():
     }
     evidence = {"config": config, "capacity": [entry(tried=[{"value": 1}])]}
     with pytest.raises(RunnerError, match=r"^a capacity search of g6, its level 1: no 'met'$"):
-        capacity_table(evidence)
+        capacity_table(BenchFile.from_json(evidence))
     with pytest.raises(RunnerError, match=r"^results/bench.json: a capacity search of g6, its level 1: no 'met'$"):
         measured_capacity("results/bench.json", evidence, "g6", workload)
     evidence["capacity"] = [entry()]

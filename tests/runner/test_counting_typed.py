@@ -9,34 +9,30 @@ import json
 
 import pytest
 
-from runner.agent.counting import grade
-from runner.agent.grading import read_count
-from runner.core.agent_evidence import AgentRun, CountingRun, counting_runs_of
+from runner.agent.counting import Sent, grade
+from runner.core.agent_evidence import AgentRun, CountingRun, ToolCall, counting_runs_of
 from runner.core.errors import RunnerError
 
-CALLS = [{"name": "count_ids", "input": {"op": ">=", "value": 10}, "cancelled": False}]
-RUN = AgentRun(ok=True, seconds=1.5, answer="Eight ids.\nAnswer: 8", tool_calls=CALLS, model_calls=2, output_tokens=12)
+CALL = ToolCall("count_ids", {"op": ">=", "value": 10})
+CALLS = [{"name": "count_ids", "input": {"op": ">=", "value": 10}, "cancelled": False}]  # as the entry holds CALL
+RUN = AgentRun(ok=True, seconds=1.5, answer="Eight ids.\nAnswer: 8", tool_calls=[CALL], model_calls=2, output_tokens=12)
 
 
 def test_a_graded_run_writes_the_entry_it_wrote_untyped_and_reads_back_the_same():
-    sent = [{"op": ">=", "value": 10}]
-    untyped = {"backend": "g6", "run": 3, **RUN.to_json()}
-    untyped.update(
-        {
-            **read_count(RUN.answer).to_json(),
-            "correct": True,
-            "right_filter": True,
-            "finished": True,
-            "passed": True,
-            "filters_sent": ["id >= 10"],
-            "tool_calls_requested": CALLS,
-            "no_tool_call": False,
-        }
-    )
+    sent = [Sent(">=", 10)]
+    # The run's keys, then its grade's: the final line's 8 read as quoted, the one filter sent
+    # (id >= 10) the right one, and the agent finished.
+    untyped = {
+        "backend": "g6", "run": 3, "ok": True, "seconds": 1.5, "answer": "Eight ids.\nAnswer: 8", "error": None,
+        "tool_calls": CALLS, "model_calls": 2, "stopped": None, "input_tokens": None, "output_tokens": 12,
+        "reached": True, "quoted": 8, "grading_route": "final-line", "graded_text": "Answer: 8",
+        "reading_problem": None, "correct": True, "right_filter": True, "finished": True, "passed": True,
+        "filters_sent": ["id >= 10"], "tool_calls_requested": CALLS, "no_tool_call": False,
+    }  # fmt: skip
     graded = CountingRun("g6", 3, agent=RUN, grade=grade(RUN, sent, "filter"))
     written = json.dumps(graded.to_json())
     assert written == json.dumps(untyped)
-    (back,) = counting_runs_of(json.loads(json.dumps({"records": [graded.to_json()]})))
+    (back,) = counting_runs_of(json.loads(json.dumps({"records": [untyped]})))
     assert back == graded and json.dumps(back.to_json()) == written
     assert (back.passed, back.reached, back.seconds, back.filters_sent) == (True, True, 1.5, ["id >= 10"])
 

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from runner.agent.counting import EXPECTED, IDS, QUESTION, SYSTEM, count_once, right_filter
+from runner.agent.counting import EXPECTED, IDS, QUESTION, SYSTEM, Sent, count_once, right_filter
 from runner.core.backends import EndpointFlag, endpoint_backend
 from tests.runner.fake_openai import FakeOpenAI, Step, text, tool_call
 
@@ -52,7 +52,7 @@ def test_the_fixture_is_the_surveys():
     ],
 )
 def test_a_filter_is_right_when_it_selects_the_same_ids(op, value, right):
-    assert right_filter({"op": op, "value": value}) is right
+    assert right_filter(Sent(op, value)) is right
 
 
 def test_right_filter_and_right_number_pass():

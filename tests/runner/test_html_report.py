@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from runner import bench, cost, report
-from runner.core.evidence import SCHEMA
+from runner.core.evidence import SCHEMA, read_file
 from runner.render.plots import PLOTS
 from tests.runner.fake_openai import FakeOpenAI, Step
 from tests.runner.known_server import known as known_rate
@@ -475,10 +475,9 @@ def test_the_plots_hold_no_overlapping_or_cut_text(evidence):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.text import Text
 
-    from runner.core.evidence import load
     from runner.render import plots
 
-    sources = [(evidence[k], load(evidence[k])) for k in ("many", "cost", "quality", "sweep", "workload")]
+    sources = [(evidence[k], read_file(evidence[k])) for k in ("many", "cost", "quality", "sweep", "workload")]
     drawn = 0
     for name, (_, _, draw) in plots.PLOTS.items():
         with warnings.catch_warnings(), plots.style():
@@ -610,10 +609,9 @@ def test_the_headline_says_which_file_each_figure_comes_from(page, evidence):
 def test_run_to_run_compares_every_bench_file_measured_one_at_a_time(evidence):
     """Four bench files (the survey's prompt and a workload): four runs, not 'one bench evidence
     file'; a file alone says how many were given and why it cannot compare."""
-    from runner.core.evidence import load
     from runner.render import plots
 
-    files = [(evidence[k], load(evidence[k])) for k in ("sweep", "workload", "known", "many")]
+    files = [(evidence[k], read_file(evidence[k])) for k in ("sweep", "workload", "known", "many")]
     with plots.style():
         figure = plots.run_to_run(files)
     assert not isinstance(figure, str), figure
@@ -622,16 +620,15 @@ def test_run_to_run_compares_every_bench_file_measured_one_at_a_time(evidence):
     ticks = [t.get_text() for t in axes.get_xticklabels()]
     assert "g6" in ticks and "g6\n100 in" in ticks  # the workload's one-at-a-time level beside the prompt's
     with plots.style():
-        alone = plots.run_to_run([(evidence["workload"], load(evidence["workload"]))])
+        alone = plots.run_to_run([(evidence["workload"], read_file(evidence["workload"]))])
     assert alone.startswith("1 bench evidence file given, 1 of them with requests one at a time")
 
 
 def test_the_goodput_plot_names_the_share_each_line_stands_for(evidence):
-    from runner.core.evidence import load
     from runner.render import plots
 
     with plots.style():
-        figure = plots.goodput_against_load([(evidence["workload"], load(evidence["workload"]))])
+        figure = plots.goodput_against_load([(evidence["workload"], read_file(evidence["workload"]))])
     (legend,) = figure.legends
     assert "90% of requests asked to meet them" in [t.get_text() for t in legend.get_texts()]
 
@@ -639,35 +636,29 @@ def test_the_goodput_plot_names_the_share_each_line_stands_for(evidence):
 def test_the_latency_distribution_is_each_backends_requests_as_a_cdf(evidence):
     """At each backend's lightest load, the share done within each time rises to every request:
     its last step at the slowest request the evidence holds."""
-    from runner.core.evidence import load
-    from runner.core.records import records_of
     from runner.render import plots
 
-    data = load(evidence["sweep"])
+    data = read_file(evidence["sweep"])
     with plots.style():
         figure = plots.latency_distribution([(evidence["sweep"], data)])
     ttft_axes, e2e_axes = figure.axes
     for axes, figure_of in ((ttft_axes, lambda r: r.ttft_s * 1000), (e2e_axes, lambda r: r.e2e_s)):
         for line in axes.get_lines():
             backend = line.get_label()
-            values = [
-                figure_of(r) for r in records_of(data) if r.backend == backend and r.label == "1 at a time" and r.ok
-            ]
+            values = [figure_of(r) for r in data.records if r.backend == backend and r.label == "1 at a time" and r.ok]
             xs, ys = line.get_data()
             assert max(ys) == 1.0 and max(x for x in xs if math.isfinite(x)) == pytest.approx(max(values))
         assert {line.get_label() for line in axes.get_lines()} == {"g6", "inf2"}
 
 
 def test_the_timeline_draws_each_request_from_its_send_to_its_end(evidence):
-    from runner.core.evidence import load
-    from runner.core.records import records_of
     from runner.render import plots
 
-    data = load(evidence["sweep"])
+    data = read_file(evidence["sweep"])
     with plots.style():
         figure = plots.run_timeline([(evidence["sweep"], data)])
     (axes,) = figure.axes
-    records = records_of(data)
+    records = data.records
     starts = [datetime.fromisoformat(r.started_at) for r in records]
     zero = min(starts)
     ends = sorted(round((s - zero).total_seconds() + r.e2e_s, 6) for s, r in zip(starts, records, strict=True))

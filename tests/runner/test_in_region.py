@@ -44,6 +44,7 @@ from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, load
 from runner.core.records import RequestRecord
 from runner.measure import ChatRequest, host_rows
+from runner.measure.bench_file import BenchFile
 from runner.measure.benchmark import bench_backend
 from runner.measure.load import LoadLevel, poisson_offsets
 from runner.render import bench as bench_tables
@@ -538,7 +539,7 @@ def test_each_server_gets_a_row_on_its_own_host_beside_its_tunnel_row(instances,
         listed = boto3.client("s3", region_name=region).list_objects_v2(Bucket=EVIDENCE_BUCKET.format(region=region))
         assert listed.get("KeyCount", 0) == 0
 
-    table = bench_tables.bench_table(evidence)
+    table = bench_tables.bench_table(BenchFile.from_json(evidence))
     rows = dict(zip(table.columns[0]._cells, table.columns[-1]._cells, strict=True))
     assert rows["g6"].startswith("through the SSM tunnel from this machine")
     assert rows["g6@host"].startswith(

@@ -124,10 +124,10 @@ def test_the_kit_reads_the_servers_metrics_on_the_host_as_the_tunnel_rows_sample
     records, warm_ups = result["records"], result["warm_ups"]
     summary = server_metrics_of(metrics)
     assert all(r["ok"] and r["output_tokens"] == 20 for r in records)
-    assert summary["samples"] == len(metrics["samples"]) >= 4 and "problem" not in summary
-    assert summary["running_max"] == 1 and summary["waiting_max"] >= 1 and summary["queueing"] is True
+    assert summary.samples == len(metrics["samples"]) >= 4 and "problem" not in summary.to_json()
+    assert summary.running_max == 1 and summary.waiting_max >= 1 and summary.queueing is True
     sent = sum(r["prompt_tokens"] for r in records) + sum(w["prompt_tokens"] for w in warm_ups)
-    assert summary["prefix_cache_queries_delta"] == sent
+    assert summary.prefix_cache_queries_delta == sent
     # Only the figures the runner reads travel back (the lines it names), nothing else of the page.
     assert all(line.startswith(tuple(metric_names())) for _, text in metrics["samples"] for line in text.splitlines())
 
@@ -293,17 +293,14 @@ def test_the_accelerators_readings_are_cut_to_the_level_they_were_read_in():
         "samples": [[0.1, 10.0, 1000.0], [0.6, 40.0, 2000.0], [0.9, 60.0, 3000.0], [1.4, 90.0, 4000.0]],
     }
     level = accelerator_within(accelerator, [0.5, 1.0])
-    assert level["samples"] == [[0.6, 40.0, 2000.0], [0.9, 60.0, 3000.0]]
-    assert (level["utilization_pct_mean"], level["utilization_pct_max"], level["memory_used_mib_max"]) == (50, 60, 3000)
-    assert server_cell(None, AcceleratorReadings.from_json(level, "level")) == "GPU 50% mean"
+    assert level.samples == [[0.6, 40.0, 2000.0], [0.9, 60.0, 3000.0]]
+    assert (level.utilization_pct_mean, level.utilization_pct_max, level.memory_used_mib_max) == (50, 60, 3000)
+    assert server_cell(None, level) == "GPU 50% mean"
     idle = accelerator_within(accelerator, [2.0, 3.0])
-    assert (
-        idle["problem"] == "no reading while this level ran"
-        and server_cell(None, AcceleratorReadings.from_json(idle, "idle")) == "-"
-    )
+    assert idle.problem == "no reading while this level ran" and server_cell(None, idle) == "-"
     # A host without a tool keeps the kit's own line for every level.
     none = {"tool": None, "problem": "no nvidia-smi or neuron-monitor on the host", "samples": []}
-    assert accelerator_within(none, [0.0, 1.0]) == none
+    assert accelerator_within(none, [0.0, 1.0]) == AcceleratorReadings(None, none["problem"])
 
 
 def test_agent_traffic_is_not_run_from_a_servers_host_and_says_why(tmp_path):

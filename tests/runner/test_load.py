@@ -20,6 +20,7 @@ from runner.core.stats import percentile
 from runner.figures.latency import distribution, time_per_output_token, token_gaps
 from runner.figures.levels import level_summary
 from runner.measure import ChatRequest
+from runner.measure.bench_file import BenchFile
 from runner.measure.load import (
     CLOSED,
     OPEN,
@@ -282,7 +283,7 @@ def test_roofline_share_from_the_catalog_bandwidth_and_bytes_per_token(tmp_path)
     assert figures["ceiling_tok_s"] == pytest.approx(ceiling) and round(ceiling) == 98
     decode = statistics.median(r["decode_tokens_per_s"] for r in evidence["records"])
     assert figures["share"] == pytest.approx(decode / ceiling)
-    columns = [c.header for c in bench_table(evidence).columns]
+    columns = [c.header for c in bench_table(BenchFile.from_json(evidence)).columns]
     assert {"survey tok/s", "decode ceiling tok/s", "share"} <= set(columns)
 
 
@@ -307,6 +308,7 @@ def test_backends_returning_the_same_text_are_named(tmp_path):
         )
     assert code == 0
     # Word for word: whitespace differences do not make a text different.
-    assert same_text(evidence) == {"a": ["b"], "b": ["a"], "c": []}
-    notes = next(row for row in bench_table(evidence).columns if row.header == "notes")
+    bench = BenchFile.from_json(evidence)
+    assert same_text(bench) == {"a": ["b"], "b": ["a"], "c": []}
+    notes = next(row for row in bench_table(bench).columns if row.header == "notes")
     assert any("same text as b" in cell for cell in notes._cells)

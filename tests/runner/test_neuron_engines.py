@@ -11,6 +11,7 @@ from catalog.backends import GEMMA4_E2B, NEURON_MODEL, SURVEY_NEURON_IMAGE, Mode
 from catalog.config import load_config
 from runner import bench, counting
 from runner.core.evidence import load
+from runner.measure.bench_file import BenchFile
 from tests.runner.fake_openai import FakeOpenAI, text, tool_call
 
 
@@ -67,7 +68,7 @@ def test_the_survey_graph_is_benchmarked_and_never_sent_tools(tmp_path):
     # The rows serve different weights, and the table says which.
     from runner.render.bench import bench_table
 
-    columns = {c.header: list(c._cells) for c in bench_table(evidence).columns}
+    columns = {c.header: list(c._cells) for c in bench_table(BenchFile.from_json(evidence)).columns}
     assert dict(zip(columns["backend"], columns["model"], strict=True)) == {"inf2": GEMMA4_E2B, "trn1": NEURON_MODEL}
 
 

@@ -34,17 +34,17 @@ def test_winner_check_flags_a_sentence_that_names_another_backend():
     found = backends("g6", "trn1", "bedrock")
     rows = table(("g6", 0.154, None), ("trn1", 0.196, None), ("bedrock", 0.51, None))
     flagged = orchestration.winner_check("The fastest response came from trn1.", rows, found)
-    assert flagged == {"table_winner": "g6", "sentence_names": ["trn1"], "sentence_names_different_winner": True}
+    assert flagged == ("g6", ["trn1"], True)
     fine = orchestration.winner_check("g6 was fastest, ahead of trn1.", rows, found)
-    assert fine["sentence_names_different_winner"] is False
+    assert fine == ("g6", ["g6", "trn1"], False)
     silent = orchestration.winner_check("All answered Paris.", rows, found)
-    assert silent["sentence_names_different_winner"] is False
+    assert silent == ("g6", [], False)
 
 
 def test_failed_rows_never_win():
     found = backends("a", "b")
     rows = table(("a", None, "unreachable"), ("b", 0.3, None))
-    assert orchestration.winner_check("b wins", rows, found)["table_winner"] == "b"
+    assert orchestration.winner_check("b wins", rows, found)[0] == "b"
 
 
 def test_split_closing_keeps_table_and_sentence_apart():

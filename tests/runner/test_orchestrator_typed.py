@@ -20,8 +20,9 @@ from runner.core.agent_evidence import (
 from runner.core.errors import RunnerError
 from runner.core.records import RequestRecord
 
-ASKED = RequestRecord("fast", 1, ok=True, ttft_s=0.05, e2e_s=0.2, output_tokens=2, text="Paris")
-WARM = RequestRecord("fast", 0, ok=True, e2e_s=0.1, output_tokens=4, text="Hi there")
+AT = "2026-02-01T10:00:00.000+00:00"
+ASKED = RequestRecord("fast", 1, ok=True, started_at=AT, ttft_s=0.05, e2e_s=0.2, output_tokens=2, text="Paris")
+WARM = RequestRecord("fast", 0, ok=True, started_at=AT, e2e_s=0.1, output_tokens=4, text="Hi there")
 ROW = ScoreRow("fast", "Fast server", 1, 1, "Paris", 0.2, 10.0, None)
 AGENT = AgentRun(ok=True, seconds=2.0, answer="| t |\nfast was fastest.", model_calls=3)
 
@@ -35,6 +36,24 @@ def run_of(agent: AgentRun | AgentFailure) -> OrchestratorRun:
     )  # fmt: skip
 
 
+# The entries of the ask and the warm-up, written out: a request's keys, its rates from the raw
+# times (2 / 0.2 and 1 / (0.2 - 0.05); 4 / 0.1, no decode rate without a first token).
+UNMEASURED = {
+    "backend": "fast", "run": 0, "ok": True, "error": None, "started_at": AT, "ttft_s": None, "e2e_s": None,
+    "output_tokens": None, "prompt_tokens": None, "token_source": None, "finish_reason": None, "text": "",
+    "chunks": 0, "server_timings": None, "new_connection": None, "stale_connection_retry": False,
+    "chunk_times": [], "chunk_token_counts": None, "level": None, "scheduled_s": None, "sent_s": None,
+    "cold_start": None, "phases": None, "target_input_tokens": None, "target_output_tokens": None,
+    "forced_length": None, "session": None, "turn": None, "slo": None,
+    "tokens_per_s": None, "decode_tokens_per_s": None, "client_overhead_s": None,
+}  # fmt: skip
+ASKED_ENTRY = UNMEASURED | {"run": 1, "ttft_s": 0.05, "e2e_s": 0.2, "output_tokens": 2, "text": "Paris",
+                            "tokens_per_s": 2 / 0.2, "decode_tokens_per_s": 1 / (0.2 - 0.05)}  # fmt: skip
+WARM_ENTRY = UNMEASURED | {"e2e_s": 0.1, "output_tokens": 4, "text": "Hi there", "tokens_per_s": 4 / 0.1}
+AGENT_ENTRY = {"ok": True, "seconds": 2.0, "answer": "| t |\nfast was fastest.", "error": None, "tool_calls": [],
+               "model_calls": 3, "stopped": None, "input_tokens": None, "output_tokens": None, "reached": True}  # fmt: skip
+
+
 def untyped(agent: dict) -> dict:
     """The entry as the orchestrator assembled it before it was typed."""
     return {
@@ -42,8 +61,8 @@ def untyped(agent: dict) -> dict:
         "table": [{"backend": "fast", "title": "Fast server", "asks": 1, "measured": 1, "answer": "Paris",
                    "seconds": 0.2, "tokens_per_s": 10.0, "error": None}],
         "table_markdown": "| t |",
-        "asks": [{"title": "Fast server", "answer": "Paris", **ASKED.to_json()}],
-        "warm_ups": [WARM.to_json()], "never_asked": ["agent"], "agent_table": "| t |",
+        "asks": [{"title": "Fast server", "answer": "Paris", **ASKED_ENTRY}],
+        "warm_ups": [WARM_ENTRY], "never_asked": ["agent"], "agent_table": "| t |",
         "closing_sentence": "fast was fastest.",
         "table_winner": "fast", "sentence_names": ["fast"], "sentence_names_different_winner": False,
     }  # fmt: skip
@@ -52,7 +71,7 @@ def untyped(agent: dict) -> dict:
 @pytest.mark.parametrize(
     ("agent", "entry"),
     [
-        (AGENT, AGENT.to_json()),
+        (AGENT, AGENT_ENTRY),
         (AgentFailure(ok=False, error="no model"), {"ok": False, "error": "no model", "answer": "", "tool_calls": []}),
     ],
 )
@@ -60,7 +79,7 @@ def test_a_run_writes_the_entry_it_wrote_untyped_and_reads_back_the_same(agent, 
     run = run_of(agent)
     written = json.dumps(run.to_json())
     assert written == json.dumps(untyped(entry))
-    (back,) = orchestrator_runs_of(json.loads(json.dumps({"records": [run.to_json()]})))
+    (back,) = orchestrator_runs_of(json.loads(json.dumps({"records": [untyped(entry)]})))
     assert back == run and json.dumps(back.to_json()) == written
     assert type(back.agent) is type(agent) and back.asks[0].request.ok
 

@@ -18,7 +18,7 @@ from runner.agent.tasks import FAMILIES, NUMBER_FORMAT, TOOL_SYSTEM, Task, gener
 from runner.core.agent_evidence import QualityItem
 from runner.core.backends import EndpointFlag, endpoint_backend
 from runner.core.evidence import load
-from runner.render.tables import print_report
+from runner.render.tables import print_report, typed
 from runner.servers.llama_cpp import MODEL_ALIAS
 from tests.runner.fake_openai import FakeOpenAI, text, tool_call
 
@@ -204,7 +204,7 @@ def test_the_grader_counts_exactly_what_the_scripted_server_answered(tmp_path, c
     assert (overall["low"], overall["high"]) == pytest.approx(wilson_by_quadratic(6, 16))
 
     capsys.readouterr()
-    print_report(evidence)
+    print_report(typed(evidence))
     table = capsys.readouterr().out
     assert "37.5 %" in table and f"{overall['low'] * 100:.1f}-{overall['high'] * 100:.1f} %" in table
     assert "no tool call" in table and "wrong arguments" in table
@@ -395,8 +395,8 @@ def test_what_the_answer_copied_from_the_question_is_not_its_answer():
     )
     for echo in echoes:
         graded = grade_answer(task, echo)
-        assert graded["verdict"] == "no answer" and graded["echoed_sentences_set_aside"] >= 1, echo
+        assert graded.verdict == "no answer" and graded.reading.echoed_sentences_set_aside >= 1, echo
     graded = grade_answer(task, f"{prompt}\nSo 12 are left.\nAnswer: 12")
-    assert graded["verdict"] == "right" and graded["grading_route"] == "final-line"
+    assert graded.verdict == "right" and graded.reading.grading_route == "final-line"
     # A short answer is never taken for an echo, even where the question starts with it.
-    assert grade_answer(Task("arithmetic", 0, "24 apples are shared. How many?", 24, "number"), "24 apples.")["correct"]
+    assert grade_answer(Task("arithmetic", 0, "24 apples are shared. How many?", 24, "number"), "24 apples.").correct

@@ -5,21 +5,22 @@ of an empty table."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
 from runner import bench, report
-from runner.core.evidence import Evidence
+from runner.core.evidence import Evidence, EvidenceFile
 from runner.render import tables
 
 
 def evidence_file(tmp_path: Path, command: str, records: list | None = None, **data) -> Path:
+    """A file of `command` as a runner wrote it, with `records` and the `data` given as its sections."""
     evidence = Evidence(command, {}, tmp_path)
-    evidence.data["records"] = records or []
-    evidence.data.update(data)
     evidence.finish()
+    evidence.path.write_text(json.dumps(evidence.data | {"records": records or []} | data))
     return evidence.path
 
 
@@ -75,9 +76,9 @@ def test_evidence_that_measured_nothing_says_so_instead_of_an_empty_table(tmp_pa
     out = capsys.readouterr().out
     assert "nothing measured in this bench evidence: no request was recorded (the notes say why)" in out
     assert "backend" not in out  # no table header
-    assert tables.nothing_measured({"command": "bench", "records": [], "interrupted": True}) == (
+    assert tables.nothing_measured(EvidenceFile(command="bench", interrupted=True)) == (
         "nothing measured in this bench evidence: interrupted before the first record"
     )
     # Evidence that holds records is rendered as ever, and cost evidence is not a measurement.
-    assert tables.nothing_measured({"command": "bench", "records": [{"backend": "x"}]}) is None
-    assert tables.nothing_measured({"command": "cost", "records": []}) is None
+    assert tables.nothing_measured(EvidenceFile(command="bench", records=[{"backend": "x"}])) is None
+    assert tables.nothing_measured(EvidenceFile(command="cost")) is None

@@ -22,6 +22,7 @@ from runner.core.errors import as_fault, describe
 from runner.core.evidence import load
 from runner.core.records import RequestRecord
 from runner.measure import ChatRequest
+from runner.measure.bench_file import BenchFile
 from runner.measure.health import wait_healthy
 from runner.measure.sagemaker_async import AsyncInferenceFailed, SageMakerAsyncClient
 from runner.render.bench import bench_summary, bench_table, cold_note, cold_summary
@@ -138,15 +139,15 @@ def test_serverless_bench_times_the_cold_start_apart_from_the_warm_requests(emul
     assert len(records) == 2 and all(r["ok"] and not r["cold_start"] for r in records)
     # Whole answers: tokens from the server's usage, no time to first token.
     assert all(r["ttft_s"] is None and r["token_source"] == "server" and 0 < r["output_tokens"] <= 4 for r in records)
-    summary = bench_summary(evidence)
+    summary = bench_summary(BenchFile.from_json(evidence))
     row = summary["sagemaker-serverless"]
-    assert (row["ok"], row["runs"]) == (2, 2)
+    assert (row.ok, row.runs) == (2, 2)
     # The transform job is its row's command's to measure (catalog/serving.py measured_by), and said.
-    assert summary["sagemaker-batch"]["measured_by"] == "batch" and row["measured_by"] == ""
+    assert summary["sagemaker-batch"].measured_by == "batch" and row.measured_by == ""
     # Never mixed into the warm median: that is the timed requests' own, the cold start is apart.
-    assert row["median_s"] == statistics.median(r["e2e_s"] for r in records)
-    assert row["cold"]["median_s"] == cold["e2e_s"] and row["cold"]["count"] == 1
-    columns = {c.header: list(c._cells) for c in bench_table(evidence).columns}
+    assert row.median_s == statistics.median(r["e2e_s"] for r in records)
+    assert row.cold.median_s == cold["e2e_s"] and row.cold.count == 1
+    columns = {c.header: list(c._cells) for c in bench_table(BenchFile.from_json(evidence)).columns}
     at = columns["backend"].index("sagemaker-serverless")
     # The cell is rich markup: the lane's brackets escaped, shown as written.
     assert Text.from_markup(columns["model"][at]).plain == f"{OPEN_MODEL} (Q8_0 GGUF) [open]"
@@ -251,14 +252,14 @@ def test_async_request_from_zero_records_queue_to_result_leave_zero_and_work(emu
     assert (records[0]["output_tokens"], records[0]["text"]) == (3, "The ocean is deep and wide.")
     # The body went as a whole-answer request, through S3.
     assert all(body["stream"] is False and "stream_options" not in body for body in sent)
-    row = bench_summary(evidence)["sagemaker-async"]
-    assert row["median_s"] == statistics.median(r["e2e_s"] for r in records)
-    assert row["cold"]["median_s"] == cold["e2e_s"] >= 0.5
-    assert row["cold"]["median_leave_zero_s"] >= 0.5 and row["cold"]["median_work_tok_s"] > 0
+    row = bench_summary(BenchFile.from_json(evidence))["sagemaker-async"]
+    assert row.median_s == statistics.median(r["e2e_s"] for r in records)
+    assert row.cold.median_s == cold["e2e_s"] >= 0.5
+    assert row.cold.median_leave_zero_s >= 0.5 and row.cold.median_work_tok_s > 0
     s3 = aws("s3")
     assert s3.list_objects_v2(Bucket=BUCKET, Prefix="async/inputs/")["KeyCount"] == 0  # inputs deleted
     assert s3.list_objects_v2(Bucket=BUCKET, Prefix="async/outputs/")["KeyCount"] == 3
-    columns = {c.header: list(c._cells) for c in bench_table(evidence).columns}
+    columns = {c.header: list(c._cells) for c in bench_table(BenchFile.from_json(evidence)).columns}
     assert "leave zero" in columns["notes"][0] and "tok/s of the work" in columns["notes"][0]
 
 
@@ -283,7 +284,7 @@ def test_an_async_result_found_before_any_instance_was_reported_is_all_leave_zer
     assert record.phases["leave_zero_s"] == record.phases["queued_s"] == record.e2e_s >= 0.3
     assert record.phases["work_s"] == 0.0
     row = cold_summary([record])
-    assert (row["median_leave_zero_s"], row["median_work_s"], row["median_work_tok_s"]) == (record.e2e_s, 0.0, None)
+    assert (row.median_leave_zero_s, row.median_work_s, row.median_work_tok_s) == (record.e2e_s, 0.0, None)
     assert cold_note(row) == f"1 cold start, timed apart; leave zero {record.e2e_s:.1f} s; work 0.00 s"
 
 

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 
 import pytest
 
+from runner.cloud.bring_up.one_stack import UpFile
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence
 from runner.flow.folder import SurveyFolder
 from runner.flow.options import SurveyOptions
 from runner.flow.steps import StepRecord, run_step
 from runner.flow.survey_run import SurveyRun
+from runner.flow.up_steps import read_up
+from runner.render.survey import SurveyFile
 
 
 @pytest.fixture
@@ -102,16 +106,16 @@ def test_a_survey_s_state_names_its_options_for_resume(folder):
     evidence = Evidence("survey", {}, folder.root)
     evidence.path = folder.state
     SurveyRun(options, folder, evidence).save()
-    again, data = SurveyFolder.existing(folder.root)
+    again, state = SurveyFolder.existing(folder.root)
     assert again == folder
-    assert SurveyOptions.from_json(data["options"]) == options
+    assert SurveyOptions.from_json(state.options) == options
     assert json.loads(folder.state.read_text())["command"] == "survey"
 
 
-def survey_with(folder: SurveyFolder, **data: object) -> SurveyRun:
-    evidence = Evidence("survey", {}, folder.root)
+def survey_with(folder: SurveyFolder, **sections: object) -> SurveyRun:
+    evidence = Evidence(SurveyFile, {}, folder.root)
     evidence.path = folder.state
-    evidence.data.update(data)
+    evidence.file = replace(evidence.file, **sections)
     return SurveyRun(SurveyOptions(backends=["g6"], with_bedrock=False), folder, evidence)
 
 
@@ -203,3 +207,23 @@ def test_one_survey_process_at_a_time_in_a_folder(folder):
         pass
     with folder.in_use():  # released with the first
         pass
+
+
+def test_what_up_brought_is_kept_in_the_state_ready_building_or_failed_and_where(folder):
+    up: Evidence[UpFile] = Evidence(UpFile, {"expires_at": "2026-12-31T00:00:00Z"}, folder.evidence_dir)
+    up.file.records = [
+        {"backend": "g6", "stack": "InferenceGpuStack", "region": "us-east-1", "outcome": "ready"},
+        {"backend": "inf2", "stack": "InferenceNeuronStack", "region": "us-east-2", "outcome": "building"},
+        {"backend": "trn1", "stack": "InferenceNeuronStack", "region": "us-east-2", "outcome": "failed",
+         "reason": "no capacity"},
+    ]  # fmt: skip
+    path = up.finish()
+    survey = survey_with(folder, plan={"runs": ["g6", "inf2", "trn1"], "deploy": [], "candidates": {}})
+    record = StepRecord("up", None, "passed", evidence=[folder.relative(path)])
+    survey.record(record)
+    read_up(survey, record)
+    state = SurveyFolder.existing(folder.root)[1]
+    assert (state.ready, state.building, state.failed) == (["g6"], ["inf2"], {"trn1": "failed: no capacity"})
+    assert state.placed == {"g6": ["InferenceGpuStack", "us-east-1"], "inf2": ["InferenceNeuronStack", "us-east-2"],
+                            "trn1": ["InferenceNeuronStack", "us-east-2"]}  # fmt: skip
+    assert state.expires_at == "2026-12-31T00:00:00Z" and state.steps[-1].line == "trn1: failed: no capacity"

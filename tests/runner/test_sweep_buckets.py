@@ -21,7 +21,7 @@ from rich.console import Console
 
 from runner.cloud.cleanup.leftovers import RegionScan, sweep_regions
 from runner.cloud.cleanup.removal import delete_ours
-from runner.render.sweep import render_report
+from runner.render.sweep import SweepFile, render_report
 from tests.runner.fake_bedrock_import import FakeBedrockImport
 
 REGION = "us-east-1"
@@ -130,8 +130,7 @@ def test_imported_models_ours_deleted_not_ours_listed_and_kept(aws):
     assert set(aws.models) == {theirs["modelName"]}
 
     out = Console(record=True, width=200)
-    records = [f.__dict__ for f in scan.found]
-    render_report({"config": {"regions": [REGION]}, "records": records, "deleted": actions}, out)
+    render_report(SweepFile(config={"regions": [REGION]}, records=scan.found, deleted=actions), out)
     text = out.export_text()
     assert "a Custom Model Import model bills per Custom Model Unit per minute" in text
     assert "not ours" in text

@@ -21,6 +21,7 @@ from rich.table import Table
 from runner import bench, report
 from runner.core.evidence import load
 from runner.core.records import records_of
+from runner.measure.bench_file import BenchFile
 from runner.render import tables
 from runner.render.bench import bench_table, sweep_table, workload_table
 from tests.runner.fake_openai import FakeOpenAI, text
@@ -80,7 +81,7 @@ def test_no_figure_is_cut_and_the_table_shows_where_it_fits(evidence, monkeypatc
     assert max(len(line) for line in lines) <= width, [line for line in lines if len(line) > width]
     assert "…" not in text
     data = load(evidence[kind])
-    table = {"workload": workload_table, "sweep": sweep_table, "single": bench_table}[kind](data)
+    table = {"workload": workload_table, "sweep": sweep_table, "single": bench_table}[kind](BenchFile.from_json(data))
     needed = re.search(r"\(the table needs (\d+) columns, (\d+) here", text)
     if needed:
         assert int(needed.group(1)) > width and int(needed.group(2)) == width

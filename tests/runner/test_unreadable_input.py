@@ -74,10 +74,11 @@ def test_evidence_of_another_schema_says_its_own_schema_and_the_one_read(monkeyp
 
 
 def bench_evidence(tmp_path: Path, records: list[dict]) -> Path:
+    """A bench file as the runner writes it, holding `records` as they are given (a malformed one too)."""
     evidence = Evidence("bench", {}, tmp_path)
-    evidence.data["backends"] = [{"name": "g6", "kind": "openai"}]
-    evidence.data["records"] = records
-    return evidence.finish()
+    path = evidence.finish()
+    path.write_text(json.dumps(evidence.data | {"backends": [{"name": "g6", "kind": "openai"}], "records": records}))
+    return path
 
 
 def test_a_malformed_record_names_its_file_and_its_place_as_the_file_holds_it(monkeypatch, capsys, tmp_path):

@@ -20,8 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from runner.core.backend_entries import BackendEntry
 from runner.core.evidence import Evidence
 from runner.core.records import RequestRecord
+from runner.measure.bench_file import BenchFile
 from tests.runner.fake_openai import FakeOpenAI, text
 
 OCEAN = "The ocean is wide and deep"
@@ -164,9 +166,9 @@ def test_ask_on_a_full_disk_keeps_the_answer_on_the_terminal(monkeypatch, capsys
 
 
 def bench_file(folder: Path) -> Path:
-    evidence = Evidence("bench", {}, folder)
-    evidence.data["backends"] = [{"name": "g6", "kind": "openai"}]
-    evidence.data["records"] = [RequestRecord("g6", 1, ok=True, ttft_s=0.1, e2e_s=1.0, output_tokens=10).to_json()]
+    evidence: Evidence[BenchFile] = Evidence(BenchFile, {}, folder)
+    evidence.file.backends = [BackendEntry("g6", kind="openai", raw={"name": "g6", "kind": "openai"})]
+    evidence.add_record(RequestRecord("g6", 1, ok=True, ttft_s=0.1, e2e_s=1.0, output_tokens=10))
     return evidence.finish()
 
 

@@ -18,6 +18,7 @@ import pytest
 from runner import advise, bench
 from runner.core.records import records_of
 from runner.figures.levels import LevelSummary, level_groups, level_summary, prefill_fit
+from runner.measure.bench_file import BenchFile
 from tests.runner.known_server import TEMPLATE_TOKENS, Running, known, known_server
 from tests.runner.test_capacity_found import summary
 
@@ -151,7 +152,7 @@ def test_a_level_queued_at_the_server_is_told_by_its_own_metrics(tmp_path):
     from runner.render.bench import workload_table
 
     console = Console(record=True, width=400)
-    console.print(workload_table(evidence))
+    console.print(workload_table(BenchFile.from_json(evidence)))
     assert "queueing at the server" in console.export_text()
 
 
@@ -203,7 +204,7 @@ def test_the_table_shows_each_turns_prompt_as_the_context_grows(tmp_path):
         )  # fmt: skip
     # Each turn adds the answer (10), its template share, and a new 100-token message (its BOS once).
     grows = 10 + TEMPLATE_TOKENS + 100 - 1
-    table = workload_table(evidence)
+    table = workload_table(BenchFile.from_json(evidence))
     (cell,) = next(c for c in table.columns if c.header == "in tok").cells
     assert cell == f"100 → turns 100, {100 + grows}, {100 + 2 * grows}", cell
 
@@ -365,7 +366,7 @@ def test_a_rate_search_whose_first_rate_misses_goes_down_to_one_that_meets():
         return summary(share_met=1.0 if rate <= 0.3 else 0.0, output_tok_s=rate * 100, requests=8)
 
     search = find_capacity(level, mode="rate", slo_share=0.9, start=1.0, budget=Budget(levels=20))
-    tried = [t["value"] for t in search.tried]
+    tried = [t.value for t in search.tried]
     assert tried[:3] == [1.0, 0.5, 0.25] and 0.25 <= search.capacity <= 0.3
     assert search.capacity >= 0.3 * 0.9 and search.stopped.startswith("between")
 

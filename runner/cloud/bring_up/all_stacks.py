@@ -19,13 +19,14 @@ from catalog.config import (
     ttl_notice,
 )
 from runner.cloud.bring_up.account_facts import account_zones
-from runner.cloud.bring_up.one_stack import RegionStores, StackUp, UpOptions, deploy_stack
+from runner.cloud.bring_up.one_stack import RegionStores, StackExtended, StackUp, UpFile, UpOptions, deploy_stack
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
 from runner.core.evidence import Evidence
+from runner.core.typed_json import JsonObject
 
 
-def chosen_stacks(options: UpOptions, records: dict[str, dict[str, Any]]) -> tuple[list[StackConfig], Any]:
+def chosen_stacks(options: UpOptions, records: dict[str, JsonObject]) -> tuple[list[StackConfig], Any]:
     """The stacks asked for (a satellite's name stands for its family), each with its satellites
     (backends a capacity refusal moved out of it), each once."""
     try:
@@ -40,7 +41,7 @@ def chosen_stacks(options: UpOptions, records: dict[str, dict[str, Any]]) -> tup
     return [stack for name in wanted for stack in config.family(name)], config
 
 
-def up(options: UpOptions, *, on_start: Callable[[list[StackUp]], None] | None = None) -> Evidence:
+def up(options: UpOptions, *, on_start: Callable[[list[StackUp]], None] | None = None) -> Evidence[UpFile]:
     records = read_placement_records_or_fail()
     chosen, config = chosen_stacks(options, records)
     unknown = [b for b in options.backends or [] if b not in {c.name for s in chosen for c in s.backends}]
@@ -49,7 +50,7 @@ def up(options: UpOptions, *, on_start: Callable[[list[StackUp]], None] | None =
     # Watching what stands: its own expiry, not a new one (a deploy would move it).
     expires_at = config.expiry_text if options.deploy else None
     evidence = Evidence(
-        "up",
+        UpFile,
         {
             "stacks": [s.name for s in chosen],
             "placement": {s.name: {"region": s.region, "candidates": list(s.candidate_regions)} for s in chosen},
@@ -94,22 +95,22 @@ def up(options: UpOptions, *, on_start: Callable[[list[StackUp]], None] | None =
             run.stop.set()
         for thread in threads:
             thread.join()
-    evidence.data["errors"] = errors
-    evidence.data["billing"] = [row for run in runs for row in run.billing()]
+    evidence.file.errors = errors
+    evidence.file.billing = [row for run in runs for row in run.billing()]
     evidence.finish(interrupted=interrupted)
     if interrupted:
         raise KeyboardInterrupt
     return evidence
 
 
-def read_placement_records_or_fail() -> dict[str, dict[str, Any]]:
+def read_placement_records_or_fail() -> dict[str, JsonObject]:
     try:
         return read_placement_records()
     except CatalogError as error:
         raise RunnerError(str(error)) from None
 
 
-def extend(hours: float, options: UpOptions) -> Evidence:
+def extend(hours: float, options: UpOptions) -> Evidence[UpFile]:
     """Redeploy every stack runner.up placed, with the expiry `hours` from now; nothing else changes."""
     if hours <= 0:
         raise RunnerError(
@@ -124,7 +125,7 @@ def extend(hours: float, options: UpOptions) -> Evidence:
         raise RunnerError(str(error).replace("context ttlHours", "--extend")) from None
     expires_at = expiry.strftime(EXPIRY_FORMAT) if expiry else None
     evidence = Evidence(
-        "up", {"extend_hours": hours, "expires_at": expires_at, "stacks": sorted(records)}, options.results_dir
+        UpFile, {"extend_hours": hours, "expires_at": expires_at, "stacks": sorted(records)}, options.results_dir
     )
     for stack, record in sorted(records.items()):
         region = record["region"]
@@ -134,7 +135,8 @@ def extend(hours: float, options: UpOptions) -> Evidence:
         console.print(f"[bold]{stack}[/bold] moving its time-to-live to {expires_at} in {region} …")
         result = deploy_stack(stack, context, options.method)
         outcome = "extended" if result.returncode == 0 else "deploy-failed"
-        evidence.add_record({"stack": stack, "region": region, "outcome": outcome, "expires_at": expires_at,
-                             "error": None if result.returncode == 0 else result.tail})  # fmt: skip
+        evidence.add_record(
+            StackExtended(stack, region, outcome, expires_at, None if result.returncode == 0 else result.tail)
+        )
     evidence.finish()
     return evidence

@@ -38,8 +38,9 @@ from runner.cloud.outputs import parse_outputs, read_stack_outputs
 from runner.cloud.readiness import is_capacity_refusal
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
-from runner.core.evidence import DEFAULT_RESULTS, Evidence, now_iso
+from runner.core.evidence import DEFAULT_RESULTS, Evidence, EvidenceFile, now_iso
 from runner.core.references import resolve
+from runner.core.typed_json import FlatJson, JsonObject, where_set
 
 DESTROY_ATTEMPTS = 3
 
@@ -148,6 +149,30 @@ class RegionStores:
             return self.outcomes[region]
 
 
+@dataclass(frozen=True)
+class StackExtended(FlatJson):
+    """One stack's time-to-live moved (`runner.up --extend`): where, how it ended, its new expiry."""
+
+    stack: str
+    region: str
+    outcome: str
+    expires_at: str | None
+    error: str | None = None
+
+
+@dataclass(kw_only=True)
+class UpFile(EvidenceFile):
+    """Up evidence: a record per backend as its stack's run and its watch keep it (its attempts,
+    phases and outcome; `--extend`: one per stack moved), each stack's run that stopped on a fault,
+    and what bills now."""
+
+    COMMAND = "up"
+    # A backend's record is filled key by key as its boot goes (runner/cloud/bring_up/watch).
+    records: list[JsonObject | StackExtended] = field(default_factory=list)
+    errors: dict[str, str] | None = where_set()
+    billing: list[JsonObject] | None = where_set()
+
+
 class StackUp:
     """Brings one stack up: deploy, watch every backend, and move region on capacity refusal."""
 
@@ -155,13 +180,13 @@ class StackUp:
         self,
         config: StackConfig,
         options: UpOptions,
-        evidence: Evidence,
+        evidence: Evidence[UpFile],
         lock: threading.Lock,
         expires_at: str | None,
-        records: dict[str, dict[str, Any]],
+        records: dict[str, JsonObject],
         *,
         stop: threading.Event | None = None,
-        inherited: dict[str, dict[str, Any]] | None = None,
+        inherited: dict[str, JsonObject] | None = None,
         stores: RegionStores | None = None,
     ) -> None:
         self.config = config
@@ -219,8 +244,10 @@ class StackUp:
 
     def save(self) -> None:
         with self.lock:
-            self.evidence.data["records"] = [r for r in self.evidence.data["records"] if r["stack"] != self.config.name]
-            self.evidence.data["records"].extend(self.records.values())
+            file = self.evidence.file
+            # The backends' records as they stand: the same objects the watches go on filling.
+            file.records = [r for r in file.records if r.get("stack") != self.config.name]
+            file.records += self.records.values()
             self.evidence.save()
 
     def run(self) -> None:
@@ -269,7 +296,7 @@ class StackUp:
             self.log(f"was deployed without a time-to-live: this deploy adds one (zero at {self.expires_at})")
 
     def attempt(self, region: str) -> str:
-        attempt: dict[str, Any] = {"region": region, "deploy_started_at": now_iso()}
+        attempt: JsonObject = {"region": region, "deploy_started_at": now_iso()}
         for record in self.records.values():
             record["attempts"].append(attempt)
             for key in ATTEMPT_FIELDS:  # what the last region's attempt saw is not this one's
@@ -590,8 +617,9 @@ class StackUp:
             except Exception as error:  # the satellite's fault is its own line, never its sibling's end
                 moved.stopped_by(describe(error))
 
-    def billing(self) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = [row for satellite in self.satellites for row in satellite.billing()]
+    def billing(self) -> list[JsonObject]:
+        """What bills now, a row per backend (runner.costing.billing_now's rows, its watch reads them)."""
+        rows: list[JsonObject] = [row for satellite in self.satellites for row in satellite.billing()]
         for watch in [w for w in self.watches if w.output.name in self.records]:  # moved ones bill there
             try:
                 rows += watch.billing()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from catalog.backends import (
@@ -33,6 +33,7 @@ from catalog.serving import HOURLY_NOTES, serving
 from runner.core.backend_entries import BackendEntry, CatalogFacts
 from runner.core.errors import RunnerError, aws_error_code
 from runner.core.references import resolve
+from runner.core.typed_json import JsonObject
 from runner.costing.billing_now import hourly
 from runner.costing.prices import price_request
 
@@ -107,18 +108,27 @@ class Row:
             self.runs, self.reason = False, reason
 
 
+@dataclass(frozen=True)
+class Account:
+    """The account the survey runs in and who calls (STS GetCallerIdentity)."""
+
+    account: str | None
+    arn: str | None
+    source: str = "STS GetCallerIdentity"
+
+
 @dataclass
 class Preflight:
-    account: dict[str, Any]
+    """The survey's plan: the account, the Session Manager plugin, a row per backend, what to know
+    before anything is made, and the time-to-live (a dry run's evidence, and the survey's state)."""
+
+    account: Account
     plugin: Check
     rows: list[Row]
     notices: list[str]
     ttl_hours: float | None
     # The context the plan was made with: the user's, less the keys of backends left out.
-    context: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    context: JsonObject = field(default_factory=dict)
 
 
 def known_backends() -> list[str]:
@@ -136,7 +146,7 @@ def choose_backends(names: list[str]) -> list[str]:
     return [n for n in known if not get_backend(n).opt_in]
 
 
-def account_check(sts: Any) -> dict[str, Any]:
+def account_check(sts: Any) -> Account:
     """GetCallerIdentity: the account and who is calling; a refusal is one line (exit 2)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -144,7 +154,7 @@ def account_check(sts: Any) -> dict[str, Any]:
         answer = sts.get_caller_identity()
     except (BotoCoreError, ClientError) as error:
         raise RunnerError(f"credentials: STS GetCallerIdentity failed: {error}") from None
-    return {"account": answer.get("Account"), "arn": answer.get("Arn"), "source": "STS GetCallerIdentity"}
+    return Account(answer.get("Account"), answer.get("Arn"))
 
 
 def plugin_check(plugin: str = PLUGIN, needed: bool = True) -> Check:
@@ -267,7 +277,7 @@ def price_of(backend: BackendConfig) -> tuple[float | None, str]:
 def run_preflight(
     config: AppConfig,
     chosen: list[str],
-    account: dict[str, Any],
+    account: Account,
     quotas: Quotas,
     plugin: Check,
     refused: Mapping[str, tuple[str, str]] | None = None,

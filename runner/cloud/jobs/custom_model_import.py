@@ -17,13 +17,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from catalog.backends import BackendKind
 from catalog.contract import APP_TAG, BACKEND_TAG_KEY, BackendOutput
-from runner.cloud.image_builds import RUNNING, build_record, follow, last_log_lines, start_build
+from runner.cloud.image_builds import RUNNING, BuildRecord, build_record, follow, last_log_lines, start_build
 from runner.core.errors import RunnerError, aws_error_code, describe
+from runner.core.typed_json import FlatJson
 
 # The model architectures Custom Model Import accepts, as the `architectures` of a Hugging Face
 # config.json names them. Source: Amazon Bedrock user guide, "Import a customized model into Amazon
@@ -123,7 +125,7 @@ def copy_weights(
     poll_s: float,
     on_phase: Callable[[dict[str, Any]], None],
     logs: Any | None = None,
-) -> dict[str, Any]:
+) -> BuildRecord:
     """Start the weights job (or follow the one running) to its end; the build's record, or
     ImportFailed with the failed phase's reason (and the build's last log lines) on one line."""
     try:
@@ -132,9 +134,9 @@ def copy_weights(
         raise ImportFailed(f"could not start the weights copy {output.weights_job}: {describe(error)}") from None
     if build["buildStatus"] == RUNNING:
         build = follow(codebuild, build["id"], poll_s, on_phase)
-    record = build_record(output, build) | {"project": output.weights_job}
+    record = replace(build_record(output, build), project=output.weights_job)
     if build["buildStatus"] != "SUCCEEDED":
-        reason = record["failure"] or f"phase {record['failed_phase'] or '?'} {build['buildStatus']}"
+        reason = record.failure or f"phase {record.failed_phase or '?'} {build['buildStatus']}"
         tail = last_log_lines(logs, build, count=2) if logs is not None else ""
         reason = f"{reason}; last log lines: {tail}" if tail else reason
         raise ImportFailed(f"weights copy {build['id']} {build['buildStatus']}: {' '.join(str(reason).split())}")
@@ -262,16 +264,31 @@ def imported_models(bedrock: Any) -> list[dict[str, Any]]:
     return models
 
 
-def model_record(model: dict[str, Any]) -> dict[str, Any]:
-    """What the evidence keeps of an imported model."""
-    return {
-        "model_arn": model.get("modelArn"),
-        "model_name": model.get("modelName"),
-        "architecture": model.get("modelArchitecture"),
-        "custom_model_units": model_units(model),
-        "custom_model_units_version": (model.get("customModelUnits") or {}).get("customModelUnitsVersion"),
-        "instruct_supported": model.get("instructSupported"),
-        "created": str(model.get("creationTime")) if model.get("creationTime") else None,
-        "job_arn": model.get("jobArn"),
-        "price": PRICE_LINE,
-    }
+@dataclass(frozen=True)
+class ModelRecord(FlatJson):
+    """What the evidence keeps of an imported model (GetImportedModel's answer), with the price
+    AWS bills it at."""
+
+    model_arn: str | None
+    model_name: str | None
+    architecture: str | None
+    custom_model_units: int | None
+    custom_model_units_version: str | None
+    instruct_supported: bool | None
+    created: str | None
+    job_arn: str | None
+    price: str = PRICE_LINE
+
+
+def model_record(model: dict[str, Any]) -> ModelRecord:
+    """An imported model as GetImportedModel describes it, kept as its record."""
+    return ModelRecord(
+        model_arn=model.get("modelArn"),
+        model_name=model.get("modelName"),
+        architecture=model.get("modelArchitecture"),
+        custom_model_units=model_units(model),
+        custom_model_units_version=(model.get("customModelUnits") or {}).get("customModelUnitsVersion"),
+        instruct_supported=model.get("instructSupported"),
+        created=str(model.get("creationTime")) if model.get("creationTime") else None,
+        job_arn=model.get("jobArn"),
+    )

@@ -16,11 +16,11 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from catalog.contract import BackendOutput
 from runner.core.errors import RunnerError
 from runner.core.files import PROJECT_ROOT, write_atomically
+from runner.core.typed_json import JsonObject
 
 FORWARDS_ENV = "INFERENCE_FORWARDS_FILE"
 # argv[1] of every plugin this runner starts (the session response travels in this variable):
@@ -43,13 +43,14 @@ class Forward:
     session_id: str
     started_at: str
     log: str
-    output: dict[str, Any]
+    # The backend's stack output, as the forward was opened for it.
+    output: JsonObject
 
     @property
     def backend_output(self) -> BackendOutput:
         return BackendOutput.parse(self.backend, self.output, stack="forwards file")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
 

@@ -39,7 +39,7 @@ from runner.cloud.aws import boto_client
 from runner.cloud.readiness import read_readiness
 from runner.core.backends import Backend
 from runner.core.errors import RunnerError, aws_error_code, describe
-from runner.core.typed_json import read_fields
+from runner.core.typed_json import FlatJson, JsonObject, read_fields
 
 DOCUMENT = "AWS-RunShellScript"
 # SendCommand's TimeoutSeconds: how long the command may wait for the instance's agent to take it.
@@ -103,7 +103,7 @@ def execution_timeout_s(repeats: int, timeout_s: float) -> int:
     return int(min(EXECUTION_TIMEOUT_MAX_S, max(EXECUTION_TIMEOUT_MIN_S, need)))
 
 
-def kit_commands(output: Any, run_prefix: str, config: dict[str, Any], requests: bool = False) -> list[str]:
+def kit_commands(output: Any, run_prefix: str, config: JsonObject, requests: bool = False) -> list[str]:
     """The shell lines the instance runs (POSIX sh: the document runs them with `sh`). With
     `requests`, the run's request bodies are fetched from its folder first and handed to the kit."""
     encoded = base64.b64encode(json.dumps(config, separators=(",", ":")).encode()).decode()
@@ -146,13 +146,14 @@ class KitResult:
     per level (kit 3) the span of its timed requests and the server's metrics."""
 
     kit: int
-    host: dict[str, Any]
-    client: dict[str, Any]
-    records: list[dict[str, Any]]
-    warm_ups: list[dict[str, Any]] = field(default_factory=list)
-    accelerator: dict[str, Any] | None = None
+    # What the kit said of the host and of itself, as it said it.
+    host: JsonObject
+    client: JsonObject
+    records: list[JsonObject]
+    warm_ups: list[JsonObject] = field(default_factory=list)
+    accelerator: JsonObject | None = None
     level_spans: list[list[float]] = field(default_factory=list)
-    server_metrics: list[dict[str, Any] | None] = field(default_factory=list)
+    server_metrics: list[JsonObject | None] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: object, where: str) -> KitResult:
@@ -170,6 +171,32 @@ class KitResult:
         return cls(**values, warm_ups=warm_ups)
 
 
+@dataclass(frozen=True)
+class KitRunEntry(FlatJson):
+    """One server's in-region run as a bench evidence file keeps it (`in_region`): where and how
+    it ran, how the command ended, where its result was (and that it was deleted once read), and
+    what the kit said of the host, itself and the accelerator."""
+
+    backend: str
+    row: str
+    region: str | None = None
+    instance_id: str | None = None
+    instance_type: str | None = None
+    document: str | None = None
+    command_id: str | None = None
+    status: str | None = None
+    status_details: str | None = None
+    response_code: int | None = None
+    evidence: str | None = None
+    evidence_deleted_after_read: bool = False
+    kit: str | None = None
+    problem: str | None = None
+    host: JsonObject | None = None
+    client: JsonObject | None = None
+    kit_version: int | None = None
+    accelerator: JsonObject | None = None
+
+
 @dataclass
 class Run:
     """One server's in-region run: where it goes, the command, how it ended."""
@@ -177,9 +204,10 @@ class Run:
     backend: Backend
     instance_id: str
     run_prefix: str
-    config: dict[str, Any]
+    config: JsonObject
     command_id: str | None = None
-    invocation: dict[str, Any] = field(default_factory=dict)
+    # The command's invocation as SSM GetCommandInvocation answered.
+    invocation: JsonObject = field(default_factory=dict)
     problem: str | None = None
     result: KitResult | None = None
     # True once the run's objects were deleted from the bucket (their content is in the evidence).
@@ -197,31 +225,32 @@ class Run:
     def result_key(self) -> str:
         return f"{self.run_prefix}{RESULT_FILE}"
 
-    def to_json(self) -> dict[str, Any]:
-        invocation = self.invocation
-        return {
-            "backend": self.backend.name,
-            "row": row_name(self.backend.name),
-            "region": self.output.region,
-            "instance_id": self.instance_id,
-            "instance_type": self.output.instance_type,
-            "document": DOCUMENT,
-            "command_id": self.command_id,
-            "status": invocation.get("Status"),
-            "status_details": invocation.get("StatusDetails"),
-            "response_code": invocation.get("ResponseCode"),
-            "evidence": f"s3://{self.output.evidence_bucket}/{self.result_key}",
-            "evidence_deleted_after_read": self.deleted,
-            "kit": self.output.bench_kit,
-            "problem": self.problem,
-            "host": self.result.host if self.result else None,
-            "client": self.result.client if self.result else None,
-            "kit_version": self.result.kit if self.result else None,
-            "accelerator": self.result.accelerator if self.result else None,
-        }
+    def entry(self) -> KitRunEntry:
+        """The run as the evidence keeps it."""
+        invocation, result = self.invocation, self.result
+        return KitRunEntry(
+            backend=self.backend.name,
+            row=row_name(self.backend.name),
+            region=self.output.region,
+            instance_id=self.instance_id,
+            instance_type=self.output.instance_type,
+            document=DOCUMENT,
+            command_id=self.command_id,
+            status=invocation.get("Status"),
+            status_details=invocation.get("StatusDetails"),
+            response_code=invocation.get("ResponseCode"),
+            evidence=f"s3://{self.output.evidence_bucket}/{self.result_key}",
+            evidence_deleted_after_read=self.deleted,
+            kit=self.output.bench_kit,
+            problem=self.problem,
+            host=result.host if result else None,
+            client=result.client if result else None,
+            kit_version=result.kit if result else None,
+            accelerator=result.accelerator if result else None,
+        )
 
 
-def prepare(backend: Backend, config: dict[str, Any], ssm: Any) -> Run | str:
+def prepare(backend: Backend, config: JsonObject, ssm: Any) -> Run | str:
     """The run for a ready server, or the one line saying why it is not run."""
     output = backend.output
     readiness = read_readiness(ssm, output.readiness_parameter)
@@ -332,7 +361,7 @@ def discard(run: Run, s3: Any) -> None:
 
 def run_in_region(
     backends: list[Backend],
-    config: dict[str, Any],
+    config: JsonObject,
     *,
     repeats: int,
     timeout_s: float,
