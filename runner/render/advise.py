@@ -14,7 +14,7 @@ from rich.table import Table
 
 from runner.core.evidence import EvidenceFile
 from runner.core.stats import fmt
-from runner.core.typed_json import JsonObject, read_sections
+from runner.core.typed_json import JsonObject, read_sections, where_set
 from runner.costing.purchase import PurchasePrice
 from runner.costing.rows import Advice, advice_in
 from runner.render.cost import UsedPrice
@@ -33,7 +33,7 @@ class AdviseFile(EvidenceFile):
     prices: list[UsedPrice] = field(default_factory=list)
     pricing_queries: list[JsonObject] = field(default_factory=list)
     # The purchase options the months were priced at (`--purchase`), each with its source.
-    purchase: list[PurchasePrice] = field(default_factory=list)
+    purchase: list[PurchasePrice] | None = where_set()
     rows_schema: int | None = None
     why: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)

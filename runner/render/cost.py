@@ -19,7 +19,7 @@ from catalog.prices import HOURS_PER_MONTH, Price
 from runner.core.accuracy import Accuracy
 from runner.core.evidence import EvidenceFile
 from runner.core.stats import fmt
-from runner.core.typed_json import FlatJson, JsonObject, flat, read_sections, reader_of
+from runner.core.typed_json import FlatJson, JsonObject, flat, read_sections, reader_of, where_set
 from runner.costing.prices import GIVEN, PriceRequest
 from runner.costing.purchase import (
     BEDROCK_BATCH,
@@ -63,9 +63,10 @@ class CostFile(EvidenceFile):
     scaling: list[Scaling] = field(default_factory=list)
     accuracy: dict[str, Accuracy] = field(default_factory=dict)
     rows_schema: int | None = None
-    # Beside on-demand: each priced item's purchase options, and the queries that found them.
-    purchase: list[PurchasePrice] = field(default_factory=list)
-    purchase_queries: list[JsonObject] = field(default_factory=list)
+    # Beside on-demand: each priced item's purchase options, and the queries that found them (a
+    # file of a runner before them has neither).
+    purchase: list[PurchasePrice] | None = where_set()
+    purchase_queries: list[JsonObject] | None = where_set()
 
     @classmethod
     def from_json(cls, data: Mapping[str, object], where: object = None) -> Self:
@@ -152,7 +153,7 @@ def purchase_lines(evidence: CostFile) -> list[str]:
             if row.backend not in names:
                 names.append(row.backend)
     lines = []
-    for key, figures in purchases_by_item(evidence.purchase).items():
+    for key, figures in purchases_by_item(evidence.purchase or []).items():
         who = f"{', '.join(backends.get(key, [])) or key[1]} ({key[1]}, {key[2]})"
         absent: dict[str, list[str]] = {}
         for figure in figures:
@@ -220,7 +221,7 @@ def render_report(evidence: CostFile, out: Console, baseline: CostFile | None = 
     for column in table.columns[:2]:
         column.no_wrap = True
     accuracy = evidence.accuracy
-    purchases = purchases_by_item(evidence.purchase)
+    purchases = purchases_by_item(evidence.purchase or [])
     for row in evidence.records:
         monthly = row.usd_per_month_24x7
         monthly_text = f"{monthly:.0f} (24x7)" if monthly else "-"

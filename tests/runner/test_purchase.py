@@ -40,7 +40,7 @@ from runner.costing.purchase import (
     Sources,
     purchase_prices,
 )
-from runner.render.cost import render_report
+from runner.render.cost import CostFile, render_report
 from tests.runner.fake_pricing import FakePricing
 from tests.runner.fake_purchase import FakeEC2, FakeSavingsPlans, offering_rate
 from tests.runner.test_advise import aws_bench, by_option, expected_g6, expected_serverless
@@ -308,7 +308,7 @@ def test_the_cost_table_shows_each_option_beside_on_demand_with_its_source_and_d
     assert cost.run([str(path), "--offline", "--results-dir", str(tmp_path / "out")]) == 0
     (saved,) = (tmp_path / "out").glob("*/cost-*.json")
     out = io.StringIO()
-    render_report(json.loads(saved.read_text()), Console(file=out, width=400, color_system=None))
+    render_report(CostFile.from_json(json.loads(saved.read_text())), Console(file=out, width=400, color_system=None))
     text = out.getvalue()
     on_demand_per_million = 0.8048 / (131.5 * 3600) * 1e6
     spot = statistics.median(SPOT_NOW.values())
