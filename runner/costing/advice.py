@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
 
 from catalog.backends import Billing
 from catalog.prices import DAYS_PER_MONTH, HOURS_PER_MONTH, MODEL_IMPORT_WINDOW_MINUTES, Price
@@ -50,6 +49,7 @@ from runner.core.errors import RunnerError
 from runner.core.records import RequestRecord, records_of
 from runner.core.references import resolve
 from runner.core.stats import median, percentile
+from runner.core.typed_json import JsonObject
 from runner.costing.arithmetic import (
     instance_seconds_usd,
     model_import_windows_usd,
@@ -127,7 +127,7 @@ class Workload:
     def per_month(self) -> float:
         return self.requests_per_day * DAYS_PER_MONTH
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self) | {"per_hour": self.per_hour(), "per_month": self.per_month}
 
 
@@ -253,7 +253,7 @@ def _points(records: list[RequestRecord], output_tokens: int) -> list[Point]:
 LENGTH_MATCH = 0.05
 
 
-def workload_matches(config: dict[str, Any], workload: Workload) -> str | None:
+def workload_matches(config: JsonObject, workload: Workload) -> str | None:
     """Why a bench file's workload is not the one advised on (None: it is): the same preset, or
     the same lengths within 5 %, graded on the same objectives and a share at least as strict."""
     measured = config.get("workload") or {}
@@ -274,7 +274,7 @@ def workload_matches(config: dict[str, Any], workload: Workload) -> str | None:
     return None
 
 
-def measured_capacity(path: str, evidence: dict[str, Any], name: str, workload: Workload) -> tuple[Point | None, str]:
+def measured_capacity(path: str, evidence: JsonObject, name: str, workload: Workload) -> tuple[Point | None, str]:
     """The most load `name` carried within the workload's objectives in this evidence (the file at
     `path`), as a point whose capacity is the good requests an hour (goodput x 3600); else None and
     why not."""
@@ -336,7 +336,7 @@ def _cold(cold: list[RequestRecord], warm: list[RequestRecord], output_tokens: i
 
 
 def measured_options(
-    path: str, evidence: dict[str, Any], output_tokens: int, workload: Workload | None = None
+    path: str, evidence: JsonObject, output_tokens: int, workload: Workload | None = None
 ) -> list[Measured]:
     """Every option one bench or batch evidence file measured (one per backend); with a workload
     that has objectives, the capacity each was measured to carry within them."""
@@ -377,7 +377,7 @@ def measured_options(
     return options
 
 
-def measured_tokens(evidences: list[dict[str, Any]]) -> tuple[int | None, int | None]:
+def measured_tokens(evidences: list[JsonObject]) -> tuple[int | None, int | None]:
     """The mean prompt and output tokens of every successful warm request (the default workload)."""
     records = [r for e in evidences for r in records_of(e) if r.ok and not is_cold(r)]
     prompt = [r.prompt_tokens for r in records if isinstance(r.prompt_tokens, int)]

@@ -11,9 +11,9 @@ marked as such for another region; `runner.cost` asks the Pricing API.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from catalog.prices import EC2, GP3_BASELINE_MBS, SAGEMAKER, offline_price
+from runner.core.typed_json import JsonObject
 from runner.costing.arithmetic import with_raised_throughput
 
 
@@ -27,7 +27,7 @@ class BillingNow:
     usd_per_hour: float | None
     note: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "backend": self.backend,
             "region": self.region,

@@ -48,6 +48,7 @@ from runner.core.evidence import load
 from runner.core.records import RequestRecord, records_of
 from runner.core.references import resolve
 from runner.core.stats import median, percentile
+from runner.core.typed_json import JsonObject
 from runner.costing.arithmetic import (
     bedrock_per_million_output,
     breakeven_tok_s,
@@ -196,11 +197,11 @@ def cold_records(evidence: Mapping[str, Any], where: object = None) -> dict[str,
     return cold
 
 
-def _spec_json(spec: Any) -> dict[str, Any]:
+def _spec_json(spec: Any) -> JsonObject:
     return {k: getattr(v, "value", v) for k, v in asdict(spec).items()}
 
 
-def catalog_backends() -> list[dict[str, Any]]:
+def catalog_backends() -> list[JsonObject]:
     """With no evidence: every AWS backend of the catalog, in its first region."""
     return [
         {
@@ -216,7 +217,7 @@ def catalog_backends() -> list[dict[str, Any]]:
     ]
 
 
-def read_cost_evidence(path: Path, reader: str = "runner.cost") -> dict[str, Any]:
+def read_cost_evidence(path: Path, reader: str = "runner.cost") -> JsonObject:
     """A bench or batch evidence file; evidence of any other command is one line."""
     data = load(path)
     if data["command"] not in COST_COMMANDS:
@@ -227,7 +228,7 @@ def read_cost_evidence(path: Path, reader: str = "runner.cost") -> dict[str, Any
     return data
 
 
-def split_quality(paths: list[Path], reader: str) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, Accuracy]]:
+def split_quality(paths: list[Path], reader: str) -> tuple[list[tuple[str, JsonObject]], dict[str, Accuracy]]:
     """The cost inputs (bench, batch) read and checked, and the accuracy per backend that any
     quality evidence among them gives (runner.quality), shown beside the cost, never priced."""
     loaded = [(path, load(path)) for path in paths]
@@ -258,7 +259,7 @@ def batch_region(backend: BackendEntry, job: BatchJob) -> str | None:
     return job.region or backend.region or backend.output.region or next(iter(backend.spec.regions), None)
 
 
-def evidence_price_requests(evidence: dict[str, Any]) -> list[PriceRequest]:
+def evidence_price_requests(evidence: JsonObject) -> list[PriceRequest]:
     """Everything one bench or batch evidence file needs priced."""
     if evidence.get("command") == "batch":
         requests = []
@@ -275,13 +276,13 @@ def bedrock_reference_request() -> PriceRequest:
     return PriceRequest(BEDROCK, bedrock_price_name(REFERENCE_BEDROCK.model_id), PRICING_API_REGION)
 
 
-def cost_price_requests(evidences: list[dict[str, Any]]) -> list[PriceRequest]:
+def cost_price_requests(evidences: list[JsonObject]) -> list[PriceRequest]:
     """Everything `cost_rows` needs priced for these evidence files: each one's backends or jobs,
     and the Bedrock reference the break-even is taken against."""
     return [*(r for evidence in evidences for r in evidence_price_requests(evidence)), bedrock_reference_request()]
 
 
-def offline_cost_rows(source: str, evidence: dict[str, Any]) -> list[CostRow]:
+def offline_cost_rows(source: str, evidence: JsonObject) -> list[CostRow]:
     """`runner.cost --offline` of one bench or batch evidence file, without writing evidence: its
     cost rows at the dated offline table's prices (the Pricing API is never asked)."""
     prices, _ = price_all(cost_price_requests([evidence]), None)
@@ -290,7 +291,7 @@ def offline_cost_rows(source: str, evidence: dict[str, Any]) -> list[CostRow]:
 
 def _base_row(
     source: str,
-    evidence: dict[str, Any],
+    evidence: JsonObject,
     backend: BackendEntry,
     request: PriceRequest | None,
     price: Price | None,
@@ -515,7 +516,7 @@ def model_unit_storage_rows(
     ]
 
 
-def batch_rows(source: str, evidence: dict[str, Any], prices: dict[PriceRequest, Price]) -> list[CostRow]:
+def batch_rows(source: str, evidence: JsonObject, prices: dict[PriceRequest, Price]) -> list[CostRow]:
     """One row per transform job: its instances for its billable time, over its output tokens."""
     rows = []
     for job in jobs_of(evidence, source):
@@ -550,7 +551,7 @@ def batch_rows(source: str, evidence: dict[str, Any], prices: dict[PriceRequest,
 
 def cost_rows(
     source: str,
-    evidence: dict[str, Any],
+    evidence: JsonObject,
     prices: dict[PriceRequest, Price],
     *,
     backends: list[BackendEntry] | None = None,
@@ -591,7 +592,7 @@ def max_instances(backend: BackendEntry) -> int:
 
 
 def second_instance(
-    evidence: dict[str, Any], backend: BackendEntry, price: Price | None, bound_s: float | None = None
+    evidence: JsonObject, backend: BackendEntry, price: Price | None, bound_s: float | None = None
 ) -> Scaling | None:
     """For the real-time endpoint: from the closed-loop levels, where one instance stops growing
     (the first level whose tok/s is within 5 % of the next level's, or the last whose p95

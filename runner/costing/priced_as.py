@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any
 
 from catalog.prices import EC2, OFFLINE_PRICES, PRICING_API_REGION, SAGEMAKER, offline_price
 from runner.core.backend_entries import PricedAs
 from runner.core.errors import RunnerError
 from runner.core.flags import finite
+from runner.core.typed_json import JsonObject
 
 # An instance type as AWS names them: g6.xlarge, ml.g6.xlarge, inf2.xlarge, m7i.large.
 INSTANCE_TYPE = re.compile(r"(ml\.)?[a-z][a-z0-9-]*\.[a-z0-9]+")
@@ -69,7 +69,7 @@ def instance(shown: str, value: str, *, offline: bool) -> PricedAs:
     return PricedAs(flag=shown, instance_type=value)
 
 
-def price_as(inputs: list[tuple[str, dict[str, Any]]], given: dict[str, PricedAs]) -> list[tuple[str, dict[str, Any]]]:
+def price_as(inputs: list[tuple[str, JsonObject]], given: dict[str, PricedAs]) -> list[tuple[str, JsonObject]]:
     """The evidence with each backend the user priced marked so in its entry (copies: the files
     read are not changed); a name that is no backend of the evidence is one line."""
     if not given:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from catalog.backends import Billing
 from catalog.prices import Price
 from runner.core.accuracy import Accuracy
 from runner.core.errors import RunnerError
-from runner.core.typed_json import FlatJson, fits, named, read_fields
+from runner.core.typed_json import FlatJson, JsonObject, fits, named, read_fields
 from runner.costing.billing_models import billing_model
 
 ROWS_SCHEMA = 1
@@ -26,14 +26,14 @@ ROW_COMMANDS = ("cost", "advise")
 R = TypeVar("R")
 
 
-def _billing(data: dict[str, Any], what: str) -> Billing:
+def _billing(data: JsonObject, what: str) -> Billing:
     try:
         return Billing(data.get("billing"))
     except ValueError:
         raise RunnerError(f"{what}: 'billing' is {data.get('billing')!r}, not a billing model") from None
 
 
-def _price(data: dict[str, Any], what: str) -> Price | None:
+def _price(data: JsonObject, what: str) -> Price | None:
     if data.get("price") is None:
         return None
     return Price(**read_fields(Price, data["price"], f"{what}, its price"))
@@ -70,7 +70,7 @@ class ColdFigures:
     phase: str | None = None
     phase_s: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         figures = {"requests": self.requests, "median_e2e_s": self.median_e2e_s, "output_tokens": self.output_tokens}
         return figures | ({self.phase: self.phase_s} if self.phase else {})
 
@@ -140,8 +140,8 @@ class CostRow:
         """A load level or a batch job (not a cold start, a fixed line, or a row not priced)."""
         return isinstance(self.figures, LevelFigures | JobFigures)
 
-    def to_json(self) -> dict[str, Any]:
-        row: dict[str, Any] = {
+    def to_json(self) -> JsonObject:
+        row: JsonObject = {
             "evidence": self.evidence,
             "backend": self.backend,
             "billing": self.billing.value,
@@ -217,8 +217,8 @@ class Scaling:
     pays_for_itself: bool | None = None
     evidence: str | None = None  # the bench evidence it came from, set by runner.cost
 
-    def to_json(self) -> dict[str, Any]:
-        row: dict[str, Any] = {"backend": self.backend, "max_instances": self.max_instances, "bound_s": self.bound_s}
+    def to_json(self) -> JsonObject:
+        row: JsonObject = {"backend": self.backend, "max_instances": self.max_instances, "bound_s": self.bound_s}
         if self.capacity_level is not None:
             row |= {key: getattr(self, key) for key in SCALING_CAPACITY}
         if self.scaled_level is not None:
@@ -269,8 +269,8 @@ class Advice:
     # From the quality evidence given beside (runner.quality's overall figures), set by runner.advise.
     accuracy: Accuracy | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        row: dict[str, Any] = {
+    def to_json(self) -> JsonObject:
+        row: JsonObject = {
             "option": self.option,
             "billing": self.billing.value,
             "evidence": self.evidence,
@@ -311,7 +311,7 @@ class Advice:
         )
 
 
-def check_rows_schema(evidence: dict[str, Any], where: object) -> None:
+def check_rows_schema(evidence: JsonObject, where: object) -> None:
     """A cost or advise file whose rows are of another version than this runner's is one line."""
     if evidence.get("command") not in ROW_COMMANDS:
         return
@@ -323,7 +323,7 @@ def check_rows_schema(evidence: dict[str, Any], where: object) -> None:
         )
 
 
-def _rows_in(evidence: dict[str, Any], where: object, key: str, read: Callable[[object], R]) -> list[R]:
+def _rows_in(evidence: JsonObject, where: object, key: str, read: Callable[[object], R]) -> list[R]:
     check_rows_schema(evidence, where)
     try:
         return [read(entry) for entry in evidence.get(key) or []]
@@ -331,16 +331,16 @@ def _rows_in(evidence: dict[str, Any], where: object, key: str, read: Callable[[
         raise RunnerError(f"{where}: {error}") from None
 
 
-def cost_rows_in(evidence: dict[str, Any], where: object) -> list[CostRow]:
+def cost_rows_in(evidence: JsonObject, where: object) -> list[CostRow]:
     """The rows of a cost evidence file, typed (its version checked; a malformed row is one line)."""
     return _rows_in(evidence, where, "records", CostRow.from_json)
 
 
-def scaling_in(evidence: dict[str, Any], where: object) -> list[Scaling]:
+def scaling_in(evidence: JsonObject, where: object) -> list[Scaling]:
     """The second-instance verdicts of a cost evidence file, typed."""
     return _rows_in(evidence, where, "scaling", Scaling.from_json)
 
 
-def advice_in(evidence: dict[str, Any], where: object) -> list[Advice]:
+def advice_in(evidence: JsonObject, where: object) -> list[Advice]:
     """The options of an advise evidence file, typed (its version checked; a malformed row is one line)."""
     return _rows_in(evidence, where, "records", Advice.from_json)
