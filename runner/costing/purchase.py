@@ -318,10 +318,12 @@ class Sources:
         api = API_NAMES[operation]
         if self.clients is not None and api not in self.down:
             from botocore.exceptions import BotoCoreError, ClientError
+            from botocore.parsers import ResponseParserError
 
             try:
                 response = getattr(self.clients(service, asked_in), operation)(**request)
-            except (BotoCoreError, ClientError) as error:
+            # An endpoint that answers what is no AWS answer (an HTML error page) is down as well.
+            except (BotoCoreError, ClientError, ResponseParserError) as error:
                 self.down[api] = describe(error)
                 self.notices.append(f"{api}: {describe(error)}; purchase options from the recorded snapshots")
             else:
