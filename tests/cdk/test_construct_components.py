@@ -81,7 +81,10 @@ def test_the_component_runs_the_real_time_endpoints_model_on_one_gpu_per_copy(ca
         "VariantName": "AllTraffic",
         "Specification": {
             "ModelName": {"Fn::GetAtt": [logical_id(made.model), "ModelName"]},
-            "ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 8192},
+            "ComputeResourceRequirements": {
+                "NumberOfAcceleratorDevicesRequired": 1,
+                "MinMemoryRequiredInMb": spec.copy_memory_mb,
+            },
             "StartupParameters": {
                 "ContainerStartupHealthCheckTimeoutInSeconds": 1800,
                 "ModelDataDownloadTimeoutInSeconds": 1800,
@@ -97,6 +100,25 @@ def test_the_component_runs_the_real_time_endpoints_model_on_one_gpu_per_copy(ca
     assert render_join(container["Image"]).endswith(f"/{get_backend('sagemaker').image}")
     (_, endpoint) = only(template, "AWS::SageMaker::Endpoint")
     assert endpoint["Properties"]["EndpointName"] == ENDPOINT
+
+
+# The most host memory a copy was seen to reserve and be placed with on a 16 GiB instance (an
+# ml.g5.xlarge, as an ml.g6.xlarge has): 1024 MB was placed and 4096 refused ("There is not enough
+# hardware resources on the instances for this endpoint to create a copy of the inference
+# component"), the schedulable pool being much smaller than the instance's memory (the public
+# hf-cloud-sagemaker-production-defaults deploy notes, "Sizing the component").
+PLACED_ON_16_GIB_MB = 1024
+
+
+def test_a_copy_reserves_no_more_host_memory_than_a_16_gib_instance_was_seen_to_place(catalog_endpoint):
+    _, template = catalog_endpoint
+    spec = get_backend(NAME)
+    (_, component) = only(template, "AWS::SageMaker::InferenceComponent")
+    requirements = component["Properties"]["Specification"]["ComputeResourceRequirements"]
+    assert spec.instance_type == "ml.g6.xlarge"
+    assert 0 < requirements["MinMemoryRequiredInMb"] <= PLACED_ON_16_GIB_MB
+    # A reservation, not a cap: no maximum is set, so vLLM takes the host memory it needs.
+    assert "MaxMemoryRequiredInMb" not in requirements
 
 
 def test_copies_scale_on_concurrent_requests_per_copy_and_leave_zero_on_the_no_capacity_alarm(catalog_endpoint):
@@ -195,7 +217,8 @@ def test_the_output_names_the_component_its_copies_and_its_routing(catalog_endpo
     assert (parsed.kind, parsed.endpoint_name, parsed.inference_component_name) == (NAME, ENDPOINT, COMPONENT)
     assert (parsed.copies, parsed.min_copies, parsed.max_copies) == (1, 0, 1)
     assert (parsed.min_instances, parsed.max_instances, parsed.routing_strategy) == (0, 1, "LEAST_OUTSTANDING_REQUESTS")
-    assert (parsed.accelerators_per_copy, parsed.copy_memory_mb, parsed.expires_at) == (1, 8192, EXPIRY)
+    spec = get_backend(NAME)
+    assert (parsed.accelerators_per_copy, parsed.copy_memory_mb, parsed.expires_at) == (1, spec.copy_memory_mb, EXPIRY)
 
 
 # --- its context keys, checked at synth -------------------------------------------------------

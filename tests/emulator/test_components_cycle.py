@@ -15,6 +15,7 @@ from pathlib import Path
 import boto3
 import pytest
 
+from catalog.backends import get_backend
 from runner import bench, cost, sweep
 from runner.up import UpOptions, up
 from tests.aws_emulator.sagemaker_runtime import hold_copies_at_zero
@@ -49,7 +50,11 @@ def test_the_components_endpoint_from_an_empty_account_to_a_measurement_and_back
     component = sagemaker.describe_inference_component(InferenceComponentName=COMPONENT)
     assert component["EndpointName"] == ENDPOINT and component["RuntimeConfig"]["CurrentCopyCount"] == 1
     requirements = component["Specification"]["ComputeResourceRequirements"]
-    assert (requirements["NumberOfAcceleratorDevicesRequired"], requirements["MinMemoryRequiredInMb"]) == (1, 8192)
+    spec = get_backend("sagemaker-components")
+    assert (requirements["NumberOfAcceleratorDevicesRequired"], requirements["MinMemoryRequiredInMb"]) == (
+        spec.accelerators_per_copy,
+        spec.copy_memory_mb,
+    )
     (variant,) = sagemaker.describe_endpoint_config(
         EndpointConfigName=sagemaker.describe_endpoint(EndpointName=ENDPOINT)["EndpointConfigName"]
     )["ProductionVariants"]

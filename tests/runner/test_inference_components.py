@@ -83,7 +83,7 @@ def component(name: str, endpoint_name: str, copies: int = 1, accelerators: floa
             "ModelName": "inference-model",
             "ComputeResourceRequirements": {
                 "NumberOfAcceleratorDevicesRequired": accelerators,
-                "MinMemoryRequiredInMb": 8192,
+                "MinMemoryRequiredInMb": 1024,
             },
         },
         RuntimeConfig={"CopyCount": copies},
