@@ -46,6 +46,11 @@ def component_name(endpoint_name: str) -> str:
     return f"{endpoint_name}-model"
 
 
+def component_log_group(component: str) -> str:
+    """Where SageMaker writes a component's container logs."""
+    return f"/aws/sagemaker/InferenceComponents/{component}"
+
+
 class InferenceComponentEndpoint(Construct):
     def __init__(
         self,
@@ -64,12 +69,17 @@ class InferenceComponentEndpoint(Construct):
         name = component_name(endpoint_name)
         log_group_name = f"/aws/sagemaker/Endpoints/{endpoint_name}"
         self.log_group = owned_log_group(self, "Logs", log_group_name)
+        # A component's container writes under the component's name, not the endpoint's (the
+        # group public deploy tools read a copy's logs from): the stack owns it as it owns the
+        # endpoint's, so a copy that does not start says why, and `cdk destroy` removes it.
+        self.component_logs = owned_log_group(self, "ComponentLogs", component_log_group(name))
         made = sagemaker_model(
             self,
             purpose=f"SageMaker inference component {name}",
             image_uri=dlc_image_uri(stack, spec.image),
             environment=sagemaker_environment(spec.serve_flags, spec.model_id),
             log_group_name=log_group_name,
+            more_log_groups=(component_log_group(name),),
         )
         self.role, self.model = made.role, made.model
         prefix_aware = (
@@ -128,6 +138,7 @@ class InferenceComponentEndpoint(Construct):
                 copy_count=spec.copies
             ),
         )
+        self.component.node.add_dependency(self.component_logs)
         self.scaling = ComponentScaling(self, "Scaling", component=self.component, component_name=name, backend=spec)
         if expires_at:
             self.time_to_live = scheduled_call(
@@ -146,7 +157,7 @@ class InferenceComponentEndpoint(Construct):
             endpoint_name=endpoint_name,
             inference_component_name=name,
             instance_type=spec.instance_type,
-            log_group=self.log_group.log_group_name,
+            log_group=self.component_logs.log_group_name,
             expires_at=expires_at,
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
             min_instances=spec.min_instances,

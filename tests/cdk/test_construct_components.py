@@ -22,7 +22,7 @@ from catalog.contract import BackendOutput, output_key
 from inference_constructs.endpoint_scaling import SCALE_IN_COOLDOWN_S, SCALE_OUT_COOLDOWN_S
 from inference_constructs.inference_components import InferenceComponentEndpoint
 from tests.cdk.conftest import SYNTH_NOW, cdk_json_context, render_join
-from tests.cdk.test_construct_server import EXPIRY, bare_stack, logical_id, only
+from tests.cdk.test_construct_server import EXPIRY, bare_stack, logical_id, only, statements
 
 REGION = "us-east-2"
 ENDPOINT = "inference-sagemaker-components"
@@ -119,6 +119,30 @@ def test_a_copy_reserves_no_more_host_memory_than_a_16_gib_instance_was_seen_to_
     assert 0 < requirements["MinMemoryRequiredInMb"] <= PLACED_ON_16_GIB_MB
     # A reservation, not a cap: no maximum is set, so vLLM takes the host memory it needs.
     assert "MaxMemoryRequiredInMb" not in requirements
+
+
+def test_the_components_container_logs_have_a_group_of_the_stacks_that_its_role_writes_and_the_output_names(
+    catalog_endpoint,
+):
+    made, template = catalog_endpoint
+    # SageMaker writes a component's container logs under the component's name, not the endpoint's.
+    name = f"/aws/sagemaker/InferenceComponents/{COMPONENT}"
+    group_id, group = next(
+        (i, g) for i, g in template.find_resources("AWS::Logs::LogGroup").items()
+        if g["Properties"]["LogGroupName"] == name
+    )  # fmt: skip
+    assert group["Properties"]["RetentionInDays"] == 14
+    assert (group["DeletionPolicy"], group["UpdateReplacePolicy"]) == ("Delete", "Delete")
+    # There before the first copy starts, and its streams the execution role's to write.
+    assert group_id in template.to_json()["Resources"][logical_id(made.component)]["DependsOn"]
+    (write,) = [s for s in statements(template, logical_id(made.role)) if s.get("Sid") == "WriteLogs"]
+    assert set(write["Action"]) == {"logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"}
+    resources = write["Resource"] if isinstance(write["Resource"], list) else [write["Resource"]]
+    assert any(render_join(r).endswith(f":log-group:{name}:*") for r in resources)
+    # The output's log group is where a copy that does not start says why.
+    value = template.to_json()["Outputs"][output_key(NAME)]["Value"]
+    parsed = BackendOutput.parse(output_key(NAME), json.loads(render_join(value)))
+    assert parsed.log_group == f"<{group_id}>"
 
 
 def test_copies_scale_on_concurrent_requests_per_copy_and_leave_zero_on_the_no_capacity_alarm(catalog_endpoint):

@@ -30,6 +30,7 @@ from runner.measure.clients import timed_client_for
 from runner.measure.health import wait_healthy
 from runner.measure.sagemaker import InferenceComponentStreamClient
 from tests.aws_emulator import emulated_aws
+from tests.aws_emulator.account import ACCOUNT
 from tests.aws_emulator.sagemaker_runtime import hold_copies_at_zero
 from tests.runner.fake_openai import FakeOpenAI, Step
 from tests.runner.known_server import known_server
@@ -367,6 +368,24 @@ def test_up_watches_the_endpoint_and_its_component_to_ready_and_prices_its_insta
     record = {}
     assert watch(record, inference_component_name="inference-no-such-model").step() == FAILED
     assert record["reason"] == "inference component inference-no-such-model does not exist"
+
+
+def emulated_component(emulator, name: str = COMPONENT):
+    """The emulator's own record of a component (what AWS does on its own, set by a test)."""
+    operations = emulator.inference_components
+    return operations.get(operations.backend(ACCOUNT, REGION), name)
+
+
+def test_a_component_that_fails_to_start_is_one_line_naming_where_its_container_logged(deployed):
+    logs = f"/aws/sagemaker/InferenceComponents/{COMPONENT}"
+    component = emulated_component(deployed)
+    component.status, component.failure_reason = "Failed", "The container failed to pass its ping health check."
+    record: dict = {}
+    assert watch(record, log_group=logs).step() == FAILED
+    assert record["reason"] == (
+        f"inference component {COMPONENT}: The container failed to pass its ping health check. "
+        f"(its container's logs: {logs})"
+    )
 
 
 def test_the_sweep_finds_the_component_and_removes_it_before_its_endpoint(deployed):

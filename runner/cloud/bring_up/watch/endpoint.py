@@ -118,7 +118,8 @@ class ComponentWatch(EndpointWatch):
             copies = (component.get("RuntimeConfig") or {}).get("CurrentCopyCount")
             self.record.update(readiness=f"endpoint InService, component {state}", copies=copies)
             if state == "Failed":
-                return self.end(FAILED, f"inference component {name}: {component.get('FailureReason') or state}")
+                why = component.get("FailureReason") or state
+                return self.end(FAILED, f"inference component {name}: {why}{self.where_logged()}")
             if state == "InService":
                 ready = component.get("LastModifiedTime") or datetime.now(UTC)
                 self.record.update(ready_at=iso(ready), zone=None)
@@ -129,5 +130,10 @@ class ComponentWatch(EndpointWatch):
                     self.record["held_at_zero"] = "zero copies: the first request starts one"
                 return self.end(READY)
         if time.monotonic() - self.started > (self.options.ready_timeout_s or 3600):
-            return self.end(TIMEOUT, f"endpoint {status}, {self.record['readiness']}")
+            return self.end(TIMEOUT, f"endpoint {status}, {self.record['readiness']}{self.where_logged()}")
         return None
+
+    def where_logged(self) -> str:
+        """Where a copy that does not start wrote why (a crash-looping container stays Creating,
+        with no FailureReason, until its startup health check's timeout)."""
+        return f" (its container's logs: {self.output.log_group})" if self.output.log_group else ""
