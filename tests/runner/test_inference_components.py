@@ -8,6 +8,7 @@ watch, and the sweep that finds the component and removes it before its endpoint
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
@@ -346,9 +347,10 @@ def test_health_waits_for_the_endpoint_and_its_component_and_says_when_it_sits_a
     assert not health.healthy and "Could not find inference component" in health.detail
 
 
-def watch(record: dict, **fields) -> ComponentWatch:
+def watch(record: dict, since: datetime | None = None, **fields) -> ComponentWatch:
     clients = {"sagemaker": aws("sagemaker")}
-    return ComponentWatch(output(**fields), record, clients.__getitem__, WatchOptions(poll_s=0.1), lambda line: None)
+    options = WatchOptions(poll_s=0.1)
+    return ComponentWatch(output(**fields), record, clients.__getitem__, options, lambda line: None, since)
 
 
 def test_up_watches_the_endpoint_and_its_component_to_ready_and_prices_its_instances(deployed):
@@ -374,6 +376,50 @@ def emulated_component(emulator, name: str = COMPONENT):
     """The emulator's own record of a component (what AWS does on its own, set by a test)."""
     operations = emulator.inference_components
     return operations.get(operations.backend(ACCOUNT, REGION), name)
+
+
+def dated(emulator, *, endpoint_made: timedelta, component_made: timedelta, component_modified: timedelta) -> None:
+    """The endpoint and its component as made and last modified that long ago (times SageMaker keeps)."""
+    from moto.core.utils import utcnow
+
+    now = utcnow()
+    operations = emulator.inference_components
+    operations.backend(ACCOUNT, REGION).endpoints[ENDPOINT].creation_time = now - endpoint_made
+    component = emulated_component(emulator)
+    component.created, component.modified = now - component_made, now - component_modified
+
+
+def test_a_component_this_up_made_is_ready_no_earlier_than_the_look_that_saw_it_in_service(deployed):
+    # The deploy began 15 min ago, made the endpoint 12 min ago and the component 8 min ago; the
+    # component's LastModifiedTime never moved (its creation), so only the look says when it was ready.
+    dated(deployed, endpoint_made=timedelta(minutes=12), component_made=timedelta(minutes=8),
+          component_modified=timedelta(minutes=8))  # fmt: skip
+    record: dict = {}
+    looked = datetime.now(UTC).replace(microsecond=0)
+    assert watch(record, since=looked - timedelta(minutes=15)).step() == READY
+    assert datetime.fromisoformat(record["ready_at"]) >= looked
+    assert record["launch_to_ready_min"] == pytest.approx(12.0, abs=0.1)
+    assert "launch_to_ready_unknown" not in record
+
+
+def test_a_scaled_component_an_earlier_up_made_has_no_launch_to_ready(deployed):
+    # Made three hours ago; scale-in (or the time-to-live) moved its LastModifiedTime a minute ago.
+    dated(deployed, endpoint_made=timedelta(hours=3, minutes=4), component_made=timedelta(hours=3),
+          component_modified=timedelta(minutes=1))  # fmt: skip
+    record: dict = {}
+    assert watch(record, since=datetime.now(UTC) - timedelta(seconds=30)).step() == READY
+    assert record["launch_to_ready_min"] is None
+    assert record["launch_to_ready_unknown"].startswith("the component was made before this up (at ")
+
+
+def test_a_component_this_up_made_at_zero_copies_has_no_launch_to_ready(deployed):
+    dated(deployed, endpoint_made=timedelta(minutes=5), component_made=timedelta(minutes=2),
+          component_modified=timedelta(minutes=2))  # fmt: skip
+    hold_copies_at_zero(deployed, COMPONENT, 0.1)
+    record: dict = {}
+    assert watch(record, since=datetime.now(UTC) - timedelta(minutes=6)).step() == READY
+    assert record["launch_to_ready_min"] is None
+    assert record["launch_to_ready_unknown"] == "zero copies: no copy was started to time"
 
 
 def test_a_component_that_fails_to_start_is_one_line_naming_where_its_container_logged(deployed):

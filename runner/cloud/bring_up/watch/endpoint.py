@@ -121,17 +121,35 @@ class ComponentWatch(EndpointWatch):
                 why = component.get("FailureReason") or state
                 return self.end(FAILED, f"inference component {name}: {why}{self.where_logged()}")
             if state == "InService":
-                ready = component.get("LastModifiedTime") or datetime.now(UTC)
-                self.record.update(ready_at=iso(ready), zone=None)
-                self.record["launch_to_ready_min"] = minutes_between(
-                    self.record["launched_at"], self.record["ready_at"]
-                )
+                self.time_ready(description, component, copies)
                 if copies == 0:
                     self.record["held_at_zero"] = "zero copies: the first request starts one"
                 return self.end(READY)
         if time.monotonic() - self.started > (self.options.ready_timeout_s or 3600):
             return self.end(TIMEOUT, f"endpoint {status}, {self.record['readiness']}{self.where_logged()}")
         return None
+
+    def time_ready(self, endpoint: dict[str, Any], component: dict[str, Any], copies: int | None) -> None:
+        """When the component was ready: the later of its LastModifiedTime and this look, the first
+        that saw it InService (a fresh component's LastModifiedTime may stay its creation, leaving
+        out the image pull and the model's load; CloudFormation waits for InService before the
+        deploy ends, so this look comes at most the rest of the deploy late). Launch to ready only
+        for a component this `up` made with a copy to start: the endpoint's creation when this `up`
+        made it too (its first instance), else the component's. A component made earlier has its
+        LastModifiedTime moved by every scaling of its copies, which says nothing of a launch."""
+        modified = component.get("LastModifiedTime")
+        looked = datetime.now(UTC)
+        self.record.update(ready_at=iso(max(modified, looked) if modified else looked), zone=None)
+        self.record["launch_to_ready_min"] = None
+        made = component["CreationTime"]
+        if made < self.started_at:
+            self.record["launch_to_ready_unknown"] = f"the component was made before this up (at {iso(made)})"
+        elif not copies:
+            self.record["launch_to_ready_unknown"] = "zero copies: no copy was started to time"
+        else:
+            launched = endpoint["CreationTime"] if endpoint["CreationTime"] >= self.started_at else made
+            self.record["launched_at"] = iso(launched)
+            self.record["launch_to_ready_min"] = minutes_between(self.record["launched_at"], self.record["ready_at"])
 
     def where_logged(self) -> str:
         """Where a copy that does not start wrote why (a crash-looping container stays Creating,
