@@ -290,6 +290,21 @@ def test_a_request_at_zero_copies_waits_for_one_and_is_timed_as_a_cold_start(dep
     assert instances(ENDPOINT) == 1
 
 
+def test_the_cold_start_is_bracketed_within_the_clients_longest_wait_between_tries(deployed):
+    # The copy answers 3.2 s after the first refusal; the client's own backoff (1 s, then 2 s at
+    # most) tries at 0, 1, 3 and 5 s: the copy came up after the last refusal and before the try
+    # that streamed, and that try came at most one wait after it.
+    comes_up_s, longest_wait_s = 3.2, 2.0
+    with known_server(ttft=0.05, rate=100.0, tokens=4, tokenize=False) as server:
+        deployed.model_servers[COMPONENT] = server.url
+        hold_copies_at_zero(deployed, COMPONENT, comes_up_s)
+        cold = timed(InferenceComponentStreamClient(ENDPOINT, COMPONENT, OPEN_MODEL, REGION), 4)
+    assert cold.ok and cold.cold_start is True
+    last_refusal, leave_zero = cold.phases["last_refusal_s"], cold.phases["leave_zero_s"]
+    assert last_refusal < comes_up_s <= leave_zero
+    assert leave_zero - comes_up_s <= longest_wait_s + 0.5
+
+
 def test_a_copy_that_never_comes_is_one_line_within_the_budget(deployed):
     hold_copies_at_zero(deployed, COMPONENT, 60.0)
     client = InferenceComponentStreamClient(ENDPOINT, COMPONENT, OPEN_MODEL, REGION, leave_zero_budget_s=0.5)
