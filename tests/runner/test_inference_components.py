@@ -21,7 +21,8 @@ from runner.agent.models import strands_model
 from runner.cloud.bring_up.watch.common import FAILED, READY, WatchOptions
 from runner.cloud.bring_up.watch.endpoint import ComponentWatch
 from runner.cloud.cleanup.leftovers import RegionScan
-from runner.cloud.cleanup.removal import delete_ours
+from runner.cloud.cleanup.removal import delete_ours, delete_stack
+from runner.cloud.cleanup.survey_teardown import Created, tear_down
 from runner.core.backends import from_output
 from runner.core.errors import TimedOut, describe
 from runner.core.evidence import load
@@ -32,6 +33,7 @@ from runner.measure.health import wait_healthy
 from runner.measure.sagemaker import InferenceComponentStreamClient
 from tests.aws_emulator import emulated_aws
 from tests.aws_emulator.account import ACCOUNT
+from tests.aws_emulator.inference_components import components
 from tests.aws_emulator.sagemaker_runtime import hold_copies_at_zero
 from tests.runner.fake_openai import FakeOpenAI, Step
 from tests.runner.known_server import known_server
@@ -465,6 +467,90 @@ def test_the_sweep_finds_the_component_and_removes_it_before_its_endpoint(deploy
     outcomes = [(a["kind"], a["id"], a["outcome"]) for a in actions if a["kind"] in ("inference-component", "endpoint")]
     assert outcomes == [("inference-component", COMPONENT, "deleted"), ("endpoint", ENDPOINT, "deleted")]
     assert aws("sagemaker").list_inference_components()["InferenceComponents"] == []
+
+
+@pytest.fixture
+def busy_for(deployed):
+    """A component is Creating, or Updating after a change of its copies, this many seconds."""
+    yield lambda seconds: setattr(deployed, "component_settle_s", seconds)
+    deployed.component_settle_s = 0.0
+    for component in components(deployed.inference_components.backend(ACCOUNT, REGION)).values():
+        component.busy_until = 0.0  # whatever was under way has ended
+
+
+def test_a_component_is_not_deleted_while_it_is_scaled_as_sagemaker_refuses(deployed, busy_for):
+    busy_for(30.0)
+    sagemaker = aws("sagemaker")
+    sagemaker.update_inference_component_runtime_config(
+        InferenceComponentName=COMPONENT, DesiredRuntimeConfig={"CopyCount": 0}
+    )
+    described = sagemaker.describe_inference_component(InferenceComponentName=COMPONENT)
+    assert described["InferenceComponentStatus"] == "Updating"
+    error = refused(sagemaker.delete_inference_component, InferenceComponentName=COMPONENT)
+    assert error.response["Error"]["Code"] == "ValidationException"
+    assert "while it is in state UPDATE_RC_IN_PROGRESS" in str(error)
+
+
+def test_the_sweep_waits_out_a_component_being_scaled_and_leaves_nothing_billing(deployed, busy_for):
+    # A sweep during a scaling of the copies (scale-in, or out of zero): SageMaker refuses to delete
+    # the component until it ends, and the endpoint cannot go before the component.
+    busy_for(1.0)
+    aws("sagemaker").update_inference_component_runtime_config(
+        InferenceComponentName=COMPONENT, DesiredRuntimeConfig={"CopyCount": 0}
+    )
+    scan = RegionScan(REGION)
+    scan.sagemaker()
+    scan.inference_components()
+    actions = delete_ours(scan.found, 10)
+    outcomes = [(a["kind"], a["id"], a["outcome"]) for a in actions if a["kind"] in ("inference-component", "endpoint")]
+    assert outcomes == [("inference-component", COMPONENT, "deleted"), ("endpoint", ENDPOINT, "deleted")]
+    assert aws("sagemaker").list_endpoints()["Endpoints"] == []
+
+
+def sweep_deletes(stack: str) -> None:
+    delete_stack(aws("cloudformation"), stack, 10, sagemaker=aws("sagemaker"))
+
+
+def survey_tears_down(stack: str) -> None:
+    actions = tear_down(Created({stack: [REGION]}), 10)
+    assert actions[-1] == {"region": REGION, "kind": "stack", "id": stack, "outcome": "deleted"}, actions
+
+
+@pytest.mark.parametrize("remove", [sweep_deletes, survey_tears_down])
+def test_a_stack_is_deleted_once_its_component_is_no_longer_being_created(deployed, busy_for, remove):
+    # CloudFormation's delete of a component SageMaker refuses (the emulator's handler refuses as
+    # the API does): the stack's components are waited out of their creation first.
+    busy_for(1.0)
+    template = {
+        "Resources": {
+            "Stacked": {
+                "Type": "AWS::SageMaker::InferenceComponent",
+                "Properties": {
+                    "InferenceComponentName": "inference-stacked-model",
+                    "EndpointName": ENDPOINT,
+                    "VariantName": "AllTraffic",
+                    "Specification": {
+                        "ModelName": "inference-model",
+                        "ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1},
+                    },
+                    "RuntimeConfig": {"CopyCount": 1},
+                },
+            }
+        }
+    }
+    cloudformation = aws("cloudformation")
+    stack_id = cloudformation.create_stack(StackName="InferenceStacked", TemplateBody=json.dumps(template))["StackId"]
+    assert (
+        aws("sagemaker").describe_inference_component(InferenceComponentName="inference-stacked-model")[
+            "InferenceComponentStatus"
+        ]
+        == "Creating"
+    )
+    remove("InferenceStacked")
+    (gone,) = cloudformation.describe_stacks(StackName=stack_id)["Stacks"]
+    assert gone["StackStatus"] == "DELETE_COMPLETE"
+    names = [c["InferenceComponentName"] for c in aws("sagemaker").list_inference_components()["InferenceComponents"]]
+    assert "inference-stacked-model" not in names
 
 
 def test_a_component_of_a_catalog_entry_is_the_kind_its_row_serves():
