@@ -21,8 +21,17 @@ them, and in the SageMaker API reference):
 
 The deploy's time-to-live sets the component's copies to zero (UpdateInferenceComponentRuntime
 Config, one call on one resource): its instances go once no copy runs, and the component, its
-scaling and CloudFormation's record of them stay. A request after that starts a copy again, as
-after any idle spell (scale from zero), and `runner.up` needs to bring nothing back.
+scaling and CloudFormation's record of them stay. A second call at the same time disables the
+actions of the alarm that starts a copy at zero (DisableAlarmActions on that alarm alone), so a
+request after the expiry starts nothing; `runner.up` enables them again, and so does any deploy
+with a new expiry (the alarm's description carries it, so CloudFormation writes the alarm again
+with ActionsEnabled on; only a real account confirms that update re-arms it).
+
+A first deploy keeps its instance until scale-in: CopyCount 1 and InitialInstanceCount 1, and
+scale-in waits for 15 minutes of idle data points (docs/options.md). A later deploy that changes
+the model (a lane, an image) updates the component's Specification in place: with every GPU of
+`maxInstances` instances taken by copies, there is no room for a new copy beside the old one, and
+only a real account shows whether SageMaker then replaces it in place or waits (docs/options.md).
 """
 
 from __future__ import annotations
@@ -139,7 +148,10 @@ class InferenceComponentEndpoint(Construct):
             ),
         )
         self.component.node.add_dependency(self.component_logs)
-        self.scaling = ComponentScaling(self, "Scaling", component=self.component, component_name=name, backend=spec)
+        self.scaling = ComponentScaling(
+            self, "Scaling", component=self.component, component_name=name, backend=spec, expires_at=expires_at
+        )
+        alarm = self.scaling.alarm
         if expires_at:
             self.time_to_live = scheduled_call(
                 self,
@@ -150,6 +162,20 @@ class InferenceComponentEndpoint(Construct):
                 action="sagemaker:UpdateInferenceComponentRuntimeConfig",
                 resource=f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{Aws.ACCOUNT_ID}:inference-component/{name}",
                 construct_id=f"TimeToLive{expiry_id(expires_at)}",
+            )
+        if expires_at and alarm is not None:
+            # Zero copies alone would not stay zero: the next request (a stray client, a runner's
+            # retries) would fire the alarm and start a copy with no end date. So the alarm's
+            # actions are disabled at the same time; runner.up enables them again.
+            self.alarm_time_to_live = scheduled_call(
+                self,
+                expires_at=expires_at,
+                what=f"Disable the actions of alarm {alarm.alarm_name}, which starts a copy of {name}",
+                api="cloudwatch:disableAlarmActions",
+                request={"AlarmNames": [alarm.alarm_name]},
+                action="cloudwatch:DisableAlarmActions",
+                resource=f"arn:{Aws.PARTITION}:cloudwatch:{stack.region}:{Aws.ACCOUNT_ID}:alarm:{alarm.alarm_name}",
+                construct_id=f"TimeToLiveAlarm{expiry_id(expires_at)}",
             )
         self.output = backend_output(
             backend,
@@ -168,5 +194,6 @@ class InferenceComponentEndpoint(Construct):
             accelerators_per_copy=spec.accelerators_per_copy,
             copy_memory_mb=spec.copy_memory_mb,
             routing_strategy=spec.routing_strategy,
+            no_capacity_alarm=alarm.alarm_name if alarm is not None else None,
         )
         publish_output(stack, backend, self.output)

@@ -179,6 +179,8 @@ def test_copies_scale_on_concurrent_requests_per_copy_and_leave_zero_on_the_no_c
     }
     (_, alarm) = only(template, "AWS::CloudWatch::Alarm")
     assert alarm["Properties"] | {"Tags": None, "AlarmDescription": None} == {
+        "AlarmName": f"{COMPONENT}-no-capacity",
+        "ActionsEnabled": True,
         "Namespace": "AWS/SageMaker",
         "MetricName": "NoCapacityInvocationFailures",
         "Dimensions": [{"Name": "InferenceComponentName", "Value": COMPONENT}],
@@ -201,24 +203,54 @@ def test_a_floor_of_copies_needs_no_way_out_of_zero(tmp_path):
     template.has_resource_properties("AWS::ApplicationAutoScaling::ScalableTarget", {"MinCapacity": 1})
 
 
-def test_at_the_expiry_one_schedule_takes_the_component_to_zero_copies_and_nothing_else(catalog_endpoint):
+def schedules(template: Template) -> dict[str, dict[str, Any]]:
+    """The stack's schedules by the API each calls ('sagemaker:updateInferenceComponentRuntimeConfig')."""
+    found = {}
+    for schedule in template.find_resources("AWS::Scheduler::Schedule").values():
+        api = render_join(schedule["Properties"]["Target"]["Arn"]).partition(":aws-sdk:")[2]
+        found[api] = schedule["Properties"]
+    return found
+
+
+def the_one_statement(template: Template, target: dict[str, Any]) -> dict[str, Any]:
+    role_id = target["RoleArn"]["Fn::GetAtt"][0]
+    (statement,) = statements(template, role_id)
+    return statement
+
+
+def test_at_the_expiry_the_component_goes_to_zero_copies_and_its_wake_up_alarm_is_disarmed(catalog_endpoint):
     _, template = catalog_endpoint
-    (_, schedule) = only(template, "AWS::Scheduler::Schedule")
-    target = schedule["Properties"]["Target"]
-    assert render_join(target["Arn"]).endswith(":scheduler:::aws-sdk:sagemaker:updateInferenceComponentRuntimeConfig")
+    found = schedules(template)
+    assert set(found) == {"sagemaker:updateInferenceComponentRuntimeConfig", "cloudwatch:disableAlarmActions"}
+    assert {s["ScheduleExpression"] for s in found.values()} == {f"at({EXPIRY.removesuffix('Z')})"}
+    # The copies to zero: their instances go.
+    target = found["sagemaker:updateInferenceComponentRuntimeConfig"]["Target"]
     assert json.loads(target["Input"]) == {
         "InferenceComponentName": COMPONENT,
         "DesiredRuntimeConfig": {"CopyCount": 0},
     }
-    assert schedule["Properties"]["ScheduleExpression"] == f"at({EXPIRY.removesuffix('Z')})"
-    role_id = target["RoleArn"]["Fn::GetAtt"][0]
-    statements = [
-        s for p in template.find_resources("AWS::IAM::Policy").values()
-        if p["Properties"]["Roles"] == [{"Ref": role_id}] for s in p["Properties"]["PolicyDocument"]["Statement"]
-    ]  # fmt: skip
-    (statement,) = statements
+    statement = the_one_statement(template, target)
     assert statement["Action"] == "sagemaker:UpdateInferenceComponentRuntimeConfig"
     assert render_join(statement["Resource"]).endswith(f":inference-component/{COMPONENT}")
+    # And the alarm that would start a copy on the next request no longer acts: after the expiry a
+    # request is refused for no capacity and starts nothing.
+    (_, alarm) = only(template, "AWS::CloudWatch::Alarm")
+    name = alarm["Properties"]["AlarmName"]
+    target = found["cloudwatch:disableAlarmActions"]["Target"]
+    assert json.loads(target["Input"]) == {"AlarmNames": [name]}
+    statement = the_one_statement(template, target)
+    assert statement["Action"] == "cloudwatch:DisableAlarmActions"
+    assert render_join(statement["Resource"]).endswith(f":cloudwatch:{REGION}:<AWS::AccountId>:alarm:{name}")
+    # A deploy with a new expiry (runner.up, runner.up --extend) rewrites the alarm with its
+    # actions on: its description carries the expiry, so CloudFormation updates it.
+    assert alarm["Properties"]["ActionsEnabled"] is True and EXPIRY in alarm["Properties"]["AlarmDescription"]
+    value = template.to_json()["Outputs"][output_key(NAME)]["Value"]
+    assert BackendOutput.parse(output_key(NAME), json.loads(render_join(value))).no_capacity_alarm == name
+
+
+def test_a_floor_of_copies_has_no_alarm_to_disarm_at_the_expiry(tmp_path):
+    _, template = build(tmp_path, min_copies=1)
+    assert set(schedules(template)) == {"sagemaker:updateInferenceComponentRuntimeConfig"}
 
 
 def test_prefix_aware_routing_carries_its_settings(tmp_path):

@@ -364,9 +364,9 @@ def test_health_waits_for_the_endpoint_and_its_component_and_says_when_it_sits_a
     assert not health.healthy and "Could not find inference component" in health.detail
 
 
-def watch(record: dict, since: datetime | None = None, **fields) -> ComponentWatch:
-    clients = {"sagemaker": aws("sagemaker")}
-    options = WatchOptions(poll_s=0.1)
+def watch(record: dict, since: datetime | None = None, deploying: bool = True, **fields) -> ComponentWatch:
+    clients = {"sagemaker": aws("sagemaker"), "cloudwatch": aws("cloudwatch")}
+    options = WatchOptions(poll_s=0.1, start_builds=deploying)
     return ComponentWatch(output(**fields), record, clients.__getitem__, options, lambda line: None, since)
 
 
@@ -437,6 +437,41 @@ def test_a_component_this_up_made_at_zero_copies_has_no_launch_to_ready(deployed
     assert watch(record, since=datetime.now(UTC) - timedelta(minutes=6)).step() == READY
     assert record["launch_to_ready_min"] is None
     assert record["launch_to_ready_unknown"] == "zero copies: no copy was started to time"
+
+
+def test_up_arms_again_the_alarm_the_time_to_live_disarmed_and_a_look_without_a_deploy_leaves_it(deployed):
+    # The stack's alarm (moto's CloudFormation makes no alarm: made here as the stack makes it),
+    # its actions disabled at the expiry with the copies at zero.
+    alarm = f"{COMPONENT}-no-capacity"
+    cloudwatch = aws("cloudwatch")
+    cloudwatch.put_metric_alarm(
+        AlarmName=alarm, Namespace="AWS/SageMaker", MetricName="NoCapacityInvocationFailures",
+        Dimensions=[{"Name": "InferenceComponentName", "Value": COMPONENT}], Statistic="Sum", Period=60,
+        EvaluationPeriods=1, Threshold=1, ComparisonOperator="GreaterThanThreshold",
+    )  # fmt: skip
+    hold_copies_at_zero(deployed, COMPONENT, 0.1)
+    cloudwatch.disable_alarm_actions(AlarmNames=[alarm])
+
+    def armed() -> bool:
+        (described,) = cloudwatch.describe_alarms(AlarmNames=[alarm])["MetricAlarms"]
+        return described["ActionsEnabled"]
+
+    try:
+        record: dict = {}
+        assert watch(record, deploying=False, no_capacity_alarm=alarm).step() == READY
+        assert not armed() and record["held_at_zero"].endswith(f"its alarm {alarm} is disarmed (the time-to-live)")
+        # Nothing is measured that no request could start: one line, not a wait of the whole budget.
+        health = wait_healthy(from_output(output(no_capacity_alarm=alarm), {}), 5, poll_s=0.1)
+        assert not health.healthy and health.detail == (
+            f"{COMPONENT} at zero copies with its alarm {alarm} disarmed (the time-to-live): no request "
+            "starts a copy; runner.up brings it back"
+        )
+        record = {}
+        assert watch(record, no_capacity_alarm=alarm).step() == READY
+        assert armed() and record["held_at_zero"].endswith(f"its alarm {alarm} armed again")
+        assert wait_healthy(from_output(output(no_capacity_alarm=alarm), {}), 5, poll_s=0.1).healthy
+    finally:
+        cloudwatch.delete_alarms(AlarmNames=[alarm])
 
 
 def test_a_component_that_fails_to_start_is_one_line_naming_where_its_container_logged(deployed):

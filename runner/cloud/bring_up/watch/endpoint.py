@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 
 from catalog.contract import APP_TAG
 from catalog.serving import serving
+from runner.cloud.aws import alarm_actions_enabled
 from runner.cloud.bring_up.watch.common import FAILED, READY, TIMEOUT, Watch, iso, minutes_between
 from runner.costing.billing_models import billing_model
 from runner.costing.billing_now import BillingNow, endpoint_billing
@@ -122,8 +123,13 @@ class ComponentWatch(EndpointWatch):
                 return self.end(FAILED, f"inference component {name}: {why}{self.where_logged()}")
             if state == "InService":
                 self.time_ready(description, component, copies)
+                alarm = self.arm_alarm()
                 if copies == 0:
-                    self.record["held_at_zero"] = "zero copies: the first request starts one"
+                    self.record["held_at_zero"] = (
+                        f"zero copies and no way out of zero: {alarm}"
+                        if alarm.endswith("disarmed (the time-to-live)")
+                        else "zero copies: the first request starts one" + (f"; {alarm}" if alarm else "")
+                    )
                 return self.end(READY)
         if time.monotonic() - self.started > (self.options.ready_timeout_s or 3600):
             return self.end(TIMEOUT, f"endpoint {status}, {self.record['readiness']}{self.where_logged()}")
@@ -150,6 +156,22 @@ class ComponentWatch(EndpointWatch):
             launched = endpoint["CreationTime"] if endpoint["CreationTime"] >= self.started_at else made
             self.record["launched_at"] = iso(launched)
             self.record["launch_to_ready_min"] = minutes_between(self.record["launched_at"], self.record["ready_at"])
+
+    def arm_alarm(self) -> str:
+        """The time-to-live disables the actions of the alarm that starts a copy at zero (else the
+        next request would start one with no end date): a deploy, which sets a new expiry, enables
+        them again; a look without one leaves them. What was found, "" when all is as deployed."""
+        alarm = self.output.no_capacity_alarm
+        if not alarm:
+            return ""
+        cloudwatch = self.client("cloudwatch")
+        if alarm_actions_enabled(cloudwatch, alarm) is not False:
+            return ""
+        if not self.options.start_builds:
+            return f"its alarm {alarm} is disarmed (the time-to-live)"
+        cloudwatch.enable_alarm_actions(AlarmNames=[alarm])
+        self.log(f"{self.output.name}: alarm {alarm} armed again (the time-to-live had disarmed it)")
+        return f"its alarm {alarm} armed again"
 
     def where_logged(self) -> str:
         """Where a copy that does not start wrote why (a crash-looping container stays Creating,
