@@ -474,6 +474,22 @@ def test_up_arms_again_the_alarm_the_time_to_live_disarmed_and_a_look_without_a_
         cloudwatch.delete_alarms(AlarmNames=[alarm])
 
 
+def test_an_alarm_that_cannot_be_read_leaves_the_component_ready_and_says_so(deployed):
+    class Refusing:
+        def describe_alarms(self, **_):
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no cloudwatch:DescribeAlarms"}}, "x")
+
+    clients = {"sagemaker": aws("sagemaker"), "cloudwatch": Refusing()}
+    hold_copies_at_zero(deployed, COMPONENT, 0.1)
+    record: dict = {}
+    alarm = f"{COMPONENT}-no-capacity"
+    looked = ComponentWatch(output(no_capacity_alarm=alarm), record, clients.__getitem__, WatchOptions(), print)
+    assert looked.step() == READY
+    assert record["held_at_zero"].endswith(
+        f"its alarm {alarm} not read or armed: AccessDenied: no cloudwatch:DescribeAlarms"
+    )
+
+
 def test_a_component_that_fails_to_start_is_one_line_naming_where_its_container_logged(deployed):
     logs = f"/aws/sagemaker/InferenceComponents/{COMPONENT}"
     component = emulated_component(deployed)

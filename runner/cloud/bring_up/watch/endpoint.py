@@ -12,6 +12,7 @@ from catalog.contract import APP_TAG
 from catalog.serving import serving
 from runner.cloud.aws import alarm_actions_enabled
 from runner.cloud.bring_up.watch.common import FAILED, READY, TIMEOUT, Watch, iso, minutes_between
+from runner.core.errors import describe
 from runner.costing.billing_models import billing_model
 from runner.costing.billing_now import BillingNow, endpoint_billing
 
@@ -165,11 +166,14 @@ class ComponentWatch(EndpointWatch):
         if not alarm:
             return ""
         cloudwatch = self.client("cloudwatch")
-        if alarm_actions_enabled(cloudwatch, alarm) is not False:
-            return ""
-        if not self.options.start_builds:
-            return f"its alarm {alarm} is disarmed (the time-to-live)"
-        cloudwatch.enable_alarm_actions(AlarmNames=[alarm])
+        try:
+            if alarm_actions_enabled(cloudwatch, alarm) is not False:
+                return ""
+            if not self.options.start_builds:
+                return f"its alarm {alarm} is disarmed (the time-to-live)"
+            cloudwatch.enable_alarm_actions(AlarmNames=[alarm])
+        except Exception as error:  # the component serves; what the alarm is, is said
+            return f"its alarm {alarm} not read or armed: {describe(error)}"
         self.log(f"{self.output.name}: alarm {alarm} armed again (the time-to-live had disarmed it)")
         return f"its alarm {alarm} armed again"
 
