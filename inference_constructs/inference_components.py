@@ -80,7 +80,8 @@ class InferenceComponentEndpoint(Construct):
         self.log_group = owned_log_group(self, "Logs", log_group_name)
         # A component's container writes under the component's name, not the endpoint's (the
         # group public deploy tools read a copy's logs from): the stack owns it as it owns the
-        # endpoint's, so a copy that does not start says why, and `cdk destroy` removes it.
+        # endpoint's, so a copy that does not start says why, and `cdk destroy` removes it. That
+        # SageMaker writes there with streams alone granted only a real account confirms.
         self.component_logs = owned_log_group(self, "ComponentLogs", component_log_group(name))
         made = sagemaker_model(
             self,

@@ -139,7 +139,8 @@ class ComponentWatch(EndpointWatch):
     def time_ready(self, endpoint: dict[str, Any], component: dict[str, Any], copies: int | None) -> None:
         """When the component was ready: the later of its LastModifiedTime and this look, the first
         that saw it InService (a fresh component's LastModifiedTime may stay its creation, leaving
-        out the image pull and the model's load; CloudFormation waits for InService before the
+        out the image pull and the model's load: whether it moves then only a real account shows;
+        CloudFormation waits for InService before the
         deploy ends, so this look comes at most the rest of the deploy late). Launch to ready only
         for a component this `up` made with a copy to start: the endpoint's creation when this `up`
         made it too (its first instance), else the component's. A component made earlier has its
