@@ -562,17 +562,23 @@ SAGEMAKER_OPTIONS: tuple[BackendSpec, ...] = (
         billing=Billing.INSTANCE_HOURS_WHILE_RUNNING,
         opt_in=True,
         # The endpoint holds no model: the model is one inference component, `copies` copies of it
-        # at deploy, each on one whole L4 and half an ml.g6.xlarge's 16 GiB of host memory (room
-        # for vLLM's CPU-side load of the bf16 weights); copies between 0 and 1 and instances
-        # between 0 and 1 unless asked (`<b>.maxCopies`, `<b>.maxInstances`; AWS's "Scale an
-        # endpoint to zero instances" wants MinInstanceCount 0 and the copies' MinCapacity 0).
+        # at deploy, each on one whole L4 and reserving 1 GiB of host memory; copies between 0 and
+        # 1 and instances between 0 and 1 unless asked (`<b>.maxCopies`, `<b>.maxInstances`; AWS's
+        # "Scale an endpoint to zero instances" wants MinInstanceCount 0 and the copies' MinCapacity
+        # 0). MinMemoryRequiredInMb is what SageMaker reserves to place a copy, not a cap (the API
+        # keeps MaxMemoryRequiredInMb apart, unset here: vLLM takes the host memory it needs), and
+        # the pool it places from is much smaller than the instance's memory: on a 16 GiB
+        # ml.g5.xlarge 1024 MB was placed and 4096 refused ("There is not enough hardware
+        # resources on the instances for this endpoint to create a copy of the inference
+        # component": the public hf-cloud-sagemaker-production-defaults deploy notes, "Sizing the
+        # component"). Only a real account shows the most an ml.g6.xlarge places.
         copies=1,
         min_copies=0,
         max_copies=1,
         min_instances=0,
         max_instances=1,
         accelerators_per_copy=1,
-        copy_memory_mb=8192,
+        copy_memory_mb=1024,
         routing_strategy="LEAST_OUTSTANDING_REQUESTS",
         survey_launch_to_ready_min=None,
         survey_tok_s=(),

@@ -101,7 +101,8 @@ class BackendOutput:
     # An endpoint of inference components (optional, added within version 2): the component every
     # request names, the model it runs, its copies at deploy and their bounds, what a copy reserves
     # (whole accelerators, host memory: what runner.up recreates it with after the time-to-live),
-    # and how the endpoint routes among the copies.
+    # and how the endpoint routes among the copies; the alarm that starts a copy at zero, whose
+    # actions the time-to-live disables and runner.up enables again.
     inference_component_name: str | None = None
     copies: int | None = None
     min_copies: int | None = None
@@ -109,6 +110,7 @@ class BackendOutput:
     accelerators_per_copy: int | None = None
     copy_memory_mb: int | None = None
     routing_strategy: str | None = None
+    no_capacity_alarm: str | None = None
     contract: int = CONTRACT_VERSION
 
     def to_json(self) -> dict[str, Any]:

@@ -136,6 +136,10 @@ COPY_METRIC = "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolutio
 NO_CAPACITY_METRIC = "NoCapacityInvocationFailures"
 
 
+def no_capacity_alarm_name(component_name: str) -> str:
+    return f"{component_name}-no-capacity"
+
+
 class ComponentScaling(Construct):
     """An inference component's copies between their bounds on concurrent requests per copy, and,
     with a minimum of 0, out of zero as AWS's "Scale an endpoint to zero instances" sets it up: a
@@ -154,6 +158,7 @@ class ComponentScaling(Construct):
         component: sagemaker.CfnInferenceComponent,
         component_name: str,
         backend: BackendSpec,
+        expires_at: str | None = None,
     ):
         super().__init__(scope, construct_id)
         self.target = appscaling.CfnScalableTarget(
@@ -203,10 +208,17 @@ class ComponentScaling(Construct):
                 ],
             ),
         )
+        # Named, so the time-to-live's call can disable its actions by name. Its description carries
+        # the expiry: a deploy with a new one (runner.up, --extend) makes CloudFormation write the
+        # alarm again, with its actions on (ActionsEnabled, the schema's default too), which re-arms
+        # an alarm the time-to-live disarmed.
+        armed = f" (armed until {expires_at}: the time-to-live disables its actions)" if expires_at else ""
         self.alarm = cloudwatch.CfnAlarm(
             self,
             "NoCapacity",
-            alarm_description=f"{backend.name}: a request found no copy to serve it: start one",
+            alarm_name=no_capacity_alarm_name(component_name),
+            alarm_description=f"{backend.name}: a request found no copy to serve it: start one{armed}",
+            actions_enabled=True,
             namespace="AWS/SageMaker",
             metric_name=NO_CAPACITY_METRIC,
             dimensions=[cloudwatch.CfnAlarm.DimensionProperty(name="InferenceComponentName", value=component_name)],

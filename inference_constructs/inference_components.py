@@ -21,8 +21,17 @@ them, and in the SageMaker API reference):
 
 The deploy's time-to-live sets the component's copies to zero (UpdateInferenceComponentRuntime
 Config, one call on one resource): its instances go once no copy runs, and the component, its
-scaling and CloudFormation's record of them stay. A request after that starts a copy again, as
-after any idle spell (scale from zero), and `runner.up` needs to bring nothing back.
+scaling and CloudFormation's record of them stay. A second call at the same time disables the
+actions of the alarm that starts a copy at zero (DisableAlarmActions on that alarm alone), so a
+request after the expiry starts nothing; `runner.up` enables them again, and so does any deploy
+with a new expiry (the alarm's description carries it, so CloudFormation writes the alarm again
+with ActionsEnabled on; only a real account confirms that update re-arms it).
+
+A first deploy keeps its instance until scale-in: CopyCount 1 and InitialInstanceCount 1, and
+scale-in waits for 15 minutes of idle data points (docs/options.md). A later deploy that changes
+the model (a lane, an image) updates the component's Specification in place: with every GPU of
+`maxInstances` instances taken by copies, there is no room for a new copy beside the old one, and
+only a real account shows whether SageMaker then replaces it in place or waits (docs/options.md).
 """
 
 from __future__ import annotations
@@ -46,6 +55,11 @@ def component_name(endpoint_name: str) -> str:
     return f"{endpoint_name}-model"
 
 
+def component_log_group(component: str) -> str:
+    """Where SageMaker writes a component's container logs."""
+    return f"/aws/sagemaker/InferenceComponents/{component}"
+
+
 class InferenceComponentEndpoint(Construct):
     def __init__(
         self,
@@ -64,12 +78,18 @@ class InferenceComponentEndpoint(Construct):
         name = component_name(endpoint_name)
         log_group_name = f"/aws/sagemaker/Endpoints/{endpoint_name}"
         self.log_group = owned_log_group(self, "Logs", log_group_name)
+        # A component's container writes under the component's name, not the endpoint's (the
+        # group public deploy tools read a copy's logs from): the stack owns it as it owns the
+        # endpoint's, so a copy that does not start says why, and `cdk destroy` removes it. That
+        # SageMaker writes there with streams alone granted only a real account confirms.
+        self.component_logs = owned_log_group(self, "ComponentLogs", component_log_group(name))
         made = sagemaker_model(
             self,
             purpose=f"SageMaker inference component {name}",
             image_uri=dlc_image_uri(stack, spec.image),
             environment=sagemaker_environment(spec.serve_flags, spec.model_id),
             log_group_name=log_group_name,
+            more_log_groups=(component_log_group(name),),
         )
         self.role, self.model = made.role, made.model
         prefix_aware = (
@@ -128,7 +148,11 @@ class InferenceComponentEndpoint(Construct):
                 copy_count=spec.copies
             ),
         )
-        self.scaling = ComponentScaling(self, "Scaling", component=self.component, component_name=name, backend=spec)
+        self.component.node.add_dependency(self.component_logs)
+        self.scaling = ComponentScaling(
+            self, "Scaling", component=self.component, component_name=name, backend=spec, expires_at=expires_at
+        )
+        alarm = self.scaling.alarm
         if expires_at:
             self.time_to_live = scheduled_call(
                 self,
@@ -140,13 +164,27 @@ class InferenceComponentEndpoint(Construct):
                 resource=f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{Aws.ACCOUNT_ID}:inference-component/{name}",
                 construct_id=f"TimeToLive{expiry_id(expires_at)}",
             )
+        if expires_at and alarm is not None:
+            # Zero copies alone would not stay zero: the next request (a stray client, a runner's
+            # retries) would fire the alarm and start a copy with no end date. So the alarm's
+            # actions are disabled at the same time; runner.up enables them again.
+            self.alarm_time_to_live = scheduled_call(
+                self,
+                expires_at=expires_at,
+                what=f"Disable the actions of alarm {alarm.alarm_name}, which starts a copy of {name}",
+                api="cloudwatch:disableAlarmActions",
+                request={"AlarmNames": [alarm.alarm_name]},
+                action="cloudwatch:DisableAlarmActions",
+                resource=f"arn:{Aws.PARTITION}:cloudwatch:{stack.region}:{Aws.ACCOUNT_ID}:alarm:{alarm.alarm_name}",
+                construct_id=f"TimeToLiveAlarm{expiry_id(expires_at)}",
+            )
         self.output = backend_output(
             backend,
             stack,
             endpoint_name=endpoint_name,
             inference_component_name=name,
             instance_type=spec.instance_type,
-            log_group=self.log_group.log_group_name,
+            log_group=self.component_logs.log_group_name,
             expires_at=expires_at,
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
             min_instances=spec.min_instances,
@@ -157,5 +195,6 @@ class InferenceComponentEndpoint(Construct):
             accelerators_per_copy=spec.accelerators_per_copy,
             copy_memory_mb=spec.copy_memory_mb,
             routing_strategy=spec.routing_strategy,
+            no_capacity_alarm=alarm.alarm_name if alarm is not None else None,
         )
         publish_output(stack, backend, self.output)

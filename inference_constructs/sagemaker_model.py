@@ -51,6 +51,7 @@ def sagemaker_model(
     topics: tuple[sns.ITopic, ...] = (),
     create_log_group: bool = False,
     weights_uri: str | None = None,
+    more_log_groups: tuple[str, ...] = (),
 ) -> SageMakerModel:
     """The model (one container) and the role SageMaker runs it with, made in `scope` as
     `ExecutionRole` and `Model`: pull its image, write its logs and metrics, and, for the
@@ -58,7 +59,8 @@ def sagemaker_model(
     another; publish to the async result topics. With `weights_uri` (the app's store's copy of the
     model), SageMaker copies the weights from there into the container before it starts
     (ModelDataSource, an uncompressed S3 prefix: SageMaker developer guide, "Deploy uncompressed
-    models"), instead of the engine downloading them from the hub."""
+    models"), instead of the engine downloading them from the hub. `more_log_groups`: other groups
+    the role writes streams in (an inference component's container logs under its own name)."""
     stack = Stack.of(scope)
     role = service_role(
         scope, "ExecutionRole", "sagemaker.amazonaws.com", f"{purpose}: pull the image, write its logs and metrics"
@@ -76,7 +78,7 @@ def sagemaker_model(
                 resources=[f"arn:{stack.partition}:ecr:{stack.region}:{registry_account}:repository/{path}"],
             )
         )
-    log_streams = f"log-group:{log_group_name}:*"
+    streams = [f"log-group:{name}:*" for name in (log_group_name, *more_log_groups)]
     if create_log_group:
         # A group SageMaker shares across the account's jobs (not the app's): the first job in a
         # region creates it (SageMaker developer guide: the execution role's CloudWatch Logs actions).
@@ -91,7 +93,7 @@ def sagemaker_model(
         iam.PolicyStatement(
             sid="WriteLogs",
             actions=["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-            resources=[f"arn:{Aws.PARTITION}:logs:{stack.region}:{Aws.ACCOUNT_ID}:{log_streams}"],
+            resources=[f"arn:{Aws.PARTITION}:logs:{stack.region}:{Aws.ACCOUNT_ID}:{group}" for group in streams],
         )
     )
     role.add_to_policy(
@@ -107,11 +109,12 @@ def sagemaker_model(
         "AwsSolutions-IAM5[Resource::*]",
         "ecr:GetAuthorizationToken and cloudwatch:PutMetricData take no resource; metrics are limited by namespace.",
     )
-    acknowledge(
-        role,
-        f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:{stack.region}:<AWS::AccountId>:{log_streams}]",
-        "Streams inside the model's own log group only.",
-    )
+    for group in streams:
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:{stack.region}:<AWS::AccountId>:{group}]",
+            "Streams inside the model's own log group only.",
+        )
     if bucket is not None:
         bucket.grant_read(role, f"{input_prefix}*")
         bucket.grant_put(role, f"{output_prefix}*")

@@ -95,6 +95,12 @@ def forget_clients() -> None:
         _CLIENTS.by_key = {}
 
 
+def alarm_actions_enabled(cloudwatch: Any, name: str) -> bool | None:
+    """Whether the named CloudWatch alarm acts when it fires; None when there is no such alarm."""
+    alarms = cloudwatch.describe_alarms(AlarmNames=[name]).get("MetricAlarms") or []
+    return bool(alarms[0].get("ActionsEnabled", True)) if alarms else None
+
+
 def check_region(name: str) -> str:
     """`name` if botocore knows it as an AWS region; else a one-line error listing the US regions.
 

@@ -121,6 +121,13 @@ def component_health(backend: Backend, wait: HealthWait) -> Health:
         status = described.get("InferenceComponentStatus")
         copies = (described.get("RuntimeConfig") or {}).get("CurrentCopyCount")
         if status == "InService":
+            if copies == 0 and not _wakes(backend):
+                return Health(
+                    False,
+                    time.monotonic() - started,
+                    f"{component} at zero copies with its alarm {backend.output.no_capacity_alarm} disarmed (the "
+                    "time-to-live): no request starts a copy; runner.up brings it back",
+                )
             detail = (
                 f"InService at zero copies of {component}; the first request starts one"
                 if copies == 0
@@ -132,6 +139,20 @@ def component_health(backend: Backend, wait: HealthWait) -> Health:
             return Health(False, time.monotonic() - started, f"inference component {component} Failed: {reason}")
         if time.monotonic() + poll_s > deadline or wait.stop.wait(poll_s):
             return Health(False, time.monotonic() - started, f"inference component {component} still {status}")
+
+
+def _wakes(backend: Backend) -> bool:
+    """False when the alarm that starts a copy at zero has its actions disabled (the time-to-live);
+    True when it acts, when there is none (a floor of copies) or when it cannot be read."""
+    from runner.cloud.aws import alarm_actions_enabled, boto_client
+
+    alarm = backend.output.no_capacity_alarm if backend.output else None
+    if not alarm:
+        return True
+    try:
+        return alarm_actions_enabled(boto_client("cloudwatch", backend.region or "us-east-1", 30), alarm) is not False
+    except Exception:
+        return True  # unread (a role without cloudwatch:DescribeAlarms): the wait for a copy still bounds it
 
 
 def _sagemaker(backend: Backend) -> Any:

@@ -25,6 +25,15 @@ model serializes every answer):
   UpdateInferenceComponentRuntimeConfig (the copies), DeleteInferenceComponent (Deleting for
   `emulator.component_deleting_s`, then gone), ListInferenceComponents (EndpointNameEquals,
   StatusEquals), and tags on the component's ARN (ListTags);
+- a component is Creating for `emulator.component_settle_s` after it is made and Updating as long
+  after a change of its copies (0 by default: at once InService), and DeleteInferenceComponent is
+  refused meanwhile, by the API and by CloudFormation's delete alike: SageMaker refuses to delete a
+  component "while it is in state CREATE_IN_PROGRESS" (its container starting) or
+  "UPDATE_RC_IN_PROGRESS" (a scaling changing its copies), the refusal a public deploy tool's
+  teardown waits out (the hf-cloud-sagemaker-production-defaults deploy notes, "Teardown order",
+  whose teardown.py retries for 15 minutes). The message is that report's; the error code
+  (ValidationException) the emulator's. Whether CloudFormation's own delete handler waits this out
+  only a real account shows: here it refuses, the worse case;
 - the endpoint's instances follow the copies as managed instance scaling makes them follow:
   DescribeEndpoint's CurrentInstanceCount is what the copies need (at least the variant's
   MinInstanceCount), 0 at zero copies;
@@ -42,6 +51,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -72,6 +82,12 @@ class Component:
     current_copies: int = 0
     failure_reason: str | None = None
     tags: list[dict[str, str]] = field(default_factory=list)
+    # A creation or a change of copies under way ("Creating", "Updating") until this monotonic time.
+    busy: str = ""
+    busy_until: float = 0.0
+
+    def current_status(self) -> str:
+        return self.busy if self.busy and time.monotonic() < self.busy_until else self.status
 
     def describe(self) -> dict[str, Any]:
         described: dict[str, Any] = {
@@ -84,7 +100,7 @@ class Component:
             "RuntimeConfig": {"DesiredCopyCount": self.desired_copies, "CurrentCopyCount": self.current_copies},
             "CreationTime": self.created,
             "LastModifiedTime": self.modified,
-            "InferenceComponentStatus": self.status,
+            "InferenceComponentStatus": self.current_status(),
         }
         if self.failure_reason:
             described["FailureReason"] = self.failure_reason
@@ -225,8 +241,21 @@ class Components:
             tags=list(params.get("Tags") or []),
         )
         components(backend)[name] = component
+        self.settle(component, "Creating")
         self.place(backend, component)
         return component
+
+    def settle(self, component: Component, state: str) -> None:
+        """`state` (Creating, Updating) for the emulator's settle time, InService after."""
+        if self.emulator.component_settle_s:
+            component.busy, component.busy_until = state, time.monotonic() + self.emulator.component_settle_s
+
+    @staticmethod
+    def refuse_while_busy(component: Component) -> None:
+        """SageMaker's refusal to delete a component while it is created or its copies change."""
+        state = {"Creating": "CREATE_IN_PROGRESS", "Updating": "UPDATE_RC_IN_PROGRESS"}.get(component.current_status())
+        if state:
+            raise validation(f"Cannot delete inference component {component.arn} while it is in state {state}.")
 
     def get(self, backend: Any, name: str) -> Component:
         from moto.sagemaker.utils import arn_formatter
@@ -256,6 +285,7 @@ class Components:
             )
         component.desired_copies = component.current_copies = copies
         component.modified = utcnow()
+        self.settle(component, "Updating")
         self.place(backend, component)
         return component
 
@@ -272,7 +302,8 @@ class Components:
 
     def delete(self, backend: Any, name: str) -> None:
         component = self.get(backend, name)
-        component.status = "Deleting"
+        self.refuse_while_busy(component)
+        component.status, component.busy = "Deleting", ""
         delay = self.emulator.component_deleting_s
 
         def gone() -> None:
@@ -383,7 +414,7 @@ def install(emulator: Any) -> Callable[[], None]:
         found = [
             c.summary()
             for c in components(here(response)).values()
-            if endpoint in (None, c.endpoint_name) and status in (None, c.status)
+            if endpoint in (None, c.endpoint_name) and status in (None, c.current_status())
         ]
         return ActionResult({"InferenceComponents": found})
 
@@ -436,6 +467,7 @@ def install(emulator: Any) -> Callable[[], None]:
         def delete(self, account_id: str, region_name: str) -> None:
             backend = operations.backend(account_id, region_name)
             if self.component.name in components(backend):
+                operations.refuse_while_busy(self.component)
                 components(backend).pop(self.component.name)
 
     emulator.component_cfn_model = InferenceComponentResource  # moto holds its models weakly

@@ -9,8 +9,8 @@
   `emulator.failed_invocations`).
 - moto's CloudFormation does not create AWS::Scheduler::Schedule at all. `fire_schedules(region,
   stack)` reads the schedules from the stack's deployed template and does what their target says
-  (the universal targets for SageMaker DeleteEndpoint and UpdateInferenceComponentRuntimeConfig and
-  Auto Scaling UpdateAutoScalingGroup,
+  (the universal targets for SageMaker DeleteEndpoint and UpdateInferenceComponentRuntimeConfig,
+  CloudWatch DisableAlarmActions and Auto Scaling UpdateAutoScalingGroup,
   with their Input, its Refs resolved to the stack's resources), as Scheduler would at their time.
   A schedule stays after it fires (CloudFormation's AWS::Scheduler::Schedule has no
   ActionAfterCompletion; the API's default is NONE), so firing it again does the same again.
@@ -28,6 +28,7 @@ from tests.aws_emulator.account import ACCOUNT
 DELETE_ENDPOINT = "arn:aws:scheduler:::aws-sdk:sagemaker:deleteEndpoint"
 UPDATE_GROUP = "arn:aws:scheduler:::aws-sdk:autoscaling:updateAutoScalingGroup"
 UPDATE_COMPONENT = "arn:aws:scheduler:::aws-sdk:sagemaker:updateInferenceComponentRuntimeConfig"
+DISABLE_ALARM = "arn:aws:scheduler:::aws-sdk:cloudwatch:disableAlarmActions"
 
 
 def deployed_stack(region: str, name: str) -> Any:
@@ -91,6 +92,7 @@ def resolved(stack: Any, value: Any) -> Any:
 def fire_schedules(emulator: Any, region: str, stack: str) -> list[str]:
     """Run every Scheduler schedule of the stack's template; returns what each did."""
     from moto.autoscaling.models import autoscaling_backends
+    from moto.cloudwatch.models import cloudwatch_backends
     from moto.sagemaker.models import sagemaker_backends
 
     deployed = deployed_stack(region, stack)
@@ -108,6 +110,9 @@ def fire_schedules(emulator: Any, region: str, stack: str) -> list[str]:
             name, copies = request["InferenceComponentName"], request["DesiredRuntimeConfig"]["CopyCount"]
             emulator.inference_components.set_copies(sagemaker_backends[ACCOUNT][region], name, copies)
             done.append(f"{logical_id}: {name} to {copies} copies")
+        elif arn == DISABLE_ALARM:
+            cloudwatch_backends[ACCOUNT][region].disable_alarm_actions(request["AlarmNames"])
+            done.append(f"{logical_id}: actions of {', '.join(request['AlarmNames'])} disabled")
         elif arn == UPDATE_GROUP:
             group = autoscaling_backends[ACCOUNT][region].autoscaling_groups[request["AutoScalingGroupName"]]
             if "MinSize" in request:
@@ -115,7 +120,7 @@ def fire_schedules(emulator: Any, region: str, stack: str) -> list[str]:
             group.set_desired_capacity(request["DesiredCapacity"])
             done.append(f"{logical_id}: {group.name} to {request['DesiredCapacity']}")
         else:
-            fired = ", ".join((DELETE_ENDPOINT, UPDATE_COMPONENT, UPDATE_GROUP))
+            fired = ", ".join((DELETE_ENDPOINT, UPDATE_COMPONENT, DISABLE_ALARM, UPDATE_GROUP))
             raise AssertionError(f"{logical_id}: the emulator fires {fired}, not {arn}")
     return done
 

@@ -82,8 +82,10 @@ class Emulator:
         self.sessions: dict[str, dict[str, Any]] = {}
         self.offline: set[str] = set()
         self.endpoint_quota_refused: set[str] = set()
-        # Seconds a deleted inference component stays Deleting (inference_components.py).
+        # Seconds a deleted inference component stays Deleting, and a made or scaled one Creating or
+        # Updating (inference_components.py).
         self.component_deleting_s = 0.0
+        self.component_settle_s = 0.0
         self.readiness_writes: list[dict[str, str]] = []
         self.host_options: dict[str, Any] = {}
         self.build_behaviour: dict[str, str] = {}
@@ -132,6 +134,7 @@ class Emulator:
         self.offline.clear()
         self.endpoint_quota_refused.clear()
         self.component_deleting_s = 0.0
+        self.component_settle_s = 0.0
         self.readiness_writes.clear()
         self.host_options.clear()
         self.build_behaviour.clear()

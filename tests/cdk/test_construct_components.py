@@ -22,7 +22,7 @@ from catalog.contract import BackendOutput, output_key
 from inference_constructs.endpoint_scaling import SCALE_IN_COOLDOWN_S, SCALE_OUT_COOLDOWN_S
 from inference_constructs.inference_components import InferenceComponentEndpoint
 from tests.cdk.conftest import SYNTH_NOW, cdk_json_context, render_join
-from tests.cdk.test_construct_server import EXPIRY, bare_stack, logical_id, only
+from tests.cdk.test_construct_server import EXPIRY, bare_stack, logical_id, only, statements
 
 REGION = "us-east-2"
 ENDPOINT = "inference-sagemaker-components"
@@ -81,7 +81,10 @@ def test_the_component_runs_the_real_time_endpoints_model_on_one_gpu_per_copy(ca
         "VariantName": "AllTraffic",
         "Specification": {
             "ModelName": {"Fn::GetAtt": [logical_id(made.model), "ModelName"]},
-            "ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 8192},
+            "ComputeResourceRequirements": {
+                "NumberOfAcceleratorDevicesRequired": 1,
+                "MinMemoryRequiredInMb": spec.copy_memory_mb,
+            },
             "StartupParameters": {
                 "ContainerStartupHealthCheckTimeoutInSeconds": 1800,
                 "ModelDataDownloadTimeoutInSeconds": 1800,
@@ -97,6 +100,49 @@ def test_the_component_runs_the_real_time_endpoints_model_on_one_gpu_per_copy(ca
     assert render_join(container["Image"]).endswith(f"/{get_backend('sagemaker').image}")
     (_, endpoint) = only(template, "AWS::SageMaker::Endpoint")
     assert endpoint["Properties"]["EndpointName"] == ENDPOINT
+
+
+# The most host memory a copy was seen to reserve and be placed with on a 16 GiB instance (an
+# ml.g5.xlarge, as an ml.g6.xlarge has): 1024 MB was placed and 4096 refused ("There is not enough
+# hardware resources on the instances for this endpoint to create a copy of the inference
+# component"), the schedulable pool being much smaller than the instance's memory (the public
+# hf-cloud-sagemaker-production-defaults deploy notes, "Sizing the component").
+PLACED_ON_16_GIB_MB = 1024
+
+
+def test_a_copy_reserves_no_more_host_memory_than_a_16_gib_instance_was_seen_to_place(catalog_endpoint):
+    _, template = catalog_endpoint
+    spec = get_backend(NAME)
+    (_, component) = only(template, "AWS::SageMaker::InferenceComponent")
+    requirements = component["Properties"]["Specification"]["ComputeResourceRequirements"]
+    assert spec.instance_type == "ml.g6.xlarge"
+    assert 0 < requirements["MinMemoryRequiredInMb"] <= PLACED_ON_16_GIB_MB
+    # A reservation, not a cap: no maximum is set, so vLLM takes the host memory it needs.
+    assert "MaxMemoryRequiredInMb" not in requirements
+
+
+def test_the_components_container_logs_have_a_group_of_the_stacks_that_its_role_writes_and_the_output_names(
+    catalog_endpoint,
+):
+    made, template = catalog_endpoint
+    # SageMaker writes a component's container logs under the component's name, not the endpoint's.
+    name = f"/aws/sagemaker/InferenceComponents/{COMPONENT}"
+    group_id, group = next(
+        (i, g) for i, g in template.find_resources("AWS::Logs::LogGroup").items()
+        if g["Properties"]["LogGroupName"] == name
+    )  # fmt: skip
+    assert group["Properties"]["RetentionInDays"] == 14
+    assert (group["DeletionPolicy"], group["UpdateReplacePolicy"]) == ("Delete", "Delete")
+    # There before the first copy starts, and its streams the execution role's to write.
+    assert group_id in template.to_json()["Resources"][logical_id(made.component)]["DependsOn"]
+    (write,) = [s for s in statements(template, logical_id(made.role)) if s.get("Sid") == "WriteLogs"]
+    assert set(write["Action"]) == {"logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"}
+    resources = write["Resource"] if isinstance(write["Resource"], list) else [write["Resource"]]
+    assert any(render_join(r).endswith(f":log-group:{name}:*") for r in resources)
+    # The output's log group is where a copy that does not start says why.
+    value = template.to_json()["Outputs"][output_key(NAME)]["Value"]
+    parsed = BackendOutput.parse(output_key(NAME), json.loads(render_join(value)))
+    assert parsed.log_group == f"<{group_id}>"
 
 
 def test_copies_scale_on_concurrent_requests_per_copy_and_leave_zero_on_the_no_capacity_alarm(catalog_endpoint):
@@ -133,6 +179,8 @@ def test_copies_scale_on_concurrent_requests_per_copy_and_leave_zero_on_the_no_c
     }
     (_, alarm) = only(template, "AWS::CloudWatch::Alarm")
     assert alarm["Properties"] | {"Tags": None, "AlarmDescription": None} == {
+        "AlarmName": f"{COMPONENT}-no-capacity",
+        "ActionsEnabled": True,
         "Namespace": "AWS/SageMaker",
         "MetricName": "NoCapacityInvocationFailures",
         "Dimensions": [{"Name": "InferenceComponentName", "Value": COMPONENT}],
@@ -155,24 +203,54 @@ def test_a_floor_of_copies_needs_no_way_out_of_zero(tmp_path):
     template.has_resource_properties("AWS::ApplicationAutoScaling::ScalableTarget", {"MinCapacity": 1})
 
 
-def test_at_the_expiry_one_schedule_takes_the_component_to_zero_copies_and_nothing_else(catalog_endpoint):
+def schedules(template: Template) -> dict[str, dict[str, Any]]:
+    """The stack's schedules by the API each calls ('sagemaker:updateInferenceComponentRuntimeConfig')."""
+    found = {}
+    for schedule in template.find_resources("AWS::Scheduler::Schedule").values():
+        api = render_join(schedule["Properties"]["Target"]["Arn"]).partition(":aws-sdk:")[2]
+        found[api] = schedule["Properties"]
+    return found
+
+
+def the_one_statement(template: Template, target: dict[str, Any]) -> dict[str, Any]:
+    role_id = target["RoleArn"]["Fn::GetAtt"][0]
+    (statement,) = statements(template, role_id)
+    return statement
+
+
+def test_at_the_expiry_the_component_goes_to_zero_copies_and_its_wake_up_alarm_is_disarmed(catalog_endpoint):
     _, template = catalog_endpoint
-    (_, schedule) = only(template, "AWS::Scheduler::Schedule")
-    target = schedule["Properties"]["Target"]
-    assert render_join(target["Arn"]).endswith(":scheduler:::aws-sdk:sagemaker:updateInferenceComponentRuntimeConfig")
+    found = schedules(template)
+    assert set(found) == {"sagemaker:updateInferenceComponentRuntimeConfig", "cloudwatch:disableAlarmActions"}
+    assert {s["ScheduleExpression"] for s in found.values()} == {f"at({EXPIRY.removesuffix('Z')})"}
+    # The copies to zero: their instances go.
+    target = found["sagemaker:updateInferenceComponentRuntimeConfig"]["Target"]
     assert json.loads(target["Input"]) == {
         "InferenceComponentName": COMPONENT,
         "DesiredRuntimeConfig": {"CopyCount": 0},
     }
-    assert schedule["Properties"]["ScheduleExpression"] == f"at({EXPIRY.removesuffix('Z')})"
-    role_id = target["RoleArn"]["Fn::GetAtt"][0]
-    statements = [
-        s for p in template.find_resources("AWS::IAM::Policy").values()
-        if p["Properties"]["Roles"] == [{"Ref": role_id}] for s in p["Properties"]["PolicyDocument"]["Statement"]
-    ]  # fmt: skip
-    (statement,) = statements
+    statement = the_one_statement(template, target)
     assert statement["Action"] == "sagemaker:UpdateInferenceComponentRuntimeConfig"
     assert render_join(statement["Resource"]).endswith(f":inference-component/{COMPONENT}")
+    # And the alarm that would start a copy on the next request no longer acts: after the expiry a
+    # request is refused for no capacity and starts nothing.
+    (_, alarm) = only(template, "AWS::CloudWatch::Alarm")
+    name = alarm["Properties"]["AlarmName"]
+    target = found["cloudwatch:disableAlarmActions"]["Target"]
+    assert json.loads(target["Input"]) == {"AlarmNames": [name]}
+    statement = the_one_statement(template, target)
+    assert statement["Action"] == "cloudwatch:DisableAlarmActions"
+    assert render_join(statement["Resource"]).endswith(f":cloudwatch:{REGION}:<AWS::AccountId>:alarm:{name}")
+    # A deploy with a new expiry (runner.up, runner.up --extend) rewrites the alarm with its
+    # actions on: its description carries the expiry, so CloudFormation updates it.
+    assert alarm["Properties"]["ActionsEnabled"] is True and EXPIRY in alarm["Properties"]["AlarmDescription"]
+    value = template.to_json()["Outputs"][output_key(NAME)]["Value"]
+    assert BackendOutput.parse(output_key(NAME), json.loads(render_join(value))).no_capacity_alarm == name
+
+
+def test_a_floor_of_copies_has_no_alarm_to_disarm_at_the_expiry(tmp_path):
+    _, template = build(tmp_path, min_copies=1)
+    assert set(schedules(template)) == {"sagemaker:updateInferenceComponentRuntimeConfig"}
 
 
 def test_prefix_aware_routing_carries_its_settings(tmp_path):
@@ -195,7 +273,8 @@ def test_the_output_names_the_component_its_copies_and_its_routing(catalog_endpo
     assert (parsed.kind, parsed.endpoint_name, parsed.inference_component_name) == (NAME, ENDPOINT, COMPONENT)
     assert (parsed.copies, parsed.min_copies, parsed.max_copies) == (1, 0, 1)
     assert (parsed.min_instances, parsed.max_instances, parsed.routing_strategy) == (0, 1, "LEAST_OUTSTANDING_REQUESTS")
-    assert (parsed.accelerators_per_copy, parsed.copy_memory_mb, parsed.expires_at) == (1, 8192, EXPIRY)
+    spec = get_backend(NAME)
+    assert (parsed.accelerators_per_copy, parsed.copy_memory_mb, parsed.expires_at) == (1, spec.copy_memory_mb, EXPIRY)
 
 
 # --- its context keys, checked at synth -------------------------------------------------------

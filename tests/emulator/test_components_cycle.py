@@ -15,6 +15,7 @@ from pathlib import Path
 import boto3
 import pytest
 
+from catalog.backends import get_backend
 from runner import bench, cost, sweep
 from runner.up import UpOptions, up
 from tests.aws_emulator.sagemaker_runtime import hold_copies_at_zero
@@ -49,7 +50,11 @@ def test_the_components_endpoint_from_an_empty_account_to_a_measurement_and_back
     component = sagemaker.describe_inference_component(InferenceComponentName=COMPONENT)
     assert component["EndpointName"] == ENDPOINT and component["RuntimeConfig"]["CurrentCopyCount"] == 1
     requirements = component["Specification"]["ComputeResourceRequirements"]
-    assert (requirements["NumberOfAcceleratorDevicesRequired"], requirements["MinMemoryRequiredInMb"]) == (1, 8192)
+    spec = get_backend("sagemaker-components")
+    assert (requirements["NumberOfAcceleratorDevicesRequired"], requirements["MinMemoryRequiredInMb"]) == (
+        spec.accelerators_per_copy,
+        spec.copy_memory_mb,
+    )
     (variant,) = sagemaker.describe_endpoint_config(
         EndpointConfigName=sagemaker.describe_endpoint(EndpointName=ENDPOINT)["EndpointConfigName"]
     )["ProductionVariants"]
@@ -77,13 +82,29 @@ def test_the_components_endpoint_from_an_empty_account_to_a_measurement_and_back
     assert {r.get("billing") for r in rows} == {"instance-hours-while-running"}
     assert any(r["level"] == "leaving zero" for r in rows), rows
 
-    # The time-to-live: the copies to zero, and with them the instances; the component stays.
-    assert emulator.fire_schedules(REGION, "InferenceSageMakerStack") == [
-        f"{next(iter(_schedules(REGION)))}: {COMPONENT} to 0 copies"
-    ]
+    # The time-to-live: the copies to zero, and with them the instances; the component stays, and
+    # the alarm that would start a copy on the next request acts no more. (moto's CloudFormation
+    # makes no alarm: it is made here from the stack's own template, as CloudFormation makes it.)
+    alarm = make_alarm_as_the_stack_declares(REGION, "InferenceSageMakerStack")
+    fired = emulator.fire_schedules(REGION, "InferenceSageMakerStack")
+    ids = {props["Target"]["Arn"]["Fn::Join"][1][-1].rpartition(":")[2]: i for i, props in _schedules(REGION).items()}
+    assert sorted(fired) == sorted([
+        f"{ids['updateInferenceComponentRuntimeConfig']}: {COMPONENT} to 0 copies",
+        f"{ids['disableAlarmActions']}: actions of {alarm} disabled",
+    ])  # fmt: skip
     described = sagemaker.describe_inference_component(InferenceComponentName=COMPONENT)
     assert described["RuntimeConfig"]["CurrentCopyCount"] == 0
     assert sagemaker.describe_endpoint(EndpointName=ENDPOINT)["ProductionVariants"][0]["CurrentInstanceCount"] == 0
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    (disarmed,) = cloudwatch.describe_alarms(AlarmNames=[alarm])["MetricAlarms"]
+    assert disarmed["ActionsEnabled"] is False
+    # runner.up brings it back: a deploy with a new expiry, the alarm armed again, ready at zero.
+    (record,) = up(options).data["records"]
+    assert record["outcome"] == "ready", json.dumps(record)
+    assert record["held_at_zero"] == f"zero copies: the first request starts one; its alarm {alarm} armed again"
+    (armed,) = cloudwatch.describe_alarms(AlarmNames=[alarm])["MetricAlarms"]
+    assert armed["ActionsEnabled"] is True
+    cloudwatch.delete_alarms(AlarmNames=[alarm])  # CloudFormation's to delete with the stack
 
     assert sweep.run(["--delete", "--wait", "60", "--results-dir", str(tmp_path / "delete")]) in (0, 1)
     _, deleted = newest(tmp_path / "delete", "sweep")
@@ -93,6 +114,18 @@ def test_the_components_endpoint_from_an_empty_account_to_a_measurement_and_back
     assert actions[("inference-component", COMPONENT)] == "gone with its stack"
     assert sagemaker.list_inference_components()["InferenceComponents"] == []
     assert leftovers() == {}
+
+
+def make_alarm_as_the_stack_declares(region: str, stack: str) -> str:
+    """The stack's no-capacity alarm, made with its template's properties; its name."""
+    from tests.aws_emulator.schedules import deployed_stack
+
+    resources = deployed_stack(region, stack).template_dict["Resources"]
+    (properties,) = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    keys = ("AlarmName", "AlarmDescription", "ActionsEnabled", "Namespace", "MetricName", "Dimensions", "Statistic",
+            "Period", "EvaluationPeriods", "DatapointsToAlarm", "Threshold", "ComparisonOperator")  # fmt: skip
+    boto3.client("cloudwatch", region_name=region).put_metric_alarm(**{k: properties[k] for k in keys})
+    return properties["AlarmName"]
 
 
 def _schedules(region: str) -> dict:

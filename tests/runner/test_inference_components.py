@@ -8,6 +8,7 @@ watch, and the sweep that finds the component and removes it before its endpoint
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
@@ -20,7 +21,8 @@ from runner.agent.models import strands_model
 from runner.cloud.bring_up.watch.common import FAILED, READY, WatchOptions
 from runner.cloud.bring_up.watch.endpoint import ComponentWatch
 from runner.cloud.cleanup.leftovers import RegionScan
-from runner.cloud.cleanup.removal import delete_ours
+from runner.cloud.cleanup.removal import delete_ours, delete_stack
+from runner.cloud.cleanup.survey_teardown import Created, tear_down
 from runner.core.backends import from_output
 from runner.core.errors import TimedOut, describe
 from runner.core.evidence import load
@@ -30,6 +32,8 @@ from runner.measure.clients import timed_client_for
 from runner.measure.health import wait_healthy
 from runner.measure.sagemaker import InferenceComponentStreamClient
 from tests.aws_emulator import emulated_aws
+from tests.aws_emulator.account import ACCOUNT
+from tests.aws_emulator.inference_components import components
 from tests.aws_emulator.sagemaker_runtime import hold_copies_at_zero
 from tests.runner.fake_openai import FakeOpenAI, Step
 from tests.runner.known_server import known_server
@@ -83,7 +87,7 @@ def component(name: str, endpoint_name: str, copies: int = 1, accelerators: floa
             "ModelName": "inference-model",
             "ComputeResourceRequirements": {
                 "NumberOfAcceleratorDevicesRequired": accelerators,
-                "MinMemoryRequiredInMb": 8192,
+                "MinMemoryRequiredInMb": 1024,
             },
         },
         RuntimeConfig={"CopyCount": copies},
@@ -288,6 +292,21 @@ def test_a_request_at_zero_copies_waits_for_one_and_is_timed_as_a_cold_start(dep
     assert instances(ENDPOINT) == 1
 
 
+def test_the_cold_start_is_bracketed_within_the_clients_longest_wait_between_tries(deployed):
+    # The copy answers 3.2 s after the first refusal; the client's own backoff (1 s, then 2 s at
+    # most) tries at 0, 1, 3 and 5 s: the copy came up after the last refusal and before the try
+    # that streamed, and that try came at most one wait after it.
+    comes_up_s, longest_wait_s = 3.2, 2.0
+    with known_server(ttft=0.05, rate=100.0, tokens=4, tokenize=False) as server:
+        deployed.model_servers[COMPONENT] = server.url
+        hold_copies_at_zero(deployed, COMPONENT, comes_up_s)
+        cold = timed(InferenceComponentStreamClient(ENDPOINT, COMPONENT, OPEN_MODEL, REGION), 4)
+    assert cold.ok and cold.cold_start is True
+    last_refusal, leave_zero = cold.phases["last_refusal_s"], cold.phases["leave_zero_s"]
+    assert last_refusal < comes_up_s <= leave_zero
+    assert leave_zero - comes_up_s <= longest_wait_s + 0.5
+
+
 def test_a_copy_that_never_comes_is_one_line_within_the_budget(deployed):
     hold_copies_at_zero(deployed, COMPONENT, 60.0)
     client = InferenceComponentStreamClient(ENDPOINT, COMPONENT, OPEN_MODEL, REGION, leave_zero_budget_s=0.5)
@@ -345,9 +364,10 @@ def test_health_waits_for_the_endpoint_and_its_component_and_says_when_it_sits_a
     assert not health.healthy and "Could not find inference component" in health.detail
 
 
-def watch(record: dict, **fields) -> ComponentWatch:
-    clients = {"sagemaker": aws("sagemaker")}
-    return ComponentWatch(output(**fields), record, clients.__getitem__, WatchOptions(poll_s=0.1), lambda line: None)
+def watch(record: dict, since: datetime | None = None, deploying: bool = True, **fields) -> ComponentWatch:
+    clients = {"sagemaker": aws("sagemaker"), "cloudwatch": aws("cloudwatch")}
+    options = WatchOptions(poll_s=0.1, start_builds=deploying)
+    return ComponentWatch(output(**fields), record, clients.__getitem__, options, lambda line: None, since)
 
 
 def test_up_watches_the_endpoint_and_its_component_to_ready_and_prices_its_instances(deployed):
@@ -369,6 +389,119 @@ def test_up_watches_the_endpoint_and_its_component_to_ready_and_prices_its_insta
     assert record["reason"] == "inference component inference-no-such-model does not exist"
 
 
+def emulated_component(emulator, name: str = COMPONENT):
+    """The emulator's own record of a component (what AWS does on its own, set by a test)."""
+    operations = emulator.inference_components
+    return operations.get(operations.backend(ACCOUNT, REGION), name)
+
+
+def dated(emulator, *, endpoint_made: timedelta, component_made: timedelta, component_modified: timedelta) -> None:
+    """The endpoint and its component as made and last modified that long ago (times SageMaker keeps)."""
+    from moto.core.utils import utcnow
+
+    now = utcnow()
+    operations = emulator.inference_components
+    operations.backend(ACCOUNT, REGION).endpoints[ENDPOINT].creation_time = now - endpoint_made
+    component = emulated_component(emulator)
+    component.created, component.modified = now - component_made, now - component_modified
+
+
+def test_a_component_this_up_made_is_ready_no_earlier_than_the_look_that_saw_it_in_service(deployed):
+    # The deploy began 15 min ago, made the endpoint 12 min ago and the component 8 min ago; the
+    # component's LastModifiedTime never moved (its creation), so only the look says when it was ready.
+    dated(deployed, endpoint_made=timedelta(minutes=12), component_made=timedelta(minutes=8),
+          component_modified=timedelta(minutes=8))  # fmt: skip
+    record: dict = {}
+    looked = datetime.now(UTC).replace(microsecond=0)
+    assert watch(record, since=looked - timedelta(minutes=15)).step() == READY
+    assert datetime.fromisoformat(record["ready_at"]) >= looked
+    assert record["launch_to_ready_min"] == pytest.approx(12.0, abs=0.1)
+    assert "launch_to_ready_unknown" not in record
+
+
+def test_a_scaled_component_an_earlier_up_made_has_no_launch_to_ready(deployed):
+    # Made three hours ago; scale-in (or the time-to-live) moved its LastModifiedTime a minute ago.
+    dated(deployed, endpoint_made=timedelta(hours=3, minutes=4), component_made=timedelta(hours=3),
+          component_modified=timedelta(minutes=1))  # fmt: skip
+    record: dict = {}
+    assert watch(record, since=datetime.now(UTC) - timedelta(seconds=30)).step() == READY
+    assert record["launch_to_ready_min"] is None
+    assert record["launch_to_ready_unknown"].startswith("the component was made before this up (at ")
+
+
+def test_a_component_this_up_made_at_zero_copies_has_no_launch_to_ready(deployed):
+    dated(deployed, endpoint_made=timedelta(minutes=5), component_made=timedelta(minutes=2),
+          component_modified=timedelta(minutes=2))  # fmt: skip
+    hold_copies_at_zero(deployed, COMPONENT, 0.1)
+    record: dict = {}
+    assert watch(record, since=datetime.now(UTC) - timedelta(minutes=6)).step() == READY
+    assert record["launch_to_ready_min"] is None
+    assert record["launch_to_ready_unknown"] == "zero copies: no copy was started to time"
+
+
+def test_up_arms_again_the_alarm_the_time_to_live_disarmed_and_a_look_without_a_deploy_leaves_it(deployed):
+    # The stack's alarm (moto's CloudFormation makes no alarm: made here as the stack makes it),
+    # its actions disabled at the expiry with the copies at zero.
+    alarm = f"{COMPONENT}-no-capacity"
+    cloudwatch = aws("cloudwatch")
+    cloudwatch.put_metric_alarm(
+        AlarmName=alarm, Namespace="AWS/SageMaker", MetricName="NoCapacityInvocationFailures",
+        Dimensions=[{"Name": "InferenceComponentName", "Value": COMPONENT}], Statistic="Sum", Period=60,
+        EvaluationPeriods=1, Threshold=1, ComparisonOperator="GreaterThanThreshold",
+    )  # fmt: skip
+    hold_copies_at_zero(deployed, COMPONENT, 0.1)
+    cloudwatch.disable_alarm_actions(AlarmNames=[alarm])
+
+    def armed() -> bool:
+        (described,) = cloudwatch.describe_alarms(AlarmNames=[alarm])["MetricAlarms"]
+        return described["ActionsEnabled"]
+
+    try:
+        record: dict = {}
+        assert watch(record, deploying=False, no_capacity_alarm=alarm).step() == READY
+        assert not armed() and record["held_at_zero"].endswith(f"its alarm {alarm} is disarmed (the time-to-live)")
+        # Nothing is measured that no request could start: one line, not a wait of the whole budget.
+        health = wait_healthy(from_output(output(no_capacity_alarm=alarm), {}), 5, poll_s=0.1)
+        assert not health.healthy and health.detail == (
+            f"{COMPONENT} at zero copies with its alarm {alarm} disarmed (the time-to-live): no request "
+            "starts a copy; runner.up brings it back"
+        )
+        record = {}
+        assert watch(record, no_capacity_alarm=alarm).step() == READY
+        assert armed() and record["held_at_zero"].endswith(f"its alarm {alarm} armed again")
+        assert wait_healthy(from_output(output(no_capacity_alarm=alarm), {}), 5, poll_s=0.1).healthy
+    finally:
+        cloudwatch.delete_alarms(AlarmNames=[alarm])
+
+
+def test_an_alarm_that_cannot_be_read_leaves_the_component_ready_and_says_so(deployed):
+    class Refusing:
+        def describe_alarms(self, **_):
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no cloudwatch:DescribeAlarms"}}, "x")
+
+    clients = {"sagemaker": aws("sagemaker"), "cloudwatch": Refusing()}
+    hold_copies_at_zero(deployed, COMPONENT, 0.1)
+    record: dict = {}
+    alarm = f"{COMPONENT}-no-capacity"
+    looked = ComponentWatch(output(no_capacity_alarm=alarm), record, clients.__getitem__, WatchOptions(), print)
+    assert looked.step() == READY
+    assert record["held_at_zero"].endswith(
+        f"its alarm {alarm} not read or armed: AccessDenied: no cloudwatch:DescribeAlarms"
+    )
+
+
+def test_a_component_that_fails_to_start_is_one_line_naming_where_its_container_logged(deployed):
+    logs = f"/aws/sagemaker/InferenceComponents/{COMPONENT}"
+    component = emulated_component(deployed)
+    component.status, component.failure_reason = "Failed", "The container failed to pass its ping health check."
+    record: dict = {}
+    assert watch(record, log_group=logs).step() == FAILED
+    assert record["reason"] == (
+        f"inference component {COMPONENT}: The container failed to pass its ping health check. "
+        f"(its container's logs: {logs})"
+    )
+
+
 def test_the_sweep_finds_the_component_and_removes_it_before_its_endpoint(deployed):
     deployed.component_deleting_s = 0.3  # Deleting a while, as AWS's is: the endpoint must wait
     try:
@@ -385,6 +518,90 @@ def test_the_sweep_finds_the_component_and_removes_it_before_its_endpoint(deploy
     outcomes = [(a["kind"], a["id"], a["outcome"]) for a in actions if a["kind"] in ("inference-component", "endpoint")]
     assert outcomes == [("inference-component", COMPONENT, "deleted"), ("endpoint", ENDPOINT, "deleted")]
     assert aws("sagemaker").list_inference_components()["InferenceComponents"] == []
+
+
+@pytest.fixture
+def busy_for(deployed):
+    """A component is Creating, or Updating after a change of its copies, this many seconds."""
+    yield lambda seconds: setattr(deployed, "component_settle_s", seconds)
+    deployed.component_settle_s = 0.0
+    for component in components(deployed.inference_components.backend(ACCOUNT, REGION)).values():
+        component.busy_until = 0.0  # whatever was under way has ended
+
+
+def test_a_component_is_not_deleted_while_it_is_scaled_as_sagemaker_refuses(deployed, busy_for):
+    busy_for(30.0)
+    sagemaker = aws("sagemaker")
+    sagemaker.update_inference_component_runtime_config(
+        InferenceComponentName=COMPONENT, DesiredRuntimeConfig={"CopyCount": 0}
+    )
+    described = sagemaker.describe_inference_component(InferenceComponentName=COMPONENT)
+    assert described["InferenceComponentStatus"] == "Updating"
+    error = refused(sagemaker.delete_inference_component, InferenceComponentName=COMPONENT)
+    assert error.response["Error"]["Code"] == "ValidationException"
+    assert "while it is in state UPDATE_RC_IN_PROGRESS" in str(error)
+
+
+def test_the_sweep_waits_out_a_component_being_scaled_and_leaves_nothing_billing(deployed, busy_for):
+    # A sweep during a scaling of the copies (scale-in, or out of zero): SageMaker refuses to delete
+    # the component until it ends, and the endpoint cannot go before the component.
+    busy_for(1.0)
+    aws("sagemaker").update_inference_component_runtime_config(
+        InferenceComponentName=COMPONENT, DesiredRuntimeConfig={"CopyCount": 0}
+    )
+    scan = RegionScan(REGION)
+    scan.sagemaker()
+    scan.inference_components()
+    actions = delete_ours(scan.found, 10)
+    outcomes = [(a["kind"], a["id"], a["outcome"]) for a in actions if a["kind"] in ("inference-component", "endpoint")]
+    assert outcomes == [("inference-component", COMPONENT, "deleted"), ("endpoint", ENDPOINT, "deleted")]
+    assert aws("sagemaker").list_endpoints()["Endpoints"] == []
+
+
+def sweep_deletes(stack: str) -> None:
+    delete_stack(aws("cloudformation"), stack, 10, sagemaker=aws("sagemaker"))
+
+
+def survey_tears_down(stack: str) -> None:
+    actions = tear_down(Created({stack: [REGION]}), 10)
+    assert actions[-1] == {"region": REGION, "kind": "stack", "id": stack, "outcome": "deleted"}, actions
+
+
+@pytest.mark.parametrize("remove", [sweep_deletes, survey_tears_down])
+def test_a_stack_is_deleted_once_its_component_is_no_longer_being_created(deployed, busy_for, remove):
+    # CloudFormation's delete of a component SageMaker refuses (the emulator's handler refuses as
+    # the API does): the stack's components are waited out of their creation first.
+    busy_for(1.0)
+    template = {
+        "Resources": {
+            "Stacked": {
+                "Type": "AWS::SageMaker::InferenceComponent",
+                "Properties": {
+                    "InferenceComponentName": "inference-stacked-model",
+                    "EndpointName": ENDPOINT,
+                    "VariantName": "AllTraffic",
+                    "Specification": {
+                        "ModelName": "inference-model",
+                        "ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1},
+                    },
+                    "RuntimeConfig": {"CopyCount": 1},
+                },
+            }
+        }
+    }
+    cloudformation = aws("cloudformation")
+    stack_id = cloudformation.create_stack(StackName="InferenceStacked", TemplateBody=json.dumps(template))["StackId"]
+    assert (
+        aws("sagemaker").describe_inference_component(InferenceComponentName="inference-stacked-model")[
+            "InferenceComponentStatus"
+        ]
+        == "Creating"
+    )
+    remove("InferenceStacked")
+    (gone,) = cloudformation.describe_stacks(StackName=stack_id)["Stacks"]
+    assert gone["StackStatus"] == "DELETE_COMPLETE"
+    names = [c["InferenceComponentName"] for c in aws("sagemaker").list_inference_components()["InferenceComponents"]]
+    assert "inference-stacked-model" not in names
 
 
 def test_a_component_of_a_catalog_entry_is_the_kind_its_row_serves():

@@ -59,8 +59,8 @@ def building(watch: Any) -> bool:
 # A backend's record fields that belong to one attempt (one region).
 ATTEMPT_FIELDS = (
     "reason", "readiness", "refusals", "instance_id", "zone", "launched_at", "ready_at", "launch_to_ready_min",
-    "weights_load_s", "image_state", "build_id", "build_status", "held_at_zero", "brought_back_at", "phases_s",
-    "phase_s", "paths", "answer", "answer_correct", "answer_error",
+    "launch_to_ready_unknown", "weights_load_s", "image_state", "build_id", "build_status", "held_at_zero",
+    "brought_back_at", "phases_s", "phase_s", "paths", "answer", "answer_correct", "answer_error",
 )  # fmt: skip
 
 
@@ -529,9 +529,10 @@ class StackUp:
                 pending.pop(name)
                 record = self.records[name]
                 if outcome == READY:
-                    self.log(
-                        f"{name} ready in {record.get('zone') or region} after {record.get('launch_to_ready_min')} min"
-                    )
+                    minutes = record.get("launch_to_ready_min")
+                    unknown = record.get("launch_to_ready_unknown") or "launch to ready not timed"
+                    after = f"after {minutes} min" if minutes is not None else f"({unknown})"
+                    self.log(f"{name} ready in {record.get('zone') or region} {after}")
                 elif outcome == NO_CAPACITY:
                     self.refused.append(name)
                     self.log(f"{name}: no instance in {region}; refusals: {len(record.get('refusals') or [])}")

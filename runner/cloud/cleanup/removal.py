@@ -60,7 +60,9 @@ def delete_ours(found: list[Found], wait_s: float, *, purge_kept: bool = False) 
 
     remove = {
         "session": lambda f: client("ssm", f.region).terminate_session(SessionId=f.id),
-        "stack": lambda f: delete_stack(client("cloudformation", f.region), f.id, wait_s),
+        "stack": lambda f: delete_stack(
+            client("cloudformation", f.region), f.id, wait_s, client("sagemaker", f.region)
+        ),
         "auto-scaling-group": lambda f: client("autoscaling", f.region).delete_auto_scaling_group(
             AutoScalingGroupName=f.id, ForceDelete=True
         ),
@@ -111,16 +113,47 @@ def delete_ours(found: list[Found], wait_s: float, *, purge_kept: bool = False) 
     return actions
 
 
-def delete_inference_component(sagemaker: Any, name: str, wait_s: float, poll_s: float = 2.0) -> str:
-    """DeleteInferenceComponent, then wait until it is gone (it is Deleting a while, and its endpoint
-    cannot go before): "gone with its stack" when CloudFormation already took it."""
+# A component's states in which SageMaker refuses to delete it ("while it is in state
+# CREATE_IN_PROGRESS" as its container starts, "UPDATE_RC_IN_PROGRESS" while a scaling changes its
+# copies: a public deploy tool's teardown notes, which retry for 15 minutes); they end on their own.
+COMPONENT_BUSY = ("Creating", "Updating")
+
+
+def component_status(sagemaker: Any, name: str) -> str | None:
+    """The component's status, None once it is gone."""
     try:
-        sagemaker.delete_inference_component(InferenceComponentName=name)
+        return sagemaker.describe_inference_component(InferenceComponentName=name)["InferenceComponentStatus"]
     except Exception as error:
         if "Could not find" in str(error):
-            return "gone with its stack"
+            return None
         raise
+
+
+def settle_component(sagemaker: Any, name: str, deadline: float, poll_s: float = 2.0) -> str | None:
+    """Wait while the component is being created or scaled (until `deadline`); its status then."""
+    status = component_status(sagemaker, name)
+    while status in COMPONENT_BUSY and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        status = component_status(sagemaker, name)
+    return status
+
+
+def delete_inference_component(sagemaker: Any, name: str, wait_s: float, poll_s: float = 2.0) -> str:
+    """DeleteInferenceComponent, then wait until it is gone (it is Deleting a while, and its endpoint
+    cannot go before): "gone with its stack" when CloudFormation already took it. Refused while it is
+    being created or scaled (a sweep during a scale-out from zero, or the idle scale-in): asked again
+    once that ends, within `wait_s`, so its endpoint, which bills, can go after it."""
     deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            sagemaker.delete_inference_component(InferenceComponentName=name)
+            break
+        except Exception as error:
+            if "Could not find" in str(error):
+                return "gone with its stack"
+            if component_status(sagemaker, name) not in COMPONENT_BUSY or time.monotonic() >= deadline:
+                raise
+            settle_component(sagemaker, name, deadline, poll_s)
     while time.monotonic() < deadline:
         try:
             sagemaker.describe_inference_component(InferenceComponentName=name)
@@ -190,10 +223,18 @@ def released_volume_state(ec2: Any, volume_id: str, wait_s: float) -> str:
         time.sleep(2)
 
 
-def delete_stack(cloudformation: Any, name: str, wait_s: float) -> None:
-    """DeleteStack and wait for it; a deletion that fails is retried once (dependencies)."""
+def delete_stack(cloudformation: Any, name: str, wait_s: float, sagemaker: Any | None = None) -> None:
+    """DeleteStack and wait for it; a deletion that fails is retried once (dependencies). With
+    `sagemaker`, the stack's inference components are first waited out of a creation or a scaling
+    (within `wait_s`): SageMaker refuses to delete one meanwhile, and CloudFormation's deletion of
+    the stack may fail on it and leave its endpoint, which bills (whether its delete handler waits
+    the state out itself only a real account shows)."""
     from botocore.exceptions import WaiterError
 
+    if sagemaker is not None:
+        deadline = time.monotonic() + wait_s
+        for component in stack_components(cloudformation, name):
+            settle_component(sagemaker, component, deadline)
     delay = 2 if wait_s < 120 else 15
     for attempt in (1, 2):
         cloudformation.delete_stack(StackName=name)
@@ -207,3 +248,15 @@ def delete_stack(cloudformation: Any, name: str, wait_s: float) -> None:
             if attempt == 2:
                 raise RunnerError(f"stack {name} not deleted: {describe(error)}") from None
             time.sleep(1)
+
+
+def stack_components(cloudformation: Any, stack: str) -> list[str]:
+    """The names of the stack's inference components (CloudFormation knows each by its ARN)."""
+    names: list[str] = []
+    for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack):
+        for resource in page.get("StackResourceSummaries", []):
+            if resource.get("ResourceType") == "AWS::SageMaker::InferenceComponent" and resource.get(
+                "PhysicalResourceId"
+            ):
+                names.append(resource["PhysicalResourceId"].rpartition("inference-component/")[2])
+    return names

@@ -137,7 +137,13 @@ def tear_down(
                 )
             if settled.startswith("not "):
                 continue
-            act(region, "stack", stack, lambda c=cloudformation, s=stack: _deleted(delete_stack(c, s, wait_s)))
+            sagemaker = client("sagemaker", region)  # its inference components waited out of a scaling first
+            act(
+                region,
+                "stack",
+                stack,
+                lambda c=cloudformation, s=stack, m=sagemaker: _deleted(delete_stack(c, s, wait_s, m)),
+            )
             for bucket in buckets:
                 act(region, "bucket", bucket, lambda b=bucket, s3=s3: delete_left_bucket(s3, b))
         if not found:

@@ -10,7 +10,9 @@ from botocore.exceptions import ClientError
 
 from catalog.contract import APP_TAG
 from catalog.serving import serving
+from runner.cloud.aws import alarm_actions_enabled
 from runner.cloud.bring_up.watch.common import FAILED, READY, TIMEOUT, Watch, iso, minutes_between
+from runner.core.errors import describe
 from runner.costing.billing_models import billing_model
 from runner.costing.billing_now import BillingNow, endpoint_billing
 
@@ -118,16 +120,65 @@ class ComponentWatch(EndpointWatch):
             copies = (component.get("RuntimeConfig") or {}).get("CurrentCopyCount")
             self.record.update(readiness=f"endpoint InService, component {state}", copies=copies)
             if state == "Failed":
-                return self.end(FAILED, f"inference component {name}: {component.get('FailureReason') or state}")
+                why = component.get("FailureReason") or state
+                return self.end(FAILED, f"inference component {name}: {why}{self.where_logged()}")
             if state == "InService":
-                ready = component.get("LastModifiedTime") or datetime.now(UTC)
-                self.record.update(ready_at=iso(ready), zone=None)
-                self.record["launch_to_ready_min"] = minutes_between(
-                    self.record["launched_at"], self.record["ready_at"]
-                )
+                self.time_ready(description, component, copies)
+                alarm = self.arm_alarm()
                 if copies == 0:
-                    self.record["held_at_zero"] = "zero copies: the first request starts one"
+                    self.record["held_at_zero"] = (
+                        f"zero copies and no way out of zero: {alarm}"
+                        if alarm.endswith("disarmed (the time-to-live)")
+                        else "zero copies: the first request starts one" + (f"; {alarm}" if alarm else "")
+                    )
                 return self.end(READY)
         if time.monotonic() - self.started > (self.options.ready_timeout_s or 3600):
-            return self.end(TIMEOUT, f"endpoint {status}, {self.record['readiness']}")
+            return self.end(TIMEOUT, f"endpoint {status}, {self.record['readiness']}{self.where_logged()}")
         return None
+
+    def time_ready(self, endpoint: dict[str, Any], component: dict[str, Any], copies: int | None) -> None:
+        """When the component was ready: the later of its LastModifiedTime and this look, the first
+        that saw it InService (a fresh component's LastModifiedTime may stay its creation, leaving
+        out the image pull and the model's load: whether it moves then only a real account shows;
+        CloudFormation waits for InService before the
+        deploy ends, so this look comes at most the rest of the deploy late). Launch to ready only
+        for a component this `up` made with a copy to start: the endpoint's creation when this `up`
+        made it too (its first instance), else the component's. A component made earlier has its
+        LastModifiedTime moved by every scaling of its copies, which says nothing of a launch."""
+        modified = component.get("LastModifiedTime")
+        looked = datetime.now(UTC)
+        self.record.update(ready_at=iso(max(modified, looked) if modified else looked), zone=None)
+        self.record["launch_to_ready_min"] = None
+        made = component["CreationTime"]
+        if made < self.started_at:
+            self.record["launch_to_ready_unknown"] = f"the component was made before this up (at {iso(made)})"
+        elif not copies:
+            self.record["launch_to_ready_unknown"] = "zero copies: no copy was started to time"
+        else:
+            launched = endpoint["CreationTime"] if endpoint["CreationTime"] >= self.started_at else made
+            self.record["launched_at"] = iso(launched)
+            self.record["launch_to_ready_min"] = minutes_between(self.record["launched_at"], self.record["ready_at"])
+
+    def arm_alarm(self) -> str:
+        """The time-to-live disables the actions of the alarm that starts a copy at zero (else the
+        next request would start one with no end date): a deploy, which sets a new expiry, enables
+        them again; a look without one leaves them. What was found, "" when all is as deployed."""
+        alarm = self.output.no_capacity_alarm
+        if not alarm:
+            return ""
+        cloudwatch = self.client("cloudwatch")
+        try:
+            if alarm_actions_enabled(cloudwatch, alarm) is not False:
+                return ""
+            if not self.options.start_builds:
+                return f"its alarm {alarm} is disarmed (the time-to-live)"
+            cloudwatch.enable_alarm_actions(AlarmNames=[alarm])
+        except Exception as error:  # the component serves; what the alarm is, is said
+            return f"its alarm {alarm} not read or armed: {describe(error)}"
+        self.log(f"{self.output.name}: alarm {alarm} armed again (the time-to-live had disarmed it)")
+        return f"its alarm {alarm} armed again"
+
+    def where_logged(self) -> str:
+        """Where a copy that does not start wrote why (a crash-looping container stays Creating,
+        with no FailureReason, until its startup health check's timeout)."""
+        return f" (its container's logs: {self.output.log_group})" if self.output.log_group else ""
