@@ -45,6 +45,28 @@ def _target(scope: Construct, endpoint: sagemaker.CfnEndpoint, low: int, high: i
     return target  # after the endpoint: its ResourceId reads the endpoint's name attribute
 
 
+def one_more_on_alarm(
+    scope: Construct, target: appscaling.CfnScalableTarget, policy_name: str, *, aggregation: str
+) -> appscaling.CfnScalingPolicy:
+    """The step policy an alarm of requests finding nothing to serve them drives out of zero: one
+    more (an instance, a copy) each time, then the scale-out cooldown."""
+    return appscaling.CfnScalingPolicy(
+        scope,
+        "LeaveZero",
+        policy_name=policy_name,
+        policy_type="StepScaling",
+        scaling_target_id=target.ref,
+        step_scaling_policy_configuration=appscaling.CfnScalingPolicy.StepScalingPolicyConfigurationProperty(
+            adjustment_type="ChangeInCapacity",
+            metric_aggregation_type=aggregation,
+            cooldown=SCALE_OUT_COOLDOWN_S,
+            step_adjustments=[
+                appscaling.CfnScalingPolicy.StepAdjustmentProperty(metric_interval_lower_bound=0, scaling_adjustment=1)
+            ],
+        ),
+    )
+
+
 class RealTimeScaling(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, endpoint: sagemaker.CfnEndpoint, backend: BackendSpec):
         super().__init__(scope, construct_id)
@@ -89,22 +111,8 @@ class AsyncScaling(Construct):
                 scale_in_cooldown=SCALE_IN_COOLDOWN_S,
             ),
         )
-        self.leave_zero = appscaling.CfnScalingPolicy(
-            self,
-            "LeaveZero",
-            policy_name=f"{backend.name}-has-backlog-without-capacity",
-            policy_type="StepScaling",
-            scaling_target_id=self.target.ref,
-            step_scaling_policy_configuration=appscaling.CfnScalingPolicy.StepScalingPolicyConfigurationProperty(
-                adjustment_type="ChangeInCapacity",
-                metric_aggregation_type="Average",
-                cooldown=SCALE_OUT_COOLDOWN_S,
-                step_adjustments=[
-                    appscaling.CfnScalingPolicy.StepAdjustmentProperty(
-                        metric_interval_lower_bound=0, scaling_adjustment=1
-                    )
-                ],
-            ),
+        self.leave_zero = one_more_on_alarm(
+            self, self.target, f"{backend.name}-has-backlog-without-capacity", aggregation="Average"
         )
         self.alarm = cloudwatch.CfnAlarm(
             self,
@@ -191,23 +199,7 @@ class ComponentScaling(Construct):
         self.alarm: cloudwatch.CfnAlarm | None = None
         if backend.min_copies > 0:
             return
-        self.leave_zero = appscaling.CfnScalingPolicy(
-            self,
-            "LeaveZero",
-            policy_name=f"{backend.name}-no-capacity",
-            policy_type="StepScaling",
-            scaling_target_id=self.target.ref,
-            step_scaling_policy_configuration=appscaling.CfnScalingPolicy.StepScalingPolicyConfigurationProperty(
-                adjustment_type="ChangeInCapacity",
-                metric_aggregation_type="Maximum",
-                cooldown=SCALE_OUT_COOLDOWN_S,
-                step_adjustments=[
-                    appscaling.CfnScalingPolicy.StepAdjustmentProperty(
-                        metric_interval_lower_bound=0, scaling_adjustment=1
-                    )
-                ],
-            ),
-        )
+        self.leave_zero = one_more_on_alarm(self, self.target, f"{backend.name}-no-capacity", aggregation="Maximum")
         # Named, so the time-to-live's call can disable its actions by name. Its description carries
         # the expiry: a deploy with a new one (runner.up, --extend) makes CloudFormation write the
         # alarm again, with its actions on (ActionsEnabled, the schema's default too), which re-arms

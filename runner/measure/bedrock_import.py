@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from typing import Any
 
 from runner.cloud.aws import boto_client
@@ -30,6 +29,7 @@ from runner.core.errors import StreamFault, TimedOut, aws_error_code
 from runner.core.records import RequestRecord
 from runner.core.typed_json import JsonObject
 from runner.measure.records import ChatRequest, Stopwatch, usage_counts
+from runner.measure.until_served import send_until_served
 from runner.timing.stream import ChatStreamAccumulator
 
 NOT_READY = "ModelNotReadyException"
@@ -96,33 +96,29 @@ class BedrockImportStreamClient:
     def chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
         model_arn = self.resolve()
         body = json.dumps(chat_body(request))
-        first = time.perf_counter()
-        backoff = self.first_backoff_s
-        refusals = 0
-        while True:
-            watch = Stopwatch()
-            try:
-                response = self.client.invoke_model_with_response_stream(
-                    modelId=model_arn, contentType="application/json", accept="application/json", body=body
-                )
-                break
-            except Exception as error:
-                if aws_error_code(error) != NOT_READY:
-                    raise
-                refusals += 1
-                waited = time.perf_counter() - first
-                record.cold_start = True
-                record.phases = {"not_ready_s": round(waited, 6)}
-                if waited + backoff > self.not_ready_budget_s:
-                    raise TimedOut(
-                        f"imported model {self.model_name} not ready after {waited:.1f} s "
-                        f"({refusals} x {NOT_READY}; budget {self.not_ready_budget_s:g} s)"
-                    ) from None
-                time.sleep(backoff)
-                backoff = min(backoff * 2, self.max_backoff_s)
+
+        def refusal(waited: float) -> None:
+            record.cold_start = True
+            record.phases = {"not_ready_s": round(waited, 6)}
+
+        served = send_until_served(
+            lambda: self.client.invoke_model_with_response_stream(
+                modelId=model_arn, contentType="application/json", accept="application/json", body=body
+            ),
+            lambda error: aws_error_code(error) == NOT_READY,
+            first_backoff_s=self.first_backoff_s,
+            max_backoff_s=self.max_backoff_s,
+            budget_s=self.not_ready_budget_s,
+            on_refusal=refusal,
+            too_long=lambda waited, refusals: TimedOut(
+                f"imported model {self.model_name} not ready after {waited:.1f} s "
+                f"({refusals} x {NOT_READY}; budget {self.not_ready_budget_s:g} s)"
+            ),
+        )
         # Not ready: from the first attempt to the start of the one that streamed.
-        record.cold_start = refusals > 0
-        record.phases = {"not_ready_s": round(watch.start - first, 6) if refusals else 0.0}
+        record.cold_start = served.refusals > 0
+        record.phases = {"not_ready_s": round(served.waited_s, 6) if served.refusals else 0.0}
+        response, watch = served.response, served.watch
         return self._read(response, record, watch)
 
     def _read(self, response: dict[str, Any], record: RequestRecord, watch: Stopwatch) -> RequestRecord:

@@ -18,7 +18,6 @@ records (`batch_records`); the job itself is `runner.cloud.jobs.batch_transform`
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from runner.core.files import read_text_file
 from runner.core.records import RequestRecord
 from runner.core.typed_json import JsonObject
 from runner.measure.records import ChatRequest, Stopwatch, check_completion, usage_counts
+from runner.measure.until_served import send_until_served
 from runner.timing.stream import ChatStreamAccumulator, sse_lines
 
 # The error codes SageMaker answers a request it has no capacity for right now with: a serverless
@@ -186,36 +186,32 @@ class InferenceComponentStreamClient:
 
     def chat(self, request: ChatRequest, record: RequestRecord) -> RequestRecord:
         body = json.dumps(request.openai_body(self.model_id))
-        first = time.perf_counter()
-        backoff = self.first_backoff_s
-        refusals = 0
-        while True:
-            watch = Stopwatch()
-            try:
-                response = self.client.invoke_endpoint_with_response_stream(
-                    EndpointName=self.endpoint_name,
-                    InferenceComponentName=self.component_name,
-                    ContentType="application/json",
-                    Body=body,
-                )
-                break
-            except Exception as error:
-                if not no_capacity(error):
-                    raise
-                refusals += 1
-                waited = time.perf_counter() - first
-                record.cold_start = True
-                record.phases = {"leave_zero_s": round(waited, 6), "last_refusal_s": round(waited, 6)}
-                if waited + backoff > self.leave_zero_budget_s:
-                    raise TimedOut(
-                        f"inference component {self.component_name}: no copy after {waited:.1f} s "
-                        f"({refusals} refusals for no capacity; budget {self.leave_zero_budget_s:g} s)"
-                    ) from None
-                time.sleep(backoff)
-                backoff = min(backoff * 2, self.max_backoff_s)
-        record.cold_start = refusals > 0
-        if refusals:
-            record.phases = (record.phases or {}) | {"leave_zero_s": round(watch.start - first, 6)}
+
+        def refusal(waited: float) -> None:
+            record.cold_start = True
+            record.phases = {"leave_zero_s": round(waited, 6), "last_refusal_s": round(waited, 6)}
+
+        served = send_until_served(
+            lambda: self.client.invoke_endpoint_with_response_stream(
+                EndpointName=self.endpoint_name,
+                InferenceComponentName=self.component_name,
+                ContentType="application/json",
+                Body=body,
+            ),
+            no_capacity,
+            first_backoff_s=self.first_backoff_s,
+            max_backoff_s=self.max_backoff_s,
+            budget_s=self.leave_zero_budget_s,
+            on_refusal=refusal,
+            too_long=lambda waited, refusals: TimedOut(
+                f"inference component {self.component_name}: no copy after {waited:.1f} s "
+                f"({refusals} refusals for no capacity; budget {self.leave_zero_budget_s:g} s)"
+            ),
+        )
+        record.cold_start = served.refusals > 0
+        if served.refusals:
+            record.phases = (record.phases or {}) | {"leave_zero_s": round(served.waited_s, 6)}
+        response, watch = served.response, served.watch
         return read_stream(response, record, watch)
 
     def close(self) -> None:

@@ -116,7 +116,7 @@ class SkippedWaits:
 
 def skip_the_waits(monkeypatch) -> None:
     clock = SkippedWaits()
-    monkeypatch.setattr("runner.measure.bedrock_import.time", clock)
+    monkeypatch.setattr("runner.measure.until_served.time", clock)
     monkeypatch.setattr("runner.timing.chat.time", clock)  # the Stopwatch's clock
 
 
