@@ -125,7 +125,10 @@ def pytest_collection_modifyitems(config, items):
         elif "/tests/emulator/" in path and "deployed" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group(f"emulator-{Path(path).stem}"))
         elif "local_server" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("llama-cpp"))  # one embedded server, not one per worker
+            # The embedded model answering for real (llama.cpp and its weights): a tier of its own,
+            # as vLLM's is, and one server for it, not one per worker.
+            item.add_marker(pytest.mark.llama)
+            item.add_marker(pytest.mark.xdist_group("llama-cpp"))
         elif "/tests/cdk/" in path and (
             SYNTHESIS & set(getattr(item, "fixturenames", ())) or path.endswith("/test_options.py")
         ):

@@ -49,17 +49,33 @@ def percentile(values: Iterable[float], q: float, weights: Iterable[float] | Non
     """The q-th percentile (0-100). Unweighted: linear interpolation between closest ranks (numpy's
     default). Weighted: the smallest value whose cumulative weight reaches q % of the total, so a
     value carried by several tokens counts once per token."""
+    return percentiles(values, (q,), weights)[0]
+
+
+def percentiles(
+    values: Iterable[float], qs: Iterable[float], weights: Iterable[float] | None = None
+) -> list[float | None]:
+    """`percentile` at each of `qs`, from one sort of the values (a table asks three of each
+    figure of every level)."""
     pairs = [(v, w) for v, w in zip(values, weights if weights is not None else _ones(), strict=False) if v is not None]
     if not pairs:
-        return None
+        return [None for _ in qs]
     if weights is None:
         data = sorted(v for v, _ in pairs)
-        rank = (len(data) - 1) * q / 100
-        low = int(rank)
-        high = min(low + 1, len(data) - 1)
-        return data[low] + (data[high] - data[low]) * (rank - low)
+        return [_interpolated(data, q) for q in qs]
     pairs.sort()
     total = sum(w for _, w in pairs)
+    return [_weighted(pairs, total, q) for q in qs]
+
+
+def _interpolated(data: list[float], q: float) -> float:
+    rank = (len(data) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(data) - 1)
+    return data[low] + (data[high] - data[low]) * (rank - low)
+
+
+def _weighted(pairs: list[tuple[float, float]], total: float, q: float) -> float:
     running = 0.0
     for value, weight in pairs:
         running += weight

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from runner.core.errors import RunnerError
 from runner.core.records import RequestRecord
-from runner.core.stats import percentile, weighted_mean
+from runner.core.stats import percentiles, weighted_mean
 from runner.core.typed_json import FlatJson
 
 
@@ -74,9 +74,7 @@ class Distribution(FlatJson):
 def distribution(values: list[float], weights: list[float] | None = None) -> Distribution:
     """mean, median, p90 and p99 of one figure."""
     mean = weighted_mean(values, weights if weights is not None else [1.0] * len(values))
-    return Distribution(
-        mean, percentile(values, 50, weights), percentile(values, 90, weights), percentile(values, 99, weights)
-    )
+    return Distribution(mean, *percentiles(values, (50, 90, 99), weights))
 
 
 # The latency metrics a run's block can give percentiles of, by `vllm bench serve`'s names
@@ -119,12 +117,11 @@ class MetricFigures:
     percentiles: tuple[tuple[float, float | None], ...]
 
 
-def metric_figures(records: Sequence[RequestRecord], metric: str, percentiles: Sequence[float]) -> MetricFigures:
+def metric_figures(records: Sequence[RequestRecord], metric: str, asked: Sequence[float]) -> MetricFigures:
     values, weights = metric_values(records, metric)
     mean = weighted_mean(values, weights if weights is not None else [1.0] * len(values))
-    return MetricFigures(
-        mean, percentile(values, 50, weights), tuple((q, percentile(values, q, weights)) for q in percentiles)
-    )
+    median, *at = percentiles(values, (50, *asked), weights)
+    return MetricFigures(mean, median, tuple(zip(asked, at, strict=True)))
 
 
 # What a run's block gives unless asked otherwise: every metric (vllm's default leaves out e2el),

@@ -476,6 +476,10 @@ def run_timeline(sources: list[Source]) -> Figure | str:
     axes = figure.subplots()
     colour = workload_colours([backend for (backend, _), _ in groups])
     failed = []
+    # Each backend's waits and streams as one collection apiece (`hlines`): a line per request
+    # would be an artist per request, and a run of thousands drew for seconds.
+    waiting: dict[str, list[tuple[float, float, float]]] = {}
+    streaming: dict[str, list[tuple[float, float, float]]] = {}
     for row, ((backend, _label), records) in enumerate(groups):
         for index, record in enumerate(records):
             start = (starts[id(record)] - zero).total_seconds()
@@ -484,8 +488,11 @@ def run_timeline(sources: list[Source]) -> Figure | str:
                 failed.append((start, y))
                 continue
             first = start + (record.ttft_s or 0.0)
-            axes.plot([start, first], [y, y], color=colour[backend], alpha=0.35, linewidth=1.2)
-            axes.plot([first, start + record.e2e_s], [y, y], color=colour[backend], linewidth=1.2)
+            waiting.setdefault(backend, []).append((y, start, first))
+            streaming.setdefault(backend, []).append((y, first, start + record.e2e_s))
+    for segments, alpha in ((waiting, 0.35), (streaming, 1.0)):
+        for backend, lines in segments.items():
+            axes.hlines(*zip(*lines, strict=True), color=colour[backend], alpha=alpha, linewidth=1.2)
     if failed:
         axes.plot(*zip(*failed, strict=True), "x", color="#a3261b", markersize=5, label="failed (when sent)")
     axes.set_yticks(range(len(groups)), [f"{backend} · {label}" for (backend, label), _ in groups])

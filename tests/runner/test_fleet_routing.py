@@ -17,7 +17,7 @@ from runner import bench
 from tests.aws_emulator.routing import Fleet, RoutingConfig, RoutingRefused, routed_fleet
 from tests.runner.known_server import known, known_server
 
-PREFILL_TOK_S = 2000.0
+PREFILL_TOK_S = 4000.0
 BASE_TTFT_S = 0.01
 INPUT_TOKENS = 1000
 PREFIXES = 3
@@ -129,7 +129,7 @@ def test_prefix_aware_routing_beats_least_outstanding_when_prompts_share_a_prefi
 
 def test_with_nothing_shared_the_two_strategies_tie(tmp_path):
     # Nothing to save, so no need of a slow prefill to see it: a whole prompt takes 0.125 s.
-    prefill = 4 * PREFILL_TOK_S
+    prefill = 2 * PREFILL_TOK_S
     aware_ttft, aware = routed_bench(tmp_path / "aware", RoutingConfig("PREFIX_AWARE", 1024, 8), 0, prefill)
     least_ttft, least = routed_bench(tmp_path / "least", RoutingConfig("LEAST_OUTSTANDING_REQUESTS"), 0, prefill)
     assert misses(aware, 0) == misses(least, 0) == REQUESTS  # every prompt computed whole

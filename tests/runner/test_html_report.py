@@ -662,8 +662,15 @@ def test_the_timeline_draws_each_request_from_its_send_to_its_end(evidence):
     starts = [datetime.fromisoformat(r.started_at) for r in records]
     zero = min(starts)
     ends = sorted(round((s - zero).total_seconds() + r.e2e_s, 6) for s, r in zip(starts, records, strict=True))
-    drawn = sorted(round(line.get_xdata()[1], 6) for line in axes.get_lines() if line.get_alpha() is None)
-    assert drawn == ends  # every request's end, one line each
+    # The streams are the opaque collections, one segment per request from its first token to its end.
+    streams = [c for c in axes.collections if c.get_alpha() == 1.0]
+    drawn = sorted(round(segment[1][0], 6) for c in streams for segment in c.get_segments())
+    assert drawn == ends  # every request's end, one segment each
+    waits = [c for c in axes.collections if c.get_alpha() == 0.35]
+    firsts = sorted(round(segment[1][0], 6) for c in waits for segment in c.get_segments())
+    assert firsts == sorted(
+        round((s - zero).total_seconds() + r.ttft_s, 6) for s, r in zip(starts, records, strict=True)
+    )  # and its wait, from its send to its first token
     assert [t.get_text() for t in axes.get_yticklabels()] == [
         "g6 · 1 at a time", "g6 · 4 at a time", "inf2 · 1 at a time", "inf2 · 4 at a time"
     ]  # fmt: skip

@@ -25,7 +25,7 @@ def config(markexpr: str = "", args: tuple[str, ...] = (), ignore: tuple[str, ..
         ("", ("tests/vllm/test_vllm_server.py::test_x",), True),
         ("", ("tests/runner",), False),
         ("emulator", (), False),
-        ("not emulator and not vllm and not host and not cli", (), False),
+        ("not emulator and not vllm and not host and not cli and not llama", (), False),
         ("not host", (), True),
         ("vllm or emulator", (), True),
         ("vllm", ("tests/runner",), False),
