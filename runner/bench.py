@@ -376,8 +376,7 @@ def run_workload(args: argparse.Namespace) -> int:
         "prompt": plan.workload.fixed[0].prompt if plan.workload.fixed else None,
         "in_region": args.in_region or None,
         "level_seconds": args.level_seconds,
-        "copies": counts or None,
-    } | block_config(args)
+    } | ({"copies": counts} if counts else {}) | block_config(args)
 
     evidence_kept: list[Evidence[BenchFile]] = []
 

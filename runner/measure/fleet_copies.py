@@ -45,6 +45,7 @@ DEFAULT_ROUTING = "LEAST_OUTSTANDING_REQUESTS"
 COPIES_WAIT_S = 900.0
 POLL_S = 5.0
 IN_SERVICE = "InService"
+FAILED = "Failed"
 
 
 def parse_copies(text: str) -> list[int]:
@@ -74,6 +75,7 @@ class CopiesState:
     desired: int
     current: int
     status: str
+    failure: str | None = None
 
 
 class ComponentCopies:
@@ -93,6 +95,7 @@ class ComponentCopies:
             int(runtime.get("DesiredCopyCount") or 0),
             int(runtime.get("CurrentCopyCount") or 0),
             str(described.get("InferenceComponentStatus")),
+            described.get("FailureReason"),
         )
 
     def routing(self) -> dict[str, Any]:
@@ -117,6 +120,9 @@ class ComponentCopies:
             seen = self.state()
             if seen.status == IN_SERVICE and seen.current == copies:
                 return None
+            if seen.status == FAILED:
+                # What AWS refuses only once it tries (an instance past the account's quota).
+                return f"{copies_text(copies)}: the component Failed: {seen.failure or 'no FailureReason given'}"
             if time.monotonic() >= deadline:
                 return (
                     f"{copies_text(copies)} not in service after {budget_s:g} s (DescribeInferenceComponent: "

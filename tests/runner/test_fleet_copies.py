@@ -336,3 +336,27 @@ def test_the_components_copies_are_the_routers_and_a_count_past_its_servers_is_r
         InferenceComponentName=COMPONENT, DesiredRuntimeConfig={"CopyCount": 1}
     )
     assert COMPONENT not in deployed.model_servers
+
+
+def test_a_count_past_the_quota_that_aws_fails_once_it_tries_is_its_failure_reason_in_one_line(deployed, tmp_path):
+    (component,) = components_of(deployed)
+    quota = (
+        "ResourceLimitExceeded: The account-level service limit 'ml.g6.12xlarge for endpoint usage' is 1 "
+        "Instances, with current utilization of 1 Instances and a request delta of 1 Instances."
+    )
+
+    def as_aws_fails_it(name: str, copies: int) -> None:
+        # The update is taken, then the component fails for want of an instance (the quota's words
+        # are SageMaker's ResourceLimitExceeded message for an endpoint's instances).
+        component.status, component.failure_reason = ("Failed", quota) if copies == 2 else ("InService", None)
+
+    deployed.inference_components.copy_hooks["quota"] = as_aws_fails_it
+    try:
+        code, evidence = copies_bench(tmp_path, "2")
+    finally:
+        deployed.inference_components.copy_hooks.pop("quota")
+    assert code == 1
+    (measured,) = evidence.fleet or []
+    (count,) = measured.counts
+    assert count.marked == f"2 copies: the component Failed: {quota}"
+    assert copy_count() == 1 and component.status == "InService"
