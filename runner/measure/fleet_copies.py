@@ -177,8 +177,14 @@ class CopiesRun(BackendRun):
     """The workload at one copy count: its search's answer kept for the fleet, and a level whose
     requests failed (not for time) ending that count's search, marked."""
 
-    def __init__(self, backend: Backend, plan: CopiesPlan, evidence: Evidence[BenchFile], advance: Advance,
-                 copies: ComponentCopies) -> None:  # fmt: skip
+    def __init__(
+        self,
+        backend: Backend,
+        plan: CopiesPlan,
+        evidence: Evidence[BenchFile],
+        advance: Advance,
+        copies: ComponentCopies,
+    ) -> None:
         super().__init__(backend, plan, evidence, advance)
         self.count, self.copies = plan.copies, copies
         self.found: dict[int | None, CapacityFound] = {}
