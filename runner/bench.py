@@ -364,19 +364,25 @@ def run_workload(args: argparse.Namespace) -> int:
         # The search starts at the smallest level given (else 1), and only the budget bounds it.
         plan.search_start = min([*plan.concurrency, *plan.rates] or [1])
         plan.concurrency, plan.rates = [], []
-    config = {
-        "workload": plan.workload.to_json(),
-        "slo": plan.slo.to_json() if plan.slo else None,
-        "slo_share": plan.slo_share,
-        "find_capacity": plan.find_capacity,
-        "levels": [level.to_json() for length in plan.workload.input_tokens or [None] for level in plan.levels(length)],
-        "repeats": args.repeats,
-        "seed": args.seed,
-        "max_tokens": plan.workload.output_tokens or SURVEY_MAX_TOKENS,
-        "prompt": plan.workload.fixed[0].prompt if plan.workload.fixed else None,
-        "in_region": args.in_region or None,
-        "level_seconds": args.level_seconds,
-    } | ({"copies": counts} if counts else {}) | block_config(args)
+    config = (
+        {
+            "workload": plan.workload.to_json(),
+            "slo": plan.slo.to_json() if plan.slo else None,
+            "slo_share": plan.slo_share,
+            "find_capacity": plan.find_capacity,
+            "levels": [
+                level.to_json() for length in plan.workload.input_tokens or [None] for level in plan.levels(length)
+            ],
+            "repeats": args.repeats,
+            "seed": args.seed,
+            "max_tokens": plan.workload.output_tokens or SURVEY_MAX_TOKENS,
+            "prompt": plan.workload.fixed[0].prompt if plan.workload.fixed else None,
+            "in_region": args.in_region or None,
+            "level_seconds": args.level_seconds,
+        }
+        | ({"copies": counts} if counts else {})
+        | block_config(args)
+    )
 
     evidence_kept: list[Evidence[BenchFile]] = []
 
