@@ -24,9 +24,13 @@ from catalog.contract import APP_TAG, BackendOutput
 from runner import bench
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, strict_json
-from runner.measure.bench_file import BenchFile
-from runner.measure.fleet_copies import ComponentCopies, give_back
+from runner.figures.capacity import CapacityFound
+from runner.measure.bench_file import BenchFile, CopyCount
+from runner.measure.fleet_copies import ComponentCopies, give_back, shared_share, with_scaling
+from runner.measure.workload_run import BenchPlan
 from runner.render.bench import fleet_table
+from runner.workloads import Workload
+from runner.workloads.slo import Slo
 from tests.aws_emulator import emulated_aws
 from tests.aws_emulator.account import ACCOUNT
 from tests.aws_emulator.component_fleet import fleet_behind
@@ -360,3 +364,18 @@ def test_a_count_past_the_quota_that_aws_fails_once_it_tries_is_its_failure_reas
     (count,) = measured.counts
     assert count.marked == f"2 copies: the component Failed: {quota}"
     assert copy_count() == 1 and component.status == "InService"
+
+
+def test_each_length_has_its_shared_share_and_a_marked_count_no_efficiency():
+    plan = BenchPlan(workload=Workload(input_tokens=(1000, 4000), prefix_tokens=900), slo=Slo(()))
+    assert (shared_share(plan, 1000), shared_share(plan, 4000), shared_share(plan, None)) == (0.9, 0.225, 0.0)
+
+    def found(value: float) -> CapacityFound:
+        return CapacityFound("sagemaker-components", 1000, None, "concurrency", 0.9, value, "done", ())
+
+    counts = with_scaling([
+        CopyCount(1, 0.9, input_tokens=1000, capacity=found(3)),
+        CopyCount(2, 0.9, input_tokens=1000, marked="2 copies refused: ..."),
+        CopyCount(4, 0.9, input_tokens=1000, capacity=found(10)),
+    ])  # fmt: skip
+    assert [(c.efficiency, c.ideal) for c in counts] == [(1.0, 3), (None, None), (round(10 / 12, 3), 12)]
