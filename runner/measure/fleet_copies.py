@@ -61,8 +61,9 @@ def copies_text(count: int) -> str:
 
 
 def not_a_component(backend: Backend) -> str | None:
-    """One line for a backend whose copies cannot be set (None: an endpoint of inference components)."""
-    if backend.kind is BackendKind.SAGEMAKER_COMPONENTS:
+    """One line for a backend whose copies cannot be set (None: its stack output names an inference
+    component, whose copies are what this measures)."""
+    if backend.output is not None and backend.output.inference_component_name:
         return None
     return (
         f"{backend.name}: skipped: --copies sets the copies of an inference component "
