@@ -240,6 +240,11 @@ def test_a_backend_that_is_not_a_component_is_skipped_in_one_line_and_the_compon
     (measured,) = evidence.fleet or []
     assert [c.copies for c in measured.counts] == [1] and measured.counts[0].found == SLOTS
     round_trips(next((tmp_path / "results").glob("*/bench-*.json")))
+    table = fleet_table(evidence)
+    assert table is not None
+    (capacity,) = table.columns[5].cells
+    (efficiency,) = table.columns[7].cells
+    assert (capacity, efficiency) == (f"{SLOTS} at a time", "1.00")
 
 
 def test_a_copy_that_dies_mid_level_marks_the_level_not_the_fleets_capacity(deployed, tmp_path):
