@@ -34,6 +34,7 @@ from runner.measure import ChatRequest
 from runner.measure.bench_file import BenchFile
 from runner.measure.benchmark import bench_backend, sweep_backend, timeout_hint
 from runner.measure.capacity import Budget
+from runner.measure.fleet_copies import COPIES_WAIT_S, measure_copies, not_a_component, parse_copies
 from runner.measure.host_rows import add_host_row, kit_warm_up, mark_tunnel_rows
 from runner.measure.load import (
     LoadLevel,
@@ -125,6 +126,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     slo.add_argument("--capacity-levels", type=int, default=10, help="most levels the capacity search runs")
     slo.add_argument("--capacity-seconds", type=float, default=1800.0, help="most seconds the capacity search takes")
+    fleet = parser.add_argument_group("a fleet of copies (an endpoint of inference components)")
+    fleet.add_argument(
+        "--copies",
+        metavar="N[,N...]",
+        help="with --find-capacity: the capacity at each copy count of an inference component (set with "
+        "UpdateInferenceComponentRuntimeConfig, waited for in service), the scaling efficiency "
+        "capacity(N)/(N x capacity(1)); the copy count it had is set back at the end",
+    )
+    fleet.add_argument(
+        "--copies-wait",
+        type=float,
+        default=COPIES_WAIT_S,
+        metavar="S",
+        help="most seconds a copy count may take to be in service (default: %(default)g)",
+    )
     parser.add_argument("--no-server-metrics", action="store_true", help="do not sample the servers' /metrics")
     add_block_arguments(parser)
     parser.add_argument(
@@ -166,6 +182,7 @@ def run(argv: list[str] | None = None) -> int:
     at_least("--max-tokens", args.max_tokens, 1)
     above("--capacity-seconds", args.capacity_seconds, 0, "seconds")
     check_level_seconds(args)
+    copy_counts(args)
     if args.workload == AGENT:
         return run_agent_traffic(args)
     args.max_tokens = args.max_tokens or SURVEY_MAX_TOKENS
@@ -342,23 +359,30 @@ def run_workload(args: argparse.Namespace) -> int:
             "a workload's table has none: leave --compare out"
         )
     plan = workload_plan(args)
+    counts = copy_counts(args)
     if plan.find_capacity:
         # The search starts at the smallest level given (else 1), and only the budget bounds it.
         plan.search_start = min([*plan.concurrency, *plan.rates] or [1])
         plan.concurrency, plan.rates = [], []
-    config = {
-        "workload": plan.workload.to_json(),
-        "slo": plan.slo.to_json() if plan.slo else None,
-        "slo_share": plan.slo_share,
-        "find_capacity": plan.find_capacity,
-        "levels": [level.to_json() for length in plan.workload.input_tokens or [None] for level in plan.levels(length)],
-        "repeats": args.repeats,
-        "seed": args.seed,
-        "max_tokens": plan.workload.output_tokens or SURVEY_MAX_TOKENS,
-        "prompt": plan.workload.fixed[0].prompt if plan.workload.fixed else None,
-        "in_region": args.in_region or None,
-        "level_seconds": args.level_seconds,
-    } | block_config(args)
+    config = (
+        {
+            "workload": plan.workload.to_json(),
+            "slo": plan.slo.to_json() if plan.slo else None,
+            "slo_share": plan.slo_share,
+            "find_capacity": plan.find_capacity,
+            "levels": [
+                level.to_json() for length in plan.workload.input_tokens or [None] for level in plan.levels(length)
+            ],
+            "repeats": args.repeats,
+            "seed": args.seed,
+            "max_tokens": plan.workload.output_tokens or SURVEY_MAX_TOKENS,
+            "prompt": plan.workload.fixed[0].prompt if plan.workload.fixed else None,
+            "in_region": args.in_region or None,
+            "level_seconds": args.level_seconds,
+        }
+        | ({"copies": counts} if counts else {})
+        | block_config(args)
+    )
 
     evidence_kept: list[Evidence[BenchFile]] = []
 
@@ -368,6 +392,15 @@ def run_workload(args: argparse.Namespace) -> int:
         total = plan.total_requests if not plan.find_capacity else None
         with RequestProgress() as progress:
             for backend in discovery.backends:
+                if counts:
+                    why = not_a_component(backend)
+                    if why:
+                        console.print(f"[yellow]note:[/yellow] {why}")
+                        evidence.notice(why)
+                        continue
+                    task = progress.add_task(backend.name, total=None)
+                    measure_copies(backend, plan, counts, evidence, progress.advancing(task), args.copies_wait)
+                    continue
                 task = progress.add_task(backend.name, total=total)
                 tunnel = bench_workload(backend, plan, evidence, progress.advancing(task))
                 if backend.name in servers:
@@ -382,6 +415,20 @@ def run_workload(args: argparse.Namespace) -> int:
     return code
 
 
+def copy_counts(args: argparse.Namespace) -> list[int]:
+    """`--copies` as counts ([] without it); it takes the capacity search, which it runs at each."""
+    if not args.copies:
+        return []
+    if not args.find_capacity:
+        raise RunnerError("--copies runs the capacity search at each copy count: give --find-capacity and --goodput")
+    if args.in_region:
+        raise RunnerError(
+            "--copies measures an endpoint of inference components, which has no host to run on: leave --in-region out"
+        )
+    above("--copies-wait", args.copies_wait, 0, "seconds")
+    return parse_copies(args.copies)
+
+
 AGENT_REFUSES = (
     "rate",
     "input_tokens",
@@ -393,6 +440,7 @@ AGENT_REFUSES = (
     "level_seconds",
     "percentile_metrics",
     "metric_percentiles",
+    "copies",
 )
 
 

@@ -1,7 +1,8 @@
 """A bench evidence file, typed: the request records (or agent traffic's tasks), the warm-ups kept
 apart, and what only some runs have: the accuracy beside the figures (`--quality`), how each
 row's workload was prepared, what was read of each server per level, the capacity searches, the
-in-region runs, and how many requests ran past `--timeout`. The measuring writes its sections
+in-region runs, a fleet's capacity at each copy count (`--copies`), and how many requests ran past
+`--timeout`. The measuring writes its sections
 through the methods here; the tables and `runner.report` read the same class back.
 """
 
@@ -35,6 +36,44 @@ class WorkloadBackend(FlatJson):
     not_sent: list[str] | None = where_set()
 
 
+@dataclass
+class CopyCount(FlatJson):
+    """One copy count of `bench --copies` at one input length: the capacity search run with that
+    many copies in service (absent where the count was marked, not measured: `marked` says why),
+    the share of each prompt that was a shared prefix, and the scaling efficiency against one
+    copy's capacity (runner/figures/fleet.py) with its ideal line, N x capacity(1)."""
+
+    copies: int
+    shared_share: float
+    input_tokens: int | None = where_set()
+    capacity: CapacityFound | None = where_set()
+    marked: str | None = where_set()
+    efficiency: float | None = where_set()
+    ideal: float | None = where_set()
+
+    @property
+    def found(self) -> float | None:
+        """The most load this count carried within the objectives (None: none, or not measured)."""
+        return self.capacity.capacity if self.capacity is not None else None
+
+
+@dataclass
+class FleetCopies(FlatJson):
+    """One inference component measured at several copy counts: its endpoint's routing strategy as
+    DescribeEndpointConfig gives it (a report groups runs by routing and shared share), the copy
+    count it had before the run and what was done to give it back, and each count measured."""
+
+    backend: str
+    endpoint: str
+    component: str
+    routing: str
+    copies_before: int
+    prefix_length: int | None = where_set()
+    concurrency_threshold: int | None = where_set()
+    counts: list[CopyCount] = field(default_factory=list)
+    restored: str | None = where_set()
+
+
 @dataclass(kw_only=True)
 class BenchFile(EvidenceFile):
     COMMAND = "bench"
@@ -48,6 +87,7 @@ class BenchFile(EvidenceFile):
     levels: list[LevelReadings] | None = where_set()
     capacity: list[CapacityFound] | None = where_set()
     in_region: list[KitRunEntry] | None = where_set()
+    fleet: list[FleetCopies] | None = where_set()
     timed_out: int | None = where_set()
 
     @property
@@ -69,6 +109,9 @@ class BenchFile(EvidenceFile):
 
     def keep_in_region(self, run: KitRunEntry) -> None:
         self.in_region = [*(self.in_region or []), run]
+
+    def keep_fleet(self, fleet: FleetCopies) -> None:
+        self.fleet = [*(self.fleet or []), fleet]
 
     def count_timeout(self) -> None:
         self.timed_out = (self.timed_out or 0) + 1

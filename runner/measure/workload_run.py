@@ -22,6 +22,7 @@ from runner.core.errors import RunnerError, describe
 from runner.core.evidence import Evidence
 from runner.core.readings import AcceleratorReadings, LevelReadings, ServerMetrics
 from runner.core.records import RequestRecord
+from runner.figures.capacity import CapacityFound
 from runner.figures.levels import LevelSummary, level_summary
 from runner.measure import ChatRequest, timed_client_for
 from runner.measure.bench_file import BenchFile, kept_metrics
@@ -382,12 +383,16 @@ class BackendRun:
         )
         label = plan.level_at(search.capacity, input_tokens).label if search.capacity is not None else None
         found = search.found(self.row, input_tokens, label)
-        self.evidence.file.keep_capacity(found)
+        self.keep_found(found)
         self.evidence.save()
         if found.capacity is None:
             self.note(f"capacity at {plan.slo.text}: none ({found.stopped})")
         else:
             console.print(f"{self.row}: capacity {found.capacity:g} {found.unit} at {plan.slo.text} ({found.stopped})")
+
+    def keep_found(self, found: CapacityFound) -> None:
+        """A search's answer, under the evidence's `capacity` (a fleet's copy counts keep theirs apart)."""
+        self.evidence.file.keep_capacity(found)
 
     def fail_all(self, line: str) -> None:
         """Every request this backend would still have sent (levels already measured keep their

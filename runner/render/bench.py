@@ -550,6 +550,36 @@ def capacity_table(evidence: BenchFile) -> Table | None:
     return table
 
 
+def fleet_table(evidence: BenchFile) -> Table | None:
+    """Per inference component (`--copies`) and copy count: the capacity found with that many copies,
+    the ideal line N x capacity(1) and the scaling efficiency, the routing and the shared share it
+    was measured at; a count not measured says why."""
+    if not evidence.fleet:
+        return None
+    config = evidence.config
+    table = Table(title=f"fleet: capacity by copy count at {(config.get('slo') or {}).get('text')}")
+    columns = ["backend", "routing", "shared", "input tokens", "copies", "capacity", "ideal", "efficiency",
+               "levels tried", "how it ended"]  # fmt: skip
+    add_columns(table, columns, left=("backend", "routing", "how it ended"))
+    for fleet in evidence.fleet:
+        for count in fleet.counts:
+            search = count.capacity
+            unit = (" at a time" if search.mode == "concurrency" else "/s") if search else ""
+            table.add_row(
+                fleet.backend,
+                fleet.routing,
+                f"{count.shared_share:.0%}",
+                str(count.input_tokens or "-"),
+                str(count.copies),
+                f"{count.found:g}{unit}" if count.found is not None else ("not measured" if count.marked else "none"),
+                fmt(count.ideal, 1),
+                fmt(count.efficiency, 2),
+                ", ".join(f"{t.value:g}{'✓' if t.met else '✗'}" for t in search.tried) if search else "-",
+                escape(count.marked or (search.stopped if search else "")),
+            )
+    return table
+
+
 def workload_lines(evidence: BenchFile) -> list[str]:
     """How each backend's prompts were sized, where its metrics came from, and (with
     `--in-region`) which path each row measured."""
@@ -569,6 +599,9 @@ def workload_lines(evidence: BenchFile) -> list[str]:
             f"(TTFT ≈ {fit.fixed_s * 1000:.0f} ms + prompt tokens / {fit.prefill_tok_s:,.0f}; "
             f"{fit.lengths} lengths, {fit.from_tokens:.0f} to {fit.to_tokens:.0f} tokens)"
         )
+    for fleet in evidence.fleet or []:
+        if fleet.restored:
+            lines.append(f"{fleet.component}: {fleet.restored}")
     source = (evidence.config.get("workload") or {}).get("source")
     if source:
         lines.append(f"workload: {source}")
@@ -617,6 +650,9 @@ def render_report(evidence: BenchFile, out: Console, baseline: BenchFile | None 
         capacity = capacity_table(evidence)
         if capacity is not None:
             out.print(capacity)
+        fleet = fleet_table(evidence)
+        if fleet is not None:
+            out.print(fleet)
         for line in workload_lines(evidence):
             out.print(f"[dim]{line}[/dim]")
         return

@@ -18,6 +18,8 @@ moto stores but never acts, does what AWS would do), named as a gap in the modul
   values and the refusals AWS makes, and Application Auto Scaling's DesiredCopyCount dimension;
   `sagemaker_runtime` serves them (InvokeEndpoint and InvokeEndpointWithResponseStream naming the
   component, zero copies and the scale from zero);
+- `component_fleet`: a component's copies as local servers behind SageMaker's routing (`routing`),
+  its copy count the router's;
 - `sessions`: Session Manager (StartSession, TerminateSession, DescribeSessions,
   DescribeInstanceInformation);
 - `codebuild`: CloudFormation's AWS::CodeBuild::Project, and builds that run: the buildspec under

@@ -185,6 +185,9 @@ class Components:
     def __init__(self, emulator: Any) -> None:
         self.emulator = emulator
         self.lock = threading.Lock()
+        # Called with (component, copies) before a change of copies, which a hook may refuse
+        # (tests/aws_emulator/component_fleet.py: the router in front of a fleet of servers).
+        self.copy_hooks: dict[str, Callable[[str, int], None]] = {}
 
     @staticmethod
     def backend(account_id: str, region: str) -> Any:
@@ -283,6 +286,8 @@ class Components:
                 f"{held} cop{'y' if held == 1 else 'ies'} ({per_instance} per {variant.get('InstanceType')} × "
                 "its MaxInstanceCount)."
             )
+        for hook in list(self.copy_hooks.values()):
+            hook(name, copies)
         component.desired_copies = component.current_copies = copies
         component.modified = utcnow()
         self.settle(component, "Updating")

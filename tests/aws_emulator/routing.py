@@ -18,7 +18,8 @@ A refusal is the ValidationException message AWS gives for a value outside its r
 
 The copies serving can be set while it runs (`POST /fleet/copies {"copies": N}`, the first N of the
 servers), as UpdateInferenceComponentRuntimeConfig sets an inference component's copy count.
-`GET /fleet` says, per copy, the requests routed to it and in flight now.
+`GET /fleet` says, per copy, the requests routed to it, in flight now and not answered (its server
+gone). tests/aws_emulator/component_fleet.py puts it in front of an inference component.
 """
 
 from __future__ import annotations
@@ -97,6 +98,8 @@ class Copy:
     url: str
     in_flight: int = 0
     routed: int = 0
+    # Requests it did not answer (its server gone: the connection refused or cut).
+    failed: int = 0
 
 
 @dataclass
@@ -149,6 +152,7 @@ class Fleet:
             "copies": self.serving,
             "routed": [c.routed for c in self.all],
             "in_flight": [c.in_flight for c in self.all],
+            "failed": [c.failed for c in self.all],
         }
 
 
@@ -182,6 +186,9 @@ class Proxy:
                     await response.write(piece)
                 await response.write_eof()
                 return response
+        except aiohttp.ClientError:
+            copy.failed += 1
+            raise
         finally:
             copy.in_flight -= 1
 
