@@ -18,6 +18,9 @@ moto stores but never acts, does what AWS would do), named as a gap in the modul
   values and the refusals AWS makes, and Application Auto Scaling's DesiredCopyCount dimension;
   `sagemaker_runtime` serves them (InvokeEndpoint and InvokeEndpointWithResponseStream naming the
   component, zero copies and the scale from zero);
+- `component_scaling`: Application Auto Scaling's target tracking of a component's copies on
+  ConcurrentRequestsPerCopy (which moto stores and never runs), on a scaled-down clock, with the
+  router's local servers (`routing`) following the copies;
 - `sessions`: Session Manager (StartSession, TerminateSession, DescribeSessions,
   DescribeInstanceInformation);
 - `codebuild`: CloudFormation's AWS::CodeBuild::Project, and builds that run: the buildspec under

@@ -185,6 +185,9 @@ class Components:
     def __init__(self, emulator: Any) -> None:
         self.emulator = emulator
         self.lock = threading.Lock()
+        # Told of every change of a component's copies (tests/aws_emulator/component_scaling.py:
+        # the router's servers follow them).
+        self.followers: list[Callable[[Component], None]] = []
 
     @staticmethod
     def backend(account_id: str, region: str) -> Any:
@@ -287,6 +290,8 @@ class Components:
         component.modified = utcnow()
         self.settle(component, "Updating")
         self.place(backend, component)
+        for follow in self.followers:
+            follow(component)
         return component
 
     def place(self, backend: Any, component: Component) -> None:
