@@ -1,7 +1,8 @@
 """A bench evidence file, typed: the request records (or agent traffic's tasks), the warm-ups kept
 apart, and what only some runs have: the accuracy beside the figures (`--quality`), how each
 row's workload was prepared, what was read of each server per level, the capacity searches, the
-in-region runs, and how many requests ran past `--timeout`. The measuring writes its sections
+in-region runs, how many requests ran past `--timeout`, and an inference component's scaling
+(`--from-zero`, `--step-load`). The measuring writes its sections
 through the methods here; the tables and `runner.report` read the same class back.
 """
 
@@ -18,6 +19,7 @@ from runner.core.readings import LevelReadings, ServerMetrics
 from runner.core.records import AgentTask, RequestRecord
 from runner.core.typed_json import UNSET, FlatJson, JsonObject, Unset, read_entries, read_sections, where_set
 from runner.figures.capacity import CapacityFound
+from runner.figures.scale_out import FromZeroRun, StepLoad
 
 
 @dataclass
@@ -49,6 +51,9 @@ class BenchFile(EvidenceFile):
     capacity: list[CapacityFound] | None = where_set()
     in_region: list[KitRunEntry] | None = where_set()
     timed_out: int | None = where_set()
+    # An inference component's scaling (`--from-zero`, `--step-load`): runner/figures/scale_out.py.
+    from_zero: list[FromZeroRun] | None = where_set()
+    step_load: list[StepLoad] | None = where_set()
 
     @property
     def agent(self) -> bool:
@@ -69,6 +74,12 @@ class BenchFile(EvidenceFile):
 
     def keep_in_region(self, run: KitRunEntry) -> None:
         self.in_region = [*(self.in_region or []), run]
+
+    def keep_from_zero(self, run: FromZeroRun) -> None:
+        self.from_zero = [*(self.from_zero or []), run]
+
+    def keep_step_load(self, step: StepLoad) -> None:
+        self.step_load = [*(self.step_load or []), step]
 
     def count_timeout(self) -> None:
         self.timed_out = (self.timed_out or 0) + 1
