@@ -9,6 +9,9 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import signal
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +26,7 @@ from runner.measure.sagemaker import InferenceComponentStreamClient
 from tests.aws_emulator import emulated_aws
 from tests.aws_emulator.component_scaling import TargetTracking, tracking
 from tests.aws_emulator.routing import RoutingConfig, routed_fleet
+from tests.aws_emulator.sagemaker_runtime import hold_copies_at_zero
 from tests.runner.known_server import known_server
 from tests.runner.test_inference_components import COMPONENT, ENDPOINT, REGION, ROLE, component, endpoint, output
 
@@ -49,6 +53,8 @@ def deployed(emulator):
     client.delete_endpoint(EndpointName=ENDPOINT)
     client.delete_endpoint_config(EndpointConfigName=ENDPOINT)
     emulator.model_servers.clear()
+    # A scale-out from zero still under way (a test stopped while it waited) is void from here.
+    hold_copies_at_zero(emulator, COMPONENT, 0.0)
 
 
 def run_bench(tmp_path: Path, *flags: str) -> tuple[int, BenchFile, dict]:
@@ -121,6 +127,31 @@ def test_from_zero_at_a_component_already_at_zero_leaves_it_at_zero_with_nothing
     assert code == 0 and [r.ok for r in file.from_zero] == [True]
     assert copies_now() == (0, 0)
     assert any(line.endswith("at 0 copies (desired 0): nothing billing") for line in data["notices"])
+
+
+def test_ctrl_c_while_a_repeat_waits_for_its_copy_still_gives_the_copies_back(deployed, tmp_path):
+    # The copy would come in a minute; Ctrl-C once the first refusal is in (the client waiting to
+    # send again): the evidence is saved interrupted, and the component is back at its one copy.
+    deployed.runtime_state.component_leave_zero_s[COMPONENT] = 60.0
+
+    refused_before = len(deployed.no_capacity_refusals)
+
+    def ctrl_c_after_the_first_refusal() -> None:
+        deadline = time.monotonic() + 60
+        while len(deployed.no_capacity_refusals) == refused_before:
+            if time.monotonic() > deadline:
+                return  # never refused: the bench ends on its own and the test fails on what it left
+            time.sleep(0.01)
+        signal.raise_signal(signal.SIGINT)
+
+    threading.Thread(target=ctrl_c_after_the_first_refusal, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run_bench(tmp_path, "--from-zero", "2")
+    (path,) = (tmp_path / "bench").glob("*/bench-*.json")
+    data = load(path)
+    assert data["interrupted"] is True and "from_zero" not in data
+    assert copies_now() == (1, 1)
+    assert any("at 1 copy (desired 1): billing 1 ml.g6.xlarge" in line for line in data["notices"])
 
 
 def test_a_server_that_fails_ends_the_repeats_in_one_line_and_still_gives_the_copies_back(deployed, tmp_path):
