@@ -30,7 +30,8 @@ from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, load
 from runner.core.flags import above, at_least
 from runner.core.records import AgentTask
-from runner.measure import ChatRequest
+from runner.core.typed_json import to_json
+from runner.measure import ChatRequest, scale_out
 from runner.measure.bench_file import BenchFile
 from runner.measure.benchmark import bench_backend, sweep_backend, timeout_hint
 from runner.measure.capacity import Budget
@@ -154,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also run the benchmark on each EC2 server's own instance (SSM Run Command): a second row per server",
     )
+    scale_out.add_arguments(parser)
     add_common_arguments(parser)
     return parser
 
@@ -183,6 +185,8 @@ def run(argv: list[str] | None = None) -> int:
     above("--capacity-seconds", args.capacity_seconds, 0, "seconds")
     check_level_seconds(args)
     copy_counts(args)
+    if scale_out.wanted(args):
+        return run_scale_out(args)
     if args.workload == AGENT:
         return run_agent_traffic(args)
     args.max_tokens = args.max_tokens or SURVEY_MAX_TOKENS
@@ -585,6 +589,40 @@ def bench_in_region(
             console.print(f"[red]{outcome.problem}[/red]")
         add_host_row(outcome, levels or [LoadLevel("concurrency", 1, args.repeats)], evidence)
     evidence.save()
+
+
+SCALE_OUT_REFUSES = ("compare", "concurrency", "rate", "find_capacity", "in_region", "workload", "dataset", "prompts")
+
+
+def run_scale_out(args: argparse.Namespace) -> int:
+    """`--from-zero R` and `--step-load C1,C2` on each inference component selected
+    (runner/measure/scale_out.py); a backend that has none is skipped with one line."""
+    given = [f"--{flag.replace('_', '-')}" for flag in SCALE_OUT_REFUSES if getattr(args, flag)]
+    if given:
+        raise RunnerError(
+            f"--from-zero and --step-load send the one prompt (--prompt) alone: not with {', '.join(given)}"
+        )
+    plan = scale_out.plan_from(args)
+    request = ChatRequest(prompt=args.prompt, max_tokens=args.max_tokens or SURVEY_MAX_TOKENS, temperature=0.0)
+    config = {
+        "prompt": request.prompt,
+        "max_tokens": request.max_tokens,
+        "temperature": 0.0,
+        "scale_out": to_json(plan),
+        "slo": parse_goodput(args.goodput).to_json() if args.goodput else None,
+    } | block_config(args)
+
+    def measure(discovery: Discovery, evidence: Evidence[BenchFile]) -> None:
+        for backend in discovery.backends:
+            try:
+                copies = scale_out.Copies(backend, args.timeout)
+            except RunnerError as error:
+                console.print(f"[yellow]note:[/yellow] {error}")
+                evidence.notice(str(error))
+                continue
+            scale_out.measure_backend(backend, copies, plan, request, args.timeout, evidence)
+
+    return run_command("bench", args, config, measure, measured=scale_out.measured)
 
 
 def main() -> None:

@@ -1,9 +1,9 @@
 """A bench evidence file, typed: the request records (or agent traffic's tasks), the warm-ups kept
 apart, and what only some runs have: the accuracy beside the figures (`--quality`), how each
 row's workload was prepared, what was read of each server per level, the capacity searches, the
-in-region runs, a fleet's capacity at each copy count (`--copies`), and how many requests ran past
-`--timeout`. The measuring writes its sections
-through the methods here; the tables and `runner.report` read the same class back.
+in-region runs, a fleet's capacity at each copy count (`--copies`), how many requests ran past
+`--timeout`, and an inference component's scaling (`--from-zero`, `--step-load`). The measuring
+writes its sections through the methods here; the tables and `runner.report` read the same class back.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from runner.core.readings import LevelReadings, ServerMetrics
 from runner.core.records import AgentTask, RequestRecord
 from runner.core.typed_json import UNSET, FlatJson, JsonObject, Unset, read_entries, read_sections, where_set
 from runner.figures.capacity import CapacityFound
+from runner.figures.scale_out import FromZeroRun, StepLoad
 
 
 @dataclass
@@ -89,6 +90,9 @@ class BenchFile(EvidenceFile):
     in_region: list[KitRunEntry] | None = where_set()
     fleet: list[FleetCopies] | None = where_set()
     timed_out: int | None = where_set()
+    # An inference component's scaling (`--from-zero`, `--step-load`): runner/figures/scale_out.py.
+    from_zero: list[FromZeroRun] | None = where_set()
+    step_load: list[StepLoad] | None = where_set()
 
     @property
     def agent(self) -> bool:
@@ -112,6 +116,12 @@ class BenchFile(EvidenceFile):
 
     def keep_fleet(self, fleet: FleetCopies) -> None:
         self.fleet = [*(self.fleet or []), fleet]
+
+    def keep_from_zero(self, run: FromZeroRun) -> None:
+        self.from_zero = [*(self.from_zero or []), run]
+
+    def keep_step_load(self, step: StepLoad) -> None:
+        self.step_load = [*(self.step_load or []), step]
 
     def count_timeout(self) -> None:
         self.timed_out = (self.timed_out or 0) + 1

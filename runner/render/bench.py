@@ -28,6 +28,7 @@ from runner.figures.levels import (
     prefill_fit,
     roofline,
 )
+from runner.figures.scale_out import catch_up, from_zero_p50, missed
 from runner.measure.bench_file import BenchFile
 from runner.measure.benchmark import COLD_ASSUMED
 from runner.render.run_blocks import run_blocks
@@ -631,6 +632,67 @@ def agent_table(evidence: BenchFile) -> Table:
     return table
 
 
+def from_zero_table(evidence: BenchFile) -> Table:
+    """Per component: the time from zero copies to the first token over the repeats, with the
+    phases (median over the repeats that got an answer)."""
+    table = Table(title="from zero copies to the first token (s from the first send; p50 over the repeats)")
+    columns = ["backend", "ok/repeats", "first token p50", "first token each", "refused until p50",
+               "copy seen p50", "to zero p50", "instances at zero"]  # fmt: skip
+    add_columns(table, columns, left=("backend", "first token each", "instances at zero"))
+    runs = evidence.from_zero or []
+    for backend in dict.fromkeys(r.backend for r in runs):
+        mine = [r for r in runs if r.backend == backend]
+        ok = [r for r in mine if r.ok]
+        table.add_row(
+            backend,
+            f"{len(ok)}/{len(mine)}",
+            fmt(from_zero_p50(mine), 2),
+            ", ".join(fmt(r.first_token_s, 2) for r in mine),
+            fmt(median(r.last_refusal_s for r in ok if r.last_refusal_s is not None), 2),
+            fmt(median(r.in_service_s for r in ok if r.in_service_s is not None), 2),
+            fmt(median(r.zero_after_s for r in mine if r.zero_after_s is not None), 2),
+            ", ".join("-" if r.instances_at_zero is None else str(r.instances_at_zero) for r in mine),
+        )
+    return table
+
+
+def step_load_tables(evidence: BenchFile) -> list[Table]:
+    """Per step: how long the TTFT objective was missed after it, then its timeline."""
+    tables = []
+    for step in evidence.step_load or []:
+        caught = catch_up(step)
+        slo_ms = step.ttft_slo_s * 1000
+        summary = Table(
+            title=f"{step.backend}: {step.base} -> {step.stepped} in flight at {step.step_at_s:g} s, "
+            f"TTFT p95 objective {slo_ms:g} ms"
+        )
+        columns = ["backend", "step", "copies", "scaled after s", "SLO missed s", "failed/sent"]
+        add_columns(summary, columns, left=("backend",))
+        summary.add_row(
+            step.backend,
+            f"{step.base} -> {step.stepped}",
+            f"{caught.copies_before if caught.copies_before is not None else '-'} -> "
+            f"{caught.copies_after if caught.copies_after is not None else '-'}",
+            fmt(caught.scaled_s, 1),
+            fmt(caught.missed_s, 1) if caught.caught_up else f"never caught up (> {step.bound_s:g})",
+            f"{step.failed}/{step.requests}",
+        )
+        timeline = Table(title=f"{step.backend}: the timeline, every {step.sample_s:g} s")
+        add_columns(timeline, ["t s", "copies", "in flight", "first tokens", "TTFT p95 ms", "SLO"], left=("SLO",))
+        for sample in step.samples:
+            verdict = missed(sample, step.ttft_slo_s)
+            timeline.add_row(
+                f"{sample.at_s:g}" + (" (step)" if sample.at_s - step.sample_s < step.step_at_s <= sample.at_s else ""),
+                "-" if sample.copies is None else str(sample.copies),
+                str(sample.in_flight),
+                str(sample.first_tokens),
+                fmt(_ms(sample.ttft_p95_s), 0),
+                {True: "missed", False: "met", None: "-"}[verdict],
+            )
+        tables += [summary, timeline]
+    return tables
+
+
 # What each table's columns say that a run's block (runner/render/run_blocks.py) says in its own lines.
 IN_BLOCK_SINGLE = ("backend", "model", "ok/runs", "median s", "median TTFT s")
 IN_BLOCK_LEVELS = ("backend", "model", "load", "ok/failed", "req/s", "out tok/s", "TTFT ms p50/p90/p99",
@@ -642,6 +704,10 @@ def render_report(evidence: BenchFile, out: Console, baseline: BenchFile | None 
     the table (where the terminal is wide enough for it)."""
     if evidence.agent:
         out.print(agent_table(evidence))
+        return
+    if evidence.from_zero is not None or evidence.step_load is not None:
+        for table in ([from_zero_table(evidence)] if evidence.from_zero else []) + step_load_tables(evidence):
+            out.print(table)
         return
     if is_workload(evidence):
         table = workload_table(evidence)

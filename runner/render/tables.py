@@ -167,8 +167,9 @@ def typed(data: Mapping[str, object], where: object = None) -> EvidenceFile:
 # The commands whose evidence is its requests' (or tasks', items') records: with none, the
 # evidence measured nothing, and an empty table would only hide that.
 MEASURED_COMMANDS = ("bench", "check", "ask", "counting", "orchestrator", "quality")
-# Where such evidence keeps what it measured: requests, agent traffic's tasks, quality's summary.
-MEASURED_SECTIONS = ("records", "tasks", "summary")
+# Where such evidence keeps what it measured: requests, agent traffic's tasks, quality's summary,
+# an inference component's scaling (bench --from-zero, --step-load).
+MEASURED_SECTIONS = ("records", "tasks", "summary", "from_zero", "step_load")
 
 
 def nothing_measured(evidence: EvidenceFile) -> str | None:

@@ -20,6 +20,9 @@ moto stores but never acts, does what AWS would do), named as a gap in the modul
   component, zero copies and the scale from zero);
 - `component_fleet`: a component's copies as local servers behind SageMaker's routing (`routing`),
   its copy count the router's;
+- `component_scaling`: Application Auto Scaling's target tracking of a component's copies on
+  ConcurrentRequestsPerCopy (which moto stores and never runs), on a scaled-down clock, with the
+  router's local servers (`routing`) following the copies;
 - `sessions`: Session Manager (StartSession, TerminateSession, DescribeSessions,
   DescribeInstanceInformation);
 - `codebuild`: CloudFormation's AWS::CodeBuild::Project, and builds that run: the buildspec under

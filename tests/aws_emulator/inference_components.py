@@ -188,6 +188,9 @@ class Components:
         # Called with (component, copies) before a change of copies, which a hook may refuse
         # (tests/aws_emulator/component_fleet.py: the router in front of a fleet of servers).
         self.copy_hooks: dict[str, Callable[[str, int], None]] = {}
+        # Told of every change of a component's copies (tests/aws_emulator/component_scaling.py:
+        # the router's servers follow them).
+        self.followers: list[Callable[[Component], None]] = []
 
     @staticmethod
     def backend(account_id: str, region: str) -> Any:
@@ -292,6 +295,8 @@ class Components:
         component.modified = utcnow()
         self.settle(component, "Updating")
         self.place(backend, component)
+        for follow in self.followers:
+            follow(component)
         return component
 
     def place(self, backend: Any, component: Component) -> None:
