@@ -44,11 +44,13 @@ COMPONENT = f"{ENDPOINT}-model"
 TAGS = [{"Key": APP_TAG[0], "Value": APP_TAG[1]}]
 # Each copy: a known-rate server that runs SLOTS requests at once (the rest wait for a slot), each
 # taking TTFT + (TOKENS - 1) / RATE; the objective sits between one service time and two, so a
-# request that waited for a slot misses it and one that did not meets it.
+# request that waited for a slot misses it and one that did not meets it. Near two service times:
+# a request that waited takes two at least however loaded the machine, while one that did not has
+# 0.8 of one (184 ms) for the router and a busy machine's scheduling.
 SLOTS = 2
 TTFT_S, RATE, TOKENS = 0.2, 100.0, 4
 SERVICE_S = TTFT_S + (TOKENS - 1) / RATE
-E2EL_MS = round(1.5 * SERVICE_S * 1000)
+E2EL_MS = round(1.8 * SERVICE_S * 1000)
 
 
 @pytest.fixture(scope="module")
