@@ -18,6 +18,7 @@ from runner.core.readings import LevelReadings, ServerMetrics
 from runner.core.records import AgentTask, RequestRecord
 from runner.core.typed_json import UNSET, FlatJson, JsonObject, Unset, read_entries, read_sections, where_set
 from runner.figures.capacity import CapacityFound
+from runner.measure.vendor_benchmark import VendorBenchmark
 
 
 @dataclass
@@ -49,6 +50,8 @@ class BenchFile(EvidenceFile):
     capacity: list[CapacityFound] | None = where_set()
     in_region: list[KitRunEntry] | None = where_set()
     timed_out: int | None = where_set()
+    # AWS's own benchmark of a SageMaker endpoint beside ours (`--vendor-benchmark`).
+    vendor_benchmark: list[VendorBenchmark] | None = where_set()
 
     @property
     def agent(self) -> bool:

@@ -33,12 +33,16 @@ import tarfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.core.errors import RunnerError, describe
+from runner.core.records import RequestRecord
 from runner.core.typed_json import FlatJson, JsonObject, where_set
 from runner.figures.latency import Distribution
-from runner.figures.levels import LevelSummary
+from runner.figures.levels import LevelSummary, level_groups, level_summary
+
+if TYPE_CHECKING:
+    from runner.core.backends import Backend
 
 RESULTS_FILE = "profile_export_aiperf.json"
 RESULTS_ARCHIVE = "output.tar.gz"
@@ -163,8 +167,10 @@ class Target:
 
 @dataclass
 class Pacing:
-    """How the job is watched: a look every `poll_s`, for at most `budget_s`."""
+    """How the job is watched: a look after `first_poll_s`, each wait twice the last up to
+    `poll_s`, for at most `budget_s` (a job takes minutes; its first looks cost nothing)."""
 
+    first_poll_s: float = 1.0
     poll_s: float = 30.0
     budget_s: float = 3600.0
     sleep: Callable[[float], None] = field(default=time.sleep)
@@ -231,6 +237,7 @@ def run_job(
 def watch(sagemaker: Any, job: VendorBenchmark, pacing: Pacing) -> VendorBenchmark:
     """The job looked at until it ends; past the budget, or on Ctrl-C, stopped and said."""
     started = pacing.clock()
+    wait = min(pacing.first_poll_s, pacing.poll_s)
     try:
         while True:
             described = sagemaker.describe_ai_benchmark_job(AIBenchmarkJobName=job.job_name)
@@ -251,7 +258,8 @@ def watch(sagemaker: Any, job: VendorBenchmark, pacing: Pacing) -> VendorBenchma
                     f"vendor benchmark job {job.job_name}: still {status} after {pacing.budget_s:g} s: stopped "
                     "(StopAIBenchmarkJob)"
                 )
-            pacing.sleep(pacing.poll_s)
+            pacing.sleep(wait)
+            wait = min(wait * 2, pacing.poll_s)
     except KeyboardInterrupt:
         stop(sagemaker, job.job_name)
         raise
@@ -334,3 +342,58 @@ def beside(ours: LevelSummary, theirs: VendorFigures) -> list[Difference]:
         ("end-to-end p99 s", ours.e2e_s.p99, theirs.e2e_s.p99),
     ]
     return [_difference(*pair) for pair in pairs]
+
+
+def benchmark_levels(
+    backend: Backend,
+    records: list[RequestRecord],
+    output_tokens: int | None,
+    option: tuple[str, str],
+    stamp: str,
+    pacing: Pacing | None = None,
+) -> tuple[list[VendorBenchmark], list[str]]:
+    """`bench --vendor-benchmark`: one job per closed-loop level the bench ran on this backend's
+    SageMaker endpoint, at the level's lengths, concurrency and requests, each beside the level's
+    own figures; what was not benchmarked, and a job that could not run, are lines (the bench's
+    figures stand either way)."""
+    from runner.cloud.aws import boto_client
+
+    output = backend.output
+    endpoint = output.endpoint_name if output else None
+    if not endpoint:
+        return [], [f"--vendor-benchmark: {backend.name} is not a SageMaker endpoint; AWS's benchmark targets one"]
+    region = backend.region or (output.region if output else None) or ""
+    sagemaker, s3 = boto_client("sagemaker", region, 60), boto_client("s3", region, 60)
+    component = getattr(output, "inference_component_name", None)
+    target = Target(backend.name, endpoint, component, *option)
+    jobs, notes = [], []
+    for (_, label), group in level_groups([r for r in records if r.backend == backend.name]).items():
+        level = group[0].level
+        if level is None or level.mode != "concurrency" or level.stopped_after is not None:
+            notes.append(f"--vendor-benchmark: {backend.name} {label}: AWS's job takes a concurrency, not this level")
+            continue
+        done = [r for r in group if r.ok]
+        prompts = [r.prompt_tokens for r in done if r.prompt_tokens]
+        outputs = [r.output_tokens for r in done if r.output_tokens]
+        workload = VendorWorkload(
+            input_tokens=level.input_tokens or (round(sum(prompts) / len(prompts)) if prompts else 1),
+            output_tokens=output_tokens or (round(sum(outputs) / len(outputs)) if outputs else 1),
+            concurrency=int(level.value),
+            requests=level.requests or len(group),
+            tokenizer=backend.model_id,
+        )
+        try:
+            job = run_job(
+                sagemaker, s3, target, workload, job_name(backend.name, f"{stamp}-{label}"), pacing or Pacing()
+            )
+        except RunnerError as error:
+            notes.append(str(error))
+            continue
+        if job.figures is not None:
+            job = replace(job, beside=beside(level_summary(group), job.figures))
+        elif job.status != "Completed":
+            notes.append(
+                f"vendor benchmark job {job.job_name}: {job.status}: {job.failure_reason or 'no reason given'}"
+            )
+        jobs.append(job)
+    return jobs, notes

@@ -8,13 +8,19 @@ line each, and a job the budget leaves running is stopped."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from rich.console import Console
 
+from catalog.backends import get_backend
+from catalog.contract import BackendOutput
+from runner import bench
 from runner.core.errors import RunnerError
+from runner.core.evidence import load, strict_json
 from runner.measure.vendor_benchmark import (
     Pacing,
     Target,
@@ -24,6 +30,7 @@ from runner.measure.vendor_benchmark import (
     parse_option,
     run_job,
 )
+from runner.render.tables import renderer_for, typed
 from tests.aws_emulator import emulated_aws
 from tests.runner.known_server import known_server
 
@@ -166,3 +173,50 @@ def test_an_aiperf_profile_in_another_unit_is_refused_in_one_line():
     with pytest.raises(RunnerError) as refused:
         VendorFigures.from_profile({"time_to_first_token": {"unit": "fortnights", "avg": 1}}, "job j")
     assert str(refused.value) == "job j: time_to_first_token in 'fortnights', not a unit of time this runner reads"
+
+
+def sagemaker_outputs(tmp_path) -> str:
+    spec = get_backend("sagemaker")
+    output = BackendOutput(
+        name="sagemaker", kind=spec.kind.value, region=REGION, model_id=spec.model_id, port=spec.port,
+        health_path=spec.health_path, endpoint_name=ENDPOINT, instance_type="ml.g6.xlarge",
+    )  # fmt: skip
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps({"InferenceSageMakerStack": {"BackendSagemaker": json.dumps(output.to_json())}}))
+    return str(path)
+
+
+def test_bench_sets_the_vendors_figures_beside_its_own_for_the_same_endpoint_and_workload(served, tmp_path):
+    results = tmp_path / "bench"
+    code = bench.run(
+        ["--aws", "--backends", "sagemaker", "--outputs-file", sagemaker_outputs(tmp_path), "--results-dir",
+         str(results), "--input-tokens", "20", "--output-tokens", str(TOKENS), "--concurrency", "2", "--requests", "6",
+         "--vendor-benchmark", f"{ROLE},{OUTPUT}"]
+    )  # fmt: skip
+    assert code == 0
+    (path,) = results.glob("*/bench-*.json")
+    file = typed(load(path), path)
+    (job,) = file.vendor_benchmark
+    assert (job.status, job.endpoint, job.workload.concurrency, job.workload.requests) == ("Completed", ENDPOINT, 2, 6)
+    assert (job.workload.input_tokens, job.workload.output_tokens) == (20, TOKENS)
+    rows = {row.figure: row for row in job.beside}
+    # Two real measurements of one server: both no sooner than its first token, the difference theirs.
+    for figure in ("TTFT median s", "end-to-end median s"):
+        row = rows[figure]
+        assert row.runner >= TTFT and row.vendor >= TTFT
+        assert row.difference == pytest.approx(row.vendor - row.runner)
+        assert row.relative == pytest.approx((row.vendor - row.runner) / row.runner)
+    # Read back typed, written again as it was, and drawn in the bench's report.
+    assert strict_json(file.to_json()) + "\n" == path.read_text()
+    drawn = Console(file=io.StringIO(), width=200, color_system=None)
+    renderer_for("bench")(file, drawn, None)
+    text = " ".join(drawn.file.getvalue().split())
+    assert "AWS's benchmark" in text and job.job_name in text and "AWS - runner" in text
+
+
+def test_the_option_wants_a_workloads_levels_and_says_so_before_anything_is_sent(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main_guard(lambda: bench.run(["--no-aws", "--vendor-benchmark", f"{ROLE},{OUTPUT}"]))
+    assert exit_.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "--vendor-benchmark hands AWS's benchmark a workload's closed-loop levels" in line
