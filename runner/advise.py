@@ -303,6 +303,7 @@ def run(argv: list[str] | None = None) -> int:
     file.pricing_queries = price_list.queries if price_list else []
     file.purchase = [figure for found in figures.values() for figure in found]
     file.backends = [option.backend for option in options]
+    file.refused = refused
     if load is not None:
         return answer_fleet(file, evidence, options, load, workload, (requests, prices, figures), args.purchase)
     advised = []

@@ -124,6 +124,8 @@ def render_fleet(evidence: AdviseFile, out: Console) -> None:
                 str(row.copies), escape(side_text(row.packed)), escape(side_text(row.spread)), escape(row.why)
             )
         out.print(packed)
+    for line in evidence.refused:
+        out.print(f"[yellow]refused:[/yellow] {escape(line)}")
     for line in evidence.assumptions:
         out.print(f"[dim]assumes: {escape(line)}[/dim]")
 

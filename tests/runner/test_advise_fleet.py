@@ -281,3 +281,16 @@ def test_a_purchase_option_the_fleet_cannot_be_bought_at_is_on_demand_with_why(f
         "on-demand (Spot absent: no Spot for SageMaker endpoints or transform jobs (SageMaker's managed Spot is "
         "for training jobs))"
     )
+
+
+def test_a_fleet_measured_on_emulated_aws_is_refused_unless_asked_for_then_labelled(tmp_path, capsys, fleet):
+    paths, found = fleet
+    for path in paths.values():  # the same files, as a run against the emulator marks them
+        path.write_text(json.dumps(json.loads(path.read_text()) | {"emulated": True}))
+    with pytest.raises(SystemExit) as exit_:
+        advise.main_guard(lambda: advise.run(["--evidence", *map(str, paths.values()), "--offline", "--load", "1",
+                                              "--goodput", "tpot:50", "--results-dir", str(tmp_path / "no")]))  # fmt: skip
+    assert exit_.value.code == 2 and "measured on emulated AWS, not AWS" in capsys.readouterr().err
+    evidence = run_fleet(tmp_path, paths.values(), str(found[1] * 0.9), "--allow-unmeasured-sources")
+    row = rows(evidence)[COMPONENTS]
+    assert row["provenance"] == "emulated AWS" and row["count"] == 1
