@@ -39,7 +39,7 @@ ROLE = f"arn:aws:iam::{'1' * 12}:role/benchmark"
 ENDPOINT = "inference-sagemaker"
 BUCKET = "benchmark-results"
 OUTPUT = f"s3://{BUCKET}/runs/"
-TTFT, RATE, TOKENS = 0.2, 50.0, 10
+TTFT, RATE, TOKENS = 0.05, 50.0, 10
 
 
 @pytest.fixture(scope="module")
