@@ -13,7 +13,14 @@ which ranks it with a loud label. Prices as `runner.cost` finds them (Pricing AP
 offline table). `--purchase` prices the months at a purchase option instead of on-demand (Spot,
 a 1- or 3-year Savings Plan, Bedrock's batch, flex or priority tier, Provisioned Throughput) where
 it applies and has a figure (runner/costing/purchase.py), each row saying what it was priced at.
-Bad input is one line and exit 2; exit 1 when no option is within the bound.
+
+`--load RPS` asks the fleet question instead: for a steady load (requests a second) within the
+objectives, the cheapest measured option with its count ("3 copies on ml.g6.xlarge, $x/h, $y/M"),
+beside single instances, Bedrock and the opt-in paths (runner/costing/fleet.py says how each is
+sized: an endpoint of inference components by the capacity measured at several copy counts, never
+one copy times N).
+
+Bad input is one line and exit 2; exit 1 when no option is within the bound (or carries the load).
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from catalog.prices import PRICING_API_REGION
+from catalog.prices import PRICING_API_REGION, Price
 from runner.cli.options import add_aws_switch, add_pricing_flags, add_results_dir
 from runner.cli.session import main_guard
 from runner.cloud.aws import boto_client, credentials_configured
@@ -32,6 +39,7 @@ from runner.core.flags import finite
 from runner.costing.advice import (
     ASSUMPTIONS,
     SHAPES,
+    Measured,
     Workload,
     advise_at,
     explain,
@@ -41,9 +49,19 @@ from runner.costing.advice import (
     rank,
 )
 from runner.costing.billing_models import billing_model
+from runner.costing.fleet import (
+    FLEET_ASSUMPTIONS,
+    answer,
+    fleets_of,
+    packing,
+    parse_load,
+    rank_fleet,
+    size,
+    size_fleet,
+)
 from runner.costing.measured import max_instances, split_quality
 from runner.costing.priced_as import parse_priced_as, price_as
-from runner.costing.prices import PriceList, price_all
+from runner.costing.prices import PriceList, PriceRequest, price_all
 from runner.costing.purchase import (
     ON_DEMAND,
     PURCHASE_OPTIONS,
@@ -66,7 +84,13 @@ DEFAULT_OUTPUT_TOKENS = 100
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runner.advise", description=__doc__.splitlines()[0])
     work = parser.add_argument_group("the workload")
-    work.add_argument("--requests-per-day", metavar="N", help="requests a day (required, above 0)")
+    work.add_argument("--requests-per-day", metavar="N", help="requests a day (this or --load, above 0)")
+    work.add_argument(
+        "--load",
+        metavar="RPS",
+        help="the fleet question instead: a steady load in requests a second (20 or 20rps), sized within the "
+        "objectives (--workload or --goodput) on every measured option, a fleet of copies by its measured scaling",
+    )
     work.add_argument(
         "--shape", metavar="SHAPE", help=f"how a day's requests spread: {', '.join(SHAPES)} (default flat)"
     )
@@ -169,9 +193,14 @@ def objectives(args: argparse.Namespace) -> tuple[str, tuple[tuple[str, float], 
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # The workload and every input are checked before anything is priced or written.
-    if args.requests_per_day is None:
-        raise RunnerError("--requests-per-day N is required: the requests a day to price")
-    requests_per_day = number(args.requests_per_day, "--requests-per-day")
+    if args.requests_per_day is None and args.load is None:
+        raise RunnerError("--requests-per-day N is required: the requests a day to price (or --load RPS: a fleet)")
+    if args.requests_per_day is not None and args.load is not None:
+        raise RunnerError("--requests-per-day prices a month, --load sizes a fleet for a steady rate: give one")
+    load = parse_load(args.load) if args.load is not None else None
+    if load is not None and (args.shape is not None or args.hourly is not None):
+        raise RunnerError("--load is a steady rate: --shape and --hourly spread a day's requests, give them without it")
+    requests_per_day = load * 86400 if load is not None else number(args.requests_per_day, "--requests-per-day")
     if args.shape is not None and args.hourly is not None:
         raise RunnerError("--shape and --hourly are two ways to say the same thing: give one")
     shape, weights = hourly_weights(args.shape, args.hourly)
@@ -180,6 +209,10 @@ def run(argv: list[str] | None = None) -> int:
     input_tokens = number(args.input_tokens, "--input-tokens", integer=True)
     output_tokens = number(args.output_tokens, "--output-tokens", integer=True)
     name, slo, share, preset_in, preset_out = objectives(args)
+    if load is not None and not slo:
+        raise RunnerError(
+            "--load needs objectives (--workload NAME or --goodput KEY:MS): a fleet carries a load within them"
+        )
     input_tokens, output_tokens = input_tokens or preset_in, output_tokens or preset_out
     paths = args.evidence or newest_evidence(args.results_dir, name)
     inputs, accuracy = split_quality(paths, "runner.advise")
@@ -227,7 +260,8 @@ def run(argv: list[str] | None = None) -> int:
             "allow_unmeasured_sources": args.allow_unmeasured_sources,
             "purchase": args.purchase,
             "priced_as": {name: priced.to_json() for name, priced in given.items()},
-        },
+        }
+        | ({"load_rps": load} if load is not None else {}),
         args.results_dir,
     )
     if not use_api:
@@ -249,14 +283,17 @@ def run(argv: list[str] | None = None) -> int:
                 f"{option.name}: measured on {option.provenance}, priced as given ({option.backend.priced_as.flag}): "
                 "ranked, labelled NOT AWS"
             )
-    requests = {option.name: option.price_request() for option in options}
+    # By option, not by name: a fleet is one backend's name measured in several files and on
+    # several instance types.
+    requests = {id(option): option.price_request() for option in options}
+    asked = list(dict.fromkeys(r for r in requests.values() if r is not None))
     price_list = PriceList(boto_client("pricing", PRICING_API_REGION, 30)) if use_api else None
-    prices, price_notices = price_all([r for r in requests.values() if r is not None], price_list)
+    prices, price_notices = price_all(asked, price_list)
     figures: dict[tuple[str, str, str], list[PurchasePrice]] = {}
     if args.purchase != ON_DEMAND:
         sources = Sources(clients=(lambda service, region: boto_client(service, region, 30)) if use_api else None)
-        counts = {requests[o.name]: max_instances(o.backend) for o in options if requests[o.name] is not None}
-        figures, purchase_notices = purchase_prices([r for r in requests.values() if r is not None], sources, counts)
+        counts = {requests[id(o)]: max_instances(o.backend) for o in options if requests[id(o)] is not None}
+        figures, purchase_notices = purchase_prices(asked, sources, counts)
         price_notices += purchase_notices
     for line in [*notices, *price_notices]:
         console.print(f"[yellow]note:[/yellow] {line}")
@@ -266,9 +303,12 @@ def run(argv: list[str] | None = None) -> int:
     file.pricing_queries = price_list.queries if price_list else []
     file.purchase = [figure for found in figures.values() for figure in found]
     file.backends = [option.backend for option in options]
+    file.refused = refused
+    if load is not None:
+        return answer_fleet(file, evidence, options, load, workload, (requests, prices, figures), args.purchase)
     advised = []
     for option in options:
-        request = requests[option.name]
+        request = requests[id(option)]
         price = prices.get(request) if request else None
         bought = figures.get(item_key(request), []) if request else []
         advised.append(advise_at(option, workload, price, args.purchase, bought))
@@ -284,6 +324,40 @@ def run(argv: list[str] | None = None) -> int:
     print_report(file)
     evidence.announce()
     return 0 if ranked and ranked[0].meets is True else 1
+
+
+def answer_fleet(
+    file: AdviseFile,
+    evidence: Evidence,
+    options: list[Measured],
+    load: float,
+    workload: Workload,
+    priced: tuple[dict[int, PriceRequest | None], dict[PriceRequest, Price], dict],
+    purchase: str,
+) -> int:
+    """`--load`: every measured option sized for the steady load (a fleet of copies by its measured
+    scaling), ranked, the answer in one line, and where a type holds several GPUs, packed against
+    one-GPU instances; exit 1 when no option carries the load."""
+    requests, prices, figures = priced
+
+    def price_of(option: Measured) -> tuple[Price | None, list[PurchasePrice]]:
+        request = requests[id(option)]
+        return (prices.get(request), figures.get(item_key(request), [])) if request else (None, [])
+
+    fleets, others, notices = fleets_of(options)
+    for line in notices:
+        console.print(f"[yellow]note:[/yellow] {line}")
+        evidence.notice(line)
+    rows = [size_fleet(fleet, load, workload, purchase, *price_of(fleet.option)) for fleet in fleets]
+    rows += [size(option, load, workload, purchase, *price_of(option)) for option in others]
+    ranked = rank_fleet(rows)
+    hour = {id(f): price.usd_per_hour if (price := price_of(f.option)[0]) else None for f in fleets}
+    file.rows_schema, file.fleet, file.packing = ROWS_SCHEMA, ranked, packing(fleets, hour, workload.output_tokens)
+    file.answer, file.assumptions = answer(ranked, load, workload), FLEET_ASSUMPTIONS
+    evidence.finish()
+    print_report(file)
+    evidence.announce()
+    return 0 if ranked and ranked[0].meets is True and ranked[0].usd_per_hour is not None else 1
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ from runner.core.accuracy import Accuracy, accuracy_by_backend
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError
-from runner.core.evidence import Evidence, load
+from runner.core.evidence import Evidence, load, now_iso
 from runner.core.flags import above, at_least
 from runner.core.records import AgentTask
 from runner.core.typed_json import to_json
@@ -44,6 +44,7 @@ from runner.measure.load import (
     plan_levels,
     read_prompts,
 )
+from runner.measure.vendor_benchmark import benchmark_levels, parse_option
 from runner.measure.workload_in_region import bench_workload_in_region
 from runner.measure.workload_run import BenchPlan, bench_workload
 from runner.workloads import SURVEY_MAX_TOKENS, SURVEY_PROMPT, Turn, Workload
@@ -143,6 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="most seconds a copy count may take to be in service (default: %(default)g)",
     )
     parser.add_argument("--no-server-metrics", action="store_true", help="do not sample the servers' /metrics")
+    parser.add_argument(
+        "--vendor-benchmark",
+        metavar="ROLE_ARN,S3_URI",
+        help="opt-in: after each SageMaker endpoint's levels, AWS's own benchmark job (CreateAIBenchmarkJob, AIPerf) "
+        "at the same workload, run as the role, writing to the S3 location; its figures beside ours (bills the job)",
+    )
     add_block_arguments(parser)
     parser.add_argument(
         "--quality",
@@ -174,6 +181,28 @@ def check_level_seconds(args: argparse.Namespace) -> None:
 WORKLOAD_FLAGS = ("workload", "input_tokens", "output_tokens", "dataset", "goodput", "find_capacity")
 
 
+def vendor_option(args: argparse.Namespace) -> None:
+    """`--vendor-benchmark` checked before anything is sent: a workload's levels to hand AWS."""
+    args.vendor_benchmark = parse_option(args.vendor_benchmark)
+    if args.workload == AGENT or not wants_workload(args) or args.find_capacity:
+        raise RunnerError(
+            "--vendor-benchmark hands AWS's benchmark a workload's closed-loop levels: give --workload NAME or "
+            "--input-tokens/--output-tokens with --concurrency (not agent traffic or --find-capacity)"
+        )
+
+
+def vendor_beside(
+    backend: Backend, evidence: Evidence[BenchFile], output_tokens: int | None, option: tuple[str, str]
+) -> None:
+    """AWS's benchmark of the backend's endpoint at the levels just measured, kept beside them."""
+    jobs, lines = benchmark_levels(backend, evidence.file.records, output_tokens, option, now_iso()[11:19])
+    for line in lines:
+        console.print(f"[yellow]note:[/yellow] {line}")
+        evidence.notice(line)
+    evidence.file.vendor_benchmark = [*(evidence.file.vendor_benchmark or []), *jobs] or None
+    evidence.save()
+
+
 def wants_workload(args: argparse.Namespace) -> bool:
     return any(getattr(args, flag) for flag in WORKLOAD_FLAGS) or args.turns > 1 or args.prefix_tokens > 0
 
@@ -184,6 +213,8 @@ def run(argv: list[str] | None = None) -> int:
     at_least("--max-tokens", args.max_tokens, 1)
     above("--capacity-seconds", args.capacity_seconds, 0, "seconds")
     check_level_seconds(args)
+    if args.vendor_benchmark is not None:
+        vendor_option(args)
     copy_counts(args)
     if scale_out.wanted(args):
         return run_scale_out(args)
@@ -407,6 +438,8 @@ def run_workload(args: argparse.Namespace) -> int:
                     continue
                 task = progress.add_task(backend.name, total=total)
                 tunnel = bench_workload(backend, plan, evidence, progress.advancing(task))
+                if args.vendor_benchmark:
+                    vendor_beside(backend, evidence, plan.workload.output_tokens, args.vendor_benchmark)
                 if backend.name in servers:
                     # The same workload from the server's own host, right after its tunnel row.
                     mark_tunnel_rows({backend.name}, evidence)

@@ -91,3 +91,36 @@ def copies_for(load: float, points: list[FleetPoint]) -> CopiesNeeded:
         f"{count} copies: past the largest count measured ({largest.copies}, {largest.capacity:g}), at its "
         f"capacity per copy ({per_copy:g}); EXTRAPOLATED beyond what was measured",
     )
+
+
+@dataclass(frozen=True)
+class CopyCapacity:
+    """One copy count's capacity search as advise reads it: the good requests a second at the most
+    load the copies carried within the objectives (None: even the first level missed), and the
+    evidence file it came from."""
+
+    copies: int
+    goodput_rps: float | None
+    source: str
+
+
+@dataclass(frozen=True)
+class FleetMeasured:
+    """One endpoint of inference components measured at several copy counts, whatever wrote it:
+    one bench file per count, each recording the endpoint's copies (`runner.costing.fleet` reads
+    those), or a bench file's own per-count section. What the fleet's count and price are read
+    from: the capacity at each count, the instance the copies run on, and what one copy takes."""
+
+    backend: str
+    instance_type: str | None
+    region: str | None
+    accelerators_per_copy: int
+    counts: tuple[CopyCapacity, ...]
+
+    @property
+    def points(self) -> list[FleetPoint]:
+        return [FleetPoint(c.copies, c.goodput_rps) for c in sorted(self.counts, key=lambda c: c.copies)]
+
+    def capacity_at(self, copies: int) -> float | None:
+        """The good requests a second measured at exactly `copies` copies (None: not measured there)."""
+        return next((c.goodput_rps for c in self.counts if c.copies == copies), None)

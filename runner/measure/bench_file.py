@@ -20,6 +20,7 @@ from runner.core.records import AgentTask, RequestRecord
 from runner.core.typed_json import UNSET, FlatJson, JsonObject, Unset, read_entries, read_sections, where_set
 from runner.figures.capacity import CapacityFound
 from runner.figures.scale_out import FromZeroRun, StepLoad
+from runner.measure.vendor_benchmark import VendorBenchmark
 
 
 @dataclass
@@ -93,6 +94,8 @@ class BenchFile(EvidenceFile):
     # An inference component's scaling (`--from-zero`, `--step-load`): runner/figures/scale_out.py.
     from_zero: list[FromZeroRun] | None = where_set()
     step_load: list[StepLoad] | None = where_set()
+    # AWS's own benchmark of a SageMaker endpoint beside ours (`--vendor-benchmark`).
+    vendor_benchmark: list[VendorBenchmark] | None = where_set()
 
     @property
     def agent(self) -> bool:

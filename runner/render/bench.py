@@ -33,6 +33,7 @@ from runner.measure.bench_file import BenchFile
 from runner.measure.benchmark import COLD_ASSUMED
 from runner.render.run_blocks import run_blocks
 from runner.render.tables import SummaryTable, accuracy_text, add_columns, models
+from runner.render.vendor import vendor_tables
 from runner.workloads.slo import Goodput
 
 
@@ -721,6 +722,7 @@ def render_report(evidence: BenchFile, out: Console, baseline: BenchFile | None 
             out.print(fleet)
         for line in workload_lines(evidence):
             out.print(f"[dim]{line}[/dim]")
+        vendor_tables(evidence.vendor_benchmark or [], out)
         return
     if is_sweep(evidence):
         table = sweep_table(evidence)

@@ -12,6 +12,7 @@ from typing import Any
 
 from catalog.backends import MODEL_REVISIONS
 from tests.aws_emulator import (
+    ai_benchmark,
     autoscaling,
     capacity,
     cloudformation,
@@ -113,7 +114,7 @@ class Emulator:
         self.url = f"http://localhost:{self.port}"
         for module in (
             parameters, capacity, sessions, codebuild, instances, autoscaling, schedules, sagemaker, inference_components,
-            sagemaker_runtime, cloudformation, s3_policies, imports,
+            sagemaker_runtime, ai_benchmark, cloudformation, s3_policies, imports,
         ):  # fmt: skip
             self._undo.append(module.install(self))
         self.reset()

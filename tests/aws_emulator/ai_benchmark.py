@@ -1,0 +1,371 @@
+"""SageMaker AI's benchmarking service, which moto 5.2 does not have: CreateAIWorkloadConfig,
+DescribeAIWorkloadConfig, DeleteAIWorkloadConfig, CreateAIBenchmarkJob, DescribeAIBenchmarkJob,
+StopAIBenchmarkJob and DeleteAIBenchmarkJob, with the shapes of botocore 1.44.8's service model
+(which serializes every answer) and the errors the API reference lists for each: ResourceInUse for
+a name already taken (and for deleting a config an active job uses), ResourceNotFound for a config,
+job or endpoint that is not there.
+
+- A config's inline document must declare `benchmark.type` matching `^(aiperf)$` (CloudFormation
+  reference, AWS::SageMaker::AIWorkloadConfig WorkloadSpec); else ValidationException, in the
+  emulator's words. Its `parameters` are read as the developer guide and AWS's ml-container-creator
+  write them (prompt_input_tokens_mean, output_tokens_mean, concurrency, request_count).
+- A job runs for real, simply: InProgress, then `request_count` streamed chat completions at
+  `concurrency` in flight sent to the endpoint's loopback server (`emulator.model_servers[component
+  or endpoint]`, as the runtime serves it), each timed from send to first content and to the end,
+  summarized as NVIDIA AIPerf summarizes them (`profile_export_aiperf.json`: per metric unit, avg,
+  p50, p90, p99 with linear interpolation; latencies in ms; throughputs over the first send to the
+  last end) and written, in an `output.tar.gz`, to moto's S3 under the job's output location in a
+  folder named for the job (AWS's folder name, `bmk-...`, only a real account shows); then
+  Completed. An endpoint not InService, a server that fails a request, or an output bucket that is
+  not there: Failed with a FailureReason in the emulator's words. StopAIBenchmarkJob: Stopping, then
+  Stopped once the requests in flight end.
+- Not replayed: the role (never assumed here), the tokenizer (prompts are words, the output length
+  is the server's), MLflow, a VPC, CloudWatch logs, the dataset channels.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import tarfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+ACTIVE = ("InProgress", "Stopping")
+
+
+@dataclass
+class WorkloadConfig:
+    name: str
+    arn: str
+    inline: str
+    parameters: dict[str, Any]
+    created: datetime
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "AIWorkloadConfigName": self.name,
+            "AIWorkloadConfigArn": self.arn,
+            "AIWorkloadConfigs": {"WorkloadSpec": {"Inline": self.inline}},
+            "CreationTime": self.created,
+        }
+
+
+@dataclass
+class BenchmarkJob:
+    name: str
+    arn: str
+    target: dict[str, Any]
+    output: str
+    config: str
+    role: str
+    created: datetime
+    status: str = "InProgress"
+    failure: str = ""
+    started: datetime | None = None
+    ended: datetime | None = None
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    def describe(self) -> dict[str, Any]:
+        described = {
+            "AIBenchmarkJobName": self.name,
+            "AIBenchmarkJobArn": self.arn,
+            "AIBenchmarkJobStatus": self.status,
+            "BenchmarkTarget": self.target,
+            "OutputConfig": {"S3OutputLocation": self.output},
+            "AIWorkloadConfigIdentifier": self.config,
+            "RoleArn": self.role,
+            "CreationTime": self.created,
+        }
+        if self.failure:
+            described["FailureReason"] = self.failure
+        if self.started:
+            described["StartTime"] = self.started
+        if self.ended:
+            described["EndTime"] = self.ended
+        return described
+
+
+def state(backend: Any) -> tuple[dict[str, WorkloadConfig], dict[str, BenchmarkJob]]:
+    """The configs and jobs of one account and region (on moto's backend: a reset forgets them)."""
+    return backend.__dict__.setdefault("ai_workload_configs", {}), backend.__dict__.setdefault("ai_benchmark_jobs", {})
+
+
+def parameters_of(inline: str) -> dict[str, Any]:
+    """The document's parameters; a document that is not one, or not AIPerf's, is refused."""
+    import yaml
+    from moto.sagemaker.exceptions import ValidationError
+
+    try:
+        document = yaml.safe_load(inline)
+    except yaml.YAMLError:
+        raise ValidationError(message="WorkloadSpec.Inline is not a valid YAML or JSON document.") from None
+    benchmark = document.get("benchmark") if isinstance(document, dict) else None
+    if not isinstance(benchmark, dict) or benchmark.get("type") != "aiperf":
+        raise ValidationError(message="WorkloadSpec.Inline must declare a benchmark whose type matches ^(aiperf)$.")
+    parameters = document.get("parameters") or {}
+    return parameters if isinstance(parameters, dict) else {}
+
+
+def interpolated(values: list[float], share: float) -> float:
+    """A percentile by linear interpolation between the closest ranks (numpy's default, AIPerf's)."""
+    ordered = sorted(values)
+    place = share * (len(ordered) - 1)
+    low, high = math.floor(place), math.ceil(place)
+    return ordered[low] + (ordered[high] - ordered[low]) * (place - low)
+
+
+def metric(values: list[float], unit: str) -> dict[str, Any]:
+    return {
+        "unit": unit,
+        "avg": sum(values) / len(values),
+        "p50": interpolated(values, 0.5),
+        "p90": interpolated(values, 0.9),
+        "p99": interpolated(values, 0.99),
+        "min": min(values),
+        "max": max(values),
+        "count": len(values),
+    }
+
+
+@dataclass
+class Timed:
+    sent: float
+    first: float | None
+    end: float
+    tokens: int
+
+
+def one_request(base: str, parameters: dict[str, Any]) -> Timed:
+    """One streamed chat completion, timed as AIPerf times it: send, first content, end."""
+    import httpx
+
+    from runner.core.tls import tls_context
+
+    words = int(parameters.get("prompt_input_tokens_mean") or 100)
+    body = {
+        "model": parameters.get("model") or "model",
+        "messages": [{"role": "user", "content": " ".join(["word"] * words)}],
+        "max_tokens": int(parameters.get("output_tokens_mean") or 100),
+        "stream": True,
+        "ignore_eos": True,
+    }
+    root = base.rstrip("/").removesuffix("/v1")
+    sent = time.perf_counter()
+    first, tokens = None, 0
+    with httpx.stream("POST", f"{root}/v1/chat/completions", json=body, timeout=300, verify=tls_context()) as answer:
+        if answer.status_code != 200:
+            raise RuntimeError(f"the endpoint answered HTTP {answer.status_code}")
+        for line in answer.iter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            choices = json.loads(line[6:]).get("choices") or []
+            if choices and (choices[0].get("delta") or {}).get("content"):
+                tokens += 1
+                first = first if first is not None else time.perf_counter()
+    return Timed(sent, first, time.perf_counter(), tokens)
+
+
+def profile(timed: list[Timed]) -> dict[str, Any]:
+    """The requests summarized in AIPerf's names and units."""
+    duration = max(t.end for t in timed) - min(t.sent for t in timed)
+    latencies = [(t.end - t.sent) * 1000 for t in timed]
+    ttfts = [(t.first - t.sent) * 1000 for t in timed if t.first is not None]
+    itls = [(t.end - t.first) * 1000 / (t.tokens - 1) for t in timed if t.first is not None and t.tokens > 1]
+    tokens = sum(t.tokens for t in timed)
+    summary = {
+        "request_throughput": {"unit": "requests/sec", "avg": len(timed) / duration},
+        "request_latency": metric(latencies, "ms"),
+        "request_count": {"unit": "requests", "avg": float(len(timed))},
+        "output_token_throughput": {"unit": "tokens/sec", "avg": tokens / duration},
+        "total_output_tokens": {"unit": "tokens", "avg": float(tokens)},
+        "benchmark_duration": {"unit": "sec", "avg": duration},
+    }
+    if ttfts:
+        summary["time_to_first_token"] = metric(ttfts, "ms")
+    if itls:
+        summary["inter_token_latency"] = metric(itls, "ms")
+    return summary
+
+
+def archive(summary: dict[str, Any]) -> bytes:
+    data = json.dumps(summary).encode()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo("output/profile_export_aiperf.json")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def run(emulator: Any, backend: Any, job: BenchmarkJob, parameters: dict[str, Any], s3: Any, now: Callable) -> None:
+    """The job: its requests sent for real, its summary written, its end set."""
+
+    def finish(status: str, reason: str = "") -> None:
+        job.status, job.failure, job.ended = status, reason, now()
+
+    endpoint_name = job.target["Endpoint"]["Identifier"].rsplit("/", 1)[-1]
+    endpoint = backend.endpoints.get(endpoint_name)
+    job.started = now()
+    if endpoint is None or endpoint.endpoint_status != "InService":
+        finish("Failed", f"ClientError: endpoint {endpoint_name} is not InService")
+        return
+    components = job.target["Endpoint"].get("InferenceComponents") or []
+    served = components[0]["Identifier"].rsplit("/", 1)[-1] if components else endpoint_name
+    base = emulator.model_servers.get(served) or emulator.model_servers.get(endpoint_name)
+    if not base:
+        finish("Failed", f"ClientError: no model server for {served} (set emulator.model_servers)")
+        return
+    count, concurrency = int(parameters.get("request_count") or 10), int(parameters.get("concurrency") or 1)
+    timed: list[Timed] = []
+    sent = iter(range(count))
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while not job.stopping.is_set():
+            with lock:
+                if next(sent, None) is None:
+                    return
+            timed.append(one_request(base, parameters))
+
+    try:
+        with ThreadPoolExecutor(concurrency) as pool:
+            for future in [pool.submit(worker) for _ in range(concurrency)]:
+                future.result()
+    except Exception as error:
+        finish("Failed", f"ClientError: a benchmark request failed: {error}")
+        return
+    if job.stopping.is_set():
+        finish("Stopped")
+        return
+    bucket, _, prefix = job.output.removeprefix("s3://").partition("/")
+    key = f"{prefix.rstrip('/')}/{job.name}/output.tar.gz".lstrip("/")
+    try:
+        s3.put_object(bucket, key, archive(profile(timed)))
+    except Exception as error:
+        finish("Failed", f"ClientError: cannot write the results to {job.output}: {error}")
+        return
+    finish("Completed")
+
+
+def install(emulator: Any) -> Callable[[], None]:
+    from moto.core.responses import ActionResult
+    from moto.core.utils import utcnow
+    from moto.s3.models import s3_backends
+    from moto.sagemaker.exceptions import ResourceInUseException, ResourceNotFound
+    from moto.sagemaker.models import sagemaker_backends
+    from moto.sagemaker.responses import SageMakerResponse
+
+    def here(response) -> Any:
+        return sagemaker_backends[response.current_account][response.region]
+
+    def arn(response, kind: str, name: str) -> str:
+        return f"arn:aws:sagemaker:{response.region}:{response.current_account}:{kind}/{name}"
+
+    def create_ai_workload_config(response):
+        configs, _ = state(here(response))
+        name = response._get_param("AIWorkloadConfigName")
+        if name in configs:
+            raise ResourceInUseException(message=f"AI workload config {name} already exists.")
+        inline = ((response._get_param("AIWorkloadConfigs") or {}).get("WorkloadSpec") or {}).get("Inline") or ""
+        config = WorkloadConfig(
+            name, arn(response, "ai-workload-config", name), inline, parameters_of(inline), utcnow()
+        )
+        configs[name] = config
+        return ActionResult({"AIWorkloadConfigArn": config.arn})
+
+    def config_named(response, name: str) -> WorkloadConfig:
+        configs, _ = state(here(response))
+        config = configs.get(name.rsplit("/", 1)[-1])
+        if config is None:
+            raise ResourceNotFound(message=f"AI workload config {name} does not exist.")
+        return config
+
+    def describe_ai_workload_config(response):
+        return ActionResult(config_named(response, response._get_param("AIWorkloadConfigName")).describe())
+
+    def delete_ai_workload_config(response):
+        configs, jobs = state(here(response))
+        config = config_named(response, response._get_param("AIWorkloadConfigName"))
+        if any(j.config.rsplit("/", 1)[-1] == config.name and j.status in ACTIVE for j in jobs.values()):
+            raise ResourceInUseException(
+                message=f"AI workload config {config.name} is used by an active benchmark job."
+            )
+        del configs[config.name]
+        return ActionResult({"AIWorkloadConfigArn": config.arn})
+
+    def create_ai_benchmark_job(response):
+        backend = here(response)
+        _, jobs = state(backend)
+        name = response._get_param("AIBenchmarkJobName")
+        if name in jobs:
+            raise ResourceInUseException(message=f"AI benchmark job {name} already exists.")
+        config = config_named(response, response._get_param("AIWorkloadConfigIdentifier"))
+        target = response._get_param("BenchmarkTarget") or {}
+        endpoint = ((target.get("Endpoint") or {}).get("Identifier") or "").rsplit("/", 1)[-1]
+        if endpoint not in backend.endpoints:
+            raise ResourceNotFound(message=f"Endpoint {endpoint} does not exist.")
+        job = BenchmarkJob(
+            name,
+            arn(response, "ai-benchmark-job", name),
+            target,
+            (response._get_param("OutputConfig") or {}).get("S3OutputLocation", ""),
+            response._get_param("AIWorkloadConfigIdentifier"),
+            response._get_param("RoleArn"),
+            utcnow(),
+        )
+        jobs[name] = job
+        s3 = s3_backends[response.current_account]["aws"]
+        threading.Thread(
+            target=run, args=(emulator, backend, job, config.parameters, s3, utcnow), daemon=True, name=f"bench-{name}"
+        ).start()
+        return ActionResult({"AIBenchmarkJobArn": job.arn})
+
+    def job_named(response) -> BenchmarkJob:
+        _, jobs = state(here(response))
+        name = response._get_param("AIBenchmarkJobName")
+        job = jobs.get(name)
+        if job is None:
+            raise ResourceNotFound(message=f"AI benchmark job {name} does not exist.")
+        return job
+
+    def describe_ai_benchmark_job(response):
+        return ActionResult(job_named(response).describe())
+
+    def stop_ai_benchmark_job(response):
+        job = job_named(response)
+        if job.status == "InProgress":
+            job.status = "Stopping"
+            job.stopping.set()
+        emulator.stopped_benchmark_jobs.append(job.name)
+        return ActionResult({"AIBenchmarkJobArn": job.arn})
+
+    def delete_ai_benchmark_job(response):
+        job = job_named(response)
+        del state(here(response))[1][job.name]
+        return ActionResult({"AIBenchmarkJobArn": job.arn})
+
+    emulator.stopped_benchmark_jobs = []
+    added = {
+        "create_ai_workload_config": create_ai_workload_config,
+        "describe_ai_workload_config": describe_ai_workload_config,
+        "delete_ai_workload_config": delete_ai_workload_config,
+        "create_ai_benchmark_job": create_ai_benchmark_job,
+        "describe_ai_benchmark_job": describe_ai_benchmark_job,
+        "stop_ai_benchmark_job": stop_ai_benchmark_job,
+        "delete_ai_benchmark_job": delete_ai_benchmark_job,
+    }
+    for name, method in added.items():
+        setattr(SageMakerResponse, name, method)
+
+    def undo() -> None:
+        for name in added:
+            delattr(SageMakerResponse, name)
+
+    return undo

@@ -1,0 +1,222 @@
+"""AWS's own benchmark beside ours (runner/measure/vendor_benchmark.py), through the emulator's
+SageMaker AI benchmarking service (tests/aws_emulator/ai_benchmark.py), whose job measures the
+endpoint's loopback server for real: a known-rate server behind a SageMaker endpoint, benchmarked
+by the job and by the runner's own bench at the same workload, the two in one table with their
+difference. Each figure is checked against the server's own settings (a first token no sooner than
+its time to first token, the rest at its rate); the API's errors and a job that ends badly are one
+line each, and a job the budget leaves running is stopped."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from rich.console import Console
+
+from catalog.backends import get_backend
+from catalog.contract import BackendOutput
+from runner import bench
+from runner.core.errors import RunnerError
+from runner.core.evidence import load, strict_json
+from runner.measure.vendor_benchmark import (
+    Pacing,
+    Target,
+    VendorFigures,
+    VendorWorkload,
+    job_name,
+    parse_option,
+    run_job,
+)
+from runner.render.tables import renderer_for, typed
+from tests.aws_emulator import emulated_aws
+from tests.runner.known_server import known_server
+
+REGION = "us-east-1"
+ROLE = f"arn:aws:iam::{'1' * 12}:role/benchmark"
+ENDPOINT = "inference-sagemaker"
+BUCKET = "benchmark-results"
+OUTPUT = f"s3://{BUCKET}/runs/"
+TTFT, RATE, TOKENS = 0.05, 50.0, 10
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    with emulated_aws(tmp_path_factory.mktemp("emulator")) as emulator:
+        sagemaker = aws("sagemaker")
+        sagemaker.create_model(ModelName="m", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": "x"})
+        variant = {"VariantName": "AllTraffic", "ModelName": "m", "InstanceType": "ml.g6.xlarge",
+                   "InitialInstanceCount": 1}  # fmt: skip
+        sagemaker.create_endpoint_config(EndpointConfigName=ENDPOINT, ProductionVariants=[variant])
+        sagemaker.create_endpoint(EndpointName=ENDPOINT, EndpointConfigName=ENDPOINT)
+        aws("s3").create_bucket(Bucket=BUCKET)
+        yield emulator
+
+
+@pytest.fixture
+def served(emulator):
+    with known_server(ttft=TTFT, rate=RATE, tokens=TOKENS, tokenize=False) as server:
+        emulator.model_servers[ENDPOINT] = server.url
+        yield server
+    emulator.model_servers.clear()
+
+
+def aws(service: str):
+    return boto3.client(service, region_name=REGION)
+
+
+def target(**changes) -> Target:
+    return Target(**({"backend": "sagemaker", "endpoint": ENDPOINT, "component": None, "role_arn": ROLE,
+                      "output_location": OUTPUT} | changes))  # fmt: skip
+
+
+FAST = Pacing(poll_s=0.05, budget_s=60)
+
+
+def test_the_job_measures_the_endpoint_for_real_and_its_figures_are_read_back(served, emulator):
+    workload = VendorWorkload(input_tokens=20, output_tokens=TOKENS, concurrency=2, requests=6)
+    job = run_job(aws("sagemaker"), aws("s3"), target(), workload, job_name("sagemaker", "t1"), FAST)
+    assert job.status == "Completed" and job.results.startswith(f"s3://{BUCKET}/runs/")
+    figures = job.figures
+    assert figures.requests == 6
+    decode = (TOKENS - 1) / RATE
+    # A first token no sooner than the server's, the rest at its rate (plus the relay's time).
+    assert figures.ttft_s.median >= TTFT and figures.e2e_s.median >= TTFT + decode * 0.9
+    assert figures.itl_s.mean == pytest.approx(1 / RATE, rel=0.5)
+    # Two streams at a time of 10 tokens each at most every TTFT + decode: at most 2 x 10 / that a second.
+    assert 0 < figures.output_tok_s <= 2 * TOKENS / (TTFT + decode * 0.9)
+    # The config is gone once the job is over; the job's record stays, as AWS keeps it.
+    assert aws("sagemaker").describe_ai_benchmark_job(AIBenchmarkJobName=job.job_name)["AIBenchmarkJobStatus"] == (
+        "Completed"
+    )
+    with pytest.raises(ClientError) as gone:
+        aws("sagemaker").describe_ai_workload_config(AIWorkloadConfigName=job.workload_config)
+    assert gone.value.response["Error"]["Code"] == "ResourceNotFound"
+
+
+def test_the_workload_is_handed_over_in_the_documents_own_terms():
+    spec = json.loads(VendorWorkload(100, 30, 4, 16, "org/model").spec())
+    assert spec == {
+        "benchmark": {"type": "aiperf"},
+        "parameters": {"prompt_input_tokens_mean": 100, "prompt_input_tokens_stddev": 0, "output_tokens_mean": 30,
+                       "output_tokens_stddev": 0, "concurrency": 4, "request_count": 16, "streaming": True,
+                       "tokenizer": "org/model"},
+        "tooling": {"api_standard": "openai"},
+    }  # fmt: skip
+
+
+def test_what_the_api_refuses_is_refused_with_its_error_shape(emulator):
+    sagemaker = aws("sagemaker")
+    with pytest.raises(ClientError) as not_aiperf:
+        sagemaker.create_ai_workload_config(
+            AIWorkloadConfigName="c1", AIWorkloadConfigs={"WorkloadSpec": {"Inline": '{"benchmark": {"type": "x"}}'}}
+        )
+    assert not_aiperf.value.response["Error"]["Code"] == "ValidationException"
+    spec = {"WorkloadSpec": {"Inline": VendorWorkload(10, 5, 1, 1).spec()}}
+    sagemaker.create_ai_workload_config(AIWorkloadConfigName="c2", AIWorkloadConfigs=spec)
+    with pytest.raises(ClientError) as taken:
+        sagemaker.create_ai_workload_config(AIWorkloadConfigName="c2", AIWorkloadConfigs=spec)
+    assert taken.value.response["Error"]["Code"] == "ResourceInUse"
+    with pytest.raises(ClientError) as no_endpoint:
+        sagemaker.create_ai_benchmark_job(
+            AIBenchmarkJobName="j", BenchmarkTarget={"Endpoint": {"Identifier": "nowhere"}},
+            OutputConfig={"S3OutputLocation": OUTPUT}, AIWorkloadConfigIdentifier="c2", RoleArn=ROLE,
+        )  # fmt: skip
+    assert no_endpoint.value.response["Error"]["Code"] == "ResourceNotFound"
+    sagemaker.delete_ai_workload_config(AIWorkloadConfigName="c2")
+
+
+def test_a_refused_config_is_one_line(emulator):
+    sagemaker = aws("sagemaker")
+    spec = {"WorkloadSpec": {"Inline": VendorWorkload(10, 5, 1, 1).spec()}}
+    sagemaker.create_ai_workload_config(AIWorkloadConfigName="taken", AIWorkloadConfigs=spec)
+    with pytest.raises(RunnerError) as refused:
+        run_job(sagemaker, aws("s3"), target(), VendorWorkload(10, 5, 1, 1), "taken", FAST)
+    line = str(refused.value)
+    assert line.startswith("vendor benchmark of sagemaker: CreateAIWorkloadConfig: ") and "\n" not in line
+    assert "ResourceInUse" in line or "already exists" in line
+    sagemaker.delete_ai_workload_config(AIWorkloadConfigName="taken")
+
+
+def test_a_job_that_fails_keeps_its_reason_and_no_figures(emulator):
+    emulator.model_servers.clear()  # nothing serves the endpoint
+    job = run_job(aws("sagemaker"), aws("s3"), target(), VendorWorkload(10, 5, 1, 2), "fails", FAST)
+    assert job.status == "Failed" and job.figures is None
+    assert job.failure_reason == f"ClientError: no model server for {ENDPOINT} (set emulator.model_servers)"
+
+
+def test_a_job_past_its_budget_is_stopped_and_said_in_one_line(emulator):
+    with known_server(ttft=0.5, rate=5.0, tokens=50, tokenize=False) as server:
+        emulator.model_servers[ENDPOINT] = server.url
+        pacing = Pacing(poll_s=0.05, budget_s=0.2)
+        with pytest.raises(RunnerError) as over:
+            run_job(aws("sagemaker"), aws("s3"), target(), VendorWorkload(10, 50, 1, 20), "slow", pacing)
+    emulator.model_servers.clear()
+    assert str(over.value).startswith("vendor benchmark job slow: still InProgress after 0.2 s: stopped")
+    assert "slow" in emulator.stopped_benchmark_jobs
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [("s3://b/p", "an IAM role's ARN first"), (f"{ROLE},b/p", "an S3 URI second")],
+)
+def test_a_bad_option_is_one_line(text, says):
+    with pytest.raises(RunnerError) as bad:
+        parse_option(text)
+    assert says in str(bad.value)
+    assert parse_option(f"{ROLE},{OUTPUT}") == (ROLE, OUTPUT)
+
+
+def test_an_aiperf_profile_in_another_unit_is_refused_in_one_line():
+    with pytest.raises(RunnerError) as refused:
+        VendorFigures.from_profile({"time_to_first_token": {"unit": "fortnights", "avg": 1}}, "job j")
+    assert str(refused.value) == "job j: time_to_first_token in 'fortnights', not a unit of time this runner reads"
+
+
+def sagemaker_outputs(tmp_path) -> str:
+    spec = get_backend("sagemaker")
+    output = BackendOutput(
+        name="sagemaker", kind=spec.kind.value, region=REGION, model_id=spec.model_id, port=spec.port,
+        health_path=spec.health_path, endpoint_name=ENDPOINT, instance_type="ml.g6.xlarge",
+    )  # fmt: skip
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps({"InferenceSageMakerStack": {"BackendSagemaker": json.dumps(output.to_json())}}))
+    return str(path)
+
+
+def test_bench_sets_the_vendors_figures_beside_its_own_for_the_same_endpoint_and_workload(served, tmp_path):
+    results = tmp_path / "bench"
+    code = bench.run(
+        ["--aws", "--backends", "sagemaker", "--outputs-file", sagemaker_outputs(tmp_path), "--results-dir",
+         str(results), "--input-tokens", "20", "--output-tokens", str(TOKENS), "--concurrency", "2", "--requests", "6",
+         "--vendor-benchmark", f"{ROLE},{OUTPUT}"]
+    )  # fmt: skip
+    assert code == 0
+    (path,) = results.glob("*/bench-*.json")
+    file = typed(load(path), path)
+    (job,) = file.vendor_benchmark
+    assert (job.status, job.endpoint, job.workload.concurrency, job.workload.requests) == ("Completed", ENDPOINT, 2, 6)
+    assert (job.workload.input_tokens, job.workload.output_tokens) == (20, TOKENS)
+    rows = {row.figure: row for row in job.beside}
+    # Two real measurements of one server: both no sooner than its first token, the difference theirs.
+    for figure in ("TTFT median s", "end-to-end median s"):
+        row = rows[figure]
+        assert row.runner >= TTFT and row.vendor >= TTFT
+        assert row.difference == pytest.approx(row.vendor - row.runner)
+        assert row.relative == pytest.approx((row.vendor - row.runner) / row.runner)
+    # Read back typed, written again as it was, and drawn in the bench's report.
+    assert strict_json(file.to_json()) + "\n" == path.read_text()
+    drawn = Console(file=io.StringIO(), width=200, color_system=None)
+    renderer_for("bench")(file, drawn, None)
+    text = " ".join(drawn.file.getvalue().split())
+    assert "AWS's benchmark" in text and job.job_name in text and "AWS - runner" in text
+
+
+def test_the_option_wants_a_workloads_levels_and_says_so_before_anything_is_sent(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main_guard(lambda: bench.run(["--no-aws", "--vendor-benchmark", f"{ROLE},{OUTPUT}"]))
+    assert exit_.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "--vendor-benchmark hands AWS's benchmark a workload's closed-loop levels" in line
