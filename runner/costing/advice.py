@@ -78,6 +78,7 @@ from runner.costing.prices import (
 from runner.costing.purchase import ON_DEMAND, PurchasePrice, purchased
 from runner.costing.rows import Advice
 from runner.figures.capacity import capacity_of
+from runner.figures.fleet import CopyCapacity, FleetCopies
 from runner.figures.latency import time_per_output_token
 from runner.figures.levels import level_groups
 
@@ -215,6 +216,9 @@ class Measured:
     # or why there is none.
     capacity: Point | None = None
     capacity_why: str = ""
+    # An endpoint of inference components searched at several copy counts in this file
+    # (`bench --copies`): each count's good requests a second within the objectives.
+    copy_counts: list[CopyCapacity] = field(default_factory=list)
 
     def price_request(self) -> PriceRequest | None:
         if billing_model(self.billing).priced_by_jobs:
@@ -335,6 +339,25 @@ def _cold(cold: list[RequestRecord], warm: list[RequestRecord], output_tokens: i
     )
 
 
+def fleet_counts(path: str, evidence: JsonObject, name: str, workload: Workload) -> list[CopyCapacity]:
+    """The copy counts `bench --copies` searched for `name` in this file, at the workload's input
+    length, each with the good requests a second it carried within the objectives (a count marked
+    or with no level within them is left out: it gives no capacity)."""
+    if workload_matches(evidence.get("config") or {}, workload):
+        return []
+    counts = []
+    for n, entry in enumerate(evidence.get("fleet") or [], 1):
+        fleet = FleetCopies.from_json(entry, f"{path}: fleet entry {n}")
+        for count in fleet.counts if fleet.backend == name else []:
+            length = count.input_tokens
+            if length is not None and abs(length / workload.input_tokens - 1) > LENGTH_MATCH:
+                continue
+            best = count.capacity.at_capacity if count.capacity is not None else None
+            if best is not None and best.goodput_rps:
+                counts.append(CopyCapacity(count.copies, best.goodput_rps, path))
+    return counts
+
+
 def measured_options(
     path: str, evidence: JsonObject, output_tokens: int, workload: Workload | None = None
 ) -> list[Measured]:
@@ -372,6 +395,7 @@ def measured_options(
                 records=records,
                 capacity=capacity,
                 capacity_why=capacity_why,
+                copy_counts=fleet_counts(path, evidence, backend.name, workload) if workload and workload.slo else [],
             )
         )
     return options

@@ -5,9 +5,9 @@ tokens. Pure: measured options and prices in, rows out.
 - An endpoint of inference components is a fleet: its count comes from the capacity measured
   within the objectives at several copy counts and the scaling between them
   (`runner.figures.fleet.copies_for`), never from one copy times N. Each count is read from a
-  bench file of its own that records the endpoint's copies (its stack output's `copies`, held
-  there by equal bounds while it was measured); `FleetMeasured` is the shape a bench file's own
-  per-count section maps into too. Its instances are the copies' accelerators over the
+  bench file's own per-count searches (`bench --copies 1,2,4`, its `fleet` section), or from a
+  bench file per count that records the endpoint's copies (its stack output's `copies`, held
+  there by equal bounds while it was measured). Its instances are the copies' accelerators over the
   instance's (`catalog.backends.accelerators`).
 - An instance billed by the hour that is not a fleet (EC2, a SageMaker real-time endpoint, an
   async endpoint) carries the load on one instance where its measured capacity does; past it
@@ -104,12 +104,34 @@ class Fleet:
         return math.ceil(copies * self.measured.accelerators_per_copy / self.gpus_per_instance)
 
 
+def fleet_key(option: Measured) -> tuple[str, str | None, str | None, int]:
+    """What makes counts one fleet: the backend, its instance type and region, and a copy's accelerators."""
+    output = option.backend.raw.get("stack_output") or {}
+    per_copy = output.get("accelerators_per_copy") if isinstance(output, dict) else None
+    return (
+        option.name,
+        option.backend.output.instance_type or option.backend.spec.instance_type,
+        option.backend.region or option.backend.output.region,
+        per_copy if isinstance(per_copy, int) and per_copy > 0 else 1,
+    )
+
+
 def fleets_of(options: list[Measured]) -> tuple[list[Fleet], list[Measured], list[str]]:
     """The options that are counts of an endpoint's copies, grouped into fleets (one per backend,
     instance type, region and copy size), the options that are not, and what was not read."""
     groups: dict[tuple[str, str | None, str | None, int], tuple[list[CopyCapacity], Measured]] = {}
     rest, notices = [], []
     for option in options:
+        if option.copy_counts:  # searched at several counts in one file (`bench --copies`)
+            counts, _ = groups.setdefault(fleet_key(option), ([], option))
+            for count in option.copy_counts:
+                if any(c.copies == count.copies for c in counts):
+                    notices.append(
+                        f"{option.name} ({option.evidence}): {count.copies} copies measured twice; the first is read"
+                    )
+                else:
+                    counts.append(count)
+            continue
         copies, why = recorded_copies(option.backend)
         if why:
             notices.append(f"{option.name} ({option.evidence}): {why}")
@@ -120,15 +142,7 @@ def fleets_of(options: list[Measured]) -> tuple[list[Fleet], list[Measured], lis
         if option.capacity is None:
             notices.append(f"{option.name} ({option.evidence}) at {copies} copies: {option.capacity_why}")
             continue
-        output = option.backend.raw.get("stack_output") or {}
-        per_copy = output.get("accelerators_per_copy") if isinstance(output, dict) else None
-        key = (
-            option.name,
-            option.backend.output.instance_type or option.backend.spec.instance_type,
-            option.backend.region or option.backend.output.region,
-            per_copy if isinstance(per_copy, int) and per_copy > 0 else 1,
-        )
-        counts, _ = groups.setdefault(key, ([], option))
+        counts, _ = groups.setdefault(fleet_key(option), ([], option))
         if any(c.copies == copies for c in counts):
             notices.append(f"{option.name} ({option.evidence}): {copies} copies measured twice; the first file is read")
             continue

@@ -11,7 +11,10 @@ cost some of it."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from runner.core.typed_json import FlatJson, where_set
+from runner.figures.capacity import CapacityFound
 
 
 @dataclass(frozen=True)
@@ -124,3 +127,41 @@ class FleetMeasured:
     def capacity_at(self, copies: int) -> float | None:
         """The good requests a second measured at exactly `copies` copies (None: not measured there)."""
         return next((c.goodput_rps for c in self.counts if c.copies == copies), None)
+
+
+@dataclass
+class CopyCount(FlatJson):
+    """One copy count of `bench --copies` at one input length: the capacity search run with that
+    many copies in service (absent where the count was marked, not measured: `marked` says why),
+    the share of each prompt that was a shared prefix, and the scaling efficiency against one
+    copy's capacity (runner/figures/fleet.py) with its ideal line, N x capacity(1)."""
+
+    copies: int
+    shared_share: float
+    input_tokens: int | None = where_set()
+    capacity: CapacityFound | None = where_set()
+    marked: str | None = where_set()
+    efficiency: float | None = where_set()
+    ideal: float | None = where_set()
+
+    @property
+    def found(self) -> float | None:
+        """The most load this count carried within the objectives (None: none, or not measured)."""
+        return self.capacity.capacity if self.capacity is not None else None
+
+
+@dataclass
+class FleetCopies(FlatJson):
+    """One inference component measured at several copy counts: its endpoint's routing strategy as
+    DescribeEndpointConfig gives it (a report groups runs by routing and shared share), the copy
+    count it had before the run and what was done to give it back, and each count measured."""
+
+    backend: str
+    endpoint: str
+    component: str
+    routing: str
+    copies_before: int
+    prefix_length: int | None = where_set()
+    concurrency_threshold: int | None = where_set()
+    counts: list[CopyCount] = field(default_factory=list)
+    restored: str | None = where_set()

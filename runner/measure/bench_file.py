@@ -19,6 +19,7 @@ from runner.core.readings import LevelReadings, ServerMetrics
 from runner.core.records import AgentTask, RequestRecord
 from runner.core.typed_json import UNSET, FlatJson, JsonObject, Unset, read_entries, read_sections, where_set
 from runner.figures.capacity import CapacityFound
+from runner.figures.fleet import FleetCopies
 from runner.figures.scale_out import FromZeroRun, StepLoad
 from runner.measure.vendor_benchmark import VendorBenchmark
 
@@ -36,44 +37,6 @@ class WorkloadBackend(FlatJson):
     output_lengths: str | None = where_set()
     metrics: str | Unset | None = where_set(UNSET)
     not_sent: list[str] | None = where_set()
-
-
-@dataclass
-class CopyCount(FlatJson):
-    """One copy count of `bench --copies` at one input length: the capacity search run with that
-    many copies in service (absent where the count was marked, not measured: `marked` says why),
-    the share of each prompt that was a shared prefix, and the scaling efficiency against one
-    copy's capacity (runner/figures/fleet.py) with its ideal line, N x capacity(1)."""
-
-    copies: int
-    shared_share: float
-    input_tokens: int | None = where_set()
-    capacity: CapacityFound | None = where_set()
-    marked: str | None = where_set()
-    efficiency: float | None = where_set()
-    ideal: float | None = where_set()
-
-    @property
-    def found(self) -> float | None:
-        """The most load this count carried within the objectives (None: none, or not measured)."""
-        return self.capacity.capacity if self.capacity is not None else None
-
-
-@dataclass
-class FleetCopies(FlatJson):
-    """One inference component measured at several copy counts: its endpoint's routing strategy as
-    DescribeEndpointConfig gives it (a report groups runs by routing and shared share), the copy
-    count it had before the run and what was done to give it back, and each count measured."""
-
-    backend: str
-    endpoint: str
-    component: str
-    routing: str
-    copies_before: int
-    prefix_length: int | None = where_set()
-    concurrency_threshold: int | None = where_set()
-    counts: list[CopyCount] = field(default_factory=list)
-    restored: str | None = where_set()
 
 
 @dataclass(kw_only=True)

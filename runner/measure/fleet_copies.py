@@ -30,9 +30,9 @@ from runner.core.errors import RunnerError, describe
 from runner.core.evidence import Evidence
 from runner.core.records import RequestRecord
 from runner.figures.capacity import CapacityFound
-from runner.figures.fleet import FleetPoint, scaling
+from runner.figures.fleet import CopyCount, FleetCopies, FleetPoint, scaling
 from runner.figures.levels import LevelSummary
-from runner.measure.bench_file import BenchFile, CopyCount, FleetCopies
+from runner.measure.bench_file import BenchFile
 from runner.measure.load import LoadLevel, parse_numbers
 from runner.measure.records import warm_up
 from runner.measure.workload_run import Advance, BackendRun, BenchPlan

@@ -21,11 +21,12 @@ from botocore.exceptions import ClientError
 
 from catalog.backends import OPEN_MODEL
 from catalog.contract import APP_TAG, BackendOutput
-from runner import bench
+from runner import advise, bench
 from runner.core.errors import RunnerError
 from runner.core.evidence import Evidence, strict_json
 from runner.figures.capacity import CapacityFound
-from runner.measure.bench_file import BenchFile, CopyCount
+from runner.figures.fleet import CopyCount
+from runner.measure.bench_file import BenchFile
 from runner.measure.fleet_copies import ComponentCopies, give_back, shared_share, with_scaling
 from runner.measure.workload_run import BenchPlan
 from runner.render.bench import fleet_table
@@ -51,6 +52,8 @@ SLOTS = 2
 TTFT_S, RATE, TOKENS = 0.2, 100.0, 4
 SERVICE_S = TTFT_S + (TOKENS - 1) / RATE
 E2EL_MS = round(1.8 * SERVICE_S * 1000)
+USD_PER_HOUR = 7.0  # the endpoint's instance, priced as given
+INPUT_TOKENS = 32  # short: the servers' speed sets the figures, not the prompt
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +148,7 @@ def test_capacity_at_each_copy_count_is_the_servers_and_scales_as_they_do(deploy
     with ExitStack() as stack:
         running = servers(stack, 4)
         fleet = stack.enter_context(fleet_behind(deployed, COMPONENT, [s.url for s in running]))
-        code, evidence = copies_bench(tmp_path, "1,2,4")
+        code, evidence = copies_bench(tmp_path, "1,2,4", "--input-tokens", str(INPUT_TOKENS))
         routed = fleet.fleet.state()["routed"]
     assert code == 0
     (measured,) = evidence.fleet or []
@@ -169,6 +172,21 @@ def test_capacity_at_each_copy_count_is_the_servers_and_scales_as_they_do(deploy
     assert copy_count() == 1 and "set back to 1 copy" in (measured.restored or "")
     rows = [row for row in fleet_table(evidence).columns[0].cells]
     assert rows == ["sagemaker-components"] * 3
+    # advise --load reads the counts from this file: a load past one copy's good requests a second
+    # and within two copies' takes two copies (never one copy's capacity times two).
+    goodput = {c.copies: c.capacity.at_capacity.goodput_rps for c in measured.counts}
+    load = (goodput[1] + goodput[2]) / 2
+    (path,) = (tmp_path / "results").glob("*/bench-*.json")
+    out = tmp_path / "advice"
+    argv = ["--evidence", str(path), "--offline", "--results-dir", str(out), "--load", f"{load:.3f}",
+            "--goodput", f"e2el:{E2EL_MS}", "--input-tokens", str(INPUT_TOKENS), "--output-tokens", str(TOKENS),
+            "--allow-unmeasured-sources", "--price", f"sagemaker-components={USD_PER_HOUR}"]  # fmt: skip
+    assert advise.run(argv) == 0
+    (saved,) = out.glob("*/advise-*.json")
+    (row,) = [r for r in json.loads(saved.read_text())["fleet"] if r["option"] == "sagemaker-components"]
+    # One ml.g6.12xlarge (4 GPUs) holds both one-GPU copies: one instance's hour.
+    assert (row["count"], row["unit"], row["instances"], row["meets"]) == (2, "copies", 1, True), row
+    assert row["usd_per_hour"] == USD_PER_HOUR
 
 
 def round_trips(path: Path) -> None:
