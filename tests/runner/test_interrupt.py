@@ -159,6 +159,7 @@ def released(parent: int) -> int:
     return log.read_text(errors="replace").count("stop processing") if log.is_file() else 0
 
 
+@pytest.mark.llama
 def test_sigterm_during_timed_requests_on_the_embedded_model_saves_them_and_stops_it(tmp_path):
     argv = ["runner.bench", "--no-aws", "--repeats", "200", "--max-tokens", "8", "--threads", "1",
             "--results-dir", str(tmp_path)]  # fmt: skip
@@ -180,6 +181,7 @@ def test_sigterm_during_timed_requests_on_the_embedded_model_saves_them_and_stop
     assert len(runs) >= 2 and runs == [(n, True) for n in range(1, len(runs) + 1)]
 
 
+@pytest.mark.llama
 def test_sigterm_during_a_level_on_the_embedded_model_keeps_what_finished_and_stops_it(tmp_path):
     argv = ["runner.bench", "--no-aws", "--concurrency", "2", "--requests", "200", "--max-tokens", "8",
             "--threads", "1", "--results-dir", str(tmp_path)]  # fmt: skip
@@ -200,6 +202,7 @@ def test_sigterm_during_a_level_on_the_embedded_model_keeps_what_finished_and_st
     assert {r["level"]["label"] for r in records} == {f"2 at a time (stopped after {len(records)} of 200)"}
 
 
+@pytest.mark.llama
 @pytest.mark.parametrize("signum", SIGNALS)
 def test_a_signal_while_the_embedded_model_starts_leaves_no_server_running(tmp_path, signum):
     argv = ["runner.bench", "--no-aws", "--repeats", "1", "--threads", "1", "--results-dir", str(tmp_path)]

@@ -102,6 +102,7 @@ def test_check_reaches_the_embedded_model(local_server):
     assert (record["plain_ok"], record["tool_ok"], record["tool_args_seen"]) == (False, False, [])
 
 
+@pytest.mark.llama
 def test_server_stops_by_pid(tmp_path):
     server = LocalServer(LocalServerConfig(threads=1)).start()
     pid = server.process.pid
