@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from rich.table import Table
@@ -32,6 +33,9 @@ from runner.measure.bench_file import BenchFile
 from runner.measure.load import CLOSED
 from runner.render.cost import CostFile
 from runner.render.tables import add_columns, models
+
+if TYPE_CHECKING:
+    from runner.render.fleet import CountPoint, FleetSeries
 
 # An evidence file the page is drawn from: where it was read, and the file typed.
 Source = tuple[Path, EvidenceFile]
@@ -633,6 +637,94 @@ def headline_markdown(rows: list[Row]) -> str:
     if sources:
         lines += ["", "Where each figure comes from:", ""]
         lines += [f"- {' · '.join(headers)}: {'; '.join(files)}" for headers, files in sources]
+    return "\n".join(lines)
+
+
+# -- the fleet's line -----------------------------------------------------------------------------
+
+FLEET_LEDE = (
+    "Fleet (bench --copies): the most load within the objectives at each copy count, and the scaling "
+    "efficiency, capacity(N) / (N × one copy's capacity)."
+)
+
+
+def fleet_counts(series: list[FleetSeries]) -> list[int]:
+    return sorted({p.copies for s in series for p in s.points})
+
+
+def count_text(entry: FleetSeries, point: CountPoint | None) -> tuple[str, str, str]:
+    """(figure, unit, the line under it) of one copy count; a count without a capacity says why."""
+    if point is None:
+        return "", "", "not asked"
+    if point.capacity is None:
+        return "", "", (point.missing or "not measured").split(":")[0]
+    unit = "at a time" if entry.mode == CLOSED else "req/s"
+    efficiency = f"{point.efficiency:.0%} of ideal" if point.efficiency is not None else ""
+    return f"{point.capacity:g}", unit, efficiency
+
+
+def fleet_headline_html(series: list[FleetSeries]) -> str:
+    """One row per component, routing and input length: its capacity at each copy count with the
+    efficiency under it; a count not measured says so, its reason on hover."""
+    if not series:
+        return ""
+    counts = fleet_counts(series)
+    head = "".join(f'<th class="num" scope="col">{c} {"copy" if c == 1 else "copies"}</th>' for c in counts)
+    body = []
+    for entry in series:
+        cells = [
+            f'<th scope="row" class="text">{html.escape(entry.fleet.backend)}'
+            + (f'<div class="at">run {html.escape(entry.run)}</div>' if entry.run else "")
+            + "</th>",
+            f'<td class="text">{html.escape(entry.fleet.routing)}</td>',
+            f'<td class="num">{entry.shared_share:.0%}</td>',
+            f'<td class="num">{entry.input_tokens or "-"}</td>',
+        ]
+        for count in counts:
+            point = next((p for p in entry.points if p.copies == count), None)
+            number, unit, under = count_text(entry, point)
+            if not number:
+                why = (point.missing if point else None) or "this count was not asked for"
+                cells.append(f'<td class="num missing" title="{html.escape(why)}">—<div class="at">{under}</div></td>')
+                continue
+            cells.append(
+                f'<td class="num"><span class="figure">{html.escape(number)}</span> '
+                f'<span class="unit">{html.escape(unit)}</span>'
+                + (f'<div class="at">{html.escape(under)}</div>' if under else "")
+                + "</td>"
+            )
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        f'<h3 id="fleet">Fleet</h3><p class="lede">{html.escape(FLEET_LEDE)}</p><div class="table-wrap" id="fleet-table">'
+        '<table class="headline fleet"><thead><tr><th scope="col" class="text">fleet</th>'
+        '<th scope="col" class="text">routing</th><th scope="col" class="num">shared</th>'
+        f'<th scope="col" class="num">input tokens</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+    )
+
+
+def fleet_headline_markdown(series: list[FleetSeries]) -> str:
+    if not series:
+        return ""
+    counts = fleet_counts(series)
+    lines = [
+        FLEET_LEDE,
+        "",
+        "| fleet | routing | shared | input tokens | "
+        + " | ".join(f"{c} {'copy' if c == 1 else 'copies'}" for c in counts)
+        + " |",
+        "| --- | --- | ---: | ---: | " + " | ".join("---:" for _ in counts) + " |",
+    ]
+    for entry in series:
+        cells = [
+            entry.fleet.backend + (f" (run {entry.run})" if entry.run else ""),
+            entry.fleet.routing,
+            f"{entry.shared_share:.0%}",
+            str(entry.input_tokens or "-"),
+        ]
+        for count in counts:
+            number, unit, under = count_text(entry, next((p for p in entry.points if p.copies == count), None))
+            cells.append(f"{number} {unit}" + (f" ({under})" if under else "") if number else f"— ({under})")
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines)
 
 

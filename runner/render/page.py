@@ -1,7 +1,8 @@
 """Evidence files as one self-contained HTML page and as Markdown.
 
 The page: a headline first (`headline`: per backend and model, tok/s, TTFT, accuracy and $ per
-million, sorted in code, the best of each column marked), the plots (`plots`, inlined as PNG), then
+million, sorted in code, the best of each column marked; with `bench --copies` evidence, a fleet's
+capacity at each copy count and its scaling efficiency), the plots (`plots`, inlined as PNG), then
 every table of every evidence file as an HTML table (each command's own `render_report`, its rich
 tables turned into HTML: text columns left, figures right-aligned), and which evidence files it
 was rendered from. No script, nothing fetched: it opens from a file anywhere. Markdown holds the
@@ -33,7 +34,16 @@ from runner.core.evidence import EvidenceFile, GitCommit
 from runner.measure.bench_file import BenchFile
 from runner.render import plots
 from runner.render.beside import SURVEY_RUNS, beside_tables
-from runner.render.headline import PAGE_COMMANDS, headline_html, headline_markdown, headline_rows, quality_table
+from runner.render.fleet import fleet_series
+from runner.render.headline import (
+    PAGE_COMMANDS,
+    fleet_headline_html,
+    fleet_headline_markdown,
+    headline_html,
+    headline_markdown,
+    headline_rows,
+    quality_table,
+)
 from runner.render.tables import TerminalOnly, nothing_measured, renderer_for
 
 # An evidence file the page is drawn from: where it was read, and the file typed.
@@ -304,6 +314,7 @@ def render_html(sources: list[Source]) -> str:
         f"({html.escape(', '.join(kinds))}): {short}.</p>",
         '<section id="headline"><h2>Headline</h2>',
         headline_html(headline_rows(sources)),
+        fleet_headline_html(fleet_series(sources)),
         "</section>",
         beside_html(sources),
         '<section id="plots"><h2>Plots</h2>',
@@ -358,6 +369,8 @@ def render_markdown(sources: list[Source]) -> str:
     check_page_sources(sources)
     parts = ["# Inference survey report", "", "Rendered from: " + ", ".join(f"`{p}`" for p, _ in sources), ""]
     parts += ["## Headline", "", headline_markdown(headline_rows(sources)), ""]
+    fleet = fleet_headline_markdown(fleet_series(sources))
+    parts += [fleet, ""] if fleet else []
     parts += beside_markdown(sources)
     failed, count = failures_table(sources)
     if failed is not None:

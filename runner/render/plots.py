@@ -9,6 +9,7 @@ page's order, with the one line the page says under each.
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,6 +33,7 @@ from runner.costing.rows import CostRow, LevelFigures
 from runner.figures.levels import LevelSummary, level_groups, prefill_fit
 from runner.measure.bench_file import BenchFile
 from runner.measure.load import CLOSED
+from runner.render.fleet import NO_FLEET, Estimate, RoutingComparison, copies_in, fleet_series, routing_comparison
 from runner.render.headline import (
     NOT_LEVELS,
     SINGLE,
@@ -252,7 +254,7 @@ def cost_levels(sources: list[Source]) -> tuple[dict[str, list[tuple[Level, floa
         points = []
         for row in rows:
             label = row.level
-            if not label or label in NOT_LEVELS or not row.usd_per_million_output:
+            if not label or label in NOT_LEVELS or not row.usd_per_million_output or copies_in(label) is not None:
                 continue
             level = levels_of.get((source, backend, label)) or level_from_figures(row, label)
             points.append((level, row.usd_per_million_output))
@@ -335,8 +337,9 @@ def accuracy_against_cost(sources: list[Source]) -> Figure | str:
 
 
 def lightest(label: str) -> bool:
-    """A level of one request at a time (a workload's labels lead with its input length)."""
-    return label.endswith(SINGLE)
+    """A level of one request at a time (a workload's labels lead with its input length; 11 at a
+    time is not one), not a `bench --copies` level (the fleet's plots draw those)."""
+    return (label == SINGLE or label.endswith(f", {SINGLE}")) and copies_in(label) is None
 
 
 def run_to_run(sources: list[Source]) -> Figure | str:
@@ -411,8 +414,9 @@ def timed_files(sources: list[Source]) -> list[Bench]:
 
 def lightest_levels(evidence: BenchFile) -> list[tuple[str, str, list[Any]]]:
     """(backend, level label, its warm records) at each backend's lightest load: one request at a
-    time (each input length of a workload), else the first level it measured."""
-    groups = level_groups(evidence.records)
+    time (each input length of a workload), else the first level it measured (a `bench --copies`
+    level is the fleet's, drawn in its own plots)."""
+    groups = {key: rs for key, rs in level_groups(evidence.records).items() if copies_in(key[1]) is None}
     chosen = [(b, label, rs) for (b, label), rs in groups.items() if lightest(label)]
     seen = {b for b, _, _ in chosen}
     for (backend, label), records in groups.items():
@@ -518,6 +522,12 @@ def workload_series(backend: str, evidence: BenchFile, sources: list[Source], in
     return f"{name}, {input_tokens} in" if input_tokens else name
 
 
+def fleet_level(level: Level) -> bool:
+    """A level of `bench --copies` (its label leads with the copy count): the fleet's own plots draw
+    it, by copy count; on a curve against load it would lie beside another count's same load."""
+    return copies_in(level.label) is not None
+
+
 def workload_colours(names: list[str]) -> dict[str, str]:
     cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     return {name: cycle[i % len(cycle)] for i, name in enumerate(sorted(set(names)))}
@@ -533,7 +543,7 @@ def ttft_against_input(sources: list[Source]) -> Figure | str:
     for _, evidence in workload_files(sources):
         fits = prefill_fit(evidence.records)
         for backend, level, summary in level_rows(evidence):
-            if level.mode != CLOSED or level.value != 1 or not level.input_tokens:
+            if level.mode != CLOSED or level.value != 1 or not level.input_tokens or fleet_level(level):
                 continue
             counted = summary.tokens.input_counted or level.input_tokens
             if summary.ttft_s.median is not None:
@@ -575,7 +585,7 @@ def throughput_against_latency(sources: list[Source]) -> Figure | str:
     for _, evidence in files:
         for backend, level, summary in level_rows(evidence):
             tpot = summary.tpot_s.median
-            if level.mode == CLOSED and tpot and summary.output_tok_s:
+            if level.mode == CLOSED and tpot and summary.output_tok_s and not fleet_level(level):
                 name = (
                     workload_series(backend, evidence, sources, level.input_tokens)
                     if evidence.config.get("workload")
@@ -605,7 +615,7 @@ def goodput_against_load(sources: list[Source]) -> Figure | str:
         shares.add(float(evidence.config.get("slo_share") or 0.9))
         for backend, level, summary in level_rows(evidence):
             share = summary.goodput.share_met if summary.goodput else None
-            if share is not None and level.mode == CLOSED:
+            if share is not None and level.mode == CLOSED and not fleet_level(level):
                 name = workload_series(backend, evidence, sources, level.input_tokens)
                 curves.setdefault(name, []).append((float(level.value), share * 100))
     if not curves:
@@ -624,6 +634,121 @@ def goodput_against_load(sources: list[Source]) -> Figure | str:
     axes.set_ylim(0, 105)
     legend_below(figure)
     return figure
+
+
+def capacity_against_copies(sources: list[Source]) -> Figure | str:
+    """Per component, routing and input length: the capacity found at each copy count, with the
+    ideal line N x capacity(1) dashed in the same colour, and the scaling efficiency beside it; a
+    count not measured is named in its legend entry, never drawn as zero."""
+    series = fleet_series(sources)
+    if not series:
+        return NO_FLEET
+    if not any(len(s.measured) > 1 for s in series):
+        counts = "; ".join(
+            f"{s.name}: " + ", ".join(f"{p.copies} {p.missing or 'measured'}" for p in s.points) for s in series
+        )
+        return (
+            f"capacity at one copy count only ({counts}): bench --copies 1,2,4 --find-capacity measures how it scales"
+        )
+    figure = new_figure(5.0)
+    left, right = figure.subplots(1, 2)
+    colour = workload_colours([s.name for s in series])
+    counts = sorted({p.copies for s in series for p in s.points})
+    handles: list[Any] = []
+    values: list[float] = []
+    for entry in sorted(series, key=lambda s: s.name):
+        measured = entry.measured
+        xs = [p.copies for p in measured]
+        missing = [p for p in entry.points if p.capacity is None]
+        label = entry.name + "".join(f"; {p.copies}: {p.missing.split(':')[0]}" for p in missing if p.missing)
+        (line,) = left.plot(xs, [p.capacity for p in measured], marker="o", color=colour[entry.name], label=label)
+        handles.append(line)
+        ideal = [(p.copies, p.ideal) for p in entry.points if p.ideal is not None]
+        if ideal:
+            left.plot(*zip(*ideal, strict=True), linestyle="--", color=colour[entry.name], alpha=0.7)
+        values += [p.capacity for p in measured if p.capacity is not None] + [v for _, v in ideal]
+        kept = [p for p in measured if p.efficiency is not None]
+        right.plot(
+            [p.copies for p in kept], [p.efficiency * 100 for p in kept if p.efficiency is not None],
+            marker="o", color=colour[entry.name],
+        )  # fmt: skip
+    modes = {s.mode for s in series if s.mode}
+    left.set_ylabel(
+        "most requests in flight within the objectives"
+        if modes == {CLOSED}
+        else "most requests/s within the objectives"
+        if modes == {"rate"}
+        else "capacity within the objectives"
+    )
+    right.axhline(100, color="0.35", linestyle="--", linewidth=1)
+    right.set_ylabel("scaling efficiency (%)\ncapacity(N) / (N × capacity(1))")
+    top = max([110.0] + [p.efficiency * 110 for s in series for p in s.points if p.efficiency])
+    right.set_ylim(0, top)
+    left.set_ylim(0, max(values) * 1.1)
+    everywhere = {c for c in counts if all(any(p.copies == c and p.capacity is None for p in s.points) for s in series)}
+    for axes in (left, right):
+        axes.set_xticks(counts, [f"{c}\nnot measured" if c in everywhere else f"{c}" for c in counts])
+        axes.set_xlabel("copies")
+        axes.set_xlim(min(counts) - 0.5, max(counts) + 0.5)
+    handles.append(Line2D([], [], color="0.35", linestyle="--", label="ideal: N × one copy's capacity"))
+    legend_below(figure, handles, [h.get_label() for h in handles])
+    return figure
+
+
+def interval_bars(figures: list[Estimate | None]) -> tuple[list[float], list[list[float]]]:
+    """Values and the error bars of their intervals (none where a figure has no interval)."""
+    values = [f.value if f else math.nan for f in figures]
+    below = [f.value - f.low if f and f.low is not None else 0.0 for f in figures]
+    above = [f.high - f.value if f and f.high is not None else 0.0 for f in figures]
+    return values, [below, above]
+
+
+def goodput_by_routing(sources: list[Source]) -> Figure | str:
+    """The same fleet under each routing, x the share of each prompt that is a shared prefix: good
+    requests/s at the capacity found, and TTFT p50 and p95 at the heaviest load every routing
+    measured, each with its 95 % interval where the requests give one."""
+    compared = routing_comparison(sources)
+    if isinstance(compared, str):
+        return compared
+    figure = new_figure(4.8)
+    left, right = figure.subplots(1, 2, sharex=True)
+    colour = workload_colours([p.routing for p in compared.points])
+    several = len({p.backend for p in compared.points}) > 1
+    shares = sorted({p.shared_share * 100 for p in compared.points})
+    handles: list[Any] = []
+    for (routing, backend), points in routing_groups(compared).items():
+        name = f"{backend}: {routing}" if several else routing
+        xs = [p.shared_share * 100 for p in points]
+        values, bars = interval_bars([p.goodput for p in points])
+        handles.append(left.errorbar(xs, values, yerr=bars, marker="o", capsize=4, color=colour[routing], label=name))
+        for key, line in (("ttft_p50", "-"), ("ttft_p95", "--")):
+            figures = [getattr(p, key) for p in points]
+            ms = [Estimate(f.value * 1000, *(None if b is None else b * 1000 for b in (f.low, f.high))) if f else None
+                  for f in figures]  # fmt: skip
+            values, bars = interval_bars(ms)
+            right.errorbar(xs, values, yerr=bars, marker="o", linestyle=line, capsize=4, color=colour[routing])
+    left.set_ylabel(f"good requests/s at the capacity found\n({compared.copies} copies)")
+    right.set_ylabel("time to first token (ms), same load")
+    for axes in (left, right):
+        axes.set_xticks(shares, [f"{v:g} %" for v in shares])
+        axes.set_xlabel("shared prefix, % of each prompt")
+        axes.set_ylim(0, axes.get_ylim()[1] * 1.08)  # room above the highest bar
+        if len(shares) == 1:
+            axes.set_xlim(shares[0] - 10, shares[0] + 10)
+    handles += [
+        Line2D([], [], color="0.35", linestyle="-", label="TTFT p50"),
+        Line2D([], [], color="0.35", linestyle="--", label="TTFT p95"),
+    ]
+    legend_below(figure, handles, [h.get_label() for h in handles])
+    return figure
+
+
+def routing_groups(compared: RoutingComparison) -> dict[tuple[str, str], list[Any]]:
+    """The points of each routing (and backend), in shared-share order."""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for point in sorted(compared.points, key=lambda p: p.shared_share):
+        groups.setdefault((point.routing, point.backend), []).append(point)
+    return groups
 
 
 # Plots as wide as the page (a timeline's rows need its width).
@@ -672,6 +797,22 @@ PLOTS: dict[str, tuple[str, str, Plot]] = {
         "each request a line from when it was sent (pale to its first token) to its end; a failed one an x.",
         run_timeline,
     ),
+    "copies": (
+        "Capacity against copies",
+        "The most load within the objectives at each copy count of an inference component (bench --copies), "
+        "beside the ideal line of N times one copy's capacity (dashed), and the scaling efficiency: capacity(N) / "
+        "(N × capacity(1)). A count not measured is named in the legend, never drawn as zero.",
+        capacity_against_copies,
+    ),
+    "routing": (
+        "Goodput by routing and shared share",
+        "The same fleet under each routing strategy, against the share of each prompt that is a shared prefix: "
+        "good requests/s at the capacity found, and time to first token (p50, p95) at the heaviest load every "
+        "routing measured; bars are 95 % intervals where the requests give one.",
+        goodput_by_routing,
+    ),
+    # "scale-out": the scale-out timeline (copies in service, requests in flight and TTFT p95 over time,
+    # after a step in load) goes here, drawn from the scale-out evidence once bench writes it.
     "cost": (
         "Cost against load",
         "$ per million output tokens at each load level, by each backend's own billing model: busier is "

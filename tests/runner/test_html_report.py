@@ -34,6 +34,9 @@ import pytest
 
 from runner import bench, cost, report
 from runner.core.evidence import SCHEMA, read_file
+from runner.core.typed_json import to_json
+from runner.figures.capacity import CapacityFound, Tried
+from runner.measure.bench_file import CopyCount, FleetCopies
 from runner.render.plots import PLOTS
 from tests.runner.fake_openai import FakeOpenAI, Step
 from tests.runner.known_server import known as known_rate
@@ -350,10 +353,135 @@ def evidence(tmp_path_factory) -> dict[str, Path]:
     return {"sweep": sweep, "known": known, "many": many, "cost": priced, "quality": quality, "workload": workload}
 
 
+# -- a fleet's evidence (bench --copies 1,2,4 --find-capacity) ---------------------------------------
+#
+# Made from the real workload run's evidence as template (its records' fields, its objectives): one
+# file per routing of one inference component, "fleet", with a shared prefix of 450 tokens at input
+# lengths 500 (90 % shared) and 900 (50 %). The streams each routing's fleet carries within the
+# objectives at each copy count are set here; prefix-aware routing's 4 copies were refused (marked).
+ROUTES = ("LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE")
+PREFIX = 450
+SHARES = {500: 0.9, 900: 0.5}
+CARRIED = {
+    ("LEAST_OUTSTANDING_REQUESTS", 500): {1: 4, 2: 7, 4: 13},
+    ("LEAST_OUTSTANDING_REQUESTS", 900): {1: 3, 2: 6, 4: 11},
+    ("PREFIX_AWARE", 500): {1: 4, 2: 8, 4: None},
+    ("PREFIX_AWARE", 900): {1: 3, 2: 6, 4: None},
+}
+REFUSED = "4 copies refused: ValidationException: CopyCount 4 needs 4 accelerators"
+# Each level's requests, and their service time (s): TTFT base per routing and share, stretched by
+# how far the level is past what the fleet carries.
+FLEET_REQUESTS = 12
+SERVICE_S = 0.5
+BASE_TTFT = {("LEAST_OUTSTANDING_REQUESTS", 500): 0.20, ("LEAST_OUTSTANDING_REQUESTS", 900): 0.12,
+             ("PREFIX_AWARE", 500): 0.06, ("PREFIX_AWARE", 900): 0.09}  # fmt: skip
+
+
+def tried_levels(carried: int) -> list[int]:
+    """The search's levels: from 2, the capacity (met) and one more (missed)."""
+    return sorted({2, carried, carried + 1})
+
+
+def fleet_ttfts(route: str, length: int, copies: int, value: int) -> list[float]:
+    carried = CARRIED[(route, length)][copies] or 1
+    stretch = max(1.0, value / carried)
+    return [BASE_TTFT[(route, length)] * stretch * (1 + 0.05 * i) for i in range(FLEET_REQUESTS)]
+
+
+def fleet_met(carried: int, value: int) -> int:
+    """Requests of a level within the objectives: all where the fleet carries the load, else its share."""
+    return FLEET_REQUESTS if value <= carried else FLEET_REQUESTS * carried // value
+
+
+def fleet_duration(value: int) -> float:
+    """A closed-loop level's wall time: `value` requests in flight, each SERVICE_S long, so one sent
+    every SERVICE_S / value; from the first sent to the last done."""
+    return ((FLEET_REQUESTS - 1) / value + 1) * SERVICE_S
+
+
+def fleet_file(template: dict, route: str, at: datetime, target: Path) -> Path:
+    data = copy.deepcopy(template)
+    record = next(r for r in template["records"] if r["ok"])
+    data["started_at"] = at.isoformat(timespec="milliseconds")
+    data["backends"] = [next(b for b in template["backends"] if b["name"] == "g6") | {"name": "fleet"}]
+    for key in ("capacity", "levels", "workload_backends"):
+        data.pop(key, None)
+    data["config"]["workload"] |= {"input_tokens": list(SHARES), "prefix_tokens": PREFIX}
+    data["config"]["copies"] = [1, 2, 4]
+    data["warm_up"], data["records"] = [], []
+    fleet = FleetCopies("fleet", "inference-fleet", "inference-fleet-model", route, copies_before=1)
+    for length, share in SHARES.items():
+        one = CARRIED[(route, length)][1]
+        for copies, carried in CARRIED[(route, length)].items():
+            if carried is None:
+                fleet.counts.append(CopyCount(copies, share, input_tokens=length, marked=REFUSED))
+                continue
+            tried = []
+            for value in tried_levels(carried):
+                label = f"{copies} {'copy' if copies == 1 else 'copies'}, {length} in, {value} at a time"
+                level = {"mode": "concurrency", "value": value, "requests": FLEET_REQUESTS, "max_concurrency": None,
+                         "input_tokens": length, "label": label}  # fmt: skip
+                met = fleet_met(carried, value)
+                for index, ttft in enumerate(fleet_ttfts(route, length, copies, value)):
+                    sent = index * SERVICE_S / value
+                    data["records"].append(
+                        record
+                        | {
+                            "backend": "fleet",
+                            "run": index + 1,
+                            "level": level,
+                            "ttft_s": ttft,
+                            "e2e_s": SERVICE_S,
+                            "sent_s": sent,
+                            "prompt_tokens": length,
+                            "target_input_tokens": length,
+                            "slo": {"met": index < met, "missed": [] if index < met else ["tpot"]},
+                            "started_at": (at + timedelta(seconds=sent)).isoformat(timespec="milliseconds"),
+                            "chunk_times": [ttft + i * (SERVICE_S - ttft) / 3 for i in range(4)],
+                            "chunk_token_counts": None,
+                            "cold_start": False,
+                        }
+                    )
+                rate = FLEET_REQUESTS / fleet_duration(value)
+                tried.append(Tried(value, met == FLEET_REQUESTS, met / FLEET_REQUESTS, None, rate,
+                                   met / fleet_duration(value)))  # fmt: skip
+            label = f"{copies} {'copy' if copies == 1 else 'copies'}, {length} in, {carried} at a time"
+            found = CapacityFound("fleet", length, label, "concurrency", 0.9, carried,
+                                  f"between {carried} (met) and {carried + 1} (missed)", tuple(tried))  # fmt: skip
+            fleet.counts.append(
+                CopyCount(
+                    copies,
+                    share,
+                    input_tokens=length,
+                    capacity=found,
+                    efficiency=round(carried / (copies * one), 3),
+                    ideal=copies * one,
+                )
+            )
+    fleet.restored = "set back to 1 copy, as it was before the run"
+    data["fleet"] = [to_json(fleet)]
+    target.write_text(json.dumps(data))
+    read_file(target)  # reads back as bench evidence
+    return target
+
+
 @pytest.fixture(scope="module")
-def page(evidence, tmp_path_factory) -> Path:
+def fleet(evidence) -> dict[str, Path]:
+    """The fleet under each routing, a file apiece, least outstanding requests measured first."""
+    template = json.loads(evidence["workload"].read_text())
+    at = datetime.fromisoformat(template["started_at"])
+    return {
+        route: fleet_file(
+            template, route, at + timedelta(minutes=10 * n), evidence["workload"].with_name(f"bench-fleet-{n}.json")
+        )
+        for n, route in enumerate(ROUTES)
+    }
+
+
+@pytest.fixture(scope="module")
+def page(evidence, fleet, tmp_path_factory) -> Path:
     target = tmp_path_factory.mktemp("page") / "report.html"
-    files = [evidence[k] for k in ("many", "cost", "quality", "sweep", "workload")]
+    files = [*(evidence[k] for k in ("many", "cost", "quality", "sweep", "workload")), *fleet.values()]
     assert report.run([*map(str, files), "--html", str(target)]) == 0
     return target
 
@@ -378,7 +506,7 @@ def test_the_page_fits_decodes_and_logs_nothing_at_each_width(page, tmp_path, wi
     assert int(figures["scrollwidth"]) <= int(figures["clientwidth"]), figures  # no sideways scrollbar at all
     assert figures["overflowing"] == "", figures
     assert figures["headlinescrolls"] == "false", figures  # the headline fits without scrolling its box
-    assert int(figures["images"]) == len(PLOTS) == 11 and figures["imagesdecoded"] == figures["images"], figures
+    assert int(figures["images"]) == len(PLOTS) == 13 and figures["imagesdecoded"] == figures["images"], figures
     # The failures as a table of their own, where each figure comes from as a list under the headline,
     # and the run's timeline as wide as the page's column allows (its rows need the width).
     assert int(figures["failedrows"]) == FAILURES and int(figures["sourcelines"]) >= 3, figures
@@ -421,8 +549,9 @@ def test_the_page_is_self_contained_and_says_what_it_was_rendered_from(page, evi
     assert not re.search(r'(src|href)="(https?:|//)', text) and "<script" not in text
     for name in ("many", "cost", "quality", "sweep"):
         assert evidence[name].name in text
-    assert "Rendered from 5 evidence files (bench, cost, quality)" in text
-    for plot in ("throughput", "latency", "distribution", "timeline", "cost", "accuracy", "run-to-run", "roofline"):
+    assert "Rendered from 7 evidence files (bench, cost, quality)" in text
+    for plot in ("throughput", "latency", "distribution", "timeline", "cost", "accuracy", "run-to-run", "roofline",
+                 "copies", "routing"):  # fmt: skip
         assert f'id="plot-{plot}"' in text
     # Tables as HTML tables, figures right-aligned; none as preformatted text.
     assert "<pre" not in text and text.count('<div class="table-wrap">') >= 4
@@ -469,7 +598,7 @@ def test_the_headline_is_sorted_in_code_with_the_best_marked_and_every_gap_expla
     assert "priced as AWS, but measured on: --endpoint server, not known to be AWS" in text
 
 
-def test_the_plots_hold_no_overlapping_or_cut_text(evidence):
+def test_the_plots_hold_no_overlapping_or_cut_text(evidence, fleet):
     """Every plot drawn for the page: each text inside the figure, no two texts overlapping, and
     no layout warning (constrained layout gave up)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -477,7 +606,8 @@ def test_the_plots_hold_no_overlapping_or_cut_text(evidence):
 
     from runner.render import plots
 
-    sources = [(evidence[k], read_file(evidence[k])) for k in ("many", "cost", "quality", "sweep", "workload")]
+    paths = [*(evidence[k] for k in ("many", "cost", "quality", "sweep", "workload")), *fleet.values()]
+    sources = [(path, read_file(path)) for path in paths]
     drawn = 0
     for name, (_, _, draw) in plots.PLOTS.items():
         with warnings.catch_warnings(), plots.style():
@@ -505,7 +635,7 @@ def test_the_plots_hold_no_overlapping_or_cut_text(evidence):
             overlap_x = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
             overlap_y = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
             assert overlap_x <= 1 or overlap_y <= 1, f"{name}: {a!r} overlaps {b!r}"
-    assert drawn == len(plots.PLOTS) == 11
+    assert drawn == len(plots.PLOTS) == 13
 
 
 def shown(text, figure) -> bool:
@@ -683,3 +813,137 @@ def test_the_page_lists_every_failed_request_with_its_error(page, evidence):
     assert len(rows) == FAILURES
     assert all("trn1" in row and "128 at a time" in row and "HTTP 503: the server is overloaded" in row for row in rows)
     assert f"failed requests: {FAILURES}" in section
+
+
+# -- a fleet: capacity against copies, routing by shared share, the fleet's headline line -----------
+
+
+def test_one_at_a_time_is_a_level_of_one_stream_not_eleven_nor_a_fleets():
+    from runner.render.plots import lightest
+
+    assert lightest("1 at a time") and lightest("100 in, 1 at a time")
+    assert not lightest("11 at a time") and not lightest("100 in, 21 at a time")
+    assert not lightest("2 copies, 500 in, 1 at a time")  # a fleet's level: its own plots draw it
+
+
+def test_capacity_against_copies_draws_each_count_its_ideal_line_and_its_efficiency(fleet):
+    """Each routing and share's capacity at the copy counts measured, the ideal line N x capacity(1)
+    through every count asked (the refused one too), the efficiency capacity(N) / (N x capacity(1))
+    worked out here; the refused count is named in its legend entry, no point drawn for it."""
+    from runner.render import plots
+
+    sources = [(path, read_file(path)) for path in fleet.values()]
+    with plots.style():
+        figure = plots.capacity_against_copies(sources)
+    assert not isinstance(figure, str), figure
+    left, right = figure.axes
+    (legend,) = figure.legends
+    entries = [t.get_text().replace("\n", " ") for t in legend.get_texts()]
+    drawn = {line.get_label(): line for line in left.get_lines() if not line.get_label().startswith("_")}
+    for (route, length), carried in CARRIED.items():
+        share = f"{SHARES[length]:.0%}"
+        (name,) = [n for n in drawn if n.startswith(f"fleet, {route}, {share} shared, {length} in")]
+        measured = {c: v for c, v in carried.items() if v is not None}
+        xs, ys = drawn[name].get_data()
+        assert dict(zip(xs, ys, strict=True)) == measured  # the refused count: no point, not zero
+        colour = drawn[name].get_color()
+        (ideal,) = [ln for ln in left.get_lines() if ln.get_linestyle() == "--" and ln.get_color() == colour]
+        assert dict(zip(*ideal.get_data(), strict=True)) == {c: c * carried[1] for c in carried}
+        (efficiency,) = [ln for ln in right.get_lines() if ln.get_color() == colour]
+        assert dict(zip(*efficiency.get_data(), strict=True)) == pytest.approx(
+            {c: round(v / (c * carried[1]), 3) * 100 for c, v in measured.items()}
+        )
+        refused = "; 4: not measured" in name
+        assert refused == (carried[4] is None)
+        assert any(e.startswith(f"fleet, {route}, {share} shared") for e in entries)
+    assert "ideal: N × one copy's capacity" in entries
+    assert [t.get_text() for t in left.get_xticklabels()] == ["1", "2", "4"]  # 4 measured under one routing
+
+
+def test_goodput_by_routing_compares_at_the_largest_count_every_routing_measured(fleet):
+    """Prefix-aware's 4 copies were refused, so the routings are compared at 2: good requests/s at
+    each one's capacity with the Wilson interval of that level's share met, and TTFT p50 and p95 at
+    the heaviest load both measured (8 at a time at 90 % shared), p50 with its order-statistic
+    interval (12 requests: the 3rd and the 10th), p95 without (too few requests for its bounds)."""
+    from runner.render import fleet as fleet_figures
+    from runner.render import plots
+
+    sources = [(path, read_file(path)) for path in fleet.values()]
+    compared = fleet_figures.routing_comparison(sources)
+    assert not isinstance(compared, str), compared
+    assert compared.copies == 2
+    # Of 12 requests, the ranks whose order statistics bound the median with >= 95 %: P(B <= 2) <= 0.025
+    # and P(B <= 9) >= 0.975 for B ~ Binomial(12, 1/2).
+    below = lambda k: sum(math.comb(12, i) for i in range(k + 1)) / 2**12  # noqa: E731
+    assert below(2) <= 0.025 < below(3) and below(8) < 0.975 <= below(9)
+    for point in compared.points:
+        length = next(n for n, s in SHARES.items() if s == point.shared_share)
+        carried = CARRIED[(point.routing, length)][2]
+        duration = fleet_duration(carried)
+        low, high = wilson(FLEET_REQUESTS, FLEET_REQUESTS)
+        assert point.goodput.value == pytest.approx(FLEET_REQUESTS / duration)
+        assert (point.goodput.low, point.goodput.high) == pytest.approx(
+            (low * FLEET_REQUESTS / duration, high * FLEET_REQUESTS / duration)
+        )
+        both = set.intersection(*(set(tried_levels(CARRIED[(r, length)][2])) for r in ROUTES))
+        assert point.ttft_at == f"2 copies, {length} in, {max(both)} at a time"
+        ttfts = sorted(fleet_ttfts(point.routing, length, 2, max(both)))
+        assert point.ttft_p50.value == pytest.approx((ttfts[5] + ttfts[6]) / 2)
+        assert (point.ttft_p50.low, point.ttft_p50.high) == (ttfts[2], ttfts[9])
+        assert point.ttft_p95.value == pytest.approx(ttfts[10] + (ttfts[11] - ttfts[10]) * 0.45)
+        assert point.ttft_p95.low is None and point.ttft_p95.high is None
+    with plots.style():
+        figure = plots.goodput_by_routing(sources)
+    left, _ = figure.axes
+    # Prefix-aware carries more at 90 % shared, the same at 50 %: good requests/s as worked out here.
+    lines = {line.get_color(): line for line in left.get_lines() if line.get_marker() == "o"}
+    goodput = sorted(tuple(line.get_ydata()) for line in lines.values())
+    expected = sorted(
+        tuple(FLEET_REQUESTS / fleet_duration(CARRIED[(r, n)][2]) for n in sorted(SHARES, key=SHARES.get))
+        for r in ROUTES
+    )
+    assert goodput == pytest.approx(expected)
+    assert [t.get_text() for t in left.get_xticklabels()] == ["50 %", "90 %"]
+
+
+def test_with_one_routing_the_routing_plot_says_which_are_missing(fleet):
+    from runner.render import plots
+
+    path = fleet["LEAST_OUTSTANDING_REQUESTS"]
+    with plots.style():
+        said = plots.goodput_by_routing([(path, read_file(path))])
+    assert said == (
+        f"only LEAST_OUTSTANDING_REQUESTS measured ({path.name}): give bench --copies evidence of the same fleet "
+        "under another RoutingStrategy (PREFIX_AWARE, RANDOM) to compare routing"
+    )
+    with plots.style():
+        assert plots.capacity_against_copies([]).startswith("no fleet evidence given")
+
+
+def test_the_headline_gives_the_fleets_capacity_at_each_count_and_its_efficiency(page, fleet):
+    """A row per routing and input length: the streams carried at each copy count with the efficiency
+    worked out here under it; the refused count not measured, the evidence's reason on hover."""
+    text = html_unescape(page.read_text())
+    table = re.search(r'<table class="headline fleet">.*?</table>', text, re.S).group(0)
+    rows = [re.findall(r"<t[hd]([^>]*)>(.*?)</t[hd]>", row, re.S) for row in re.findall(r"<tr>(.*?)</tr>", table)]
+    assert [" ".join(plain(c)) for _, c in rows[0]][4:] == ["1 copy", "2 copies", "4 copies"]
+    assert len(rows[1:]) == len(CARRIED)
+    for cells in rows[1:]:
+        route, share, length = (plain(cells[i][1])[0] for i in (1, 2, 3))
+        carried = CARRIED[(route, int(length))]
+        assert share == f"{SHARES[int(length)]:.0%}"
+        for (attributes, cell), copies in zip(cells[4:], (1, 2, 4), strict=True):
+            if carried[copies] is None:
+                assert " ".join(plain(cell)) == "— not measured" and f'title="not measured: {REFUSED}"' in attributes
+                continue
+            assert " ".join(plain(cell)) == (
+                f"{carried[copies]} at a time {carried[copies] / (copies * carried[1]):.0%} of ideal"
+            )
+    from runner.render.page import render_markdown
+
+    markdown = render_markdown([(path, read_file(path)) for path in fleet.values()])
+    assert "| fleet | LEAST_OUTSTANDING_REQUESTS | 90% | 500 | 4 at a time (100% of ideal) |" in markdown
+    assert (
+        "| fleet | PREFIX_AWARE | 90% | 500 | 4 at a time (100% of ideal) | 8 at a time (100% of ideal) | — (not measured) |"
+        in markdown
+    )
