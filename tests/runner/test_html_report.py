@@ -36,7 +36,7 @@ from runner import bench, cost, report
 from runner.core.evidence import SCHEMA, read_file
 from runner.core.typed_json import to_json
 from runner.figures.capacity import CapacityFound, Tried
-from runner.measure.bench_file import CopyCount, FleetCopies
+from runner.figures.fleet import CopyCount, FleetCopies
 from runner.render.plots import PLOTS
 from tests.runner.fake_openai import FakeOpenAI, Step
 from tests.runner.known_server import known as known_rate
