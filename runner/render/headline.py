@@ -210,8 +210,11 @@ def bench_rows(path: Path, data: BenchFile) -> list[Row]:
     entries = data.backends
     for entry in entries:
         by_backend[entry.name] = []
+    # A level a client could not keep up with is no figure of the server's (runner/timing/client_load.py).
+    limited = {(r.backend, r.label) for r in data.levels or [] if r.client_limit}
     for (backend, label), records in level_groups(data.records).items():
-        by_backend.setdefault(backend, []).append((label, warm(records)))
+        if (backend, label) not in limited:
+            by_backend.setdefault(backend, []).append((label, warm(records)))
     throughput: dict[str, dict[str, float | None]] = {}
     for backend, level, summary in level_rows(data):
         throughput.setdefault(backend, {})[level.label] = summary.output_tok_s
