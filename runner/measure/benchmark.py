@@ -172,7 +172,10 @@ def sweep_backend(
         console.print(f"[yellow]note:[/yellow] {line}")
         evidence.notice(line)
     if backend.speaks_openai and backend.base_url and not backend.blocked:
-        asyncio.run(sweep_openai(backend, levels, requests, args, evidence, advance))
+        if args.clients > 1:
+            sweep_spread(backend, levels, requests, args, evidence, advance)
+        else:
+            asyncio.run(sweep_openai(backend, levels, requests, args, evidence, advance))
         return
     try:
         client = timed_client_for(backend, args.timeout, connections=max(level.in_flight for level in levels))
@@ -230,14 +233,6 @@ async def sweep_openai(
     ) as client:
         for level in levels:
             loads: list[ClientLoad] = []
-            clients = clients_at(args.clients, level)
-            if clients > 1:
-                # Each client process opens and warms its own connections (runner/measure/spread.py).
-                job = ClientJob(backend, level, list(requests), args.seed, args.timeout, args.level_seconds, clients)
-                with kept_if_stopped(backend, level, evidence, loads) as finished:
-                    records = spread_into(job, evidence, finished, loads, advance)
-                keep_level(backend, level, records, evidence, loads)
-                continue
             # As many untimed warm-ups at once as the level keeps in flight: every connection it
             # will use is open before the first timed request (through an SSM port forward each
             # new connection is a new tunnel stream, which would land in time to first token).
@@ -261,6 +256,25 @@ async def sweep_openai(
                     loads,
                 )
             keep_level(backend, level, records, evidence, loads)
+
+
+def sweep_spread(
+    backend: Backend,
+    levels: list[LoadLevel],
+    requests: list[ChatRequest],
+    args: argparse.Namespace,
+    evidence: Evidence[BenchFile],
+    advance,
+) -> None:
+    """Every level over `--clients` processes (runner/measure/spread.py), each opening and warming
+    its own connections; waited on outside any event loop, so Ctrl-C reaches the wait at once."""
+    for level in levels:
+        loads: list[ClientLoad] = []
+        clients = clients_at(args.clients, level)
+        job = ClientJob(backend, level, requests, args.seed, args.timeout, args.level_seconds, clients)
+        with kept_if_stopped(backend, level, evidence, loads) as finished:
+            records = spread_into(job, evidence, finished, loads, advance)
+        keep_level(backend, level, records, evidence, loads)
 
 
 @contextlib.contextmanager

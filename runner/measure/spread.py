@@ -7,7 +7,7 @@ saying which client sent it, with each client's loop lag and CPU.
 The processes are spawned (not forked: the runner has threads by then), open and warm their own
 connections, then meet at a barrier and take one start on the wall clock, so the send times and
 the level's wall time are counted from the same instant in every process. They ignore Ctrl-C:
-the runner stops them (an event), and each hands back the requests that finished, which the
+the runner stops them (a shared flag), and each hands back the requests that finished, which the
 level keeps like any stopped level's. One that cannot start is one line for the level.
 """
 
@@ -88,7 +88,7 @@ class Spread:
     timed_out: int
 
 
-# The child's share of what the parent made: the stop event, the barrier, the shared start.
+# The child's share of what the parent made: the stop flag, the barrier, the shared start.
 _shared: dict[str, Any] = {}
 
 
@@ -159,15 +159,17 @@ async def _part(job: ClientJob, number: int, result: ClientResult) -> None:
 
 
 def _stop_when_told(task: asyncio.Future) -> None:
-    """Cancel the level's task once the runner sets the stop event (watched from a thread)."""
+    """Cancel the level's task once the runner sets the stop flag (watched from a thread: a flag,
+    not a multiprocessing Event, whose wait with a timeout can leave its `set` waiting forever)."""
     loop = asyncio.get_running_loop()
     stop = _shared["stop"]
 
     def watch() -> None:
         while not task.done():
-            if stop.wait(0.1):
+            if stop.value:
                 loop.call_soon_threadsafe(task.cancel)
                 return
+            time.sleep(0.05)
 
     threading.Thread(target=watch, name="client-stop", daemon=True).start()
 
@@ -178,7 +180,7 @@ def spread_level(job: ClientJob, finished: list[RequestRecord]) -> Spread:
     that could not run its part is one line (RunnerError), what the others finished in
     `finished`."""
     context = multiprocessing.get_context("spawn")
-    stop, barrier, epoch = context.Event(), context.Barrier(job.clients), context.Value("d", 0.0)
+    stop, barrier, epoch = context.Value("b", 0), context.Barrier(job.clients), context.Value("d", 0.0)
     with ProcessPoolExecutor(
         job.clients, mp_context=context, initializer=_child_starts, initargs=(stop, barrier, epoch)
     ) as pool:
@@ -186,7 +188,7 @@ def spread_level(job: ClientJob, finished: list[RequestRecord]) -> Spread:
         try:
             results = [future.result() for future in futures]
         except BaseException:
-            stop.set()
+            stop.value = 1
             for future in futures:
                 try:
                     finished.extend(future.result(timeout=HAND_BACK_S).records)
