@@ -98,7 +98,7 @@ def _child_starts(stop: Any, barrier: Any, epoch: Any) -> None:
 
 
 def run_part(job: ClientJob, number: int) -> ClientResult:
-    """In a client process: its part of the level, on its own loop; stopped by the runner's event."""
+    """In a client process: its part of the level, on its own loop; stopped by the runner's flag."""
     result = ClientResult()
     try:
         asyncio.run(_part(job, number, result))

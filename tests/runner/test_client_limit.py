@@ -26,7 +26,7 @@ from runner.measure import workload_run
 from runner.measure.bench_file import BenchFile
 from runner.render.bench import workload_table
 from runner.render.headline import bench_rows
-from runner.timing.client_load import CPU_JUDGED_S, CPU_SHARE_LIMIT, LAG_P99_LIMIT_S, LATE_WAKES, ClientLoad
+from runner.timing.client_load import CPU_JUDGED_S, CPU_SHARE_LIMIT, LAG_LIMIT_S, LATE_SHARE, LATE_WAKES, ClientLoad
 from tests.runner.known_server import known_server
 
 BASE_TTFT = 0.05
@@ -96,8 +96,8 @@ def test_a_starved_client_marks_its_level_and_the_same_level_unstarved_is_the_se
     assert fed_load.lag_samples > 0 and fed_load.wall_s >= 6 * ONE_REQUEST_S
     assert fed_level.client_limit is None, fed_load
     # Starved: its loop ran late at p99 by more than the limit; the level is not the server's.
-    assert starved_load.lag_p99_ms is not None and starved_load.lag_p99_ms > LAG_P99_LIMIT_S * 1000
-    assert starved_load.lag_late >= LATE_WAKES
+    assert starved_load.lag_p99_ms is not None and starved_load.lag_p99_ms > LAG_LIMIT_S * 1000
+    assert starved_load.lag_late >= max(LATE_WAKES, LATE_SHARE * starved_load.lag_samples)
     assert starved_level.client_limit is not None
     # The table marks it, says why, and gives it no goodput of the server's.
     (row,) = table_rows(starved)
@@ -112,22 +112,23 @@ def test_a_starved_client_marks_its_level_and_the_same_level_unstarved_is_the_se
     assert starved_row.stream_tok_s.value is None and starved_row.ttft_s.value is None
 
 
+LATE = "the client's event loop ran more than 50 ms late on"
+
+
 @pytest.mark.parametrize(
     ("load", "why"),
     [
-        (
-            ClientLoad(1.0, 60.0, 80.0, 100, 3, 0.2, 1.0, 0.2),
-            "the client's event loop ran 60 ms late at p99 (limit 50 ms)",
-        ),
+        (ClientLoad(1.0, 60.0, 80.0, 100, 5, 0.2, 1.0, 0.2), f"{LATE} 5 of its 100 wakes (5%; p99 60 ms; the limit is 5% of them)"),
+        (ClientLoad(1.0, 300.0, 400.0, 20, 3, 0.1, 1.0, 0.1), f"{LATE} 3 of its 20 wakes (15%; p99 300 ms; the limit is 5% of them)"),
         (ClientLoad(1.0, 5.0, 9.0, 100, 0, 0.95, 1.0, 0.95, client=2), "client 2 used 95% of a core (limit 90%)"),
-        # Below either limit; two stalls of the machine; a burst of CPU too short to judge.
-        (ClientLoad(1.0, 49.0, 400.0, 100, 1, 0.89, 1.0, 0.89), None),
+        # Late on too few wakes (a busy machine's stalls); below the CPU limit; a burst too short to judge.
+        (ClientLoad(1.0, 80.0, 400.0, 100, 4, 0.89, 1.0, 0.89), None),
         (ClientLoad(1.0, 300.0, 400.0, 20, 2, 0.1, 1.0, 0.1), None),
         (ClientLoad(1.0, 5.0, 9.0, 20, 0, 0.2, 0.2, 1.0), None),
     ],
-)
+)  # fmt: skip
 def test_a_client_saturates_past_either_limit_and_says_which(load, why):
-    assert (LAG_P99_LIMIT_S, LATE_WAKES, CPU_SHARE_LIMIT, CPU_JUDGED_S) == (0.05, 3, 0.9, 1.0)
+    assert (LAG_LIMIT_S, LATE_SHARE, LATE_WAKES, CPU_SHARE_LIMIT, CPU_JUDGED_S) == (0.05, 0.05, 3, 0.9, 1.0)
     assert load.saturated == why
 
 
