@@ -183,6 +183,7 @@ def test_two_client_processes_send_the_level_as_one_distribution_of_the_servers_
         (["--clients", "-2"], "--clients -2: at least 1 client process"),
         (["--concurrency", "2,8", "--clients", "3"], "--clients 3: more client processes than the 2 requests"),
         (["--input-tokens", "100", "--clients", "2"], "--clients 2: spreads a load level over processes"),
+        (["--workload", "agent", "--clients", "2"], "--workload agent takes --concurrency"),
     ],
 )
 def test_bad_clients_are_one_line_before_anything_is_sent(argv, line, capsys):
