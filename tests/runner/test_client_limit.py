@@ -25,9 +25,9 @@ from runner.figures.levels import level_groups, level_summary
 from runner.measure import workload_run
 from runner.measure.bench_file import BenchFile
 from runner.render.bench import workload_table
-from runner.render.headline import bench_rows
+from runner.render.headline import headline_rows
 from runner.timing.client_load import CPU_JUDGED_S, CPU_SHARE_LIMIT, LAG_LIMIT_S, LATE_SHARE, LATE_WAKES, ClientLoad
-from tests.runner.known_server import known_server
+from tests.runner.known_server import known, known_server
 
 BASE_TTFT = 0.05
 RATE = 100.0
@@ -37,10 +37,10 @@ ONE_REQUEST_S = BASE_TTFT + (OUTPUT - 1) / RATE
 BURN_S, BETWEEN_S = 0.2, 0.02
 
 
-def run(tmp_path: Path, server, *argv: str) -> tuple[int, dict[str, Any]]:
+def run(tmp_path: Path, server, *argv: str, endpoint: str | None = None) -> tuple[int, dict[str, Any]]:
     results = tmp_path / "results"
     code = bench.run(
-        ["--endpoint", server.endpoint, "--no-aws", "--local", "never", "--input-tokens", "50",
+        ["--endpoint", endpoint or server.endpoint, "--no-aws", "--local", "never", "--input-tokens", "50",
          "--output-tokens", str(OUTPUT), *argv, "--results-dir", str(results)]
     )  # fmt: skip
     (path,) = sorted(results.glob("*/bench-*.json"))[-1:]
@@ -84,9 +84,11 @@ def starved_from(monkeypatch: pytest.MonkeyPatch, in_flight: int) -> Iterator[No
 def test_a_starved_client_marks_its_level_and_the_same_level_unstarved_is_the_servers(tmp_path, monkeypatch):
     level = ["--concurrency", "2", "--requests", "12"]
     with known_server(ttft=BASE_TTFT, rate=RATE, tokens=500) as server:
-        code, fed = run(tmp_path / "fed", server, *level)
+        # As g6 (a catalog row, so the headline prices it at the offline prices).
+        g6 = f"g6={server.url}/v1,model={known.MODEL}"
+        code, fed = run(tmp_path / "fed", server, *level, endpoint=g6)
         with starved_from(monkeypatch, 1):
-            code_starved, starved = run(tmp_path / "starved", server, *level)
+            code_starved, starved = run(tmp_path / "starved", server, *level, endpoint=g6)
     assert code == code_starved == 0
     (fed_level,) = BenchFile.from_json(fed).levels or []
     (starved_level,) = BenchFile.from_json(starved).levels or []
@@ -105,11 +107,13 @@ def test_a_starved_client_marks_its_level_and_the_same_level_unstarved_is_the_se
     assert f"not the server's figure: {starved_level.client_limit}" in row["notes"]
     (row,) = table_rows(fed)
     assert row["load"] == "50 in, 2 at a time" and "not the server's" not in row["notes"]
-    # The headline takes no figure from it: the fed run's level is its one stream, the starved none.
-    (fed_row,) = bench_rows(tmp_path / "fed.json", BenchFile.from_json(fed))
-    (starved_row,) = bench_rows(tmp_path / "starved.json", BenchFile.from_json(starved))
-    assert fed_row.stream_tok_s.value is not None
+    # The headline takes no figure from it, speed or price: the fed run's level gives both.
+    (fed_row,) = headline_rows([(tmp_path / "fed.json", BenchFile.from_json(fed))])
+    (starved_row,) = headline_rows([(tmp_path / "starved.json", BenchFile.from_json(starved))])
+    assert fed_row.stream_tok_s.value is not None and fed_row.usd_per_million.value is not None
     assert starved_row.stream_tok_s.value is None and starved_row.ttft_s.value is None
+    assert starved_row.usd_per_million.value is None
+    assert starved_row.usd_per_million.why == "every level priced was client-limited: not the server's figure"
 
 
 LATE = "the client's event loop ran more than 50 ms late on"
