@@ -40,6 +40,7 @@ from runner.measure.host_rows import add_host_row, kit_warm_up, mark_tunnel_rows
 from runner.measure.load import (
     LoadLevel,
     Prompt,
+    check_clients,
     parse_numbers,
     plan_levels,
     read_prompts,
@@ -83,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
         "finishes (GuideLLM's --max-seconds bounds each of its benchmarks alike)",
     )
     load.add_argument("--prompts", type=Path, help='JSON lines {"prompt": ..., "max_tokens": N}, used in turn')
+    load.add_argument(
+        "--clients",
+        type=int,
+        default=1,
+        metavar="K",
+        help="spread each level over K client processes, one merged distribution (default: %(default)s)",
+    )
     work = parser.add_argument_group(
         "workload (lengths in the backend's own tokens; default: the survey's prompt, output left to the model)"
     )
@@ -229,6 +237,7 @@ def run(argv: list[str] | None = None) -> int:
     earlier = BenchFile.from_json(baseline) if baseline is not None else None
     accuracy = quality_accuracy(args.quality) if args.quality else {}
     levels = plan_levels(args.concurrency, args.rate, args.requests, args.max_concurrency)
+    check_clients(args.clients, levels)
     if args.in_region and args.prompts:
         raise RunnerError(
             "--in-region sends one prompt (--prompt) to each server's own host; it does not take --prompts"
@@ -356,6 +365,7 @@ def workload_plan(args: argparse.Namespace) -> BenchPlan:
     if not 0 < share <= 1:
         raise RunnerError(f"--slo-share {share}: a share above 0 and at most 1")
     levels = plan_levels(args.concurrency, args.rate, args.requests, args.max_concurrency)
+    check_clients(args.clients, levels, searched=args.find_capacity)
     if args.find_capacity and len([v for v in (args.concurrency, args.rate) if v]) > 1:
         raise RunnerError("--find-capacity searches concurrency, or rate with --rate: give one of them")
     return BenchPlan(
@@ -374,6 +384,7 @@ def workload_plan(args: argparse.Namespace) -> BenchPlan:
         budget=Budget(levels=args.capacity_levels, seconds=args.capacity_seconds),
         metrics=not args.no_server_metrics,
         level_seconds=args.level_seconds,
+        clients=args.clients,
     )
 
 
@@ -490,6 +501,7 @@ def run_agent_traffic(args: argparse.Namespace) -> int:
             "(stdlib only), so agent sessions are not run from a server's host: measure it without --in-region"
         )
     given = [f"--{flag.replace('_', '-')}" for flag in AGENT_REFUSES if getattr(args, flag)]
+    given += ["--clients"] * (args.clients != 1)
     if given or args.turns > 1 or args.prefix_tokens:
         given += ["--turns"] * (args.turns > 1) + ["--prefix-tokens"] * bool(args.prefix_tokens)
         raise RunnerError(

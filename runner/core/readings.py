@@ -15,6 +15,7 @@ from typing import Any
 
 from runner.core.records import Level
 from runner.core.typed_json import FlatJson, JsonValue, read_entries, where_set
+from runner.timing.client_load import ClientLoad
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,10 @@ class AcceleratorReadings(FlatJson):
 @dataclass(frozen=True)
 class LevelReadings(FlatJson):
     """One backend's row at one level: what was read of its server meanwhile (where anything was:
-    a row with no sampler has no `server_metrics`, one off its own host no `accelerator`), and,
-    for a level stopped before its end, how many of its requests had finished."""
+    a row with no sampler has no `server_metrics`, one off its own host no `accelerator`), for a
+    level stopped before its end, how many of its requests had finished, and how busy each client
+    process was (runner/timing/client_load.py: its loop's lag and its CPU; none in evidence
+    written before they were read)."""
 
     backend: str
     label: str
@@ -71,6 +74,13 @@ class LevelReadings(FlatJson):
     server_metrics: ServerMetrics | None = where_set()
     accelerator: AcceleratorReadings | None = where_set()
     stopped_after: int | None = where_set()
+    clients: list[ClientLoad] | None = where_set()
+
+    @property
+    def client_limit(self) -> str | None:
+        """Why the level is not the server's figure: a client saturated (None: every one kept up,
+        or nothing was read of them)."""
+        return next((why for load in self.clients or [] if (why := load.saturated)), None)
 
 
 def readings_of(evidence: Mapping[str, Any], where: object = None) -> dict[tuple[str, str], LevelReadings]:

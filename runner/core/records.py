@@ -115,6 +115,8 @@ class RequestRecord(FlatJson):
     custom_model_units: int | JsonObject | None = where_set()
     # bench --in-region: which path measured it (`tunnel`, `in-region`), on the rows measured both ways.
     path: str | None = where_set()
+    # bench --clients K: which of the K client processes sent it (1 to K; unset with one client).
+    client: int | None = where_set()
 
     @property
     def label(self) -> str:

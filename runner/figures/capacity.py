@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.core.errors import RunnerError
-from runner.core.typed_json import FlatJson, JsonObject, fields_json, named, read_fields, to_json
+from runner.core.typed_json import FlatJson, JsonObject, fields_json, named, read_fields, to_json, where_set
 
 
 @dataclass(frozen=True)
 class Tried(FlatJson):
     """One level the search measured: its load (concurrency or rate), whether at least the
-    search's share of its requests met every objective, and what it sustained."""
+    search's share of its requests met every objective, and what it sustained; a level the
+    client could not keep up with says why (`client_limit`) and never counts as met."""
 
     value: float
     met: bool
@@ -27,6 +28,7 @@ class Tried(FlatJson):
     output_tok_s: float | None
     request_throughput: float | None
     goodput_rps: float | None
+    client_limit: str | None = where_set()
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 from runner.core.backend_entries import BackendEntry
 from runner.core.records import AgentTask, RequestRecord
 from runner.core.stats import mean, median, percentile
-from runner.core.typed_json import FlatJson
+from runner.core.typed_json import FlatJson, where_set
 from runner.figures.latency import Distribution, distribution, time_per_output_token, token_gaps
 from runner.workloads.slo import Goodput, goodput
 
@@ -175,6 +175,9 @@ class LevelSummary(FlatJson):
     total_tok_s: float | None = None
     # Units sent (a conversation counts once): fewer than the level planned when its time limit ended it.
     units: int = 0
+    # Why the client, not the server, may have set these figures (runner/timing/client_load.py):
+    # set by the measuring from the level's readings, never from the records.
+    client_limit: str | None = where_set()
 
 
 def level_summary(records: list[RequestRecord], slo: Any = None) -> LevelSummary:

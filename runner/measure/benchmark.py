@@ -19,17 +19,21 @@ from runner.core.backends import BATCH_COMMAND, Backend
 from runner.core.console import console
 from runner.core.errors import TimedOut, Unreachable, as_fault
 from runner.core.evidence import Evidence
+from runner.core.readings import LevelReadings
 from runner.core.records import RequestRecord
 from runner.measure import ChatRequest, timed_client_for, warm_up
 from runner.measure.bench_file import BenchFile
 from runner.measure.load import (
     LoadLevel,
     Prompt,
+    clients_at,
     run_level,
     run_level_async,
     stopped_records,
 )
 from runner.measure.openai_async import AsyncOpenAIStreamClient, warm_up_async
+from runner.measure.spread import ClientJob, clients_for, spread_into
+from runner.timing.client_load import ClientLoad
 from runner.timing.load import one_at_a_time
 
 # Connections opened ahead of a level (an open-loop level without a cap may reach far more).
@@ -162,8 +166,16 @@ def sweep_backend(
         advance(sum(level.requests for level in levels))
         return
     requests = chat_requests(backend, prompts)
+    clients = args.clients
+    if clients > 1 and (why := clients_for(backend)):
+        line = f"{backend.name}: measured on one client: {why}"
+        console.print(f"[yellow]note:[/yellow] {line}")
+        evidence.notice(line)
     if backend.speaks_openai and backend.base_url and not backend.blocked:
-        asyncio.run(sweep_openai(backend, levels, requests, args, evidence, advance))
+        if args.clients > 1:
+            sweep_spread(backend, levels, requests, args, evidence, advance)
+        else:
+            asyncio.run(sweep_openai(backend, levels, requests, args, evidence, advance))
         return
     try:
         client = timed_client_for(backend, args.timeout, connections=max(level.in_flight for level in levels))
@@ -183,7 +195,8 @@ def sweep_backend(
         evidence.file.warm_up.append(warm)
         for level in levels:
             explain = counting_timeouts(backend.explain, evidence)
-            with kept_if_stopped(backend, level, evidence) as finished:
+            loads: list[ClientLoad] = []
+            with kept_if_stopped(backend, level, evidence, loads) as finished:
                 records = run_level(
                     client.chat,
                     explain,
@@ -194,8 +207,9 @@ def sweep_backend(
                     advance,
                     args.level_seconds,
                     finished,
+                    loads,
                 )
-            keep_level(backend, level, records, evidence)
+            keep_level(backend, level, records, evidence, loads)
     finally:
         client.close()
 
@@ -218,6 +232,7 @@ async def sweep_openai(
         context_tokens=backend.max_total_tokens,
     ) as client:
         for level in levels:
+            loads: list[ClientLoad] = []
             # As many untimed warm-ups at once as the level keeps in flight: every connection it
             # will use is open before the first timed request (through an SSM port forward each
             # new connection is a new tunnel stream, which would land in time to first token).
@@ -227,7 +242,7 @@ async def sweep_openai(
                 record.level = level.recorded()
             evidence.file.warm_up.extend(warm)
             explain = counting_timeouts(backend.explain, evidence)
-            with kept_if_stopped(backend, level, evidence) as finished:
+            with kept_if_stopped(backend, level, evidence, loads) as finished:
                 records = await run_level_async(
                     client.chat,
                     explain,
@@ -238,12 +253,34 @@ async def sweep_openai(
                     advance,
                     args.level_seconds,
                     finished,
+                    loads,
                 )
-            keep_level(backend, level, records, evidence)
+            keep_level(backend, level, records, evidence, loads)
+
+
+def sweep_spread(
+    backend: Backend,
+    levels: list[LoadLevel],
+    requests: list[ChatRequest],
+    args: argparse.Namespace,
+    evidence: Evidence[BenchFile],
+    advance,
+) -> None:
+    """Every level over `--clients` processes (runner/measure/spread.py), each opening and warming
+    its own connections; waited on outside any event loop, so Ctrl-C reaches the wait at once."""
+    for level in levels:
+        loads: list[ClientLoad] = []
+        clients = clients_at(args.clients, level)
+        job = ClientJob(backend, level, requests, args.seed, args.timeout, args.level_seconds, clients)
+        with kept_if_stopped(backend, level, evidence, loads) as finished:
+            records = spread_into(job, evidence, finished, loads, advance)
+        keep_level(backend, level, records, evidence, loads)
 
 
 @contextlib.contextmanager
-def kept_if_stopped(backend: Backend, level: LoadLevel, evidence: Evidence[BenchFile]) -> Iterator[list[RequestRecord]]:
+def kept_if_stopped(
+    backend: Backend, level: LoadLevel, evidence: Evidence[BenchFile], loads: list[ClientLoad]
+) -> Iterator[list[RequestRecord]]:
     """The list a level's requests go to as each finishes; a level stopped midway (Ctrl-C,
     SIGTERM, a fault) keeps them, marked stopped, before the stop goes on up."""
     finished: list[RequestRecord] = []
@@ -252,12 +289,27 @@ def kept_if_stopped(backend: Backend, level: LoadLevel, evidence: Evidence[Bench
     except BaseException:
         kept = stopped_records(level, finished)
         console.print(f"[yellow]{backend.name} {level.label}:[/yellow] stopped; the {len(kept)} finished kept")
-        keep_level(backend, level, kept, evidence)
+        keep_level(backend, level, kept, evidence, loads)
         raise
 
 
-def keep_level(backend: Backend, level: LoadLevel, records: list[RequestRecord], evidence: Evidence[BenchFile]) -> None:
+def keep_level(
+    backend: Backend,
+    level: LoadLevel,
+    records: list[RequestRecord],
+    evidence: Evidence[BenchFile],
+    loads: list[ClientLoad],
+) -> None:
+    """A level's records kept, with how busy each client process was meanwhile (under the level's
+    label as its records have it: a stopped level's is marked)."""
     evidence.file.records.extend(records)
+    label = records[0].label if records else level.label
+    readings = LevelReadings(backend.name, label, level.recorded(), clients=loads or None)
+    evidence.file.keep_level(readings)
+    if readings.client_limit:
+        console.print(
+            f"[yellow]{backend.name} {level.label}:[/yellow] not the server's figure: {readings.client_limit}"
+        )
     evidence.save()
     failed = sum(1 for r in records if not r.ok)
     if failed:

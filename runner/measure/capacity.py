@@ -7,6 +7,11 @@ queueing), then halve the gap between the last level that met and the first that
 the search's precision, never past its budget of levels, requests or time. The answer is the
 last level that met, with its figures; a search in which even the first level missed says so,
 with that level's figures.
+
+A level the client could not keep up with (its summary's `client_limit`: runner/timing/
+client_load.py) is no figure of the server's, met or missed: the search stops there, its answer
+the last valid level that met, and says the client was the limit (more client processes,
+`--clients K`, or a bigger client machine take it further).
 """
 
 from __future__ import annotations
@@ -92,9 +97,14 @@ def find_capacity(
         summary = measure(value)
         spent += summary.requests
         share = summary.goodput.share_met if summary.goodput else None
-        met = share is not None and share >= slo_share
+        limit = summary.client_limit
+        met = share is not None and share >= slo_share and not limit
         goodput = summary.goodput.goodput_rps if summary.goodput else None
-        search.tried.append(Tried(value, met, share, summary.output_tok_s, summary.request_throughput, goodput))
+        tried = Tried(value, met, share, summary.output_tok_s, summary.request_throughput, goodput, limit)
+        search.tried.append(tried)
+        if limit:
+            search.stopped = f"the client was the limit at {value:g}, not the server: {limit} (--clients spreads it)"
+            return None
         return met
 
     good: float | None = None

@@ -24,7 +24,8 @@ from runner.core.flags import finite
 from runner.core.records import Level, RequestRecord
 from runner.timing import load
 from runner.timing.chat import ChatRequest, Conversation
-from runner.timing.load import CLOSED, OPEN, poisson_offsets  # noqa: F401 (the runner's names for the core's)
+from runner.timing.client_load import ClientLoad
+from runner.timing.load import CLOSED, OPEN, Part, poisson_offsets  # noqa: F401 (the runner's names for the core's)
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,29 @@ def plan_levels(
     return levels
 
 
+def check_clients(clients: int, levels: list[LoadLevel], *, searched: bool = False) -> None:
+    """`--clients K`: at least one process, and no more than any level given keeps in flight (a
+    client with nothing to send measures nothing). A capacity search's own levels (`searched`)
+    take at most as many clients as they keep in flight (`clients_at`)."""
+    if clients < 1:
+        raise RunnerError(f"--clients {clients}: at least 1 client process")
+    if clients == 1 or (searched and not levels):
+        return
+    if not levels:
+        raise RunnerError(f"--clients {clients}: spreads a load level over processes: give --concurrency or --rate")
+    fewest = min(levels, key=lambda level: level.in_flight)
+    if clients > fewest.in_flight:
+        raise RunnerError(
+            f"--clients {clients}: more client processes than the {fewest.in_flight} requests {fewest.label} "
+            "keeps in flight"
+        )
+
+
+def clients_at(clients: int, level: LoadLevel) -> int:
+    """The client processes a level goes over: `--clients`, at most one per request in flight."""
+    return max(1, min(clients, level.in_flight))
+
+
 @dataclass(frozen=True)
 class Prompt:
     text: str
@@ -123,11 +147,25 @@ async def run_level_async(
     done: Callable[[], None] = lambda: None,
     seconds: float | None = None,
     finished: list[RequestRecord] | None = None,
+    loads: list[ClientLoad] | None = None,
+    part: Part | None = None,
 ) -> list[RequestRecord]:
     """Every request of one level on one event loop, for a client whose `chat` is a coroutine (the
     core's engine, `load.run_level_async`, with the runner's records)."""
     new_record = record_maker(backend, level)
-    return await load.run_level_async(chat, explain, level, requests, seed, new_record, done, seconds, finished)  # type: ignore[arg-type]
+    return await load.run_level_async(
+        chat,  # type: ignore[arg-type]
+        explain,
+        level,
+        requests,  # type: ignore[arg-type]
+        seed,
+        new_record,
+        done,
+        seconds,
+        finished,  # type: ignore[arg-type]
+        loads,
+        part,
+    )
 
 
 def run_level(
@@ -140,8 +178,9 @@ def run_level(
     done: Callable[[], None] = lambda: None,
     seconds: float | None = None,
     finished: list[RequestRecord] | None = None,
+    loads: list[ClientLoad] | None = None,
 ) -> list[RequestRecord]:
     """The same engine for a client whose `chat` blocks (Bedrock and SageMaker through boto3): each
     request on a thread of a pool as wide as the level keeps in flight."""
     new_record = record_maker(backend, level)
-    return load.run_level(chat, explain, level, requests, seed, new_record, done, seconds, finished)  # type: ignore[arg-type]
+    return load.run_level(chat, explain, level, requests, seed, new_record, done, seconds, finished, loads)  # type: ignore[arg-type]

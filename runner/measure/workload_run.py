@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runner.core.backends import Backend
@@ -28,11 +28,21 @@ from runner.measure import ChatRequest, timed_client_for
 from runner.measure.bench_file import BenchFile, kept_metrics
 from runner.measure.benchmark import counting_timeouts, skip_batch, warm_up_once
 from runner.measure.capacity import Budget, find_capacity
-from runner.measure.load import CLOSED, OPEN, LoadLevel, run_level, run_level_async, stopped_records
+from runner.measure.load import (
+    CLOSED,
+    OPEN,
+    LoadLevel,
+    clients_at,
+    run_level,
+    run_level_async,
+    stopped_records,
+)
 from runner.measure.openai_async import AsyncOpenAIStreamClient, warm_up_async
 from runner.measure.records import Conversation
 from runner.measure.server_metrics import MetricsSampler, probe
+from runner.measure.spread import ClientJob, clients_for, spread_into
 from runner.measure.tokens import PromptCounter, counter_for, reply_counter, server_root
+from runner.timing.client_load import ClientLoad
 from runner.workloads import SURVEY_MAX_TOKENS, Turn, Workload, synthetic_turns
 from runner.workloads.slo import Slo, judge
 from runner.workloads.text import Fitter
@@ -62,6 +72,8 @@ class BenchPlan:
     search_start: float = 1.0
     # No request of a level sent after this many seconds (--level-seconds); None: no limit.
     level_seconds: float | None = None
+    # Client processes each level is spread over (--clients).
+    clients: int = 1
 
     def levels(self, input_tokens: int | None) -> list[LoadLevel]:
         levels = [
@@ -182,6 +194,8 @@ class BackendRun:
                 if self.reply_count
                 else "each reply's words x 4/3 (no tokenizer)"
             )
+        if self.plan.clients > 1 and (why := clients_for(backend)):
+            self.note(f"measured on one client: {why}")
         warm = warm_up_once(client, backend)
         self.evidence.file.warm_up.append(warm)
         if not self.plan.metrics:
@@ -263,12 +277,15 @@ class BackendRun:
         requests = self.requests_for(level)
         sampler = MetricsSampler(self.metrics_url) if self.metrics_url else None
         finished: list[RequestRecord] = []
+        loads: list[ClientLoad] = []
         stop: BaseException | None = None
         try:
             if sampler:
                 sampler.__enter__()
-            if self.backend.speaks_openai and self.backend.base_url:
-                records = asyncio.run(self.openai_level(level, requests, finished))
+            if self.spreads(level):
+                records = self.spread_level(level, requests, finished, loads)
+            elif self.backend.speaks_openai and self.backend.base_url:
+                records = asyncio.run(self.openai_level(level, requests, finished, loads))
             else:
                 records = run_level(
                     client.chat,
@@ -280,6 +297,7 @@ class BackendRun:
                     self.advance,
                     self.plan.level_seconds,
                     finished,
+                    loads,
                 )
         except BaseException as error:
             stop, records = error, stopped_records(level, finished)
@@ -288,10 +306,27 @@ class BackendRun:
             if sampler:
                 sampler.__exit__(None, None, None)
         metrics = kept_metrics(sampler.summary(), sampler.samples) if sampler else None
-        summary = self.keep_level(level, records, metrics, stopped=stop is not None)
+        summary = self.keep_level(level, records, metrics, stopped=stop is not None, loads=loads)
         if stop is not None:
             raise stop
         return summary
+
+    def spreads(self, level: LoadLevel) -> bool:
+        """Whether this level goes over several client processes (`--clients K`)."""
+        return clients_at(self.plan.clients, level) > 1 and clients_for(self.backend) is None
+
+    def spread_level(
+        self,
+        level: LoadLevel,
+        requests: list[ChatRequest | Conversation],
+        finished: list[RequestRecord],
+        loads: list[ClientLoad],
+    ) -> list[RequestRecord]:
+        """The level on `--clients` processes (runner/measure/spread.py), merged into one."""
+        plan = self.plan
+        clients = clients_at(plan.clients, level)
+        job = ClientJob(self.backend, level, requests, plan.seed, plan.timeout_s, plan.level_seconds, clients)
+        return spread_into(job, self.evidence, finished, loads, self.advance)
 
     def keep_level(
         self,
@@ -300,6 +335,7 @@ class BackendRun:
         metrics: ServerMetrics | None = None,
         accelerator: AcceleratorReadings | None = None,
         stopped: bool = False,
+        loads: list[ClientLoad] | None = None,
     ) -> LevelSummary:
         """A measured level's records graded on the objectives and kept, with what was read of the
         server meanwhile (its metrics; on its own host, its accelerator); its summary. `stopped`:
@@ -316,8 +352,12 @@ class BackendRun:
             # Under the stopped level's own label, as its records are (runner/core/records.py Level.stopped).
             marked = level.recorded().stopped(len(records))
             label, stopped_after = marked.label, marked.stopped_after
-        readings = LevelReadings(self.row, label, level.recorded(), metrics, accelerator, stopped_after)
+        readings = LevelReadings(self.row, label, level.recorded(), metrics, accelerator, stopped_after, loads or None)
         self.evidence.file.keep_level(readings)
+        if readings.client_limit:
+            console.print(
+                f"[yellow]{self.row} {level.label}:[/yellow] not the server's figure: {readings.client_limit}"
+            )
         self.measured.add(level.label)
         self.evidence.save()
         failed = [r for r in records if not r.ok]
@@ -326,10 +366,14 @@ class BackendRun:
             console.print(
                 f"[red]{self.row} {level.label}:[/red] {len(failed)} of {len(records)} failed; first: {first}"
             )
-        return level_summary(records, self.plan.slo)
+        return replace(level_summary(records, self.plan.slo), client_limit=readings.client_limit)
 
     async def openai_level(
-        self, level: LoadLevel, requests: list[ChatRequest | Conversation], finished: list[RequestRecord]
+        self,
+        level: LoadLevel,
+        requests: list[ChatRequest | Conversation],
+        finished: list[RequestRecord],
+        loads: list[ClientLoad],
     ) -> list[RequestRecord]:
         backend = self.backend
         async with AsyncOpenAIStreamClient(
@@ -354,6 +398,7 @@ class BackendRun:
                 self.advance,
                 self.plan.level_seconds,
                 finished,
+                loads,
             )
 
     def search(self, client, input_tokens: int | None) -> None:

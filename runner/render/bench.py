@@ -18,6 +18,7 @@ from catalog.serving import serving
 from runner.core.readings import AcceleratorReadings, LevelReadings, ServerMetrics
 from runner.core.records import SINGLE, RequestRecord
 from runner.core.stats import change_percent, fmt, fmt_range, median, value_range
+from runner.figures.capacity import Tried
 from runner.figures.latency import Distribution
 from runner.figures.levels import (
     LevelSummary,
@@ -322,6 +323,7 @@ def sweep_table(evidence: BenchFile) -> Table:
     add_columns(table, columns, left=("backend", "model", "load", "notes"))
     served = models(evidence)
     notes_of = sweep_notes(evidence)
+    limits = client_limits(evidence)
     for (backend, label), records in level_groups(evidence.records).items():
         # Cold starts never enter a level's figures: they are one note, on the backend's first row.
         row = level_summary([r for r in records if not r.cold_start])
@@ -329,7 +331,7 @@ def sweep_table(evidence: BenchFile) -> Table:
         table.add_row(
             backend,
             escape(served.get(backend, "-")),
-            label,
+            load_cell(label, limits.get((backend, label))),
             f"{row.completed}/{row.failed}",
             fmt(row.request_throughput, 2),
             fmt(row.output_tok_s, 1),
@@ -347,11 +349,12 @@ def sweep_notes(evidence: BenchFile) -> dict[tuple[str, str], list[str]]:
     on the backend's first level)."""
     colds = cold_records(evidence)
     limit = time_limit_notes(evidence)
+    limits = client_limits(evidence)
     noted: set[str] = set()
     found = {}
     for (backend, label), records in level_groups(evidence.records).items():
         row = level_summary([r for r in records if not r.cold_start])
-        notes = []
+        notes = client_notes(limits.get((backend, label)), records)
         if colds.get(backend) and backend not in noted:
             noted.add(backend)
             cold = cold_summary(colds[backend])
@@ -365,6 +368,30 @@ def sweep_notes(evidence: BenchFile) -> dict[tuple[str, str], list[str]]:
             notes.append(row.first_error)
         found[(backend, label)] = notes
     return found
+
+
+# How a level the client could not keep up with is marked in its load cell.
+CLIENT_MARK = " (client-limited)"
+
+
+def client_limits(evidence: BenchFile) -> dict[tuple[str, str], str]:
+    """Per backend and level, why the client, not the server, may have set its figures (only the
+    levels where a client saturated: runner/timing/client_load.py)."""
+    return {key: read.client_limit for key, read in readings_by_level(evidence).items() if read.client_limit}
+
+
+def load_cell(label: str, client_limit: str | None) -> str:
+    return label + (CLIENT_MARK if client_limit else "")
+
+
+def client_notes(client_limit: str | None, records: list[RequestRecord]) -> list[str]:
+    """A level's notes on its clients: why it is not the server's figure, and how many client
+    processes sent it (`--clients K`)."""
+    notes = [f"not the server's figure: {client_limit}"] if client_limit else []
+    clients = {r.client for r in records if r.client is not None}
+    if clients:
+        notes.append(f"sent by {len(clients)} client processes, one merged distribution")
+    return notes
 
 
 def _ms(value: float | None) -> float | None:
@@ -464,10 +491,11 @@ def workload_table(evidence: BenchFile) -> Table:
         row = level_summary([r for r in records if not r.cold_start], slo_config)
         read = readings.get((backend, label))
         metrics, accelerator = (read.server_metrics, read.accelerator) if read else (None, None)
+        client_limit = read.client_limit if read else None
         table.add_row(
             backend,
             escape(served.get(backend, "-")),
-            label,
+            load_cell(label, client_limit),
             f"{row.completed}/{row.failed}",
             tokens_cell(row.tokens, "input"),
             tokens_cell(row.tokens, "output") + (" (chosen)" if asked_output and not row.tokens.forced else ""),
@@ -477,7 +505,7 @@ def workload_table(evidence: BenchFile) -> Table:
             fmt(row.request_throughput, 2),
             fmt(row.output_tok_s, 1),
             fmt(prefill_shown(evidence, records, row), 0),
-            goodput_cell(row.goodput),
+            "not the server's" if client_limit else goodput_cell(row.goodput),
             server_cell(metrics, accelerator),
             "; ".join(notes_of[(backend, label)]),
         )
@@ -510,7 +538,8 @@ def workload_level_notes(evidence: BenchFile) -> dict[tuple[str, str], list[str]
         row = level_summary([r for r in records if not r.cold_start], config.get("slo"))
         read = readings.get((backend, label))
         notes = workload_notes(row, read.server_metrics if read else None, asked_output)
-        found[(backend, label)] = limit.get((backend, label), []) + notes
+        clients = client_notes(read.client_limit if read else None, records)
+        found[(backend, label)] = clients + limit.get((backend, label), []) + notes
     return found
 
 
@@ -546,7 +575,7 @@ def capacity_table(evidence: BenchFile) -> Table | None:
             f"{share_met:.0%}" if share_met is not None else "-",
             fmt(best.output_tok_s if best else None, 1),
             fmt(best.goodput_rps if best else None, 2),
-            ", ".join(f"{t.value:g}{'✓' if t.met else '✗'}" for t in search.tried),
+            ", ".join(f"{t.value:g}{tried_mark(t)}" for t in search.tried),
             search.stopped,
         )
     return table
@@ -576,10 +605,15 @@ def fleet_table(evidence: BenchFile) -> Table | None:
                 f"{count.found:g}{unit}" if count.found is not None else ("not measured" if count.marked else "none"),
                 fmt(count.ideal, 1),
                 fmt(count.efficiency, 2),
-                ", ".join(f"{t.value:g}{'✓' if t.met else '✗'}" for t in search.tried) if search else "-",
+                ", ".join(f"{t.value:g}{tried_mark(t)}" for t in search.tried) if search else "-",
                 escape(count.marked or (search.stopped if search else "")),
             )
     return table
+
+
+def tried_mark(tried: Tried) -> str:
+    """A level the search tried: met, missed, or the client's limit (no figure of the server's)."""
+    return " (client-limited)" if tried.client_limit else "✓" if tried.met else "✗"
 
 
 def workload_lines(evidence: BenchFile) -> list[str]:

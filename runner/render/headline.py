@@ -214,8 +214,11 @@ def bench_rows(path: Path, data: BenchFile) -> list[Row]:
     entries = data.backends
     for entry in entries:
         by_backend[entry.name] = []
+    # A level a client could not keep up with is no figure of the server's (runner/timing/client_load.py).
+    limited = client_limited([(path, data)])
     for (backend, label), records in level_groups(data.records).items():
-        by_backend.setdefault(backend, []).append((label, warm(records)))
+        if (path.name, backend, label) not in limited:
+            by_backend.setdefault(backend, []).append((label, warm(records)))
     throughput: dict[str, dict[str, float | None]] = {}
     for backend, level, summary in level_rows(data):
         throughput.setdefault(backend, {})[level.label] = summary.output_tok_s
@@ -375,6 +378,18 @@ def capacity_cells(
             row.usd_at_slo.at = at
 
 
+def client_limited(sources: list[Source]) -> set[tuple[str, str, str]]:
+    """(bench evidence file name, backend, level label) of every level a client could not keep up
+    with: no figure of the server's, so no price of it either (runner/timing/client_load.py)."""
+    return {
+        (path.name, read.backend, read.label)
+        for path, data in sources
+        if isinstance(data, BenchFile)
+        for read in data.levels or []
+        if read.client_limit
+    }
+
+
 def headline_rows(sources: list[Source]) -> list[Row]:
     rows: list[Row] = []
     # A workload's or the agent's figures are not the survey prompt's: their own tables show them,
@@ -396,9 +411,15 @@ def headline_rows(sources: list[Source]) -> list[Row]:
         if len(files_per_backend[row.backend]) > 1:
             row.run = runs.get(row.source, row.source)
     priced = priced_rows(sources)
+    limited = client_limited(sources)
     for row in rows:
         cost_rows, how = priced.get((row.source, row.backend), (None, None))
-        row.usd_per_million = cost_cell(cost_rows, how)
+        valid = [c for c in cost_rows or [] if (row.source, row.backend, c.level) not in limited]
+        row.usd_per_million = (
+            cost_cell(valid, how)
+            if valid or not cost_rows
+            else Cell(why="every level priced was client-limited: not the server's figure")
+        )
     capacity_cells(rows, sources, priced)
     summaries = quality_summaries(sources)
     for row in rows:

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .chat import BodyRequest, ChatRequest, Dialogue, History
+from .client_load import ClientLoad, LoopWatch
 
 CLOSED = "concurrency"
 OPEN = "rate"
@@ -29,6 +30,21 @@ Request = ChatRequest | BodyRequest
 Unit = Request | Dialogue
 Explain = Callable[[BaseException], str]
 NewRecord = Callable[[int], Any]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One client of several sending a level together (`--clients K`): its number from 1, how
+    many, and when the level started on the wall clock (`time.time()`), the one start every
+    client's send times count from."""
+
+    number: int
+    clients: int
+    epoch: float | None = None
+
+    def share(self, count: int) -> int:
+        """This client's share of `count` split over K as evenly as whole numbers go."""
+        return count // self.clients + (1 if self.number - 1 < count % self.clients else 0)
 
 
 def _nothing() -> None:
@@ -59,6 +75,14 @@ class LoadLevel:
             return int(self.value)
         return self.max_concurrency or self.requests
 
+    def in_flight_of(self, part: Part | None) -> int:
+        """What one client of several keeps in flight: its even share, the first ones one more."""
+        return self.in_flight if part is None else part.share(self.in_flight)
+
+    def indices(self, part: Part | None) -> range:
+        """The requests one client of several sends: every K-th, from its own number on."""
+        return range(self.requests) if part is None else range(part.number - 1, self.requests, part.clients)
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self) | {"label": self.label}
 
@@ -83,6 +107,8 @@ async def run_level_async(
     done: Callable[[], None] = _nothing,
     seconds: float | None = None,
     finished: list[Any] | None = None,
+    loads: list[ClientLoad] | None = None,
+    part: Part | None = None,
 ) -> list[Any]:
     """Every request of one level on one event loop. Closed loop: as many workers as requests in
     flight, each taking the next request. Open loop: sends at the seeded Poisson offsets, at most
@@ -93,9 +119,38 @@ async def run_level_async(
     progress moves with every request). With a time limit (`seconds`) nothing is sent once it is
     over; what is in flight then finishes and is measured like any other request. Each record is
     also added to `finished` as its request ends, so a caller whose level is stopped midway
-    still holds every request that finished."""
+    still holds every request that finished. How busy the client was meanwhile (its loop's lag,
+    its CPU: `client_load`) is added to `loads` as the level ends, stopped or not. One client of
+    several (`part`, `--clients K`) sends every K-th request from its own number on, at the
+    level's own send times, with its share of the requests in flight, and marks each record
+    with its number (`client`)."""
     records: list[list[Any]] = [[] for _ in range(level.requests)]
+    watch = LoopWatch()
+    watch.start()
+    try:
+        await _send_level(chat, explain, level, requests, seed, new_record, done, seconds, finished, part, records)
+    finally:
+        if loads is not None:
+            loads.append(watch.stop(part.number if part else None))
+    return [record for unit in records for record in unit]
+
+
+async def _send_level(
+    chat: Callable[[Request, Any], Awaitable[Any]],
+    explain: Explain,
+    level: LoadLevel,
+    requests: list[Unit],
+    seed: int,
+    new_record: NewRecord,
+    done: Callable[[], None],
+    seconds: float | None,
+    finished: list[Any] | None,
+    part: Part | None,
+    records: list[list[Any]],
+) -> None:
     started = time.perf_counter()
+    if part is not None and part.epoch is not None:
+        started -= time.time() - part.epoch
 
     def over() -> bool:
         return seconds is not None and time.perf_counter() - started >= seconds
@@ -103,6 +158,8 @@ async def run_level_async(
     def start(index: int, scheduled: float | None) -> Any:
         """The record of request `index`, stamped with when it goes (s from the level start)."""
         record = new_record(index + 1)
+        if part is not None:
+            record.client = part.number
         record.scheduled_s = scheduled
         record.sent_s = time.perf_counter() - started
         records[index].append(record)
@@ -138,8 +195,9 @@ async def run_level_async(
                 break  # the conversation cannot go on without this turn's answer
             history = request.followed_by(record.text)
 
+    mine = level.indices(part)
     if level.mode == CLOSED:
-        pending = iter(range(level.requests))
+        pending = iter(mine)
 
         async def worker() -> None:
             for index in pending:
@@ -147,16 +205,18 @@ async def run_level_async(
                     return
                 await one(index, None)
 
-        await asyncio.gather(*(worker() for _ in range(level.in_flight)))
+        await asyncio.gather(*(worker() for _ in range(level.in_flight_of(part))))
     else:
-        slots = asyncio.Semaphore(level.in_flight)
+        slots = asyncio.Semaphore(level.in_flight_of(part))
 
         async def capped(index: int, offset: float) -> None:
             async with slots:
                 await one(index, offset)
 
         tasks = []
-        for index, offset in enumerate(poisson_offsets(level.value, level.requests, seed)):
+        offsets = poisson_offsets(level.value, level.requests, seed)
+        for index in mine:
+            offset = offsets[index]
             if seconds is not None and offset >= seconds:
                 break
             delay = started + offset - time.perf_counter()
@@ -164,7 +224,6 @@ async def run_level_async(
                 await asyncio.sleep(delay)
             tasks.append(asyncio.create_task(capped(index, offset)))
         await asyncio.gather(*tasks)
-    return [record for unit in records for record in unit]
 
 
 def run_level(
@@ -177,12 +236,14 @@ def run_level(
     done: Callable[[], None] = _nothing,
     seconds: float | None = None,
     finished: list[Any] | None = None,
+    loads: list[ClientLoad] | None = None,
+    part: Part | None = None,
 ) -> list[Any]:
     """The same engine for a client whose `chat` blocks (boto3's, http.client's): the event loop
     schedules, each request runs on a thread of a pool as wide as the level keeps in flight.
     Ctrl-C stops the level without waiting for the requests still out (what finished is in
     `finished`)."""
-    pool = ThreadPoolExecutor(max_workers=level.in_flight, thread_name_prefix="level")
+    pool = ThreadPoolExecutor(max_workers=level.in_flight_of(part), thread_name_prefix="level")
 
     async def engine() -> list[Any]:
         loop = asyncio.get_running_loop()
@@ -191,7 +252,7 @@ def run_level(
             return await loop.run_in_executor(pool, chat, request, record)
 
         return await run_level_async(
-            chat_on_a_thread, explain, level, requests, seed, new_record, done, seconds, finished
+            chat_on_a_thread, explain, level, requests, seed, new_record, done, seconds, finished, loads, part
         )
 
     try:

@@ -209,10 +209,11 @@ def wilson(right: int, total: int, z: float = 1.959964) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def many_levels(template: dict, path: Path) -> Path:
+def many_levels(template: dict, path: Path, read: dict) -> Path:
     """A sweep of six backends at eight levels, each record a copy of a real bench record with its
     figures replaced: the same fields as bench writes, in a shape made to look like real servers
-    (throughput grows until a knee, then TTFT grows with the queue)."""
+    (throughput grows until a knee, then TTFT grows with the queue); each level's readings a copy
+    of a real sweep level's (`read`)."""
     data = copy.deepcopy(template)
     record = next(r for r in template["records"] if r["ok"])
     by_name = {b["name"]: b for b in template["backends"]}
@@ -261,6 +262,11 @@ def many_levels(template: dict, path: Path) -> Path:
                     | (FAILED if (backend, streams) == FAILING and index % 16 == 15 else {})
                 )
             at += timedelta(seconds=level_end)
+    data["levels"] = [
+        read | {"backend": backend, "label": level["label"], "level": level}
+        for backend in SPEEDS
+        for level in data["config"]["levels"]
+    ]
     target = path.with_name("bench-many-levels.json")
     target.write_text(json.dumps(data))
     return target
@@ -333,7 +339,7 @@ def evidence(tmp_path_factory) -> dict[str, Path]:
     with FakeOpenAI([fast]) as one, FakeOpenAI([slow]) as two:
         sweep = bench_run(root / "sweep", {"g6": one.url, "inf2": two.url}, "--concurrency", "1,4", "--requests", "8")
         known = bench_run(root / "known", {name: one.url for name in MODELS}, "--repeats", "1")
-    many = many_levels(json.loads(known.read_text()), known)
+    many = many_levels(json.loads(known.read_text()), known, json.loads(sweep.read_text())["levels"][0])
     assert cost.run([str(many), "--offline", "--results-dir", str(root / "cost")]) == 0
     (priced,) = (root / "cost").glob("*/cost-*.json")
     quality = quality_evidence(root, json.loads(many.read_text()))
