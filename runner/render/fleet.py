@@ -19,8 +19,9 @@ from runner.core.evidence import EvidenceFile
 from runner.core.records import Level
 from runner.core.stats import Z_95, percentiles, wilson_interval
 from runner.figures.capacity import CapacityFound
+from runner.figures.fleet import CopyCount, FleetCopies
 from runner.figures.levels import LevelSummary
-from runner.measure.bench_file import BenchFile, CopyCount, FleetCopies
+from runner.measure.bench_file import BenchFile
 from runner.render.headline import level_rows, run_label
 
 Source = tuple[Path, EvidenceFile]
