@@ -24,13 +24,14 @@ matplotlib.use("Agg")  # files only: no display, no GUI toolkit
 from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from runner.core.evidence import EvidenceFile
 from runner.core.records import Level
 from runner.core.stats import median
 from runner.costing.rows import CostRow, LevelFigures
 from runner.figures.levels import LevelSummary, level_groups, prefill_fit
+from runner.figures.scale_out import StepLoad, catch_up, from_zero_p50, missed
 from runner.measure.bench_file import BenchFile
 from runner.measure.load import CLOSED
 from runner.render.fleet import NO_FLEET, Estimate, RoutingComparison, copies_in, fleet_series, routing_comparison
@@ -514,6 +515,102 @@ def run_timeline(sources: list[Source]) -> Figure | str:
     return figure
 
 
+NO_STEP = "no step-load evidence given (bench --step-load 2,8 --goodput ttft:MS draws it)"
+# The scale-out timeline draws at most this many steps; the rest are named under them.
+STEP_PANELS = 4
+MISSED_COLOUR = "#a3261b"
+
+
+def step_loads(sources: list[Source]) -> list[tuple[Path, BenchFile, StepLoad]]:
+    """Every step of `bench --step-load` given, with its file, in the order given."""
+    return [(p, d, step) for p, d in sources if isinstance(d, BenchFile) for step in d.step_load or []]
+
+
+def missed_span(step: StepLoad) -> tuple[float, float] | None:
+    """The seconds since the load started when the objective was missed after the step: to the
+    end of the last window that missed (runner/figures/scale_out.py), or, never caught up, to the
+    last sample; None when no window after the step missed."""
+    caught = catch_up(step)
+    if caught.caught_up:
+        return (step.step_at_s, step.step_at_s + caught.missed_s) if caught.missed_s else None
+    return step.step_at_s, max([step.step_at_s, *(s.at_s for s in step.samples)])
+
+
+def step_title(path: Path, evidence: BenchFile, step: StepLoad) -> str:
+    """What the step did and how long the objective was missed, and the same component's time from
+    zero copies to the first token where the file has its repeats."""
+    caught = catch_up(step)
+    verdict = (
+        f"never caught up within {step.bound_s:g} s"
+        if not caught.caught_up
+        else f"the objective missed for {caught.missed_s:g} s after the step"
+        if caught.missed_s
+        else "the objective met after the step"
+    )
+    lines = [
+        f"{step.backend} ({path.name}): {step.base} → {step.stepped} in flight at {step.step_at_s:g} s, "
+        f"TTFT p95 objective {step.ttft_slo_s * 1000:g} ms",
+        verdict,
+    ]
+    repeats = [r for r in evidence.from_zero or [] if r.backend == step.backend]
+    p50 = from_zero_p50(repeats)
+    if p50 is not None:
+        ok = sum(1 for r in repeats if r.ok)
+        lines.append(f"from zero copies to the first token: p50 {p50:g} s ({ok} of {len(repeats)} repeats answered)")
+    return "\n".join(textwrap.fill(line, 120) for line in lines)
+
+
+def scale_out_timeline(sources: list[Source]) -> Figure | str:
+    """Each step in load over time since the load started: the copies in service (a step line)
+    and the requests in flight above, the TTFT p95 of each window against the objective below,
+    the step's moment marked and the span the objective was missed after it shaded."""
+    steps = step_loads(sources)
+    if not steps:
+        return NO_STEP
+    shown = steps[:STEP_PANELS]
+    figure = new_figure(0.9 + 4.6 * len(shown), WIDTH_IN * 1.4)
+    grid = figure.subplots(2 * len(shown), 1, gridspec_kw={"height_ratios": [1.0, 1.2] * len(shown)})
+    for index, (path, evidence, step) in enumerate(shown):
+        counts, ttft = grid[2 * index], grid[2 * index + 1]
+        ttft.sharex(counts)
+        at = [s.at_s for s in step.samples]
+        counts.plot(at, [math.nan if s.copies is None else s.copies for s in step.samples],
+                    drawstyle="steps-post", color="C0", linewidth=2, label="copies in service")  # fmt: skip
+        counts.plot(at, [s.in_flight for s in step.samples], marker=".", color="C1", label="requests in flight")
+        slo_ms = step.ttft_slo_s * 1000
+        p95 = [math.nan if s.ttft_p95_s is None else s.ttft_p95_s * 1000 for s in step.samples]
+        ttft.plot(at, p95, marker="o", markersize=4, color="C2", label="TTFT p95 of the window")
+        ttft.axhline(slo_ms, color="0.35", linestyle="--", linewidth=1, label="TTFT p95 objective")
+        silent = [s.at_s for s in step.samples if s.ttft_p95_s is None and missed(s, step.ttft_slo_s)]
+        if silent:
+            ttft.plot(silent, [slo_ms] * len(silent), "x", color=MISSED_COLOUR,
+                      label="in flight, no first token (missed)")  # fmt: skip
+        span = missed_span(step)
+        for axes in (counts, ttft):
+            axes.axvline(step.step_at_s, color="black", linestyle=":", linewidth=1.2, label="the step")
+            if span:
+                axes.axvspan(
+                    *span, color=MISSED_COLOUR, alpha=0.12, linewidth=0, label="objective missed after the step"
+                )
+            axes.set_xlim(0, max([step.step_at_s + step.bound_s, *at]))
+        counts.set_title(step_title(path, evidence, step), loc="left")
+        counts.yaxis.set_major_locator(MaxNLocator(integer=True))
+        counts.set_ylim(bottom=0, top=max([1, *(s.in_flight for s in step.samples),
+                                           *(s.copies or 0 for s in step.samples)]) * 1.15)  # fmt: skip
+        counts.set_ylabel("copies, in flight")
+        counts.tick_params(labelbottom=False)
+        scale_for(ttft, [v for v in p95 if not math.isnan(v)] + [slo_ms])
+        if ttft.get_yscale() == "linear":
+            ttft.set_ylim(0, max([slo_ms, *(v for v in p95 if not math.isnan(v))]) * 1.15)
+        ttft.set_ylabel("TTFT p95 (ms)")
+        ttft.set_xlabel("seconds since the load started")
+    if len(steps) > len(shown):
+        rest = ", ".join(f"{step.backend} ({path.name})" for path, _, step in steps[len(shown) :])
+        figure.suptitle(textwrap.fill(f"the first {len(shown)} steps given; not drawn: {rest}", 120))
+    legend_below(figure)
+    return figure
+
+
 NO_WORKLOAD = "no bench evidence of a workload given (python -m runner.bench --workload NAME or --input-tokens N)"
 
 
@@ -752,7 +849,7 @@ def routing_groups(compared: RoutingComparison) -> dict[tuple[str, str], list[An
 
 
 # Plots as wide as the page (a timeline's rows need its width).
-WIDE = ("timeline",)
+WIDE = ("timeline", "scale-out")
 Plot = Callable[[list[Source]], "Figure | str"]
 PLOTS: dict[str, tuple[str, str, Plot]] = {
     "throughput": (
@@ -811,8 +908,13 @@ PLOTS: dict[str, tuple[str, str, Plot]] = {
         "routing measured; bars are 95 % intervals where the requests give one.",
         goodput_by_routing,
     ),
-    # "scale-out": the scale-out timeline (copies in service, requests in flight and TTFT p95 over time,
-    # after a step in load) goes here, drawn from the scale-out evidence once bench writes it.
+    "scale-out": (
+        "Scale-out timeline",
+        "Each step in load (bench --step-load) over time: the copies in service and the requests in flight, "
+        "and the TTFT p95 of each window against the objective (dashed); the dotted line is the step, the "
+        "shaded span the time the objective was missed after it, until the copies caught up.",
+        scale_out_timeline,
+    ),
     "cost": (
         "Cost against load",
         "$ per million output tokens at each load level, by each backend's own billing model: busier is "

@@ -37,6 +37,7 @@ from runner.core.evidence import SCHEMA, read_file
 from runner.core.typed_json import to_json
 from runner.figures.capacity import CapacityFound, Tried
 from runner.figures.fleet import CopyCount, FleetCopies
+from runner.figures.scale_out import FromZeroRun, Sample, StepLoad
 from runner.render.plots import PLOTS
 from tests.runner.fake_openai import FakeOpenAI, Step
 from tests.runner.known_server import known as known_rate
@@ -134,6 +135,8 @@ window.addEventListener("load", function () {
     body.sourceLines = document.querySelectorAll("#headline-sources li").length;
     var timeline = document.querySelector("#plot-timeline img");
     body.timelineWidth = timeline ? Math.round(timeline.getBoundingClientRect().width) : 0;
+    var scaleOut = document.querySelector("#plot-scale-out img");
+    body.scaleOutWidth = scaleOut ? Math.round(scaleOut.getBoundingClientRect().width) : 0;
     body.mainWidth = Math.round(document.querySelector("main").clientWidth);
     body.probe = "done";
   });
@@ -484,10 +487,66 @@ def fleet(evidence) -> dict[str, Path]:
     }
 
 
+# -- an inference component's scaling (bench --step-load 2,8 --goodput ttft:500, --from-zero 3) ------
+#
+# Constructed: per step, its samples (at s, copies, in flight, first tokens, TTFT p95 s). "fleet"
+# steps 2 -> 8 at 30 s and catches up (its copies 1, 2, then 4; the look at 70 s failed; at 50 s
+# requests were in flight and no first token came); "fleet-b" steps 1 -> 4 at 20 s and never
+# catches up within its 40 s.
+SLO_S = 0.5
+STEPS = {
+    "fleet": (2, 8, 30.0, 90.0, [
+        (10, 1, 2, 9, 0.20), (20, 1, 2, 10, 0.21), (30, 1, 2, 9, 0.22), (40, 1, 8, 6, 1.40), (50, 1, 8, 0, None),
+        (60, 2, 8, 12, 0.90), (70, None, 8, 14, 0.70), (80, 4, 8, 20, 0.45), (90, 4, 8, 21, 0.60),
+        (100, 4, 8, 24, 0.30), (110, 4, 8, 25, 0.31), (120, 4, 8, 24, 0.29),
+    ]),
+    "fleet-b": (1, 4, 20.0, 40.0, [
+        (10, 1, 1, 5, 0.30), (20, 1, 1, 5, 0.31), (30, 1, 4, 6, 2.0), (40, 1, 4, 6, 2.5), (50, 1, 4, 5, 3.0),
+        (60, 1, 4, 5, 3.5),
+    ]),
+}  # fmt: skip
+FROM_ZERO_S = (95.0, 120.0, 101.5)  # the first token of each repeat from zero copies
+
+
+def shaded(step_at: float, samples: list[tuple]) -> tuple[float, float, bool] | None:
+    """The span the objective was missed after the step, from the samples: to the end of the last
+    window that missed (over the objective, or in flight with no first token), and whether the
+    copies caught up (the last window that says anything met); None when none missed."""
+    after = [(at, p95 > SLO_S if p95 is not None else (True if flight else None)) for at, _, flight, _, p95 in samples
+             if at > step_at]  # fmt: skip
+    telling = [(at, miss) for at, miss in after if miss is not None]
+    if telling[-1][1]:
+        return step_at, after[-1][0], False
+    misses = [at for at, miss in telling if miss]
+    return (step_at, max(misses), True) if misses else None
+
+
 @pytest.fixture(scope="module")
-def page(evidence, fleet, tmp_path_factory) -> Path:
+def step_load(evidence) -> Path:
+    """A step-load run's evidence (no request records of its own) from the sweep's as template."""
+    data = json.loads(evidence["sweep"].read_text())
+    data["records"], data["warm_up"] = [], []
+    data["backends"] = [b | {"name": name} for name, b in zip(STEPS, data["backends"], strict=False)]
+    data["config"] |= {"slo": {"ttft_ms": SLO_S * 1000}, "scale_out": {"step": list(STEPS["fleet"][:2])}}
+    data["step_load"] = [
+        to_json(StepLoad(name, base, stepped, step_at, bound, 10.0, SLO_S,
+                         tuple(Sample(float(at), *rest) for at, *rest in samples), 400, 0))
+        for name, (base, stepped, step_at, bound, samples) in STEPS.items()
+    ]  # fmt: skip
+    data["from_zero"] = [
+        to_json(FromZeroRun("fleet", n + 1, True, 30.0, 1, first - 5, first - 2, first))
+        for n, first in enumerate(FROM_ZERO_S)
+    ]
+    target = evidence["sweep"].with_name("bench-step-load.json")
+    target.write_text(json.dumps(data))
+    read_file(target)  # reads back as bench evidence
+    return target
+
+
+@pytest.fixture(scope="module")
+def page(evidence, fleet, step_load, tmp_path_factory) -> Path:
     target = tmp_path_factory.mktemp("page") / "report.html"
-    files = [*(evidence[k] for k in ("many", "cost", "quality", "sweep", "workload")), *fleet.values()]
+    files = [*(evidence[k] for k in ("many", "cost", "quality", "sweep", "workload")), *fleet.values(), step_load]
     assert report.run([*map(str, files), "--html", str(target)]) == 0
     return target
 
@@ -512,11 +571,12 @@ def test_the_page_fits_decodes_and_logs_nothing_at_each_width(page, tmp_path, wi
     assert int(figures["scrollwidth"]) <= int(figures["clientwidth"]), figures  # no sideways scrollbar at all
     assert figures["overflowing"] == "", figures
     assert figures["headlinescrolls"] == "false", figures  # the headline fits without scrolling its box
-    assert int(figures["images"]) == len(PLOTS) == 13 and figures["imagesdecoded"] == figures["images"], figures
+    assert int(figures["images"]) == len(PLOTS) == 14 and figures["imagesdecoded"] == figures["images"], figures
     # The failures as a table of their own, where each figure comes from as a list under the headline,
     # and the run's timeline as wide as the page's column allows (its rows need the width).
     assert int(figures["failedrows"]) == FAILURES and int(figures["sourcelines"]) >= 3, figures
     assert int(figures["timelinewidth"]) > int(figures["mainwidth"]) * 0.6, figures
+    assert int(figures["scaleoutwidth"]) > int(figures["mainwidth"]) * 0.6, figures
     assert screenshot.stat().st_size > 10_000
     record_property(f"screenshot-{width}", str(screenshot))
     record_property(f"tables-scrolling-in-their-box-{width}", figures["boxesscrolling"])
@@ -555,7 +615,7 @@ def test_the_page_is_self_contained_and_says_what_it_was_rendered_from(page, evi
     assert not re.search(r'(src|href)="(https?:|//)', text) and "<script" not in text
     for name in ("many", "cost", "quality", "sweep"):
         assert evidence[name].name in text
-    assert "Rendered from 7 evidence files (bench, cost, quality)" in text
+    assert "Rendered from 8 evidence files (bench, cost, quality)" in text
     for plot in ("throughput", "latency", "distribution", "timeline", "cost", "accuracy", "run-to-run", "roofline",
                  "copies", "routing"):  # fmt: skip
         assert f'id="plot-{plot}"' in text
@@ -582,7 +642,10 @@ def test_the_headline_is_sorted_in_code_with_the_best_marked_and_every_gap_expla
     known = [r for r in rates if r is not None]
     assert known == sorted(known, reverse=True) and rates[: len(known)] == known  # tok/s, highest first
     assert "Sorted by tok/s of one stream, highest first" in text
-    assert set(names) == {"local", "g6", "g5g", "inf2", "trn1", "sagemaker"}
+    # The step-load run's components have no timed request: a row each, every figure's gap said.
+    assert set(names) == {"local", "g6", "g5g", "inf2", "trn1", "sagemaker", *STEPS}
+    assert all(plain(rows[names.index(name)][2])[0].startswith("—") for name in STEPS)
+    assert 'title="no timed request in its bench evidence"' in text
     table = re.search(r'<table class="headline">.*?</table>', text, re.S).group(0)
     # One best per column (five columns of figures), each marked; the two columns at the objectives'
     # best is g6 (the faster known server carries more within tpot:16), marked on each of its runs' rows.
@@ -604,7 +667,7 @@ def test_the_headline_is_sorted_in_code_with_the_best_marked_and_every_gap_expla
     assert "priced as AWS, but measured on: --endpoint server, not known to be AWS" in text
 
 
-def test_the_plots_hold_no_overlapping_or_cut_text(evidence, fleet):
+def test_the_plots_hold_no_overlapping_or_cut_text(evidence, fleet, step_load):
     """Every plot drawn for the page: each text inside the figure, no two texts overlapping, and
     no layout warning (constrained layout gave up)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -612,7 +675,7 @@ def test_the_plots_hold_no_overlapping_or_cut_text(evidence, fleet):
 
     from runner.render import plots
 
-    paths = [*(evidence[k] for k in ("many", "cost", "quality", "sweep", "workload")), *fleet.values()]
+    paths = [*(evidence[k] for k in ("many", "cost", "quality", "sweep", "workload")), *fleet.values(), step_load]
     sources = [(path, read_file(path)) for path in paths]
     drawn = 0
     for name, (_, _, draw) in plots.PLOTS.items():
@@ -641,7 +704,7 @@ def test_the_plots_hold_no_overlapping_or_cut_text(evidence, fleet):
             overlap_x = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
             overlap_y = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
             assert overlap_x <= 1 or overlap_y <= 1, f"{name}: {a!r} overlaps {b!r}"
-    assert drawn == len(plots.PLOTS) == 13
+    assert drawn == len(plots.PLOTS) == 14
 
 
 def shown(text, figure) -> bool:
@@ -952,4 +1015,80 @@ def test_the_headline_gives_the_fleets_capacity_at_each_count_and_its_efficiency
     assert (
         "| fleet | PREFIX_AWARE | 90% | 500 | 4 at a time (100% of ideal) | 8 at a time (100% of ideal) | — (not measured) |"
         in markdown
+    )
+
+
+# -- an inference component's scaling: the scale-out timeline ---------------------------------------
+
+
+def series_at(line, at: list[float]) -> list:
+    """A line's y values at the samples' times (None where it has a gap), its x values checked."""
+    assert list(line.get_xdata()) == at
+    return [None if math.isnan(y) else y for y in line.get_ydata()]
+
+
+def test_the_scale_out_timeline_draws_each_steps_samples_its_objective_and_the_span_it_missed(step_load):
+    """Per step, the copies (a step line; a failed look a gap), the requests in flight and each
+    window's TTFT p95 are the samples; the objective is a line at ttft:MS; the shaded span runs from
+    the step to the end of the last window that missed, or to the last sample where it never caught
+    up, as its title says; the same component's repeats from zero give their p50 in its title."""
+    from runner.render import plots
+
+    with plots.style():
+        figure = plots.scale_out_timeline([(step_load, read_file(step_load))])
+    assert not isinstance(figure, str), figure
+    assert len(figure.axes) == 2 * len(STEPS)
+    for index, (name, (base, stepped, step_at, bound, samples)) in enumerate(STEPS.items()):
+        counts, ttft = figure.axes[2 * index : 2 * index + 2]
+        lines = {line.get_label(): line for axes in (counts, ttft) for line in axes.get_lines()}
+        at = [float(s[0]) for s in samples]
+
+        assert lines["copies in service"].get_drawstyle() == "steps-post"
+        assert series_at(lines["copies in service"], at) == [s[1] for s in samples]
+        assert series_at(lines["requests in flight"], at) == [s[2] for s in samples]
+        assert series_at(lines["TTFT p95 of the window"], at) == [
+            None if s[4] is None else pytest.approx(s[4] * 1000) for s in samples
+        ]
+        assert list(lines["TTFT p95 objective"].get_ydata()) == [SLO_S * 1000] * 2
+        silent = [s[0] for s in samples if s[4] is None and s[2] > 0]
+        if silent:
+            assert list(lines["in flight, no first token (missed)"].get_xdata()) == silent
+        assert [line.get_xdata()[0] for axes in (counts, ttft) for line in axes.get_lines()
+                if line.get_label() == "the step"] == [step_at, step_at]  # fmt: skip
+        start, end, caught = shaded(step_at, samples)
+        spans = [
+            p for axes in (counts, ttft) for p in axes.patches if p.get_label() == "objective missed after the step"
+        ]
+        assert [(p.get_x(), p.get_x() + p.get_width()) for p in spans] == [(start, end)] * 2
+        title = counts.get_title(loc="left").replace("\n", " ")
+        assert f"{name} ({step_load.name}): {base} → {stepped} in flight at {step_at:g} s" in title
+        assert (f"the objective missed for {end - start:g} s after the step" if caught
+                else f"never caught up within {bound:g} s") in title  # fmt: skip
+    assert (STEPS["fleet"][2], 90.0, True) == shaded(STEPS["fleet"][2], STEPS["fleet"][4])  # caught up at 90 s
+    assert not shaded(STEPS["fleet-b"][2], STEPS["fleet-b"][4])[2]  # never caught up
+    first = figure.axes[0].get_title(loc="left").replace("\n", " ")
+    assert f"p50 {sorted(FROM_ZERO_S)[1]:g} s (3 of 3 repeats answered)" in first
+
+
+def test_without_step_load_evidence_the_scale_out_timeline_says_why(evidence):
+    from runner.render import plots
+
+    with plots.style():
+        said = plots.scale_out_timeline([(evidence["sweep"], read_file(evidence["sweep"]))])
+    assert said == "no step-load evidence given (bench --step-load 2,8 --goodput ttft:MS draws it)"
+
+
+def test_past_four_steps_the_scale_out_timeline_names_the_steps_it_leaves_out(step_load, tmp_path):
+    from runner.render import plots
+
+    data = json.loads(step_load.read_text())
+    data["step_load"] = [dict(data["step_load"][0], backend=f"component-{n}") for n in range(plots.STEP_PANELS + 1)]
+    target = tmp_path / "bench-steps.json"
+    target.write_text(json.dumps(data))
+    with plots.style():
+        figure = plots.scale_out_timeline([(target, read_file(target))])
+    assert len(figure.axes) == 2 * plots.STEP_PANELS
+    said = figure.get_suptitle().replace("\n", " ")
+    assert (
+        said == f"the first {plots.STEP_PANELS} steps given; not drawn: component-{plots.STEP_PANELS} ({target.name})"
     )
