@@ -397,6 +397,8 @@ def headline_rows(sources: list[Source]) -> list[Row]:
     plain = any(is_plain_bench(d) for _, d in sources)
     for path, data in sources:
         if isinstance(data, BenchFile) and (is_plain_bench(data) or not plain) and not data.agent:
+            if not data.records and (data.step_load or data.from_zero):
+                continue  # a component's scaling alone: no request of the headline's, its own plot shows it
             rows += bench_rows(path, data)
     known = {(r.source, r.backend) for r in rows}
     for path, data in sources:
