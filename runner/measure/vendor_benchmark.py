@@ -16,7 +16,9 @@ recommendations"); `concurrency`, `request_count`, `streaming` and `tooling.api_
 what AWS's public ml-container-creator sends (templates/do/benchmark). The results are NVIDIA
 AIPerf's: under the output location, in a folder of the job's, an `output.tar.gz` holding
 `profile_export_aiperf.json` (each metric `{unit, avg, p50, p90, p99, ...}`, latencies in ms), as
-that tool downloads and reads them; only a real account confirms the folder's name.
+that tool downloads and reads them; only a real account confirms the folder's name. The location
+is shared by every job and run, so the runner lists it (page by page) before the job and reads
+only what is new or changed after it; more than one such result is one line, never a guess.
 
 A fault is one line. A job that the budget or Ctrl-C leaves running is stopped (StopAIBenchmarkJob)
 before the line, so nothing runs that the run did not say; the workload config is deleted once the
@@ -203,6 +205,12 @@ def run_job(
     the config deleted on the way out whatever happened."""
     job = VendorBenchmark(target.backend, target.endpoint, name, name, workload, "NotStarted", target.component)
     try:
+        before = listing(s3, target.output_location)
+    except Exception as error:
+        raise RunnerError(
+            f"vendor benchmark of {target.backend}: listing {target.output_location}: {describe(error)}"
+        ) from None
+    try:
         sagemaker.create_ai_workload_config(
             AIWorkloadConfigName=name, AIWorkloadConfigs={"WorkloadSpec": {"Inline": workload.spec()}}
         )
@@ -226,7 +234,7 @@ def run_job(
             ) from None
         job = watch(sagemaker, job, pacing)
         if job.status == "Completed":
-            job = read_results(s3, job)
+            job = read_results(s3, job, before)
         return job
     finally:
         # A config left behind bills nothing; the job's own line says more than a second fault would.
@@ -280,23 +288,41 @@ def split_s3(uri: str) -> tuple[str, str]:
     return bucket, prefix
 
 
-def read_results(s3: Any, job: VendorBenchmark) -> VendorBenchmark:
-    """AIPerf's summary under the job's output location: the file itself, or inside the archive."""
+def listing(s3: Any, location: str) -> dict[str, object]:
+    """Every key under an S3 location with its LastModified, page by page (a page holds 1000)."""
+    bucket, prefix = split_s3(location)
+    return {
+        item["Key"]: item.get("LastModified")
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        for item in page.get("Contents") or []
+    }
+
+
+def read_results(s3: Any, job: VendorBenchmark, before: dict[str, object]) -> VendorBenchmark:
+    """AIPerf's summary under the job's output location, among the keys new or changed since
+    `before` (the listing taken before the job): the file itself, or inside the archive."""
     assert job.output_location is not None
-    bucket, prefix = split_s3(job.output_location)
+    bucket, _ = split_s3(job.output_location)
     where = f"vendor benchmark job {job.job_name}"
     try:
-        listed = s3.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents") or []
-        keys = [item["Key"] for item in listed]
+        keys = [k for k, modified in listing(s3, job.output_location).items() if before.get(k, ...) != modified]
         plain = [k for k in keys if k.endswith(RESULTS_FILE)]
-        archives = [k for k in keys if k.endswith(RESULTS_ARCHIVE)]
-        if plain:
-            key, text = plain[0], s3.get_object(Bucket=bucket, Key=plain[0])["Body"].read()
-        elif archives:
-            key = archives[0]
-            text = from_archive(s3.get_object(Bucket=bucket, Key=key)["Body"].read(), f"{where}: s3://{bucket}/{key}")
-        else:
-            raise RunnerError(f"{where}: no {RESULTS_FILE} or {RESULTS_ARCHIVE} under {job.output_location}")
+        found = plain or [k for k in keys if k.endswith(RESULTS_ARCHIVE)]
+        if not found:
+            raise RunnerError(
+                f"{where}: no {RESULTS_FILE} or {RESULTS_ARCHIVE} new under {job.output_location} since the job "
+                "was created"
+            )
+        if len(found) > 1:
+            named = ", ".join(f"s3://{bucket}/{k}" for k in found[:3]) + (", ..." if len(found) > 3 else "")
+            raise RunnerError(
+                f"{where}: {len(found)} results new under {job.output_location} since the job was created "
+                f"({named}): not guessing which is its own"
+            )
+        (key,) = found
+        text = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        if not plain:
+            text = from_archive(text, f"{where}: s3://{bucket}/{key}")
     except RunnerError:
         raise
     except Exception as error:

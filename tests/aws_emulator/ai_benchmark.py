@@ -15,7 +15,9 @@ job or endpoint that is not there.
   summarized as NVIDIA AIPerf summarizes them (`profile_export_aiperf.json`: per metric unit, avg,
   p50, p90, p99 with linear interpolation; latencies in ms; throughputs over the first send to the
   last end) and written, in an `output.tar.gz`, to moto's S3 under the job's output location in a
-  folder named for the job (AWS's folder name, `bmk-...`, only a real account shows); then
+  folder of its own. AWS's folder name only a real account shows; the emulator's is its own
+  guess, `bmk-` and a number that falls with each job, so the newest job's folder is listed first
+  and a reader that takes the first results under a shared location reads another job's. Then
   Completed. An endpoint not InService, a server that fails a request, or an output bucket that is
   not there: Failed with a FailureReason in the emulator's words. StopAIBenchmarkJob: Stopping, then
   Stopped once the requests in flight end.
@@ -26,6 +28,7 @@ job or endpoint that is not there.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import math
 import tarfile
@@ -38,6 +41,8 @@ from datetime import datetime
 from typing import Any
 
 ACTIVE = ("InProgress", "Stopping")
+# The first job's folder number; each later job's is one less, so it is listed before.
+FOLDERS = 999_999
 
 
 @dataclass
@@ -71,6 +76,8 @@ class BenchmarkJob:
     started: datetime | None = None
     ended: datetime | None = None
     stopping: threading.Event = field(default_factory=threading.Event)
+    # Where under the output location its results go (the emulator's guess: see the module).
+    folder: str = ""
 
     def describe(self) -> dict[str, Any]:
         described = {
@@ -245,7 +252,7 @@ def run(emulator: Any, backend: Any, job: BenchmarkJob, parameters: dict[str, An
         finish("Stopped")
         return
     bucket, _, prefix = job.output.removeprefix("s3://").partition("/")
-    key = f"{prefix.rstrip('/')}/{job.name}/output.tar.gz".lstrip("/")
+    key = f"{prefix.rstrip('/')}/{job.folder}/output.tar.gz".lstrip("/")
     try:
         s3.put_object(bucket, key, archive(profile(timed)))
     except Exception as error:
@@ -319,6 +326,7 @@ def install(emulator: Any) -> Callable[[], None]:
             response._get_param("AIWorkloadConfigIdentifier"),
             response._get_param("RoleArn"),
             utcnow(),
+            folder=f"bmk-{FOLDERS - next(emulator.benchmark_folders):06d}",
         )
         jobs[name] = job
         s3 = s3_backends[response.current_account]["aws"]
@@ -352,6 +360,7 @@ def install(emulator: Any) -> Callable[[], None]:
         return ActionResult({"AIBenchmarkJobArn": job.arn})
 
     emulator.stopped_benchmark_jobs = []
+    emulator.benchmark_folders = itertools.count()
     added = {
         "create_ai_workload_config": create_ai_workload_config,
         "describe_ai_workload_config": describe_ai_workload_config,

@@ -24,14 +24,16 @@ from runner.core.evidence import load, strict_json
 from runner.measure.vendor_benchmark import (
     Pacing,
     Target,
+    VendorBenchmark,
     VendorFigures,
     VendorWorkload,
     job_name,
     parse_option,
+    read_results,
     run_job,
 )
 from runner.render.tables import renderer_for, typed
-from tests.aws_emulator import emulated_aws
+from tests.aws_emulator import ACCOUNT, emulated_aws
 from tests.runner.known_server import known_server
 
 REGION = "us-east-1"
@@ -94,6 +96,49 @@ def test_the_job_measures_the_endpoint_for_real_and_its_figures_are_read_back(se
     with pytest.raises(ClientError) as gone:
         aws("sagemaker").describe_ai_workload_config(AIWorkloadConfigName=job.workload_config)
     assert gone.value.response["Error"]["Code"] == "ResourceNotFound"
+
+
+def test_two_jobs_under_one_prefix_each_read_their_own_results(served, emulator):
+    """Two levels' jobs (and what an older run left) under the same output location: each job's
+    figures are its own, whatever order S3 lists the folders in."""
+    sagemaker, s3 = aws("sagemaker"), aws("s3")
+    location = target(output_location=f"s3://{BUCKET}/shared/")
+    long = run_job(sagemaker, s3, location, VendorWorkload(20, TOKENS, 2, 2), "two-long", FAST)
+    short = run_job(sagemaker, s3, location, VendorWorkload(20, 2, 2, 2), "two-short", FAST)
+    assert long.results != short.results
+    # The emulator's folders sort newest first: the first results listed are the second job's.
+    listed = s3.list_objects_v2(Bucket=BUCKET, Prefix="shared/")["Contents"]
+    assert f"s3://{BUCKET}/{listed[0]['Key']}" == short.results
+    # Each job's end-to-end time is its own output length's: 10 tokens against 2.
+    assert long.figures.e2e_s.median >= TTFT + (TOKENS - 1) / RATE * 0.9
+    assert short.figures.e2e_s.median < TTFT + (TOKENS - 1) / RATE * 0.5
+
+
+def test_results_past_one_listing_page_are_found(served, emulator):
+    """More than a listing's 1000 keys under the prefix: the job's results are still found."""
+    from moto.s3.models import s3_backends
+
+    store = s3_backends[ACCOUNT]["aws"]
+    for n in range(1000):
+        store.put_object(BUCKET, f"paged/a-{n:04d}", b"")
+    location = target(output_location=f"s3://{BUCKET}/paged/")
+    job = run_job(aws("sagemaker"), aws("s3"), location, VendorWorkload(20, 2, 1, 1), "paged", FAST)
+    assert job.status == "Completed" and job.figures.requests == 1
+
+
+def test_more_than_one_new_result_is_one_line_not_a_guess(emulator):
+    s3 = aws("s3")
+    for folder in ("x", "y"):
+        s3.put_object(Bucket=BUCKET, Key=f"guess/{folder}/profile_export_aiperf.json", Body=b"{}")
+    job = VendorBenchmark("sagemaker", ENDPOINT, "guess", "guess", VendorWorkload(1, 1, 1, 1), "Completed",
+                          output_location=f"s3://{BUCKET}/guess/")  # fmt: skip
+    with pytest.raises(RunnerError) as refused:
+        read_results(s3, job, before={})
+    assert str(refused.value) == (
+        f"vendor benchmark job guess: 2 results new under s3://{BUCKET}/guess/ since the job was created "
+        f"(s3://{BUCKET}/guess/x/profile_export_aiperf.json, s3://{BUCKET}/guess/y/profile_export_aiperf.json): "
+        "not guessing which is its own"
+    )
 
 
 def test_the_workload_is_handed_over_in_the_documents_own_terms():
