@@ -63,9 +63,15 @@ class VendorWorkload(FlatJson):
     requests: int
     # The tokenizer AIPerf counts and makes prompts with (a Hugging Face model id).
     tokenizer: str | None = None
+    # Whether the runner forced its output length at the level (timing/chat.py: `ignore_eos` and
+    # `min_tokens`); AIPerf's `output_tokens_mean` is only a maximum, so the job is told the same.
+    forced: bool = False
 
     def spec(self) -> str:
-        """The inline document (JSON, which the field takes as it takes YAML)."""
+        """The inline document (JSON, which the field takes as it takes YAML). A forced length goes
+        as AIPerf's extra inputs, space-separated `name:value` pairs added to every request's body
+        (AWS's sagemaker-python-sdk Workload writes `extra_inputs` so; AIPerf reads `true` and
+        numbers as such)."""
         parameters: JsonObject = {
             "prompt_input_tokens_mean": self.input_tokens,
             "prompt_input_tokens_stddev": 0,
@@ -77,6 +83,8 @@ class VendorWorkload(FlatJson):
         }
         if self.tokenizer:
             parameters["tokenizer"] = self.tokenizer
+        if self.forced:
+            parameters["extra_inputs"] = f"ignore_eos:true min_tokens:{self.output_tokens}"
         document = {"benchmark": {"type": "aiperf"}, "parameters": parameters, "tooling": {"api_standard": "openai"}}
         return json.dumps(document)
 
@@ -407,6 +415,7 @@ def benchmark_levels(
             concurrency=int(level.value),
             requests=level.requests or len(group),
             tokenizer=backend.model_id,
+            forced=any(r.forced_length for r in group),
         )
         try:
             job = run_job(

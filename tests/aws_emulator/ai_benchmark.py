@@ -8,7 +8,10 @@ job or endpoint that is not there.
 - A config's inline document must declare `benchmark.type` matching `^(aiperf)$` (CloudFormation
   reference, AWS::SageMaker::AIWorkloadConfig WorkloadSpec); else ValidationException, in the
   emulator's words. Its `parameters` are read as the developer guide and AWS's ml-container-creator
-  write them (prompt_input_tokens_mean, output_tokens_mean, concurrency, request_count).
+  write them (prompt_input_tokens_mean, output_tokens_mean, concurrency, request_count), and
+  `extra_inputs` as AIPerf reads them: space-separated `name:value` pairs (or a JSON object) added
+  to every request's body, `true`/`false` and numbers as such. `output_tokens_mean` is the
+  request's max_tokens only: the server stops where it will unless `ignore_eos` says otherwise.
 - A job runs for real, simply: InProgress, then `request_count` streamed chat completions at
   `concurrency` in flight sent to the endpoint's loopback server (`emulator.model_servers[component
   or endpoint]`, as the runtime serves it), each timed from send to first content and to the end,
@@ -149,6 +152,32 @@ class Timed:
     tokens: int
 
 
+def coerced(value: str) -> Any:
+    """A `name:value` pair's value as AIPerf takes it: true/false, none/null, a number, or text."""
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if value.lower() in ("none", "null"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def extra_inputs(given: Any) -> dict[str, Any]:
+    """The document's extra inputs as fields of each request's body."""
+    if isinstance(given, dict):
+        return given
+    if not isinstance(given, str) or not given.strip():
+        return {}
+    if given.strip().startswith("{"):
+        return json.loads(given)
+    pairs = (pair.partition(":") for pair in given.split())
+    return {name: coerced(value) for name, _, value in pairs}
+
+
 def one_request(base: str, parameters: dict[str, Any]) -> Timed:
     """One streamed chat completion, timed as AIPerf times it: send, first content, end."""
     import httpx
@@ -161,8 +190,7 @@ def one_request(base: str, parameters: dict[str, Any]) -> Timed:
         "messages": [{"role": "user", "content": " ".join(["word"] * words)}],
         "max_tokens": int(parameters.get("output_tokens_mean") or 100),
         "stream": True,
-        "ignore_eos": True,
-    }
+    } | extra_inputs(parameters.get("extra_inputs"))
     root = base.rstrip("/").removesuffix("/v1")
     sent = time.perf_counter()
     first, tokens = None, 0

@@ -42,6 +42,8 @@ ENDPOINT = "inference-sagemaker"
 BUCKET = "benchmark-results"
 OUTPUT = f"s3://{BUCKET}/runs/"
 TTFT, RATE, TOKENS = 0.05, 50.0, 10
+# The server's own answer length: an answer not told to ignore its end stops here.
+NATURAL = 3
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +61,7 @@ def emulator(tmp_path_factory):
 
 @pytest.fixture
 def served(emulator):
-    with known_server(ttft=TTFT, rate=RATE, tokens=TOKENS, tokenize=False) as server:
+    with known_server(ttft=TTFT, rate=RATE, tokens=TOKENS, natural=NATURAL, tokenize=False) as server:
         emulator.model_servers[ENDPOINT] = server.url
         yield server
     emulator.model_servers.clear()
@@ -78,7 +80,7 @@ FAST = Pacing(poll_s=0.05, budget_s=60)
 
 
 def test_the_job_measures_the_endpoint_for_real_and_its_figures_are_read_back(served, emulator):
-    workload = VendorWorkload(input_tokens=20, output_tokens=TOKENS, concurrency=2, requests=6)
+    workload = VendorWorkload(input_tokens=20, output_tokens=TOKENS, concurrency=2, requests=6, forced=True)
     job = run_job(aws("sagemaker"), aws("s3"), target(), workload, job_name("sagemaker", "t1"), FAST)
     assert job.status == "Completed" and job.results.startswith(f"s3://{BUCKET}/runs/")
     figures = job.figures
@@ -103,7 +105,7 @@ def test_two_jobs_under_one_prefix_each_read_their_own_results(served, emulator)
     figures are its own, whatever order S3 lists the folders in."""
     sagemaker, s3 = aws("sagemaker"), aws("s3")
     location = target(output_location=f"s3://{BUCKET}/shared/")
-    long = run_job(sagemaker, s3, location, VendorWorkload(20, TOKENS, 2, 2), "two-long", FAST)
+    long = run_job(sagemaker, s3, location, VendorWorkload(20, TOKENS, 2, 2, forced=True), "two-long", FAST)
     short = run_job(sagemaker, s3, location, VendorWorkload(20, 2, 2, 2), "two-short", FAST)
     assert long.results != short.results
     # The emulator's folders sort newest first: the first results listed are the second job's.
@@ -150,6 +152,10 @@ def test_the_workload_is_handed_over_in_the_documents_own_terms():
                        "tokenizer": "org/model"},
         "tooling": {"api_standard": "openai"},
     }  # fmt: skip
+    # Where the runner forced its output length, AIPerf is told to force it too (its extra inputs,
+    # space-separated name:value pairs as AWS's SDK writes them).
+    forced = json.loads(VendorWorkload(100, 30, 4, 16, "org/model", forced=True).spec())
+    assert forced["parameters"] == spec["parameters"] | {"extra_inputs": "ignore_eos:true min_tokens:30"}
 
 
 def test_what_the_api_refuses_is_refused_with_its_error_shape(emulator):
@@ -245,6 +251,11 @@ def test_bench_sets_the_vendors_figures_beside_its_own_for_the_same_endpoint_and
     assert (job.status, job.endpoint, job.workload.concurrency, job.workload.requests) == ("Completed", ENDPOINT, 2, 6)
     assert (job.workload.input_tokens, job.workload.output_tokens) == (20, TOKENS)
     rows = {row.figure: row for row in job.beside}
+    # The runner forced its output length, so AWS's job forced the same: both ends of the server's
+    # whole 10 tokens, not the 3 it stops at unforced.
+    assert job.workload.forced
+    forced_e2e = TTFT + (TOKENS - 1) / RATE * 0.9
+    assert rows["end-to-end median s"].runner >= forced_e2e and rows["end-to-end median s"].vendor >= forced_e2e
     # Two real measurements of one server: both no sooner than its first token, the difference theirs.
     for figure in ("TTFT median s", "end-to-end median s"):
         row = rows[figure]
