@@ -103,7 +103,13 @@ class VendorFigures(FlatJson):
     @classmethod
     def from_profile(cls, profile: JsonObject, where: str) -> VendorFigures:
         """The figures of a `profile_export_aiperf.json`; a metric it lacks is None, one in a unit
-        not known here is refused in one line."""
+        not known here is refused in one line, and so is a profile with neither a request count
+        nor a first token at its top level (another AIPerf's layout, read as a row of blanks)."""
+        if not {"request_count", "time_to_first_token"} & profile.keys():
+            raise RunnerError(
+                f"{where}: AIPerf's profile holds none of the figures the runner reads (no request_count or "
+                "time_to_first_token at its top level)"
+            )
 
         def metric(name: str, stat: str) -> float | None:
             entry = profile.get(name)

@@ -226,6 +226,17 @@ def test_an_aiperf_profile_in_another_unit_is_refused_in_one_line():
     assert str(refused.value) == "job j: time_to_first_token in 'fortnights', not a unit of time this runner reads"
 
 
+def test_a_profile_without_the_figures_the_runner_reads_is_one_line_not_a_row_of_blanks():
+    # An older AIPerf's layout (figures under "records"), not the flat tags the runner reads.
+    older = {"records": {"ttft": {"unit": "ms", "avg": 40.0}, "request_latency": {"unit": "ms", "avg": 90.0}}}
+    with pytest.raises(RunnerError) as refused:
+        VendorFigures.from_profile(older, "job j")
+    assert str(refused.value) == (
+        "job j: AIPerf's profile holds none of the figures the runner reads (no request_count or "
+        "time_to_first_token at its top level)"
+    )
+
+
 def sagemaker_outputs(tmp_path) -> str:
     spec = get_backend("sagemaker")
     output = BackendOutput(
