@@ -27,7 +27,7 @@ from runner.core.accuracy import Accuracy, accuracy_by_backend
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError
-from runner.core.evidence import Evidence, load, now_iso
+from runner.core.evidence import Evidence, load
 from runner.core.flags import above, at_least
 from runner.core.records import AgentTask
 from runner.core.typed_json import to_json
@@ -45,7 +45,7 @@ from runner.measure.load import (
     plan_levels,
     read_prompts,
 )
-from runner.measure.vendor_benchmark import benchmark_levels, parse_option
+from runner.measure.vendor_benchmark import benchmark_levels, name_stamp, parse_option
 from runner.measure.workload_in_region import bench_workload_in_region
 from runner.measure.workload_run import BenchPlan, bench_workload
 from runner.workloads import SURVEY_MAX_TOKENS, SURVEY_PROMPT, Turn, Workload
@@ -202,11 +202,15 @@ def vendor_option(args: argparse.Namespace) -> None:
 def vendor_beside(
     backend: Backend, evidence: Evidence[BenchFile], output_tokens: int | None, option: tuple[str, str]
 ) -> None:
-    """AWS's benchmark of the backend's endpoint at the levels just measured, kept beside them."""
-    jobs, lines = benchmark_levels(backend, evidence.file.records, output_tokens, option, now_iso()[11:19])
-    for line in lines:
-        console.print(f"[yellow]note:[/yellow] {line}")
-        evidence.notice(line)
+    """AWS's benchmark of the backend's endpoint at the levels just measured, kept beside them;
+    its lines said even when Ctrl-C ends it (a workload config it had to leave among them)."""
+    lines: list[str] = []
+    try:
+        jobs = benchmark_levels(backend, evidence.file.records, output_tokens, option, name_stamp(), lines)
+    finally:
+        for line in lines:
+            console.print(f"[yellow]note:[/yellow] {line}")
+            evidence.notice(line)
     evidence.file.vendor_benchmark = [*(evidence.file.vendor_benchmark or []), *jobs] or None
     evidence.save()
 

@@ -35,6 +35,7 @@ import tarfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from runner.core.errors import RunnerError, describe
@@ -193,10 +194,22 @@ class Pacing:
     clock: Callable[[], float] = field(default=time.monotonic)
 
 
+def name_stamp(when: datetime | None = None) -> str:
+    """The date and second (UTC) in a job's name: names are unique per account and Region, and
+    job records stay, so the time of day alone would meet yesterday's job of the same second."""
+    return (when or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
+
+
 def job_name(backend: str, stamp: str) -> str:
-    """A name the API takes (`[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`): the backend's and a stamp."""
-    cleaned = re.sub(r"[^a-zA-Z0-9]+", "-", f"inference-{backend}-{stamp}").strip("-")
-    return cleaned[:63].rstrip("-")
+    """A name the API takes (`[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`): the backend's and a stamp (with
+    the level); past 63 characters the backend's part is cut, never the stamp."""
+
+    def cleaned(text: str) -> str:
+        return re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-")
+
+    tail = cleaned(stamp)[:62]
+    head = cleaned(f"inference-{backend}")[: 62 - len(tail)].rstrip("-")
+    return f"{head}-{tail}" if head else tail
 
 
 def parse_option(text: str) -> tuple[str, str]:
@@ -213,10 +226,17 @@ def parse_option(text: str) -> tuple[str, str]:
 
 
 def run_job(
-    sagemaker: Any, s3: Any, target: Target, workload: VendorWorkload, name: str, pacing: Pacing
+    sagemaker: Any,
+    s3: Any,
+    target: Target,
+    workload: VendorWorkload,
+    name: str,
+    pacing: Pacing,
+    say: Callable[[str], None],
 ) -> VendorBenchmark:
     """Create the config and the job, watch it to its end, read its figures; the job stopped and
-    the config deleted on the way out whatever happened."""
+    the config deleted on the way out whatever happened (a config that cannot go yet is a line
+    through `say`)."""
     job = VendorBenchmark(target.backend, target.endpoint, name, name, workload, "NotStarted", target.component)
     try:
         before = listing(s3, target.output_location)
@@ -251,9 +271,43 @@ def run_job(
             job = read_results(s3, job, before)
         return job
     finally:
-        # A config left behind bills nothing; the job's own line says more than a second fault would.
-        with contextlib.suppress(Exception):
-            sagemaker.delete_ai_workload_config(AIWorkloadConfigName=name)
+        left = delete_config(sagemaker, name)
+        if left:
+            say(left)
+
+
+def delete_config(sagemaker: Any, name: str) -> str | None:
+    """The job's workload config deleted; where it cannot be (a stopped job is Stopping for a
+    while, and its config is in use until it ends), the line that says it is left and how to
+    delete it later. A config bills nothing, so it does not hold the run up."""
+    try:
+        sagemaker.delete_ai_workload_config(AIWorkloadConfigName=name)
+        return None
+    except Exception as error:
+        code = getattr(error, "response", {}).get("Error", {}).get("Code")
+        if code == "ResourceNotFound":
+            return None
+        why = (
+            f"ResourceInUse, the job still {job_status(sagemaker, name)}"
+            if code == "ResourceInUse"
+            else describe(error)
+        )
+        region = getattr(getattr(sagemaker, "meta", None), "region_name", None)
+        command = f"aws sagemaker delete-ai-workload-config --ai-workload-config-name {name}" + (
+            f" --region {region}" if region else ""
+        )
+        return (
+            f"vendor benchmark job {name}: its workload config {name} is left (DeleteAIWorkloadConfig: {why}); "
+            f"delete it once the job has stopped: {command}"
+        )
+
+
+def job_status(sagemaker: Any, name: str) -> str:
+    """The job's status as AWS has it now ("not over" where it cannot be read)."""
+    try:
+        return str(sagemaker.describe_ai_benchmark_job(AIBenchmarkJobName=name)["AIBenchmarkJobStatus"])
+    except Exception:
+        return "not over"
 
 
 def watch(sagemaker: Any, job: VendorBenchmark, pacing: Pacing) -> VendorBenchmark:
@@ -390,23 +444,25 @@ def benchmark_levels(
     output_tokens: int | None,
     option: tuple[str, str],
     stamp: str,
+    notes: list[str],
     pacing: Pacing | None = None,
-) -> tuple[list[VendorBenchmark], list[str]]:
+) -> list[VendorBenchmark]:
     """`bench --vendor-benchmark`: one job per closed-loop level the bench ran on this backend's
     SageMaker endpoint, at the level's lengths, concurrency and requests, each beside the level's
-    own figures; what was not benchmarked, and a job that could not run, are lines (the bench's
-    figures stand either way)."""
+    own figures; what was not benchmarked, a job that could not run and a config left behind are
+    lines added to `notes` as they come (kept through Ctrl-C; the bench's figures stand either way)."""
     from runner.cloud.aws import boto_client
 
     output = backend.output
     endpoint = output.endpoint_name if output else None
     if not endpoint:
-        return [], [f"--vendor-benchmark: {backend.name} is not a SageMaker endpoint; AWS's benchmark targets one"]
+        notes.append(f"--vendor-benchmark: {backend.name} is not a SageMaker endpoint; AWS's benchmark targets one")
+        return []
     region = backend.region or (output.region if output else None) or ""
     sagemaker, s3 = boto_client("sagemaker", region, 60), boto_client("s3", region, 60)
     component = getattr(output, "inference_component_name", None)
     target = Target(backend.name, endpoint, component, *option)
-    jobs, notes = [], []
+    jobs = []
     for (_, label), group in level_groups([r for r in records if r.backend == backend.name]).items():
         level = group[0].level
         if level is None or level.mode != "concurrency" or level.stopped_after is not None:
@@ -423,13 +479,15 @@ def benchmark_levels(
             tokenizer=backend.model_id,
             forced=any(r.forced_length for r in group),
         )
+        left: list[str] = []
         try:
-            job = run_job(
-                sagemaker, s3, target, workload, job_name(backend.name, f"{stamp}-{label}"), pacing or Pacing()
-            )
+            name = job_name(backend.name, f"{stamp}-{label}")
+            job = run_job(sagemaker, s3, target, workload, name, pacing or Pacing(), left.append)
         except RunnerError as error:
             notes.append(str(error))
             continue
+        finally:
+            notes.extend(left)
         if job.figures is not None:
             job = replace(job, beside=beside(level_summary(group), job.figures))
         elif job.status != "Completed":
@@ -437,4 +495,4 @@ def benchmark_levels(
                 f"vendor benchmark job {job.job_name}: {job.status}: {job.failure_reason or 'no reason given'}"
             )
         jobs.append(job)
-    return jobs, notes
+    return jobs

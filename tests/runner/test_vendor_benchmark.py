@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import boto3
 import pytest
@@ -28,6 +29,7 @@ from runner.measure.vendor_benchmark import (
     VendorFigures,
     VendorWorkload,
     job_name,
+    name_stamp,
     parse_option,
     read_results,
     run_job,
@@ -79,9 +81,18 @@ def target(**changes) -> Target:
 FAST = Pacing(poll_s=0.05, budget_s=60)
 
 
+def quietly(*args) -> VendorBenchmark:
+    """A job run to its end with nothing left to say (its config deleted)."""
+    lines: list[str] = []
+    try:
+        return run_job(*args, lines.append)
+    finally:
+        assert lines == []
+
+
 def test_the_job_measures_the_endpoint_for_real_and_its_figures_are_read_back(served, emulator):
     workload = VendorWorkload(input_tokens=20, output_tokens=TOKENS, concurrency=2, requests=6, forced=True)
-    job = run_job(aws("sagemaker"), aws("s3"), target(), workload, job_name("sagemaker", "t1"), FAST)
+    job = quietly(aws("sagemaker"), aws("s3"), target(), workload, job_name("sagemaker", "t1"), FAST)
     assert job.status == "Completed" and job.results.startswith(f"s3://{BUCKET}/runs/")
     figures = job.figures
     assert figures.requests == 6
@@ -105,8 +116,8 @@ def test_two_jobs_under_one_prefix_each_read_their_own_results(served, emulator)
     figures are its own, whatever order S3 lists the folders in."""
     sagemaker, s3 = aws("sagemaker"), aws("s3")
     location = target(output_location=f"s3://{BUCKET}/shared/")
-    long = run_job(sagemaker, s3, location, VendorWorkload(20, TOKENS, 2, 2, forced=True), "two-long", FAST)
-    short = run_job(sagemaker, s3, location, VendorWorkload(20, 2, 2, 2), "two-short", FAST)
+    long = quietly(sagemaker, s3, location, VendorWorkload(20, TOKENS, 2, 2, forced=True), "two-long", FAST)
+    short = quietly(sagemaker, s3, location, VendorWorkload(20, 2, 2, 2), "two-short", FAST)
     assert long.results != short.results
     # The emulator's folders sort newest first: the first results listed are the second job's.
     listed = s3.list_objects_v2(Bucket=BUCKET, Prefix="shared/")["Contents"]
@@ -124,7 +135,7 @@ def test_results_past_one_listing_page_are_found(served, emulator):
     for n in range(1000):
         store.put_object(BUCKET, f"paged/a-{n:04d}", b"")
     location = target(output_location=f"s3://{BUCKET}/paged/")
-    job = run_job(aws("sagemaker"), aws("s3"), location, VendorWorkload(20, 2, 1, 1), "paged", FAST)
+    job = quietly(aws("sagemaker"), aws("s3"), location, VendorWorkload(20, 2, 1, 1), "paged", FAST)
     assert job.status == "Completed" and job.figures.requests == 1
 
 
@@ -184,7 +195,7 @@ def test_a_refused_config_is_one_line(emulator):
     spec = {"WorkloadSpec": {"Inline": VendorWorkload(10, 5, 1, 1).spec()}}
     sagemaker.create_ai_workload_config(AIWorkloadConfigName="taken", AIWorkloadConfigs=spec)
     with pytest.raises(RunnerError) as refused:
-        run_job(sagemaker, aws("s3"), target(), VendorWorkload(10, 5, 1, 1), "taken", FAST)
+        quietly(sagemaker, aws("s3"), target(), VendorWorkload(10, 5, 1, 1), "taken", FAST)
     line = str(refused.value)
     assert line.startswith("vendor benchmark of sagemaker: CreateAIWorkloadConfig: ") and "\n" not in line
     assert "ResourceInUse" in line or "already exists" in line
@@ -193,20 +204,47 @@ def test_a_refused_config_is_one_line(emulator):
 
 def test_a_job_that_fails_keeps_its_reason_and_no_figures(emulator):
     emulator.model_servers.clear()  # nothing serves the endpoint
-    job = run_job(aws("sagemaker"), aws("s3"), target(), VendorWorkload(10, 5, 1, 2), "fails", FAST)
+    job = quietly(aws("sagemaker"), aws("s3"), target(), VendorWorkload(10, 5, 1, 2), "fails", FAST)
     assert job.status == "Failed" and job.figures is None
     assert job.failure_reason == f"ClientError: no model server for {ENDPOINT} (set emulator.model_servers)"
 
 
 def test_a_job_past_its_budget_is_stopped_and_said_in_one_line(emulator):
+    lines: list[str] = []
     with known_server(ttft=0.5, rate=5.0, tokens=50, tokenize=False) as server:
         emulator.model_servers[ENDPOINT] = server.url
         pacing = Pacing(poll_s=0.05, budget_s=0.2)
         with pytest.raises(RunnerError) as over:
-            run_job(aws("sagemaker"), aws("s3"), target(), VendorWorkload(10, 50, 1, 20), "slow", pacing)
+            run_job(aws("sagemaker"), aws("s3"), target(), VendorWorkload(10, 50, 1, 20), "slow", pacing, lines.append)
     emulator.model_servers.clear()
     assert str(over.value).startswith("vendor benchmark job slow: still InProgress after 0.2 s: stopped")
     assert "slow" in emulator.stopped_benchmark_jobs
+    # The job is Stopping while its requests in flight end, so its config cannot go yet: said, with
+    # the command that deletes it later, not left without a word.
+    assert lines == [
+        "vendor benchmark job slow: its workload config slow is left (DeleteAIWorkloadConfig: ResourceInUse, "
+        "the job still Stopping); delete it once the job has stopped: aws sagemaker delete-ai-workload-config "
+        f"--ai-workload-config-name slow --region {REGION}"
+    ]
+    # It is still there, as said.
+    assert aws("sagemaker").describe_ai_workload_config(AIWorkloadConfigName="slow")["AIWorkloadConfigName"] == "slow"
+
+
+def test_a_jobs_name_holds_the_date_and_keeps_its_level_whatever_the_backends_length():
+    """Names are unique per account and Region and job records stay: the same second on another
+    day is another name, and a long backend name is cut, never the stamp or the level."""
+    from datetime import UTC, datetime
+
+    today = name_stamp(datetime(2026, 12, 7, 17, 46, 47, tzinfo=UTC))
+    tomorrow = name_stamp(datetime(2026, 12, 8, 17, 46, 47, tzinfo=UTC))
+    assert (
+        job_name("sagemaker", f"{today}-20 in, 2 at a time") == "inference-sagemaker-20261207-174647-20-in-2-at-a-time"
+    )
+    assert job_name("sagemaker", f"{tomorrow}-20 in, 2 at a time") != job_name(
+        "sagemaker", f"{today}-20 in, 2 at a time"
+    )
+    long = job_name("a" * 60, f"{today}-2048 in, 64 at a time")
+    assert len(long) == 63 and long.endswith("-20261207-174647-2048-in-64-at-a-time")
 
 
 @pytest.mark.parametrize(
@@ -259,6 +297,7 @@ def test_bench_sets_the_vendors_figures_beside_its_own_for_the_same_endpoint_and
     (path,) = results.glob("*/bench-*.json")
     file = typed(load(path), path)
     (job,) = file.vendor_benchmark
+    assert re.fullmatch(r"inference-sagemaker-\d{8}-\d{6}-20-in-2-at-a-time", job.job_name)
     assert (job.status, job.endpoint, job.workload.concurrency, job.workload.requests) == ("Completed", ENDPOINT, 2, 6)
     assert (job.workload.input_tokens, job.workload.output_tokens) == (20, TOKENS)
     rows = {row.figure: row for row in job.beside}
