@@ -158,6 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="opt-in: after each SageMaker endpoint's levels, AWS's own benchmark job (CreateAIBenchmarkJob, AIPerf) "
         "at the same workload, run as the role, writing to the S3 location; its figures beside ours (bills the job)",
     )
+    parser.add_argument(
+        "--vendor-benchmark-hf-secret",
+        metavar="SECRET_ARN",
+        help="with --vendor-benchmark: a Secrets Manager secret holding a Hugging Face token, for a gated tokenizer "
+        "(the job's role needs secretsmanager:GetSecretValue on it)",
+    )
     add_block_arguments(parser)
     parser.add_argument(
         "--quality",
@@ -191,7 +197,7 @@ WORKLOAD_FLAGS = ("workload", "input_tokens", "output_tokens", "dataset", "goodp
 
 def vendor_option(args: argparse.Namespace) -> None:
     """`--vendor-benchmark` checked before anything is sent: a workload's levels to hand AWS."""
-    args.vendor_benchmark = parse_option(args.vendor_benchmark)
+    args.vendor_benchmark = parse_option(args.vendor_benchmark, args.vendor_benchmark_hf_secret)
     if args.workload == AGENT or not wants_workload(args) or args.find_capacity:
         raise RunnerError(
             "--vendor-benchmark hands AWS's benchmark a workload's closed-loop levels: give --workload NAME or "
@@ -200,7 +206,7 @@ def vendor_option(args: argparse.Namespace) -> None:
 
 
 def vendor_beside(
-    backend: Backend, evidence: Evidence[BenchFile], output_tokens: int | None, option: tuple[str, str]
+    backend: Backend, evidence: Evidence[BenchFile], output_tokens: int | None, option: tuple[str, str, str | None]
 ) -> None:
     """AWS's benchmark of the backend's endpoint at the levels just measured, kept beside them;
     its lines said even when Ctrl-C ends it (a workload config it had to leave among them)."""
@@ -227,6 +233,8 @@ def run(argv: list[str] | None = None) -> int:
     check_level_seconds(args)
     if args.vendor_benchmark is not None:
         vendor_option(args)
+    elif args.vendor_benchmark_hf_secret is not None:
+        raise RunnerError("--vendor-benchmark-hf-secret goes with --vendor-benchmark ROLE_ARN,S3_URI")
     copy_counts(args)
     if scale_out.wanted(args):
         return run_scale_out(args)

@@ -68,11 +68,13 @@ class VendorWorkload(FlatJson):
     # `min_tokens`); AIPerf's `output_tokens_mean` is only a maximum, so the job is told the same.
     forced: bool = False
 
-    def spec(self) -> str:
+    def spec(self, hf_secret: str | None = None) -> str:
         """The inline document (JSON, which the field takes as it takes YAML). A forced length goes
         as AIPerf's extra inputs, space-separated `name:value` pairs added to every request's body
         (AWS's sagemaker-python-sdk Workload writes `extra_inputs` so; AIPerf reads `true` and
-        numbers as such)."""
+        numbers as such). A gated tokenizer's Hugging Face token goes as a Secrets Manager
+        secret's ARN under the top-level `secrets` (`hf_token`), as that SDK sends it; the job's
+        role must be allowed secretsmanager:GetSecretValue on it."""
         parameters: JsonObject = {
             "prompt_input_tokens_mean": self.input_tokens,
             "prompt_input_tokens_stddev": 0,
@@ -86,7 +88,13 @@ class VendorWorkload(FlatJson):
             parameters["tokenizer"] = self.tokenizer
         if self.forced:
             parameters["extra_inputs"] = f"ignore_eos:true min_tokens:{self.output_tokens}"
-        document = {"benchmark": {"type": "aiperf"}, "parameters": parameters, "tooling": {"api_standard": "openai"}}
+        document: JsonObject = {
+            "benchmark": {"type": "aiperf"},
+            "parameters": parameters,
+            "tooling": {"api_standard": "openai"},
+        }
+        if hf_secret:
+            document["secrets"] = {"hf_token": hf_secret}
         return json.dumps(document)
 
 
@@ -180,6 +188,8 @@ class Target:
     component: str | None
     role_arn: str
     output_location: str
+    # A Secrets Manager secret holding a Hugging Face token, for a gated tokenizer.
+    hf_secret: str | None = None
 
 
 @dataclass
@@ -212,9 +222,10 @@ def job_name(backend: str, stamp: str) -> str:
     return f"{head}-{tail}" if head else tail
 
 
-def parse_option(text: str) -> tuple[str, str]:
-    """`--vendor-benchmark ROLE_ARN,s3://BUCKET/PREFIX/`: the role the service runs as and where
-    it writes; bad input is one line."""
+def parse_option(text: str, hf_secret: str | None = None) -> tuple[str, str, str | None]:
+    """`--vendor-benchmark ROLE_ARN,s3://BUCKET/PREFIX/` (the role the service runs as and where
+    it writes) and `--vendor-benchmark-hf-secret ARN` (a Secrets Manager secret, optional); bad
+    input is one line."""
     role, _, output = text.partition(",")
     if not re.fullmatch(r"arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-/]+", role.strip()):
         raise RunnerError(
@@ -222,7 +233,14 @@ def parse_option(text: str) -> tuple[str, str]:
         )
     if not re.fullmatch(r"s3://[^/]+/?.*", output.strip()):
         raise RunnerError(f"--vendor-benchmark {text!r}: expected ROLE_ARN,s3://BUCKET/PREFIX/ (an S3 URI second)")
-    return role.strip(), output.strip()
+    if hf_secret is not None and not re.fullmatch(
+        r"arn:aws[a-z\-]*:secretsmanager:[a-z0-9\-]+:\d{12}:secret:[a-zA-Z0-9/_+=.@\-]+", hf_secret
+    ):
+        raise RunnerError(
+            f"--vendor-benchmark-hf-secret {hf_secret!r}: expected a Secrets Manager secret's ARN "
+            "(arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME), the secret holding the Hugging Face token"
+        )
+    return role.strip(), output.strip(), hf_secret
 
 
 def run_job(
@@ -246,7 +264,8 @@ def run_job(
         ) from None
     try:
         sagemaker.create_ai_workload_config(
-            AIWorkloadConfigName=name, AIWorkloadConfigs={"WorkloadSpec": {"Inline": workload.spec()}}
+            AIWorkloadConfigName=name,
+            AIWorkloadConfigs={"WorkloadSpec": {"Inline": workload.spec(target.hf_secret)}},
         )
     except Exception as error:
         raise RunnerError(f"vendor benchmark of {target.backend}: CreateAIWorkloadConfig: {describe(error)}") from None
@@ -442,7 +461,7 @@ def benchmark_levels(
     backend: Backend,
     records: list[RequestRecord],
     output_tokens: int | None,
-    option: tuple[str, str],
+    option: tuple[str, str, str | None],
     stamp: str,
     notes: list[str],
     pacing: Pacing | None = None,

@@ -12,6 +12,8 @@ job or endpoint that is not there.
   `extra_inputs` as AIPerf reads them: space-separated `name:value` pairs (or a JSON object) added
   to every request's body, `true`/`false` and numbers as such. `output_tokens_mean` is the
   request's max_tokens only: the server stops where it will unless `ignore_eos` says otherwise.
+  The document's top-level `secrets.hf_token` (a Secrets Manager ARN, as AWS's SDK sends it) is
+  read from moto's Secrets Manager when the job starts; one that is not there fails the job.
 - A job runs for real, simply: InProgress, then `request_count` streamed chat completions at
   `concurrency` in flight sent to the endpoint's loopback server (`emulator.model_servers[component
   or endpoint]`, as the runtime serves it), each timed from send to first content and to the end,
@@ -55,6 +57,7 @@ class WorkloadConfig:
     inline: str
     parameters: dict[str, Any]
     created: datetime
+    secrets: dict[str, Any] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -107,8 +110,8 @@ def state(backend: Any) -> tuple[dict[str, WorkloadConfig], dict[str, BenchmarkJ
     return backend.__dict__.setdefault("ai_workload_configs", {}), backend.__dict__.setdefault("ai_benchmark_jobs", {})
 
 
-def parameters_of(inline: str) -> dict[str, Any]:
-    """The document's parameters; a document that is not one, or not AIPerf's, is refused."""
+def document_of(inline: str) -> dict[str, Any]:
+    """The document; one that is not one, or not AIPerf's, is refused."""
     import yaml
     from moto.sagemaker.exceptions import ValidationError
 
@@ -119,8 +122,12 @@ def parameters_of(inline: str) -> dict[str, Any]:
     benchmark = document.get("benchmark") if isinstance(document, dict) else None
     if not isinstance(benchmark, dict) or benchmark.get("type") != "aiperf":
         raise ValidationError(message="WorkloadSpec.Inline must declare a benchmark whose type matches ^(aiperf)$.")
-    parameters = document.get("parameters") or {}
-    return parameters if isinstance(parameters, dict) else {}
+    return document
+
+
+def section(document: dict[str, Any], name: str) -> dict[str, Any]:
+    value = document.get(name) or {}
+    return value if isinstance(value, dict) else {}
 
 
 def interpolated(values: list[float], share: float) -> float:
@@ -239,8 +246,23 @@ def archive(summary: dict[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-def run(emulator: Any, backend: Any, job: BenchmarkJob, parameters: dict[str, Any], s3: Any, now: Callable) -> None:
+def unreadable_secret(job: BenchmarkJob, secrets: dict[str, Any]) -> str | None:
+    """The first of the document's secrets that Secrets Manager does not hold, named."""
+    from moto.secretsmanager.models import secretsmanager_backends
+
+    region, account = job.arn.split(":")[3:5]
+    store = secretsmanager_backends[account][region]
+    for key, secret in secrets.items():
+        try:
+            store.get_secret_value(secret_id=str(secret), version_id=None, version_stage=None)
+        except Exception:
+            return f"{secret} ({key})"
+    return None
+
+
+def run(emulator: Any, backend: Any, job: BenchmarkJob, config: WorkloadConfig, s3: Any, now: Callable) -> None:
     """The job: its requests sent for real, its summary written, its end set."""
+    parameters = config.parameters
 
     def finish(status: str, reason: str = "") -> None:
         job.status, job.failure, job.ended = status, reason, now()
@@ -250,6 +272,10 @@ def run(emulator: Any, backend: Any, job: BenchmarkJob, parameters: dict[str, An
     job.started = now()
     if endpoint is None or endpoint.endpoint_status != "InService":
         finish("Failed", f"ClientError: endpoint {endpoint_name} is not InService")
+        return
+    missing = unreadable_secret(job, config.secrets)
+    if missing:
+        finish("Failed", f"ClientError: cannot read the secret {missing}")
         return
     components = job.target["Endpoint"].get("InferenceComponents") or []
     served = components[0]["Identifier"].rsplit("/", 1)[-1] if components else endpoint_name
@@ -309,8 +335,14 @@ def install(emulator: Any) -> Callable[[], None]:
         if name in configs:
             raise ResourceInUseException(message=f"AI workload config {name} already exists.")
         inline = ((response._get_param("AIWorkloadConfigs") or {}).get("WorkloadSpec") or {}).get("Inline") or ""
+        document = document_of(inline)
         config = WorkloadConfig(
-            name, arn(response, "ai-workload-config", name), inline, parameters_of(inline), utcnow()
+            name,
+            arn(response, "ai-workload-config", name),
+            inline,
+            section(document, "parameters"),
+            utcnow(),
+            section(document, "secrets"),
         )
         configs[name] = config
         return ActionResult({"AIWorkloadConfigArn": config.arn})
@@ -359,7 +391,7 @@ def install(emulator: Any) -> Callable[[], None]:
         jobs[name] = job
         s3 = s3_backends[response.current_account]["aws"]
         threading.Thread(
-            target=run, args=(emulator, backend, job, config.parameters, s3, utcnow), daemon=True, name=f"bench-{name}"
+            target=run, args=(emulator, backend, job, config, s3, utcnow), daemon=True, name=f"bench-{name}"
         ).start()
         return ActionResult({"AIBenchmarkJobArn": job.arn})
 

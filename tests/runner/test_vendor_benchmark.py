@@ -247,6 +247,48 @@ def test_a_jobs_name_holds_the_date_and_keeps_its_level_whatever_the_backends_le
     assert len(long) == 63 and long.endswith("-20261207-174647-2048-in-64-at-a-time")
 
 
+SECRET = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:hf-token"
+
+
+def test_a_gated_tokenizers_token_goes_as_the_documents_secret_and_the_job_reads_it(served, emulator):
+    """`--vendor-benchmark-hf-secret ARN`: the Secrets Manager secret AIPerf downloads a gated
+    tokenizer with, under the document's `secrets` as AWS's SDK sends it; a secret the job cannot
+    read fails the job with its reason."""
+    workload = VendorWorkload(20, 2, 1, 1, "org/gated")
+    assert json.loads(workload.spec(SECRET))["secrets"] == {"hf_token": SECRET}
+    assert "secrets" not in json.loads(workload.spec())
+    missing = quietly(aws("sagemaker"), aws("s3"), target(hf_secret=SECRET), workload, "no-secret", FAST)
+    assert (missing.status, missing.figures) == ("Failed", None)
+    assert missing.failure_reason == f"ClientError: cannot read the secret {SECRET} (hf_token)"
+    secret = aws("secretsmanager").create_secret(Name="hf-token", SecretString="hf_x")["ARN"]
+    read = quietly(aws("sagemaker"), aws("s3"), target(hf_secret=secret), workload, "with-secret", FAST)
+    assert read.status == "Completed" and read.figures.requests == 1
+
+
+@pytest.mark.parametrize(
+    ("secret", "says"),
+    [
+        ("hf_abc", "--vendor-benchmark-hf-secret 'hf_abc': expected a Secrets Manager secret's ARN"),
+        (SECRET, None),
+    ],
+)
+def test_the_secret_option_is_an_arn_and_goes_with_the_benchmark(secret, says):
+    if says:
+        with pytest.raises(RunnerError) as bad:
+            parse_option(f"{ROLE},{OUTPUT}", secret)
+        assert str(bad.value).startswith(says)
+    else:
+        assert parse_option(f"{ROLE},{OUTPUT}", secret) == (ROLE, OUTPUT, secret)
+
+
+def test_the_secret_without_the_benchmark_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main_guard(lambda: bench.run(["--no-aws", "--vendor-benchmark-hf-secret", SECRET]))
+    assert exit_.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "--vendor-benchmark-hf-secret goes with --vendor-benchmark" in line
+
+
 @pytest.mark.parametrize(
     ("text", "says"),
     [("s3://b/p", "an IAM role's ARN first"), (f"{ROLE},b/p", "an S3 URI second")],
@@ -255,7 +297,7 @@ def test_a_bad_option_is_one_line(text, says):
     with pytest.raises(RunnerError) as bad:
         parse_option(text)
     assert says in str(bad.value)
-    assert parse_option(f"{ROLE},{OUTPUT}") == (ROLE, OUTPUT)
+    assert parse_option(f"{ROLE},{OUTPUT}") == (ROLE, OUTPUT, None)
 
 
 def test_an_aiperf_profile_in_another_unit_is_refused_in_one_line():
