@@ -8,9 +8,13 @@ policy that allows the SageMaker AI service to assume it", with `aws:SourceAccou
 `aws:SourceArn` against the confused deputy; "Scope Amazon S3 permissions to specific buckets"),
 and the Service Authorization Reference (CreateAIBenchmarkJob passes the role with
 `iam:PassedToService` sagemaker.amazonaws.com). NOT wired into a stack yet: which further
-permissions the job's own compute needs (its logs, a tokenizer's download) only a real account
-shows, so wiring it in is a change for a deploy review; until then `--vendor-benchmark` takes a
-role of the user's.
+permissions the job's own compute needs only a real account shows, so wiring it in is a change
+for a deploy review; until then `--vendor-benchmark` takes a role of the user's. Unconfirmed, each
+a way a first real job may fail with this role: whether InvokeEndpoint naming an inference
+component is also authorised against the component's ARN (`inference-component/NAME`), not only
+the endpoint's; whether the job's compute writes CloudWatch Logs as this role (logs:*;
+DescribeAIBenchmarkJob returns OutputConfig.CloudWatchLogs); whether writing results needs
+s3:ListBucket or s3:AbortMultipartUpload beside s3:PutObject; and a gated tokenizer's download.
 """
 
 from __future__ import annotations

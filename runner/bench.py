@@ -27,7 +27,7 @@ from runner.core.accuracy import Accuracy, accuracy_by_backend
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError
-from runner.core.evidence import Evidence, load, now_iso
+from runner.core.evidence import Evidence, load
 from runner.core.flags import above, at_least
 from runner.core.records import AgentTask
 from runner.core.typed_json import to_json
@@ -45,7 +45,7 @@ from runner.measure.load import (
     plan_levels,
     read_prompts,
 )
-from runner.measure.vendor_benchmark import benchmark_levels, parse_option
+from runner.measure.vendor_benchmark import benchmark_levels, name_stamp, parse_option
 from runner.measure.workload_in_region import bench_workload_in_region
 from runner.measure.workload_run import BenchPlan, bench_workload
 from runner.workloads import SURVEY_MAX_TOKENS, SURVEY_PROMPT, Turn, Workload
@@ -158,6 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="opt-in: after each SageMaker endpoint's levels, AWS's own benchmark job (CreateAIBenchmarkJob, AIPerf) "
         "at the same workload, run as the role, writing to the S3 location; its figures beside ours (bills the job)",
     )
+    parser.add_argument(
+        "--vendor-benchmark-hf-secret",
+        metavar="SECRET_ARN",
+        help="with --vendor-benchmark: a Secrets Manager secret holding a Hugging Face token, for a gated tokenizer "
+        "(the job's role needs secretsmanager:GetSecretValue on it)",
+    )
     add_block_arguments(parser)
     parser.add_argument(
         "--quality",
@@ -191,7 +197,7 @@ WORKLOAD_FLAGS = ("workload", "input_tokens", "output_tokens", "dataset", "goodp
 
 def vendor_option(args: argparse.Namespace) -> None:
     """`--vendor-benchmark` checked before anything is sent: a workload's levels to hand AWS."""
-    args.vendor_benchmark = parse_option(args.vendor_benchmark)
+    args.vendor_benchmark = parse_option(args.vendor_benchmark, args.vendor_benchmark_hf_secret)
     if args.workload == AGENT or not wants_workload(args) or args.find_capacity:
         raise RunnerError(
             "--vendor-benchmark hands AWS's benchmark a workload's closed-loop levels: give --workload NAME or "
@@ -200,13 +206,17 @@ def vendor_option(args: argparse.Namespace) -> None:
 
 
 def vendor_beside(
-    backend: Backend, evidence: Evidence[BenchFile], output_tokens: int | None, option: tuple[str, str]
+    backend: Backend, evidence: Evidence[BenchFile], output_tokens: int | None, option: tuple[str, str, str | None]
 ) -> None:
-    """AWS's benchmark of the backend's endpoint at the levels just measured, kept beside them."""
-    jobs, lines = benchmark_levels(backend, evidence.file.records, output_tokens, option, now_iso()[11:19])
-    for line in lines:
-        console.print(f"[yellow]note:[/yellow] {line}")
-        evidence.notice(line)
+    """AWS's benchmark of the backend's endpoint at the levels just measured, kept beside them;
+    its lines said even when Ctrl-C ends it (a workload config it had to leave among them)."""
+    lines: list[str] = []
+    try:
+        jobs = benchmark_levels(backend, evidence.file.records, output_tokens, option, name_stamp(), lines)
+    finally:
+        for line in lines:
+            console.print(f"[yellow]note:[/yellow] {line}")
+            evidence.notice(line)
     evidence.file.vendor_benchmark = [*(evidence.file.vendor_benchmark or []), *jobs] or None
     evidence.save()
 
@@ -223,6 +233,8 @@ def run(argv: list[str] | None = None) -> int:
     check_level_seconds(args)
     if args.vendor_benchmark is not None:
         vendor_option(args)
+    elif args.vendor_benchmark_hf_secret is not None:
+        raise RunnerError("--vendor-benchmark-hf-secret goes with --vendor-benchmark ROLE_ARN,S3_URI")
     copy_counts(args)
     if scale_out.wanted(args):
         return run_scale_out(args)

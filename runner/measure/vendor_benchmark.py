@@ -16,7 +16,9 @@ recommendations"); `concurrency`, `request_count`, `streaming` and `tooling.api_
 what AWS's public ml-container-creator sends (templates/do/benchmark). The results are NVIDIA
 AIPerf's: under the output location, in a folder of the job's, an `output.tar.gz` holding
 `profile_export_aiperf.json` (each metric `{unit, avg, p50, p90, p99, ...}`, latencies in ms), as
-that tool downloads and reads them; only a real account confirms the folder's name.
+that tool downloads and reads them; only a real account confirms the folder's name. The location
+is shared by every job and run, so the runner lists it (page by page) before the job and reads
+only what is new or changed after it; more than one such result is one line, never a guess.
 
 A fault is one line. A job that the budget or Ctrl-C leaves running is stopped (StopAIBenchmarkJob)
 before the line, so nothing runs that the run did not say; the workload config is deleted once the
@@ -33,6 +35,7 @@ import tarfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from runner.core.errors import RunnerError, describe
@@ -61,9 +64,17 @@ class VendorWorkload(FlatJson):
     requests: int
     # The tokenizer AIPerf counts and makes prompts with (a Hugging Face model id).
     tokenizer: str | None = None
+    # Whether the runner forced its output length at the level (timing/chat.py: `ignore_eos` and
+    # `min_tokens`); AIPerf's `output_tokens_mean` is only a maximum, so the job is told the same.
+    forced: bool = False
 
-    def spec(self) -> str:
-        """The inline document (JSON, which the field takes as it takes YAML)."""
+    def spec(self, hf_secret: str | None = None) -> str:
+        """The inline document (JSON, which the field takes as it takes YAML). A forced length goes
+        as AIPerf's extra inputs, space-separated `name:value` pairs added to every request's body
+        (AWS's sagemaker-python-sdk Workload writes `extra_inputs` so; AIPerf reads `true` and
+        numbers as such). A gated tokenizer's Hugging Face token goes as a Secrets Manager
+        secret's ARN under the top-level `secrets` (`hf_token`), as that SDK sends it; the job's
+        role must be allowed secretsmanager:GetSecretValue on it."""
         parameters: JsonObject = {
             "prompt_input_tokens_mean": self.input_tokens,
             "prompt_input_tokens_stddev": 0,
@@ -75,7 +86,15 @@ class VendorWorkload(FlatJson):
         }
         if self.tokenizer:
             parameters["tokenizer"] = self.tokenizer
-        document = {"benchmark": {"type": "aiperf"}, "parameters": parameters, "tooling": {"api_standard": "openai"}}
+        if self.forced:
+            parameters["extra_inputs"] = f"ignore_eos:true min_tokens:{self.output_tokens}"
+        document: JsonObject = {
+            "benchmark": {"type": "aiperf"},
+            "parameters": parameters,
+            "tooling": {"api_standard": "openai"},
+        }
+        if hf_secret:
+            document["secrets"] = {"hf_token": hf_secret}
         return json.dumps(document)
 
 
@@ -93,7 +112,13 @@ class VendorFigures(FlatJson):
     @classmethod
     def from_profile(cls, profile: JsonObject, where: str) -> VendorFigures:
         """The figures of a `profile_export_aiperf.json`; a metric it lacks is None, one in a unit
-        not known here is refused in one line."""
+        not known here is refused in one line, and so is a profile with neither a request count
+        nor a first token at its top level (another AIPerf's layout, read as a row of blanks)."""
+        if not {"request_count", "time_to_first_token"} & profile.keys():
+            raise RunnerError(
+                f"{where}: AIPerf's profile holds none of the figures the runner reads (no request_count or "
+                "time_to_first_token at its top level)"
+            )
 
         def metric(name: str, stat: str) -> float | None:
             entry = profile.get(name)
@@ -163,6 +188,8 @@ class Target:
     component: str | None
     role_arn: str
     output_location: str
+    # A Secrets Manager secret holding a Hugging Face token, for a gated tokenizer.
+    hf_secret: str | None = None
 
 
 @dataclass
@@ -177,15 +204,28 @@ class Pacing:
     clock: Callable[[], float] = field(default=time.monotonic)
 
 
+def name_stamp(when: datetime | None = None) -> str:
+    """The date and second (UTC) in a job's name: names are unique per account and Region, and
+    job records stay, so the time of day alone would meet yesterday's job of the same second."""
+    return (when or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
+
+
 def job_name(backend: str, stamp: str) -> str:
-    """A name the API takes (`[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`): the backend's and a stamp."""
-    cleaned = re.sub(r"[^a-zA-Z0-9]+", "-", f"inference-{backend}-{stamp}").strip("-")
-    return cleaned[:63].rstrip("-")
+    """A name the API takes (`[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`): the backend's and a stamp (with
+    the level); past 63 characters the backend's part is cut, never the stamp."""
+
+    def cleaned(text: str) -> str:
+        return re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-")
+
+    tail = cleaned(stamp)[:62]
+    head = cleaned(f"inference-{backend}")[: 62 - len(tail)].rstrip("-")
+    return f"{head}-{tail}" if head else tail
 
 
-def parse_option(text: str) -> tuple[str, str]:
-    """`--vendor-benchmark ROLE_ARN,s3://BUCKET/PREFIX/`: the role the service runs as and where
-    it writes; bad input is one line."""
+def parse_option(text: str, hf_secret: str | None = None) -> tuple[str, str, str | None]:
+    """`--vendor-benchmark ROLE_ARN,s3://BUCKET/PREFIX/` (the role the service runs as and where
+    it writes) and `--vendor-benchmark-hf-secret ARN` (a Secrets Manager secret, optional); bad
+    input is one line."""
     role, _, output = text.partition(",")
     if not re.fullmatch(r"arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-/]+", role.strip()):
         raise RunnerError(
@@ -193,18 +233,39 @@ def parse_option(text: str) -> tuple[str, str]:
         )
     if not re.fullmatch(r"s3://[^/]+/?.*", output.strip()):
         raise RunnerError(f"--vendor-benchmark {text!r}: expected ROLE_ARN,s3://BUCKET/PREFIX/ (an S3 URI second)")
-    return role.strip(), output.strip()
+    if hf_secret is not None and not re.fullmatch(
+        r"arn:aws[a-z\-]*:secretsmanager:[a-z0-9\-]+:\d{12}:secret:[a-zA-Z0-9/_+=.@\-]+", hf_secret
+    ):
+        raise RunnerError(
+            f"--vendor-benchmark-hf-secret {hf_secret!r}: expected a Secrets Manager secret's ARN "
+            "(arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME), the secret holding the Hugging Face token"
+        )
+    return role.strip(), output.strip(), hf_secret
 
 
 def run_job(
-    sagemaker: Any, s3: Any, target: Target, workload: VendorWorkload, name: str, pacing: Pacing
+    sagemaker: Any,
+    s3: Any,
+    target: Target,
+    workload: VendorWorkload,
+    name: str,
+    pacing: Pacing,
+    say: Callable[[str], None],
 ) -> VendorBenchmark:
     """Create the config and the job, watch it to its end, read its figures; the job stopped and
-    the config deleted on the way out whatever happened."""
+    the config deleted on the way out whatever happened (a config that cannot go yet is a line
+    through `say`)."""
     job = VendorBenchmark(target.backend, target.endpoint, name, name, workload, "NotStarted", target.component)
     try:
+        before = listing(s3, target.output_location)
+    except Exception as error:
+        raise RunnerError(
+            f"vendor benchmark of {target.backend}: listing {target.output_location}: {describe(error)}"
+        ) from None
+    try:
         sagemaker.create_ai_workload_config(
-            AIWorkloadConfigName=name, AIWorkloadConfigs={"WorkloadSpec": {"Inline": workload.spec()}}
+            AIWorkloadConfigName=name,
+            AIWorkloadConfigs={"WorkloadSpec": {"Inline": workload.spec(target.hf_secret)}},
         )
     except Exception as error:
         raise RunnerError(f"vendor benchmark of {target.backend}: CreateAIWorkloadConfig: {describe(error)}") from None
@@ -226,12 +287,46 @@ def run_job(
             ) from None
         job = watch(sagemaker, job, pacing)
         if job.status == "Completed":
-            job = read_results(s3, job)
+            job = read_results(s3, job, before)
         return job
     finally:
-        # A config left behind bills nothing; the job's own line says more than a second fault would.
-        with contextlib.suppress(Exception):
-            sagemaker.delete_ai_workload_config(AIWorkloadConfigName=name)
+        left = delete_config(sagemaker, name)
+        if left:
+            say(left)
+
+
+def delete_config(sagemaker: Any, name: str) -> str | None:
+    """The job's workload config deleted; where it cannot be (a stopped job is Stopping for a
+    while, and its config is in use until it ends), the line that says it is left and how to
+    delete it later. A config bills nothing, so it does not hold the run up."""
+    try:
+        sagemaker.delete_ai_workload_config(AIWorkloadConfigName=name)
+        return None
+    except Exception as error:
+        code = getattr(error, "response", {}).get("Error", {}).get("Code")
+        if code == "ResourceNotFound":
+            return None
+        why = (
+            f"ResourceInUse, the job still {job_status(sagemaker, name)}"
+            if code == "ResourceInUse"
+            else describe(error)
+        )
+        region = getattr(getattr(sagemaker, "meta", None), "region_name", None)
+        command = f"aws sagemaker delete-ai-workload-config --ai-workload-config-name {name}" + (
+            f" --region {region}" if region else ""
+        )
+        return (
+            f"vendor benchmark job {name}: its workload config {name} is left (DeleteAIWorkloadConfig: {why}); "
+            f"delete it once the job has stopped: {command}"
+        )
+
+
+def job_status(sagemaker: Any, name: str) -> str:
+    """The job's status as AWS has it now ("not over" where it cannot be read)."""
+    try:
+        return str(sagemaker.describe_ai_benchmark_job(AIBenchmarkJobName=name)["AIBenchmarkJobStatus"])
+    except Exception:
+        return "not over"
 
 
 def watch(sagemaker: Any, job: VendorBenchmark, pacing: Pacing) -> VendorBenchmark:
@@ -280,23 +375,41 @@ def split_s3(uri: str) -> tuple[str, str]:
     return bucket, prefix
 
 
-def read_results(s3: Any, job: VendorBenchmark) -> VendorBenchmark:
-    """AIPerf's summary under the job's output location: the file itself, or inside the archive."""
+def listing(s3: Any, location: str) -> dict[str, object]:
+    """Every key under an S3 location with its LastModified, page by page (a page holds 1000)."""
+    bucket, prefix = split_s3(location)
+    return {
+        item["Key"]: item.get("LastModified")
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        for item in page.get("Contents") or []
+    }
+
+
+def read_results(s3: Any, job: VendorBenchmark, before: dict[str, object]) -> VendorBenchmark:
+    """AIPerf's summary under the job's output location, among the keys new or changed since
+    `before` (the listing taken before the job): the file itself, or inside the archive."""
     assert job.output_location is not None
-    bucket, prefix = split_s3(job.output_location)
+    bucket, _ = split_s3(job.output_location)
     where = f"vendor benchmark job {job.job_name}"
     try:
-        listed = s3.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents") or []
-        keys = [item["Key"] for item in listed]
+        keys = [k for k, modified in listing(s3, job.output_location).items() if before.get(k, ...) != modified]
         plain = [k for k in keys if k.endswith(RESULTS_FILE)]
-        archives = [k for k in keys if k.endswith(RESULTS_ARCHIVE)]
-        if plain:
-            key, text = plain[0], s3.get_object(Bucket=bucket, Key=plain[0])["Body"].read()
-        elif archives:
-            key = archives[0]
-            text = from_archive(s3.get_object(Bucket=bucket, Key=key)["Body"].read(), f"{where}: s3://{bucket}/{key}")
-        else:
-            raise RunnerError(f"{where}: no {RESULTS_FILE} or {RESULTS_ARCHIVE} under {job.output_location}")
+        found = plain or [k for k in keys if k.endswith(RESULTS_ARCHIVE)]
+        if not found:
+            raise RunnerError(
+                f"{where}: no {RESULTS_FILE} or {RESULTS_ARCHIVE} new under {job.output_location} since the job "
+                "was created"
+            )
+        if len(found) > 1:
+            named = ", ".join(f"s3://{bucket}/{k}" for k in found[:3]) + (", ..." if len(found) > 3 else "")
+            raise RunnerError(
+                f"{where}: {len(found)} results new under {job.output_location} since the job was created "
+                f"({named}): not guessing which is its own"
+            )
+        (key,) = found
+        text = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        if not plain:
+            text = from_archive(text, f"{where}: s3://{bucket}/{key}")
     except RunnerError:
         raise
     except Exception as error:
@@ -348,25 +461,27 @@ def benchmark_levels(
     backend: Backend,
     records: list[RequestRecord],
     output_tokens: int | None,
-    option: tuple[str, str],
+    option: tuple[str, str, str | None],
     stamp: str,
+    notes: list[str],
     pacing: Pacing | None = None,
-) -> tuple[list[VendorBenchmark], list[str]]:
+) -> list[VendorBenchmark]:
     """`bench --vendor-benchmark`: one job per closed-loop level the bench ran on this backend's
     SageMaker endpoint, at the level's lengths, concurrency and requests, each beside the level's
-    own figures; what was not benchmarked, and a job that could not run, are lines (the bench's
-    figures stand either way)."""
+    own figures; what was not benchmarked, a job that could not run and a config left behind are
+    lines added to `notes` as they come (kept through Ctrl-C; the bench's figures stand either way)."""
     from runner.cloud.aws import boto_client
 
     output = backend.output
     endpoint = output.endpoint_name if output else None
     if not endpoint:
-        return [], [f"--vendor-benchmark: {backend.name} is not a SageMaker endpoint; AWS's benchmark targets one"]
+        notes.append(f"--vendor-benchmark: {backend.name} is not a SageMaker endpoint; AWS's benchmark targets one")
+        return []
     region = backend.region or (output.region if output else None) or ""
     sagemaker, s3 = boto_client("sagemaker", region, 60), boto_client("s3", region, 60)
     component = getattr(output, "inference_component_name", None)
     target = Target(backend.name, endpoint, component, *option)
-    jobs, notes = [], []
+    jobs = []
     for (_, label), group in level_groups([r for r in records if r.backend == backend.name]).items():
         level = group[0].level
         if level is None or level.mode != "concurrency" or level.stopped_after is not None:
@@ -381,14 +496,17 @@ def benchmark_levels(
             concurrency=int(level.value),
             requests=level.requests or len(group),
             tokenizer=backend.model_id,
+            forced=any(r.forced_length for r in group),
         )
+        left: list[str] = []
         try:
-            job = run_job(
-                sagemaker, s3, target, workload, job_name(backend.name, f"{stamp}-{label}"), pacing or Pacing()
-            )
+            name = job_name(backend.name, f"{stamp}-{label}")
+            job = run_job(sagemaker, s3, target, workload, name, pacing or Pacing(), left.append)
         except RunnerError as error:
             notes.append(str(error))
             continue
+        finally:
+            notes.extend(left)
         if job.figures is not None:
             job = replace(job, beside=beside(level_summary(group), job.figures))
         elif job.status != "Completed":
@@ -396,4 +514,4 @@ def benchmark_levels(
                 f"vendor benchmark job {job.job_name}: {job.status}: {job.failure_reason or 'no reason given'}"
             )
         jobs.append(job)
-    return jobs, notes
+    return jobs

@@ -8,14 +8,21 @@ job or endpoint that is not there.
 - A config's inline document must declare `benchmark.type` matching `^(aiperf)$` (CloudFormation
   reference, AWS::SageMaker::AIWorkloadConfig WorkloadSpec); else ValidationException, in the
   emulator's words. Its `parameters` are read as the developer guide and AWS's ml-container-creator
-  write them (prompt_input_tokens_mean, output_tokens_mean, concurrency, request_count).
+  write them (prompt_input_tokens_mean, output_tokens_mean, concurrency, request_count), and
+  `extra_inputs` as AIPerf reads them: space-separated `name:value` pairs (or a JSON object) added
+  to every request's body, `true`/`false` and numbers as such. `output_tokens_mean` is the
+  request's max_tokens only: the server stops where it will unless `ignore_eos` says otherwise.
+  The document's top-level `secrets.hf_token` (a Secrets Manager ARN, as AWS's SDK sends it) is
+  read from moto's Secrets Manager when the job starts; one that is not there fails the job.
 - A job runs for real, simply: InProgress, then `request_count` streamed chat completions at
   `concurrency` in flight sent to the endpoint's loopback server (`emulator.model_servers[component
   or endpoint]`, as the runtime serves it), each timed from send to first content and to the end,
   summarized as NVIDIA AIPerf summarizes them (`profile_export_aiperf.json`: per metric unit, avg,
   p50, p90, p99 with linear interpolation; latencies in ms; throughputs over the first send to the
   last end) and written, in an `output.tar.gz`, to moto's S3 under the job's output location in a
-  folder named for the job (AWS's folder name, `bmk-...`, only a real account shows); then
+  folder of its own. AWS's folder name only a real account shows; the emulator's is its own
+  guess, `bmk-` and a number that falls with each job, so the newest job's folder is listed first
+  and a reader that takes the first results under a shared location reads another job's. Then
   Completed. An endpoint not InService, a server that fails a request, or an output bucket that is
   not there: Failed with a FailureReason in the emulator's words. StopAIBenchmarkJob: Stopping, then
   Stopped once the requests in flight end.
@@ -26,6 +33,7 @@ job or endpoint that is not there.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import math
 import tarfile
@@ -38,6 +46,8 @@ from datetime import datetime
 from typing import Any
 
 ACTIVE = ("InProgress", "Stopping")
+# The first job's folder number; each later job's is one less, so it is listed before.
+FOLDERS = 999_999
 
 
 @dataclass
@@ -47,6 +57,7 @@ class WorkloadConfig:
     inline: str
     parameters: dict[str, Any]
     created: datetime
+    secrets: dict[str, Any] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -71,6 +82,8 @@ class BenchmarkJob:
     started: datetime | None = None
     ended: datetime | None = None
     stopping: threading.Event = field(default_factory=threading.Event)
+    # Where under the output location its results go (the emulator's guess: see the module).
+    folder: str = ""
 
     def describe(self) -> dict[str, Any]:
         described = {
@@ -97,8 +110,8 @@ def state(backend: Any) -> tuple[dict[str, WorkloadConfig], dict[str, BenchmarkJ
     return backend.__dict__.setdefault("ai_workload_configs", {}), backend.__dict__.setdefault("ai_benchmark_jobs", {})
 
 
-def parameters_of(inline: str) -> dict[str, Any]:
-    """The document's parameters; a document that is not one, or not AIPerf's, is refused."""
+def document_of(inline: str) -> dict[str, Any]:
+    """The document; one that is not one, or not AIPerf's, is refused."""
     import yaml
     from moto.sagemaker.exceptions import ValidationError
 
@@ -109,8 +122,12 @@ def parameters_of(inline: str) -> dict[str, Any]:
     benchmark = document.get("benchmark") if isinstance(document, dict) else None
     if not isinstance(benchmark, dict) or benchmark.get("type") != "aiperf":
         raise ValidationError(message="WorkloadSpec.Inline must declare a benchmark whose type matches ^(aiperf)$.")
-    parameters = document.get("parameters") or {}
-    return parameters if isinstance(parameters, dict) else {}
+    return document
+
+
+def section(document: dict[str, Any], name: str) -> dict[str, Any]:
+    value = document.get(name) or {}
+    return value if isinstance(value, dict) else {}
 
 
 def interpolated(values: list[float], share: float) -> float:
@@ -142,6 +159,32 @@ class Timed:
     tokens: int
 
 
+def coerced(value: str) -> Any:
+    """A `name:value` pair's value as AIPerf takes it: true/false, none/null, a number, or text."""
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if value.lower() in ("none", "null"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def extra_inputs(given: Any) -> dict[str, Any]:
+    """The document's extra inputs as fields of each request's body."""
+    if isinstance(given, dict):
+        return given
+    if not isinstance(given, str) or not given.strip():
+        return {}
+    if given.strip().startswith("{"):
+        return json.loads(given)
+    pairs = (pair.partition(":") for pair in given.split())
+    return {name: coerced(value) for name, _, value in pairs}
+
+
 def one_request(base: str, parameters: dict[str, Any]) -> Timed:
     """One streamed chat completion, timed as AIPerf times it: send, first content, end."""
     import httpx
@@ -154,8 +197,7 @@ def one_request(base: str, parameters: dict[str, Any]) -> Timed:
         "messages": [{"role": "user", "content": " ".join(["word"] * words)}],
         "max_tokens": int(parameters.get("output_tokens_mean") or 100),
         "stream": True,
-        "ignore_eos": True,
-    }
+    } | extra_inputs(parameters.get("extra_inputs"))
     root = base.rstrip("/").removesuffix("/v1")
     sent = time.perf_counter()
     first, tokens = None, 0
@@ -204,8 +246,23 @@ def archive(summary: dict[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-def run(emulator: Any, backend: Any, job: BenchmarkJob, parameters: dict[str, Any], s3: Any, now: Callable) -> None:
+def unreadable_secret(job: BenchmarkJob, secrets: dict[str, Any]) -> str | None:
+    """The first of the document's secrets that Secrets Manager does not hold, named."""
+    from moto.secretsmanager.models import secretsmanager_backends
+
+    region, account = job.arn.split(":")[3:5]
+    store = secretsmanager_backends[account][region]
+    for key, secret in secrets.items():
+        try:
+            store.get_secret_value(secret_id=str(secret), version_id=None, version_stage=None)
+        except Exception:
+            return f"{secret} ({key})"
+    return None
+
+
+def run(emulator: Any, backend: Any, job: BenchmarkJob, config: WorkloadConfig, s3: Any, now: Callable) -> None:
     """The job: its requests sent for real, its summary written, its end set."""
+    parameters = config.parameters
 
     def finish(status: str, reason: str = "") -> None:
         job.status, job.failure, job.ended = status, reason, now()
@@ -215,6 +272,10 @@ def run(emulator: Any, backend: Any, job: BenchmarkJob, parameters: dict[str, An
     job.started = now()
     if endpoint is None or endpoint.endpoint_status != "InService":
         finish("Failed", f"ClientError: endpoint {endpoint_name} is not InService")
+        return
+    missing = unreadable_secret(job, config.secrets)
+    if missing:
+        finish("Failed", f"ClientError: cannot read the secret {missing}")
         return
     components = job.target["Endpoint"].get("InferenceComponents") or []
     served = components[0]["Identifier"].rsplit("/", 1)[-1] if components else endpoint_name
@@ -245,7 +306,7 @@ def run(emulator: Any, backend: Any, job: BenchmarkJob, parameters: dict[str, An
         finish("Stopped")
         return
     bucket, _, prefix = job.output.removeprefix("s3://").partition("/")
-    key = f"{prefix.rstrip('/')}/{job.name}/output.tar.gz".lstrip("/")
+    key = f"{prefix.rstrip('/')}/{job.folder}/output.tar.gz".lstrip("/")
     try:
         s3.put_object(bucket, key, archive(profile(timed)))
     except Exception as error:
@@ -274,8 +335,14 @@ def install(emulator: Any) -> Callable[[], None]:
         if name in configs:
             raise ResourceInUseException(message=f"AI workload config {name} already exists.")
         inline = ((response._get_param("AIWorkloadConfigs") or {}).get("WorkloadSpec") or {}).get("Inline") or ""
+        document = document_of(inline)
         config = WorkloadConfig(
-            name, arn(response, "ai-workload-config", name), inline, parameters_of(inline), utcnow()
+            name,
+            arn(response, "ai-workload-config", name),
+            inline,
+            section(document, "parameters"),
+            utcnow(),
+            section(document, "secrets"),
         )
         configs[name] = config
         return ActionResult({"AIWorkloadConfigArn": config.arn})
@@ -319,11 +386,12 @@ def install(emulator: Any) -> Callable[[], None]:
             response._get_param("AIWorkloadConfigIdentifier"),
             response._get_param("RoleArn"),
             utcnow(),
+            folder=f"bmk-{FOLDERS - next(emulator.benchmark_folders):06d}",
         )
         jobs[name] = job
         s3 = s3_backends[response.current_account]["aws"]
         threading.Thread(
-            target=run, args=(emulator, backend, job, config.parameters, s3, utcnow), daemon=True, name=f"bench-{name}"
+            target=run, args=(emulator, backend, job, config, s3, utcnow), daemon=True, name=f"bench-{name}"
         ).start()
         return ActionResult({"AIBenchmarkJobArn": job.arn})
 
@@ -352,6 +420,7 @@ def install(emulator: Any) -> Callable[[], None]:
         return ActionResult({"AIBenchmarkJobArn": job.arn})
 
     emulator.stopped_benchmark_jobs = []
+    emulator.benchmark_folders = itertools.count()
     added = {
         "create_ai_workload_config": create_ai_workload_config,
         "describe_ai_workload_config": describe_ai_workload_config,
