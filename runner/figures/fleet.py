@@ -165,3 +165,7 @@ class FleetCopies(FlatJson):
     concurrency_threshold: int | None = where_set()
     counts: list[CopyCount] = field(default_factory=list)
     restored: str | None = where_set()
+    # What was done to the component's scalable target for the counts (dynamic scaling suspended),
+    # and what was done to put its SuspendedState back.
+    scaling: str | None = where_set()
+    scaling_restored: str | None = where_set()

@@ -25,6 +25,12 @@ What it follows, and where AWS says it:
   scale-out during it goes ahead); the stack's values, 60 s and 600 s
   (inference_constructs/endpoint_scaling.py).
 
+- a suspended scalable target: with `DynamicScalingOutSuspended` (or `...InSuspended`) in the
+  target's SuspendedState, as RegisterScalableTarget stores it (moto keeps it), the policy does not
+  scale out (in) (Application Auto Scaling API reference, SuspendedState: "Whether scale out by a
+  target tracking scaling policy or a step scaling policy is suspended"; user guide, "Suspend and
+  resume scaling for Application Auto Scaling"). No target registered: the policy acts.
+
 Every AWS time (period, cooldowns) is multiplied by `time_scale` (0.02: a 10 s period is 0.2 s);
 the copy's start is given in the emulator's own seconds. A step out of zero is not here: the
 runtime's leave-zero (tests/aws_emulator/sagemaker_runtime.py) plays the alarm on
@@ -42,7 +48,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.aws_emulator.inference_components import Component, components
+from tests.aws_emulator.inference_components import COPY_DIMENSION, Component, components
 from tests.aws_emulator.routing import Fleet
 
 
@@ -111,6 +117,18 @@ class ComponentScaling:
                     return backend, found
         raise LookupError(f"no inference component {self.policy.component}")
 
+    def suspended(self) -> dict[str, bool]:
+        """The SuspendedState of the component's scalable target, where one is registered."""
+        from moto.applicationautoscaling.models import applicationautoscaling_backends
+
+        resource = f"inference-component/{self.policy.component}"
+        for account in list(applicationautoscaling_backends):
+            for region in list(applicationautoscaling_backends[account]):
+                targets = applicationautoscaling_backends[account][region].targets.get(COPY_DIMENSION) or {}
+                if resource in targets:
+                    return dict(targets[resource].suspended_state or {})
+        return {}
+
     def in_flight(self) -> int:
         return sum(copy.in_flight for copy in self.fleet.all)
 
@@ -141,9 +159,10 @@ class ComponentScaling:
         wanted = max(policy.min_copies, min(policy.max_copies, wanted))
         high = len(recent) >= timing.out_datapoints and all(v > policy.target for v in recent[-timing.out_datapoints :])
         low = len(recent) >= timing.in_datapoints and all(v < policy.target for v in recent[-timing.in_datapoints :])
-        if high and wanted > current and now >= self.out_until:
+        suspended = self.suspended()
+        if high and wanted > current and now >= self.out_until and not suspended.get("DynamicScalingOutSuspended"):
             self.scale(component, current, wanted, timing.scale_out_cooldown_s, out=True)
-        elif low and wanted < current and now >= self.in_until:
+        elif low and wanted < current and now >= self.in_until and not suspended.get("DynamicScalingInSuspended"):
             self.scale(component, current, wanted, timing.scale_in_cooldown_s, out=False)
 
     def scale(self, component: Component, current: int, wanted: int, cooldown_s: float, *, out: bool) -> None:

@@ -35,7 +35,8 @@ from runner.workloads.slo import Slo
 from tests.aws_emulator import emulated_aws
 from tests.aws_emulator.account import ACCOUNT
 from tests.aws_emulator.component_fleet import fleet_behind
-from tests.aws_emulator.inference_components import components
+from tests.aws_emulator.component_scaling import TargetTracking, tracking
+from tests.aws_emulator.inference_components import COPY_DIMENSION, components
 from tests.runner.known_server import known_server
 
 REGION = "us-east-1"
@@ -404,3 +405,85 @@ def test_each_length_has_its_shared_share_and_a_marked_count_no_efficiency():
         CopyCount(4, 0.9, input_tokens=1000, capacity=found(10)),
     ])  # fmt: skip
     assert [(c.efficiency, c.ideal) for c in counts] == [(1.0, 3), (None, None), (round(10 / 12, 3), 12)]
+
+
+def scalable_target(maximum: int) -> dict:
+    """The stack's scalable target on the component's copies (inference_constructs/endpoint_scaling.py)."""
+    scaling = aws("application-autoscaling")
+    scaling.register_scalable_target(
+        ServiceNamespace="sagemaker",
+        ResourceId=f"inference-component/{COMPONENT}",
+        ScalableDimension=COPY_DIMENSION,
+        MinCapacity=0,
+        MaxCapacity=maximum,
+    )
+    return described_target()
+
+
+def described_target() -> dict:
+    (target,) = aws("application-autoscaling").describe_scalable_targets(
+        ServiceNamespace="sagemaker", ResourceIds=[f"inference-component/{COMPONENT}"]
+    )["ScalableTargets"]
+    return target
+
+
+# Target tracking that would add a copy at any level of the search: each level keeps at least one
+# request per copy in flight, over the target of 0.5 a copy (tests/aws_emulator/component_scaling.py).
+EAGER = {"target": 0.5, "min_copies": 1, "max_copies": 3, "copy_start_s": 0.05, "time_scale": 0.02}
+
+
+@pytest.mark.emulator
+def test_target_tracking_is_suspended_for_the_counts_so_the_copies_hold_and_its_state_is_put_back(deployed, tmp_path):
+    """Application Auto Scaling owns DesiredCopyCount: its policies act whatever was set by hand
+    unless the target's dynamic scaling is suspended (API reference, SuspendedState). 2 copies is
+    above this target's MaxCapacity of 1: said, and measured, held while suspended."""
+    before = scalable_target(maximum=1)
+    try:
+        with ExitStack() as stack:
+            running = servers(stack, 3)
+            fleet = stack.enter_context(fleet_behind(deployed, COMPONENT, [s.url for s in running]))
+            policy = TargetTracking(COMPONENT, **EAGER)
+            simulation = stack.enter_context(tracking(deployed, fleet.fleet, policy))
+            code, evidence = copies_bench(tmp_path, "2")
+        after = described_target()
+    finally:
+        aws("application-autoscaling").deregister_scalable_target(
+            ServiceNamespace="sagemaker",
+            ResourceId=f"inference-component/{COMPONENT}",
+            ScalableDimension=COPY_DIMENSION,
+        )
+    assert code == 0
+    assert simulation.datapoints and simulation.activities == []  # the policy saw the load and did not act
+    (measured,) = evidence.fleet or []
+    (count,) = measured.counts
+    assert count.marked is None and count.found is not None and abs(count.found - 2 * SLOTS) <= 1
+    assert measured.scaling == (
+        f"its dynamic scaling suspended for the counts (inference-component/{COMPONENT} DesiredCopyCount 0-1; "
+        "it was: nothing suspended)"
+    )
+    assert measured.scaling_restored == "its scaling put back as it was (nothing suspended)"
+    assert not any((before.get("SuspendedState") or {}).values())
+    assert after["SuspendedState"] == {
+        "DynamicScalingInSuspended": False, "DynamicScalingOutSuspended": False, "ScheduledScalingSuspended": False
+    }  # fmt: skip
+    assert (after["MinCapacity"], after["MaxCapacity"]) == (0, 1)
+    (above,) = [n for n in evidence.notices if "above its scalable target's MaxCapacity" in n]
+    assert above.startswith("sagemaker-components: 2 copies is above its scalable target's MaxCapacity")
+
+
+@pytest.mark.emulator
+def test_copies_a_policy_moved_during_a_level_mark_the_count(deployed, tmp_path):
+    """No scalable target to suspend (none registered): the simulation's policy acts, and the
+    look after the level sees DesiredCopyCount moved."""
+    with ExitStack() as stack:
+        running = servers(stack, 3)
+        fleet = stack.enter_context(fleet_behind(deployed, COMPONENT, [s.url for s in running]))
+        simulation = stack.enter_context(tracking(deployed, fleet.fleet, TargetTracking(COMPONENT, **EAGER)))
+        code, evidence = copies_bench(tmp_path, "1")
+    assert code == 0 and simulation.activities  # the level's requests were answered, and kept
+    (measured,) = evidence.fleet or []
+    (count,) = measured.counts
+    assert measured.scaling == "no scalable target on its copies (DescribeScalableTargets): nothing to suspend"
+    assert count.capacity is None and count.efficiency is None
+    assert count.marked.startswith(f"1 copy, {SLOTS} at a time: the copies moved during the level")
+    assert count.marked.endswith("not 1): not the fleet's capacity at this count")
