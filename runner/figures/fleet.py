@@ -143,6 +143,10 @@ class CopyCount(FlatJson):
     marked: str | None = where_set()
     efficiency: float | None = where_set()
     ideal: float | None = where_set()
+    # The endpoint's instances in service at this count (DescribeEndpoint CurrentInstanceCount), and
+    # a note where the routing named was not what served it (PREFIX_AWARE on one instance).
+    instances: int | None = where_set()
+    routing_note: str | None = where_set()
 
     @property
     def found(self) -> float | None:

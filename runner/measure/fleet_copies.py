@@ -45,9 +45,12 @@ from runner.measure.load import LoadLevel, parse_numbers
 from runner.measure.records import warm_up
 from runner.measure.workload_run import Advance, BackendRun, BenchPlan
 
-# What SageMaker routes by when a variant has no RoutingConfig (API reference,
-# ProductionVariantRoutingConfig: "LEAST_OUTSTANDING_REQUESTS ... the default").
+# What the runner assumes a variant without RoutingConfig routes by (the stack always sets one;
+# neither the API reference nor botocore's model names a default).
 DEFAULT_ROUTING = "LEAST_OUTSTANDING_REQUESTS"
+# Prefix-aware routing needs two instances (botocore's sagemaker model, RoutingStrategy: "The
+# endpoint applies prefix-aware routing only when two or more instances can serve the request").
+PREFIX_AWARE = "PREFIX_AWARE"
 # How long a change of copies may take: a copy past the instances running needs a new instance,
 # and SageMaker's guide says provisioning takes several minutes.
 COPIES_WAIT_S = 900.0
@@ -117,6 +120,12 @@ class ComponentCopies:
             if variant in (None, entry.get("VariantName")):
                 return entry.get("RoutingConfig") or {}
         return {}
+
+    def instances(self) -> int | None:
+        """The endpoint's instances in service (None: DescribeEndpoint gives no CurrentInstanceCount)."""
+        variants = self.client.describe_endpoint(EndpointName=self.endpoint).get("ProductionVariants") or []
+        counts = [v.get("CurrentInstanceCount") for v in variants]
+        return None if not counts or None in counts else sum(int(c) for c in counts)
 
     def set(self, copies: int) -> None:
         self.client.update_inference_component_runtime_config(
@@ -386,6 +395,7 @@ def measure_count(
         late = f"{copies_text(count)}: DescribeInferenceComponent: {describe(error)}"
     if late:
         return marked(late)
+    instances, routing_note = served_by(copies, backend.name, count, evidence)
     run = CopiesRun(backend, CopiesPlan.at(plan, count), evidence, advance, copies)
     run.run()
     return [
@@ -395,9 +405,31 @@ def measure_count(
             input_tokens=n,
             capacity=run.found.get(n),
             marked=None if n in run.found else run.marked.get(n, "not searched"),
+            instances=instances,
+            routing_note=routing_note,
         )
         for n in lengths
     ]
+
+
+def served_by(
+    copies: ComponentCopies, backend: str, count: int, evidence: Evidence[BenchFile]
+) -> tuple[int | None, str | None]:
+    """The endpoint's instances at this count, and a note where PREFIX_AWARE cannot apply (one instance)."""
+    try:
+        instances = copies.instances()
+        strategy = copies.routing().get("RoutingStrategy")
+    except Exception as error:
+        say(evidence, f"{backend}: {copies_text(count)}: its instances could not be read: {describe(error)}")
+        return None, None
+    if strategy != PREFIX_AWARE or instances != 1:
+        return instances, None
+    note = (
+        f"{PREFIX_AWARE} with {copies_text(count)} on 1 instance: prefix-aware routing applies only when two or "
+        "more instances can serve the request, so these copies were not routed by prefix"
+    )
+    say(evidence, f"{backend}: {note}")
+    return instances, note
 
 
 def with_scaling(counts: list[CopyCount]) -> list[CopyCount]:

@@ -27,7 +27,7 @@ from runner.core.evidence import Evidence, strict_json
 from runner.figures.capacity import CapacityFound
 from runner.figures.fleet import CopyCount
 from runner.measure.bench_file import BenchFile
-from runner.measure.fleet_copies import ComponentCopies, give_back, shared_share, with_scaling
+from runner.measure.fleet_copies import ComponentCopies, give_back, served_by, shared_share, with_scaling
 from runner.measure.workload_run import BenchPlan
 from runner.render.bench import fleet_table
 from runner.workloads import Workload
@@ -160,6 +160,7 @@ def test_capacity_at_each_copy_count_is_the_servers_and_scales_as_they_do(deploy
     # N copies of SLOTS at once each: N x SLOTS requests in flight meet the objective, one more waits.
     for count in measured.counts:
         assert count.found is not None and abs(count.found - count.copies * SLOTS) <= 1, count
+        assert count.instances == 1 and count.routing_note is None  # one ml.g6.12xlarge holds four
         assert count.shared_share == 0.0
     one = measured.counts[0].found
     for count in measured.counts:
@@ -487,3 +488,43 @@ def test_copies_a_policy_moved_during_a_level_mark_the_count(deployed, tmp_path)
     assert count.capacity is None and count.efficiency is None
     assert count.marked.startswith(f"1 copy, {SLOTS} at a time: the copies moved during the level")
     assert count.marked.endswith("not 1): not the fleet's capacity at this count")
+
+
+def test_a_prefix_aware_count_on_one_instance_is_noted_with_the_instances_it_ran_on(emulator, tmp_path):
+    """botocore's sagemaker model, RoutingStrategy: "The endpoint applies prefix-aware routing only
+    when two or more instances can serve the request": two copies packed on one ml.g6.12xlarge are
+    not routed by prefix, whatever the variant says."""
+    sagemaker, name = aws("sagemaker"), "prefix-aware"
+    routing = {"RoutingStrategy": "PREFIX_AWARE",
+               "PrefixAwareRoutingConfig": {"PrefixLength": 1024, "ConcurrencyThreshold": 4}}  # fmt: skip
+    sagemaker.create_endpoint_config(
+        EndpointConfigName=name,
+        ExecutionRoleArn=ROLE,
+        ProductionVariants=[{"VariantName": "AllTraffic", "InstanceType": "ml.g6.12xlarge", "InitialInstanceCount": 1,
+                             "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 0,
+                                                        "MaxInstanceCount": 2}, "RoutingConfig": routing}],
+    )  # fmt: skip
+    sagemaker.create_endpoint(EndpointName=name, EndpointConfigName=name, Tags=TAGS)
+    sagemaker.create_inference_component(
+        InferenceComponentName=name, EndpointName=name, VariantName="AllTraffic", RuntimeConfig={"CopyCount": 2},
+        Specification={"ModelName": "inference-model", "ComputeResourceRequirements": {
+            "NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 1024}},
+    )  # fmt: skip
+    copies = ComponentCopies.__new__(ComponentCopies)
+    copies.endpoint, copies.component, copies.poll_s, copies.client = name, name, 0, sagemaker
+    evidence = Evidence(BenchFile, {}, tmp_path)
+    try:
+        instances, note = served_by(copies, "sagemaker-components", 2, evidence)
+        # Five one-GPU copies need a second instance of four GPUs: routed by prefix, no note.
+        copies.set(5)
+        five = served_by(copies, "sagemaker-components", 5, evidence)
+    finally:
+        sagemaker.delete_inference_component(InferenceComponentName=name)
+        sagemaker.delete_endpoint(EndpointName=name)
+        sagemaker.delete_endpoint_config(EndpointConfigName=name)
+    assert instances == 1 and note == (
+        "PREFIX_AWARE with 2 copies on 1 instance: prefix-aware routing applies only when two or more instances can "
+        "serve the request, so these copies were not routed by prefix"
+    )
+    assert evidence.file.notices == [f"sagemaker-components: {note}"]
+    assert five == (2, None)
