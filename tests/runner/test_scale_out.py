@@ -25,6 +25,7 @@ from runner.measure.bench_file import BenchFile
 from runner.measure.sagemaker import InferenceComponentStreamClient
 from tests.aws_emulator import emulated_aws
 from tests.aws_emulator.component_scaling import TargetTracking, tracking
+from tests.aws_emulator.inference_components import COPY_DIMENSION
 from tests.aws_emulator.routing import RoutingConfig, routed_fleet
 from tests.aws_emulator.sagemaker_runtime import hold_copies_at_zero
 from tests.runner.known_server import known_server
@@ -42,12 +43,33 @@ def sagemaker():
     return boto3.client("sagemaker", region_name=REGION)
 
 
+ALARM = f"{COMPONENT}-no-capacity"
+TARGET = {"ServiceNamespace": "sagemaker", "ResourceId": f"inference-component/{COMPONENT}",
+          "ScalableDimension": COPY_DIMENSION}  # fmt: skip
+
+
+def from_zero_scaling(min_copies: int = 0, actions: bool = True) -> None:
+    """What the stack sets up at minCopies 0 (inference_constructs/endpoint_scaling.py): the scalable
+    target from 0 copies, and the alarm on NoCapacityInvocationFailures, its actions on or off."""
+    boto3.client("application-autoscaling", region_name=REGION).register_scalable_target(
+        **TARGET, MinCapacity=min_copies, MaxCapacity=4
+    )
+    boto3.client("cloudwatch", region_name=REGION).put_metric_alarm(
+        AlarmName=ALARM, ActionsEnabled=actions, Namespace="AWS/SageMaker", MetricName="NoCapacityInvocationFailures",
+        Dimensions=[{"Name": "InferenceComponentName", "Value": COMPONENT}], Statistic="Sum", Period=60,
+        EvaluationPeriods=1, Threshold=1, ComparisonOperator="GreaterThanThreshold",
+    )  # fmt: skip
+
+
 @pytest.fixture
 def deployed(emulator):
-    """The catalog's endpoint of inference components at one copy; removed afterwards."""
+    """The catalog's endpoint of inference components at one copy, able to leave zero; removed afterwards."""
     endpoint(ENDPOINT, max_instances=4)
     component(COMPONENT, ENDPOINT)
+    from_zero_scaling()
     yield emulator
+    boto3.client("application-autoscaling", region_name=REGION).deregister_scalable_target(**TARGET)
+    boto3.client("cloudwatch", region_name=REGION).delete_alarms(AlarmNames=[ALARM])
     client = sagemaker()
     client.delete_inference_component(InferenceComponentName=COMPONENT)
     client.delete_endpoint(EndpointName=ENDPOINT)
@@ -57,9 +79,10 @@ def deployed(emulator):
     hold_copies_at_zero(emulator, COMPONENT, 0.0)
 
 
-def run_bench(tmp_path: Path, *flags: str) -> tuple[int, BenchFile, dict]:
+def run_bench(tmp_path: Path, *flags: str, **fields) -> tuple[int, BenchFile, dict]:
     outputs = tmp_path / "outputs.json"
-    stack = {"BackendSagemakerComponents": json.dumps(output(max_copies=4, max_instances=4).to_json())}
+    settings = {"max_copies": 4, "max_instances": 4, "no_capacity_alarm": ALARM} | fields
+    stack = {"BackendSagemakerComponents": json.dumps(output(**settings).to_json())}
     outputs.write_text(json.dumps({"InferenceSageMakerStack": stack}))
     results = tmp_path / "bench"
     code = bench.run(
@@ -163,6 +186,38 @@ def test_a_server_that_fails_ends_the_repeats_in_one_line_and_still_gives_the_co
     assert not run.ok and run.error and "\n" not in run.error
     assert any(line.startswith("sagemaker-components from zero, repeat 1: ") for line in data["notices"])
     assert copies_now() == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("setup", "fields", "missing"),
+    [
+        (None, {"no_capacity_alarm": None}, "no no-capacity alarm in its stack output (the stack makes one only at "
+                                            "minCopies 0)"),
+        ({"actions": False}, {}, f"its alarm {ALARM} has its actions disabled (the time-to-live; runner.up brings it "
+                                 "back)"),
+        ({"min_copies": 1}, {}, f"its scalable target's MinCapacity is 1, not 0 (inference-component/{COMPONENT} "
+                                "DesiredCopyCount 1-4)"),
+    ],
+)  # fmt: skip
+def test_from_zero_without_what_starts_a_copy_is_one_line_and_the_copies_untouched(
+    deployed, tmp_path, setup, fields, missing
+):
+    """Nothing leaves zero without the no-capacity alarm acting and a target whose MinCapacity is 0:
+    target tracking has no per-copy datapoint at zero copies (SageMaker developer guide, "Scale an
+    endpoint to zero instances"), and Application Auto Scaling keeps copies within the target's
+    bounds (RegisterScalableTarget). Each repeat would wait its whole budget for a copy."""
+    if setup:
+        from_zero_scaling(**setup)
+    modified = sagemaker().describe_inference_component(InferenceComponentName=COMPONENT)["LastModifiedTime"]
+    code, file, data = run_bench(tmp_path, "--from-zero", "2", **fields)
+    assert code == 1 and not file.from_zero
+    assert [n for n in data["notices"] if "--from-zero" in n] == [
+        f"sagemaker-components: --from-zero skipped: {missing}: nothing would start a copy from zero; its copies "
+        "left as they are"
+    ]
+    # No change of copies was asked for: the component is as it was.
+    described = sagemaker().describe_inference_component(InferenceComponentName=COMPONENT)
+    assert described["LastModifiedTime"] == modified and copies_now() == (1, 1)
 
 
 @pytest.mark.parametrize(
