@@ -7,7 +7,8 @@ Application Auto Scaling owns that dimension: its policies act on DesiredCopyCou
 runner set by hand. A measurement that sets the copies itself suspends dynamic scaling first
 (RegisterScalableTarget again with the same bounds and a SuspendedState: Application Auto Scaling
 API reference, SuspendedState, "DynamicScalingInSuspended / DynamicScalingOutSuspended") and puts
-the state it found back at the end.
+the state it found back at the end. Here too: the instances an endpoint has in service, which
+both the copies' measurements record.
 """
 
 from __future__ import annotations
@@ -89,3 +90,11 @@ def restore_command(target: CopyTarget) -> str:
         f"--resource-id {resource_id(target.component)} --scalable-dimension {DIMENSION} "
         f"--min-capacity {target.min_capacity} --max-capacity {target.max_capacity} --suspended-state {state}"
     )
+
+
+def instances_in_service(client: Any, endpoint: str) -> int | None:
+    """DescribeEndpoint's CurrentInstanceCount over its variants; None where a variant gives none
+    (the field is optional in ProductionVariantSummary: unknown, not zero)."""
+    variants = client.describe_endpoint(EndpointName=endpoint).get("ProductionVariants") or []
+    counts = [v.get("CurrentInstanceCount") for v in variants]
+    return None if not counts or None in counts else sum(int(c) for c in counts)

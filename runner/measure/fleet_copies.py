@@ -40,7 +40,14 @@ from runner.figures.capacity import CapacityFound
 from runner.figures.fleet import CopyCount, FleetCopies, FleetPoint, scaling
 from runner.figures.levels import LevelSummary
 from runner.measure.bench_file import BenchFile
-from runner.measure.copy_target import CopyTarget, dynamic_held, read_target, register, restore_command
+from runner.measure.copy_target import (
+    CopyTarget,
+    dynamic_held,
+    instances_in_service,
+    read_target,
+    register,
+    restore_command,
+)
 from runner.measure.load import LoadLevel, parse_numbers
 from runner.measure.records import warm_up
 from runner.measure.workload_run import Advance, BackendRun, BenchPlan
@@ -123,9 +130,7 @@ class ComponentCopies:
 
     def instances(self) -> int | None:
         """The endpoint's instances in service (None: DescribeEndpoint gives no CurrentInstanceCount)."""
-        variants = self.client.describe_endpoint(EndpointName=self.endpoint).get("ProductionVariants") or []
-        counts = [v.get("CurrentInstanceCount") for v in variants]
-        return None if not counts or None in counts else sum(int(c) for c in counts)
+        return instances_in_service(self.client, self.endpoint)
 
     def set(self, copies: int) -> None:
         self.client.update_inference_component_runtime_config(

@@ -38,7 +38,7 @@ from runner.core.records import RequestRecord
 from runner.figures.scale_out import FromZeroRun, StepLoad, catch_up, windows
 from runner.measure import ChatRequest, timed_client_for
 from runner.measure.bench_file import BenchFile
-from runner.measure.copy_target import read_target
+from runner.measure.copy_target import instances_in_service, read_target
 from runner.measure.load import parse_numbers
 from runner.workloads.slo import parse_goodput
 
@@ -191,11 +191,22 @@ class Copies:
         )
 
     def instances(self) -> int | None:
+        """The endpoint's instances in service; None when unknown (unread, or no CurrentInstanceCount)."""
         try:
-            variants = self.client.describe_endpoint(EndpointName=self.endpoint).get("ProductionVariants") or []
+            return instances_in_service(self.client, self.endpoint)
         except Exception:
             return None
-        return sum(int(v.get("CurrentInstanceCount") or 0) for v in variants)
+
+    def most_copies(self, output_max: int | None) -> tuple[int | None, str]:
+        """The most copies its policies may scale to, and where that was read: the scalable target's
+        MaxCapacity, else the stack output's max copies (the target unread)."""
+        try:
+            target = read_target(boto_client("application-autoscaling", self.region, self.timeout_s), self.name)
+        except Exception as error:
+            return output_max, f"its stack output's max copies (the scalable target unread: {describe(error)})"
+        if target is None:
+            return 0, "no scalable target on its copies: no policy scales them"
+        return target.max_capacity, f"its scalable target's MaxCapacity ({target.bounds()})"
 
     def billing(self) -> str:
         """What the endpoint bills now, in words."""
@@ -470,6 +481,14 @@ def step_load(
     timeout_s: float,
     evidence: Evidence[BenchFile],
 ) -> None:
+    most, read = copies.most_copies(backend.output.max_copies if backend.output else None)
+    now = copies.current()
+    if most is not None and most <= max(1, now or 0):
+        say(
+            evidence,
+            f"{backend.name}: --step-load: its copies cannot scale out ({read}; {now} in service): the step "
+            "measures what they do with the load as they are",
+        )
     stepper = StepRun(backend, copies, plan, request, timeout_s)
     try:
         step = stepper.run()

@@ -272,6 +272,10 @@ def test_a_step_that_no_copy_follows_is_marked_never_caught_up_with_what_was_sam
     slo_ms, before_s, after_s, sample_s = 400, 0.6, 1.2, 0.3
     one_at_a_time = COPY | {"max_running": 1}
     assert COPY["ttft"] * 1000 < slo_ms < (COPY["ttft"] + 3 * SERVICE_S) * 1000
+    # The scalable target as the stack registers it at the default maxCopies of 1.
+    boto3.client("application-autoscaling", region_name=REGION).register_scalable_target(
+        **TARGET, MinCapacity=0, MaxCapacity=1
+    )
     with fleet_of(deployed, 1, **one_at_a_time):
         code, file, data = run_bench(
             tmp_path, "--step-load", "1,4", "--goodput", f"ttft:{slo_ms}",
@@ -289,6 +293,13 @@ def test_a_step_that_no_copy_follows_is_marked_never_caught_up_with_what_was_sam
     assert step.failed == 0 and step.requests > 0
     line = f"sagemaker-components: the step 1 -> 4 never caught up within {after_s:g} s"
     assert any(n.startswith(line) for n in data["notices"]) and line in said.err.replace("\n", " ")
+    # Said before the step: a target whose MaxCapacity is 1 lets no policy add a copy.
+    cannot = (
+        "sagemaker-components: --step-load: its copies cannot scale out (its scalable target's MaxCapacity "
+        f"(inference-component/{COMPONENT} DesiredCopyCount 0-1); 1 in service): the step measures what they do "
+        "with the load as they are"
+    )
+    assert data["notices"].index(cannot) < next(i for i, n in enumerate(data["notices"]) if n.startswith(line))
     assert f"never caught up (> {after_s:g})" in said.out
 
 
@@ -324,3 +335,25 @@ def test_a_4x_step_is_caught_up_when_the_copies_target_tracking_adds_are_in_serv
     assert caught.caught_up
     assert soonest - sample_s <= caught.missed_s <= latest + drain + sample_s + 0.3
     assert f"TTFT p95 objective {slo_ms} ms" in capsys.readouterr().out
+
+
+def test_an_endpoint_that_gives_no_instance_count_bills_an_unknown_number_not_nothing(deployed):
+    """CurrentInstanceCount is optional in DescribeEndpoint's ProductionVariantSummary (botocore's
+    sagemaker model): absent, what bills is unknown."""
+    from moto.sagemaker.models import sagemaker_backends
+
+    from runner.measure.scale_out import Copies
+    from tests.aws_emulator.account import ACCOUNT
+
+    sagemaker().update_inference_component_runtime_config(
+        InferenceComponentName=COMPONENT, DesiredRuntimeConfig={"CopyCount": 0}
+    )
+    for summary in sagemaker_backends[ACCOUNT][REGION].endpoints[ENDPOINT].production_variants:
+        summary.pop("CurrentInstanceCount", None)
+    copies = Copies.__new__(Copies)
+    copies.name, copies.endpoint, copies.instance_type, copies.client = COMPONENT, ENDPOINT, "ml.g6.xlarge", sagemaker()
+    assert copies.instances() is None
+    assert (
+        copies.billing()
+        == f"{COMPONENT} at 0 copies (desired 0): billing an unknown number of ml.g6.xlarge by the instance-hour"
+    )
