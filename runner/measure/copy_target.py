@@ -7,12 +7,14 @@ Application Auto Scaling owns that dimension: its policies act on DesiredCopyCou
 runner set by hand. A measurement that sets the copies itself suspends dynamic scaling first
 (RegisterScalableTarget again with the same bounds and a SuspendedState: Application Auto Scaling
 API reference, SuspendedState, "DynamicScalingInSuspended / DynamicScalingOutSuspended") and puts
-the state it found back at the end. Here too: the instances an endpoint has in service, which
-both the copies' measurements record.
+the state it found back at the end. Here too what both the copies' measurements share: the
+instances an endpoint has in service, and setting the copies back after a change still under way.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,3 +100,30 @@ def instances_in_service(client: Any, endpoint: str) -> int | None:
     variants = client.describe_endpoint(EndpointName=endpoint).get("ProductionVariants") or []
     counts = [v.get("CurrentInstanceCount") for v in variants]
     return None if not counts or None in counts else sum(int(c) for c in counts)
+
+
+# A change of copies under way (DescribeInferenceComponent's InferenceComponentStatus).
+BUSY = ("Creating", "Updating")
+
+
+def set_once_settled(
+    set_copies: Callable[[], None],
+    status: Callable[[], str],
+    wait_s: float,
+    poll_s: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> bool:
+    """Set the copies; where that is refused (a change that timed out may still be under way: the
+    component Creating or Updating), wait while it is, at most `wait_s`, and try once more (its
+    refusal raised). Once more whatever the status read after the refusal: the change may have
+    ended between the two. True when it took the second try."""
+    try:
+        set_copies()
+        return False
+    except Exception:
+        pass
+    deadline = time.monotonic() + wait_s
+    while status() in BUSY and time.monotonic() < deadline:
+        sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
+    set_copies()
+    return True

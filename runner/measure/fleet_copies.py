@@ -47,6 +47,7 @@ from runner.measure.copy_target import (
     read_target,
     register,
     restore_command,
+    set_once_settled,
 )
 from runner.measure.load import LoadLevel, parse_numbers
 from runner.measure.records import warm_up
@@ -450,14 +451,19 @@ def with_scaling(counts: list[CopyCount]) -> list[CopyCount]:
     return done
 
 
-def give_back(copies: ComponentCopies, before: int, evidence: Evidence[BenchFile]) -> str:
-    """The copy count the component had before the run, set again; what was done, said."""
+def give_back(
+    copies: ComponentCopies, before: int, evidence: Evidence[BenchFile], wait_s: float = COPIES_WAIT_S
+) -> str:
+    """The copy count the component had before the run, set again (refused while a change is still
+    under way: once more when it is done, waiting at most `wait_s`); what was done, said."""
     try:
         if copies.state().desired == before:
             line = f"left at {copies_text(before)}, as it was before the run"
         else:
-            copies.set(before)
+            later = set_once_settled(lambda: copies.set(before), lambda: copies.state().status, wait_s, copies.poll_s)
             line = f"set back to {copies_text(before)}, as it was before the run"
+            if later:
+                line += " (refused while a change was under way: set once it was done)"
     except Exception as error:
         line = (
             f"NOT set back to {copies_text(before)} ({describe(error)}): its copies bill until changed "

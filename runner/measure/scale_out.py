@@ -38,7 +38,7 @@ from runner.core.records import RequestRecord
 from runner.figures.scale_out import FromZeroRun, StepLoad, catch_up, windows
 from runner.measure import ChatRequest, timed_client_for
 from runner.measure.bench_file import BenchFile
-from runner.measure.copy_target import instances_in_service, read_target
+from runner.measure.copy_target import instances_in_service, read_target, set_once_settled
 from runner.measure.load import parse_numbers
 from runner.workloads.slo import parse_goodput
 
@@ -279,13 +279,15 @@ def from_zero(
             if not run.ok:
                 break
     finally:
-        restore(copies, desired)
+        restore(copies, desired, plan)
 
 
-def restore(copies: Copies, desired: int) -> None:
-    """The copies the component had before the runs; one line to set them by hand when it fails."""
+def restore(copies: Copies, desired: int, plan: ScaleOutPlan) -> None:
+    """The copies the component had before the runs (refused while the copy a request started is
+    still coming: once more when it is in service, within the zero budget); one line to set them
+    by hand when it fails."""
     try:
-        copies.set(desired)
+        set_once_settled(lambda: copies.set(desired), lambda: copies.read()[2], plan.zero_budget_s, plan.poll_s)
     except Exception as error:
         raise RunnerError(
             f"inference component {copies.name}: could not set its {desired} cop{'y' if desired == 1 else 'ies'} "

@@ -528,3 +528,26 @@ def test_a_prefix_aware_count_on_one_instance_is_noted_with_the_instances_it_ran
     )
     assert evidence.file.notices == [f"sagemaker-components: {note}"]
     assert five == (2, None)
+
+
+def test_copies_refused_while_a_change_is_under_way_are_set_back_once_it_is_done(deployed, tmp_path):
+    """A count that timed out may leave its change under way; the emulator then refuses another
+    (tests/aws_emulator/inference_components.py: AWS's answer there is UNCONFIRMED). The copies are
+    set back once the component is InService, not left billing."""
+    deployed.component_settle_s = 0.6
+    deployed.inference_components.refuse_updates_while_busy = True
+    try:
+        code, evidence = copies_bench(tmp_path, "2", "--copies-wait", "0.2")
+        described = aws("sagemaker").describe_inference_component(InferenceComponentName=COMPONENT)
+    finally:
+        deployed.component_settle_s = 0
+        deployed.inference_components.refuse_updates_while_busy = False
+        for component in components_of(deployed):
+            component.busy = ""  # settled, so the fixture can delete it
+    assert code == 1
+    (measured,) = evidence.fleet or []
+    assert measured.counts[0].marked.startswith("2 copies not in service after 0.2 s")
+    assert measured.restored == (
+        "set back to 1 copy, as it was before the run (refused while a change was under way: set once it was done)"
+    )
+    assert described["RuntimeConfig"]["DesiredCopyCount"] == 1

@@ -357,3 +357,27 @@ def test_an_endpoint_that_gives_no_instance_count_bills_an_unknown_number_not_no
         copies.billing()
         == f"{COMPONENT} at 0 copies (desired 0): billing an unknown number of ml.g6.xlarge by the instance-hour"
     )
+
+
+def test_copies_refused_while_the_component_is_updating_are_restored_once_it_is_in_service(deployed):
+    """After a repeat the copy its request started may still be coming (Updating); the emulator
+    then refuses another change (tests/aws_emulator/inference_components.py: AWS's answer there is
+    UNCONFIRMED). The copies are set once the component is InService."""
+    from runner.measure.scale_out import Copies, ScaleOutPlan, restore
+
+    deployed.component_settle_s = 0.5
+    deployed.inference_components.refuse_updates_while_busy = True
+    try:
+        sagemaker().update_inference_component_runtime_config(
+            InferenceComponentName=COMPONENT, DesiredRuntimeConfig={"CopyCount": 2}
+        )
+        copies = Copies.__new__(Copies)
+        copies.name, copies.client = COMPONENT, sagemaker()
+        plan = ScaleOutPlan(1, None, 1.0, 1.0, 1.0, poll_s=0.05, zero_budget_s=5.0)
+        started = time.monotonic()
+        restore(copies, 1, plan)
+        waited = time.monotonic() - started
+    finally:
+        deployed.component_settle_s = 0
+        deployed.inference_components.refuse_updates_while_busy = False
+    assert copies_now() == (1, 1) and 0.3 <= waited <= 2.0
