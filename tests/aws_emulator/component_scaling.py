@@ -13,9 +13,11 @@ What it follows, and where AWS says it:
 - target tracking "creates and manages the CloudWatch alarms" and "scales out proportionally to
   the metric as fast as it can, but scales in more gradually" (Application Auto Scaling user
   guide, "Target tracking scaling policies"): the scale-out alarm fires on 3 data points in a row
-  above the target and the scale-in one on 15 below it (the alarms it makes, as CloudWatch lists
-  them for a target tracking policy; a real account's DescribeAlarms shows their periods for the
-  high-resolution metric), and the new desired count is ceil(copies x metric / target), within
+  above the target (of the 10 s period: UNCONFIRMED, a real account's DescribeAlarms shows it) and
+  the scale-in one on 15 minute data points below it (the alarms it makes, as CloudWatch lists
+  them for a target tracking policy; with the high-resolution metrics the policy "scales in at the
+  same rate as standard metrics": SageMaker developer guide, "Define a scaling policy"): each
+  minute's data point is the mean of its six 10 s ones. The new desired count (UNCONFIRMED) is ceil(copies x metric / target), within
   the scalable target's bounds;
 - a copy starts after a delay the test sets (in AWS minutes: an instance from managed instance
   scaling, the container, the weights); DescribeInferenceComponent's DesiredCopyCount moves at
@@ -59,6 +61,8 @@ class AwsTiming:
     metric_period_s: float = 10.0
     out_datapoints: int = 3
     in_datapoints: int = 15
+    # Scale-in's data points are of standard (minute) metrics.
+    in_period_s: float = 60.0
     scale_out_cooldown_s: float = 60.0
     scale_in_cooldown_s: float = 600.0
 
@@ -158,7 +162,8 @@ class ComponentScaling:
         wanted = math.ceil(current * metric / policy.target) if metric > 0 else policy.min_copies
         wanted = max(policy.min_copies, min(policy.max_copies, wanted))
         high = len(recent) >= timing.out_datapoints and all(v > policy.target for v in recent[-timing.out_datapoints :])
-        low = len(recent) >= timing.in_datapoints and all(v < policy.target for v in recent[-timing.in_datapoints :])
+        minutes = minute_points(recent, timing)
+        low = len(minutes) >= timing.in_datapoints and all(v < policy.target for v in minutes[-timing.in_datapoints :])
         suspended = self.suspended()
         if high and wanted > current and now >= self.out_until and not suspended.get("DynamicScalingOutSuspended"):
             self.scale(component, current, wanted, timing.scale_out_cooldown_s, out=True)
@@ -187,6 +192,15 @@ class ComponentScaling:
             self.pending = None
 
         threading.Thread(target=done, name=f"copies-{self.policy.component}", daemon=True).start()
+
+
+def minute_points(recent: list[float], timing: AwsTiming) -> list[float]:
+    """The scale-in alarm's data points: the mean of each minute's high-resolution ones, counted
+    back from the latest (a minute not yet whole is not a data point)."""
+    per = max(1, round(timing.in_period_s / timing.metric_period_s))
+    whole = len(recent) - len(recent) % per
+    tail = recent[len(recent) - whole :]
+    return [sum(tail[i : i + per]) / per for i in range(0, whole, per)]
 
 
 def follow_copies(emulator: Any, fleet: Fleet, component: str) -> Callable[[Component], None]:

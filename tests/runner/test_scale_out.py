@@ -381,3 +381,30 @@ def test_copies_refused_while_the_component_is_updating_are_restored_once_it_is_
         deployed.component_settle_s = 0
         deployed.inference_components.refuse_updates_while_busy = False
     assert copies_now() == (1, 1) and 0.3 <= waited <= 2.0
+
+
+def test_the_simulation_scales_in_after_fifteen_minutes_below_the_target_and_out_after_three_periods():
+    """SageMaker developer guide, "Define a scaling policy": with the high-resolution metrics the
+    policy "scales in at the same rate as standard metrics": 15 minute data points below the target,
+    six of the 10 s ones each. Scale-out stays at 3 of the 10 s periods (UNCONFIRMED)."""
+    from datetime import datetime
+
+    from tests.aws_emulator.component_scaling import ComponentScaling
+    from tests.aws_emulator.inference_components import Component
+
+    def periods_until(metric: float, copies: int) -> tuple[int, int]:
+        policy = TargetTracking(COMPONENT, target=2.0, min_copies=1, max_copies=4, copy_start_s=0.0)
+        simulation = ComponentScaling(None, None, policy)
+        decided: list[tuple[int, int]] = []
+        simulation.scale = lambda component, current, wanted, cooldown, out: decided.append((current, wanted))
+        now = datetime.now()
+        held = Component("c", "arn", "e", "arn", "AllTraffic", {}, copies, now, now, current_copies=copies)
+        for period in range(1, 200):
+            simulation.datapoints.append((time.monotonic(), metric))
+            simulation.evaluate(held, metric)
+            if decided:
+                return period, decided[0][1]
+        raise AssertionError("no scaling decided in 200 periods")
+
+    assert periods_until(0.0, copies=3) == (15 * 6, 1)
+    assert periods_until(8.0, copies=1) == (3, 4)
