@@ -10,6 +10,7 @@ that dies mid-level each one line and the count marked; the copy count given bac
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 from contextlib import ExitStack
@@ -551,3 +552,38 @@ def test_copies_refused_while_a_change_is_under_way_are_set_back_once_it_is_done
         "set back to 1 copy, as it was before the run (refused while a change was under way: set once it was done)"
     )
     assert described["RuntimeConfig"]["DesiredCopyCount"] == 1
+
+
+@pytest.mark.emulator
+def test_ctrl_c_mid_count_still_gives_back_the_copies_and_the_targets_suspended_state(deployed, tmp_path):
+    """The SuspendedState is put back in the run's `finally`: a suspended target stays suspended
+    until changed (Application Auto Scaling API reference, SuspendedState), so an interrupted run
+    must not leave the component's scaling off."""
+    scalable_target(maximum=4)
+    try:
+        with ExitStack() as stack:
+            running = servers(stack, 2)
+            stack.enter_context(fleet_behind(deployed, COMPONENT, [s.url for s in running]))
+            served = lambda: sum(len(s.server.total_s) for s in running)  # noqa: E731
+
+            def ctrl_c_once_the_count_is_measured() -> None:
+                deadline = time.monotonic() + 30
+                while served() < 4 and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                signal.raise_signal(signal.SIGINT)
+
+            threading.Thread(target=ctrl_c_once_the_count_is_measured, daemon=True).start()
+            with pytest.raises(KeyboardInterrupt):
+                copies_bench(tmp_path, "2")
+        after = described_target()
+    finally:
+        aws("application-autoscaling").deregister_scalable_target(
+            ServiceNamespace="sagemaker",
+            ResourceId=f"inference-component/{COMPONENT}",
+            ScalableDimension=COPY_DIMENSION,
+        )
+    assert not any(after["SuspendedState"].values())
+    assert copy_count() == 1
+    (path,) = (tmp_path / "results").glob("*/bench-*.json")
+    (measured,) = BenchFile.from_json(json.loads(path.read_text())).fleet or []
+    assert measured.scaling_restored == "its scaling put back as it was (nothing suspended)"
