@@ -363,7 +363,11 @@ def test_copies_refused_while_the_component_is_updating_are_restored_once_it_is_
     """After a repeat the copy its request started may still be coming (Updating); the emulator
     then refuses another change (tests/aws_emulator/inference_components.py: AWS's answer there is
     UNCONFIRMED). The copies are set once the component is InService."""
+    from moto.sagemaker.models import sagemaker_backends
+
     from runner.measure.scale_out import Copies, ScaleOutPlan, restore
+    from tests.aws_emulator.account import ACCOUNT
+    from tests.aws_emulator.inference_components import components
 
     deployed.component_settle_s = 0.5
     deployed.inference_components.refuse_updates_while_busy = True
@@ -380,6 +384,8 @@ def test_copies_refused_while_the_component_is_updating_are_restored_once_it_is_
     finally:
         deployed.component_settle_s = 0
         deployed.inference_components.refuse_updates_while_busy = False
+        for component in components(sagemaker_backends[ACCOUNT][REGION]).values():
+            component.busy = ""  # settled, so the fixture can delete it
     assert copies_now() == (1, 1) and 0.3 <= waited <= 2.0
 
 
