@@ -143,6 +143,10 @@ class CopyCount(FlatJson):
     marked: str | None = where_set()
     efficiency: float | None = where_set()
     ideal: float | None = where_set()
+    # The endpoint's instances in service at this count (DescribeEndpoint CurrentInstanceCount), and
+    # a note where the routing named was not what served it (PREFIX_AWARE on one instance).
+    instances: int | None = where_set()
+    routing_note: str | None = where_set()
 
     @property
     def found(self) -> float | None:
@@ -165,3 +169,7 @@ class FleetCopies(FlatJson):
     concurrency_threshold: int | None = where_set()
     counts: list[CopyCount] = field(default_factory=list)
     restored: str | None = where_set()
+    # What was done to the component's scalable target for the counts (dynamic scaling suspended),
+    # and what was done to put its SuspendedState back.
+    scaling: str | None = where_set()
+    scaling_restored: str | None = where_set()

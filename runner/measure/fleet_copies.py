@@ -13,6 +13,13 @@ never comes within `--copies-wait`, and a copy that dies mid-level (requests fai
 time) are one line each, the count marked and not reported as the fleet's capacity. When the run
 ends, however it ends, the copy count the component had before is set again, and the evidence says
 so (or why not: the count it is left at, which bills until changed).
+
+Application Auto Scaling owns DesiredCopyCount (the stack's target tracking policy, and the step
+policy out of zero): left acting, it moves the copies mid-count, and the figure would be another
+count's. So before the first count its dynamic scaling is suspended (runner/measure/copy_target.py),
+and its SuspendedState put back after the copies, one line each way. A count above the target's
+MaxCapacity is said in one line and measured: set by hand while dynamic scaling is suspended, it
+holds. After each level DescribeInferenceComponent is read again: copies that moved mark the count.
 """
 
 from __future__ import annotations
@@ -33,13 +40,25 @@ from runner.figures.capacity import CapacityFound
 from runner.figures.fleet import CopyCount, FleetCopies, FleetPoint, scaling
 from runner.figures.levels import LevelSummary
 from runner.measure.bench_file import BenchFile
+from runner.measure.copy_target import (
+    CopyTarget,
+    dynamic_held,
+    instances_in_service,
+    read_target,
+    register,
+    restore_command,
+    set_once_settled,
+)
 from runner.measure.load import LoadLevel, parse_numbers
 from runner.measure.records import warm_up
 from runner.measure.workload_run import Advance, BackendRun, BenchPlan
 
-# What SageMaker routes by when a variant has no RoutingConfig (API reference,
-# ProductionVariantRoutingConfig: "LEAST_OUTSTANDING_REQUESTS ... the default").
+# What the runner assumes a variant without RoutingConfig routes by (the stack always sets one;
+# neither the API reference nor botocore's model names a default).
 DEFAULT_ROUTING = "LEAST_OUTSTANDING_REQUESTS"
+# Prefix-aware routing needs two instances (botocore's sagemaker model, RoutingStrategy: "The
+# endpoint applies prefix-aware routing only when two or more instances can serve the request").
+PREFIX_AWARE = "PREFIX_AWARE"
 # How long a change of copies may take: a copy past the instances running needs a new instance,
 # and SageMaker's guide says provisioning takes several minutes.
 COPIES_WAIT_S = 900.0
@@ -88,6 +107,7 @@ class ComponentCopies:
             raise RunnerError(f"{backend.name}: no endpoint and inference component in its stack output")
         self.endpoint, self.component, self.poll_s = backend.endpoint_name, component, poll_s
         self.client = boto_client("sagemaker", backend.region or "us-east-1", timeout_s)
+        self.scaling = boto_client("application-autoscaling", backend.region or "us-east-1", timeout_s)
 
     def state(self) -> CopiesState:
         described = self.client.describe_inference_component(InferenceComponentName=self.component)
@@ -108,6 +128,10 @@ class ComponentCopies:
             if variant in (None, entry.get("VariantName")):
                 return entry.get("RoutingConfig") or {}
         return {}
+
+    def instances(self) -> int | None:
+        """The endpoint's instances in service (None: DescribeEndpoint gives no CurrentInstanceCount)."""
+        return instances_in_service(self.client, self.endpoint)
 
     def set(self, copies: int) -> None:
         self.client.update_inference_component_runtime_config(
@@ -215,13 +239,19 @@ class CopiesRun(BackendRun):
         failed = [r for r in self.kept if not r.ok]
         # Past --timeout is a slow level, judged on the objectives like any other.
         lost = len(failed) - ((self.evidence.file.timed_out or 0) - timed_out)
+        try:
+            seen: CopiesState | None = self.copies.state()
+            after = f"; after it DescribeInferenceComponent says {seen.current} of {self.count} in service"
+        except Exception as error:
+            seen, after = None, f"; DescribeInferenceComponent after it: {describe(error)}"
+        if lost <= 0 and seen is not None and (seen.current, seen.desired) != (self.count, self.count):
+            raise CopyLost(
+                f"{level.label}: the copies moved during the level (DescribeInferenceComponent after it: "
+                f"CurrentCopyCount {seen.current}, DesiredCopyCount {seen.desired}, not {self.count}): "
+                "not the fleet's capacity at this count"
+            )
         if lost > 0:
             first = next((r.error for r in failed if r.error), "no error said")
-            try:
-                seen = self.copies.state()
-                after = f"; after it DescribeInferenceComponent says {seen.current} of {self.count} in service"
-            except Exception as error:
-                after = f"; DescribeInferenceComponent after it: {describe(error)}"
             raise CopyLost(
                 f"{level.label}: {lost} of {len(self.kept)} requests failed with {copies_text(self.count)} set in service "
                 f"(a copy died or stopped answering mid-level; first: {first}){after}: not the fleet's capacity"
@@ -270,6 +300,7 @@ def measure_copies(
         say(evidence, f"{backend.name}: --copies: {describe(error)}: not measured")
         return
     prefix = routing.get("PrefixAwareRoutingConfig") or {}
+    held, fleet_scaling = hold_scaling(copies, evidence)
     fleet = FleetCopies(
         backend=backend.name,
         endpoint=copies.endpoint,
@@ -278,17 +309,70 @@ def measure_copies(
         copies_before=before.desired,
         prefix_length=prefix.get("PrefixLength"),
         concurrency_threshold=prefix.get("ConcurrencyThreshold"),
+        scaling=fleet_scaling,
     )
     evidence.file.keep_fleet(fleet)
     lengths = plan.workload.input_tokens or (None,)
     try:
         for count in counts:
+            if held is not None and count > held.max_capacity:
+                say(
+                    evidence,
+                    f"{backend.name}: {copies_text(count)} is above its scalable target's MaxCapacity "
+                    f"({held.bounds()}): set by hand while its dynamic scaling is suspended, the count holds; "
+                    "its policies would not keep it there",
+                )
             fleet.counts += measure_count(backend, plan, count, copies, evidence, advance, wait_s, lengths)
             fleet.counts = with_scaling(fleet.counts)
             evidence.save()
     finally:
-        fleet.restored = give_back(copies, before.desired, evidence)
-        evidence.save()
+        try:
+            fleet.restored = give_back(copies, before.desired, evidence)
+        finally:
+            fleet.scaling_restored = let_scale(copies, held, evidence)
+            evidence.save()
+
+
+def hold_scaling(copies: ComponentCopies, evidence: Evidence[BenchFile]) -> tuple[CopyTarget | None, str]:
+    """Dynamic scaling of the component's copies suspended for the counts: the target as it was
+    (None: nothing was suspended) and the one line of what was done."""
+    try:
+        target = read_target(copies.scaling, copies.component)
+        if target is None:
+            line = "no scalable target on its copies (DescribeScalableTargets): nothing to suspend"
+        elif target.dynamic_suspended:
+            line = f"its dynamic scaling already suspended ({target.bounds()}): left as it is"
+            target = None
+        else:
+            register(copies.scaling, target, dynamic_held(target))
+            line = f"its dynamic scaling suspended for the counts ({target.bounds()}; it was: {target.state_text()})"
+    except Exception as error:
+        line = (
+            f"its dynamic scaling NOT suspended ({describe(error)}): its policies may move the copies mid-count; "
+            "each level is checked"
+        )
+        say(evidence, f"{copies.component}: {line}")
+        return None, line
+    console.print(f"[dim]{copies.component}: {line}[/dim]")
+    return target, line
+
+
+def let_scale(copies: ComponentCopies, held: CopyTarget | None, evidence: Evidence[BenchFile]) -> str | None:
+    """The SuspendedState the target had before the counts, put back; what was done, said."""
+    if held is None:
+        return None
+    try:
+        register(copies.scaling, held, held.suspended)
+    except Exception as error:
+        line = (
+            f"its scaling NOT put back ({describe(error)}): dynamic scaling stays suspended until changed "
+            f"({restore_command(held)})"
+        )
+        say(evidence, f"{copies.component}: {line}", "red")
+        return line
+    line = f"its scaling put back as it was ({held.state_text()})"
+    console.print(f"[dim]{copies.component}: {line}[/dim]")
+    return line
 
 
 def measure_count(
@@ -317,6 +401,7 @@ def measure_count(
         late = f"{copies_text(count)}: DescribeInferenceComponent: {describe(error)}"
     if late:
         return marked(late)
+    instances, routing_note = served_by(copies, backend.name, count, evidence)
     run = CopiesRun(backend, CopiesPlan.at(plan, count), evidence, advance, copies)
     run.run()
     return [
@@ -326,9 +411,31 @@ def measure_count(
             input_tokens=n,
             capacity=run.found.get(n),
             marked=None if n in run.found else run.marked.get(n, "not searched"),
+            instances=instances,
+            routing_note=routing_note,
         )
         for n in lengths
     ]
+
+
+def served_by(
+    copies: ComponentCopies, backend: str, count: int, evidence: Evidence[BenchFile]
+) -> tuple[int | None, str | None]:
+    """The endpoint's instances at this count, and a note where PREFIX_AWARE cannot apply (one instance)."""
+    try:
+        instances = copies.instances()
+        strategy = copies.routing().get("RoutingStrategy")
+    except Exception as error:
+        say(evidence, f"{backend}: {copies_text(count)}: its instances could not be read: {describe(error)}")
+        return None, None
+    if strategy != PREFIX_AWARE or instances != 1:
+        return instances, None
+    note = (
+        f"{PREFIX_AWARE} with {copies_text(count)} on 1 instance: prefix-aware routing applies only when two or "
+        "more instances can serve the request, so these copies were not routed by prefix"
+    )
+    say(evidence, f"{backend}: {note}")
+    return instances, note
 
 
 def with_scaling(counts: list[CopyCount]) -> list[CopyCount]:
@@ -344,14 +451,19 @@ def with_scaling(counts: list[CopyCount]) -> list[CopyCount]:
     return done
 
 
-def give_back(copies: ComponentCopies, before: int, evidence: Evidence[BenchFile]) -> str:
-    """The copy count the component had before the run, set again; what was done, said."""
+def give_back(
+    copies: ComponentCopies, before: int, evidence: Evidence[BenchFile], wait_s: float = COPIES_WAIT_S
+) -> str:
+    """The copy count the component had before the run, set again (refused while a change is still
+    under way: once more when it is done, waiting at most `wait_s`); what was done, said."""
     try:
         if copies.state().desired == before:
             line = f"left at {copies_text(before)}, as it was before the run"
         else:
-            copies.set(before)
+            later = set_once_settled(lambda: copies.set(before), lambda: copies.state().status, wait_s, copies.poll_s)
             line = f"set back to {copies_text(before)}, as it was before the run"
+            if later:
+                line += " (refused while a change was under way: set once it was done)"
     except Exception as error:
         line = (
             f"NOT set back to {copies_text(before)} ({describe(error)}): its copies bill until changed "

@@ -5,7 +5,12 @@ CopyCount 0), waits until DescribeInferenceComponent says none is left, then sen
 resent while it is refused for no capacity (the refusal is what starts a copy: the stack's alarm
 on NoCapacityInvocationFailures), and keeps its phases: refused while starting, the first look
 that saw a copy in service, the first token. At the end the component gets back the copies it
-had before, and one line says what that leaves billing.
+had before, and one line says what that leaves billing. Before any copy is taken away the run
+checks that something starts one from zero: the stack's no-capacity alarm (made only at a minimum
+of 0 copies), its actions enabled (the time-to-live disables them), and the scalable target's
+MinCapacity 0 (Application Auto Scaling keeps copies within its bounds). Target tracking cannot
+leave zero (no copy, no per-copy figure: SageMaker developer guide, "Scale an endpoint to zero
+instances"). Without them one line says which, and the copies are left as they are.
 
 A step in load: a closed loop of C1 requests in flight for the first part, then C2 (the
 issue's 4x step: 2,8 or 4,16) until the bound; every sampling step a look at the copies
@@ -23,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from runner.cloud.aws import boto_client
+from runner.cloud.aws import alarm_actions_enabled, boto_client
 from runner.core.backends import Backend
 from runner.core.console import console
 from runner.core.errors import RunnerError, describe
@@ -33,6 +38,7 @@ from runner.core.records import RequestRecord
 from runner.figures.scale_out import FromZeroRun, StepLoad, catch_up, windows
 from runner.measure import ChatRequest, timed_client_for
 from runner.measure.bench_file import BenchFile
+from runner.measure.copy_target import instances_in_service, read_target, set_once_settled
 from runner.measure.load import parse_numbers
 from runner.workloads.slo import parse_goodput
 
@@ -138,7 +144,29 @@ class Copies:
         self.name = output.inference_component_name
         self.endpoint = backend.endpoint_name
         self.instance_type = output.instance_type or "its instance type"
-        self.client = client or boto_client("sagemaker", backend.region or "us-east-1", timeout_s)
+        self.alarm = output.no_capacity_alarm
+        self.region, self.timeout_s = backend.region or "us-east-1", timeout_s
+        self.client = client or boto_client("sagemaker", self.region, timeout_s)
+
+    def not_from_zero(self) -> str | None:
+        """None when a request at zero copies starts one (the stack's no-capacity alarm, acting, and a
+        scalable target whose MinCapacity is 0); else what is missing, in words."""
+        if not self.alarm:
+            return "no no-capacity alarm in its stack output (the stack makes one only at minCopies 0)"
+        try:
+            acts = alarm_actions_enabled(boto_client("cloudwatch", self.region, self.timeout_s), self.alarm)
+            target = read_target(boto_client("application-autoscaling", self.region, self.timeout_s), self.name)
+        except Exception as error:
+            return f"what starts a copy from zero could not be read ({describe(error)})"
+        if acts is None:
+            return f"its alarm {self.alarm} is not in CloudWatch (DescribeAlarms)"
+        if not acts:
+            return f"its alarm {self.alarm} has its actions disabled (the time-to-live; runner.up brings it back)"
+        if target is None:
+            return "no scalable target on its copies (DescribeScalableTargets)"
+        if target.min_capacity != 0:
+            return f"its scalable target's MinCapacity is {target.min_capacity}, not 0 ({target.bounds()})"
+        return None
 
     def read(self) -> tuple[int, int, str]:
         """(desired copies, current copies, status)."""
@@ -163,11 +191,22 @@ class Copies:
         )
 
     def instances(self) -> int | None:
+        """The endpoint's instances in service; None when unknown (unread, or no CurrentInstanceCount)."""
         try:
-            variants = self.client.describe_endpoint(EndpointName=self.endpoint).get("ProductionVariants") or []
+            return instances_in_service(self.client, self.endpoint)
         except Exception:
             return None
-        return sum(int(v.get("CurrentInstanceCount") or 0) for v in variants)
+
+    def most_copies(self, output_max: int | None) -> tuple[int | None, str]:
+        """The most copies its policies may scale to, and where that was read: the scalable target's
+        MaxCapacity, else the stack output's max copies (the target unread)."""
+        try:
+            target = read_target(boto_client("application-autoscaling", self.region, self.timeout_s), self.name)
+        except Exception as error:
+            return output_max, f"its stack output's max copies (the scalable target unread: {describe(error)})"
+        if target is None:
+            return 0, "no scalable target on its copies: no policy scales them"
+        return target.max_capacity, f"its scalable target's MaxCapacity ({target.bounds()})"
 
     def billing(self) -> str:
         """What the endpoint bills now, in words."""
@@ -240,13 +279,15 @@ def from_zero(
             if not run.ok:
                 break
     finally:
-        restore(copies, desired)
+        restore(copies, desired, plan)
 
 
-def restore(copies: Copies, desired: int) -> None:
-    """The copies the component had before the runs; one line to set them by hand when it fails."""
+def restore(copies: Copies, desired: int, plan: ScaleOutPlan) -> None:
+    """The copies the component had before the runs (refused while the copy a request started is
+    still coming: once more when it is in service, within the zero budget); one line to set them
+    by hand when it fails."""
     try:
-        copies.set(desired)
+        set_once_settled(lambda: copies.set(desired), lambda: copies.read()[2], plan.zero_budget_s, plan.poll_s)
     except Exception as error:
         raise RunnerError(
             f"inference component {copies.name}: could not set its {desired} cop{'y' if desired == 1 else 'ies'} "
@@ -413,7 +454,15 @@ def measure_backend(
             say(evidence, f"{backend.name} from zero, repeat {run.repeat}: {run.error}", "red")
 
     try:
-        if plan.from_zero:
+        missing = copies.not_from_zero() if plan.from_zero else None
+        if missing:
+            say(
+                evidence,
+                f"{backend.name}: --from-zero skipped: {missing}: nothing would start a copy from zero; "
+                "its copies left as they are",
+                "red",
+            )
+        elif plan.from_zero:
             from_zero(backend, copies, plan, request, timeout_s, keep)
         if plan.step:
             step_load(backend, copies, plan, request, timeout_s, evidence)
@@ -434,6 +483,14 @@ def step_load(
     timeout_s: float,
     evidence: Evidence[BenchFile],
 ) -> None:
+    most, read = copies.most_copies(backend.output.max_copies if backend.output else None)
+    now = copies.current()
+    if most is not None and most <= max(1, now or 0):
+        say(
+            evidence,
+            f"{backend.name}: --step-load: its copies cannot scale out ({read}; {now} in service): the step "
+            "measures what they do with the load as they are",
+        )
     stepper = StepRun(backend, copies, plan, request, timeout_s)
     try:
         step = stepper.run()

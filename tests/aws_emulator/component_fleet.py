@@ -3,7 +3,7 @@ routing (tests/aws_emulator/routing.py): what a test measures a fleet on.
 
 `fleet_behind(emulator, component, urls)` puts the router in front of the servers with the routing
 of the component's endpoint (its variant's RoutingConfig, as DescribeEndpointConfig gives it;
-none: least outstanding requests, SageMaker's default), serving the first CurrentCopyCount of
+none: least outstanding requests, what the runner assumes: the API names no default), serving the first CurrentCopyCount of
 them; the component's runtime invocations (tests/aws_emulator/sagemaker_runtime.py) go to the
 router, and UpdateInferenceComponentRuntimeConfig sets the router's copies as it sets the
 component's. A copy count past the servers given is refused (ValidationException, the emulator's

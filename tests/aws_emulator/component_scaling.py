@@ -13,9 +13,11 @@ What it follows, and where AWS says it:
 - target tracking "creates and manages the CloudWatch alarms" and "scales out proportionally to
   the metric as fast as it can, but scales in more gradually" (Application Auto Scaling user
   guide, "Target tracking scaling policies"): the scale-out alarm fires on 3 data points in a row
-  above the target and the scale-in one on 15 below it (the alarms it makes, as CloudWatch lists
-  them for a target tracking policy; a real account's DescribeAlarms shows their periods for the
-  high-resolution metric), and the new desired count is ceil(copies x metric / target), within
+  above the target (of the 10 s period: UNCONFIRMED, a real account's DescribeAlarms shows it) and
+  the scale-in one on 15 minute data points below it (the alarms it makes, as CloudWatch lists
+  them for a target tracking policy; with the high-resolution metrics the policy "scales in at the
+  same rate as standard metrics": SageMaker developer guide, "Define a scaling policy"): each
+  minute's data point is the mean of its six 10 s ones. The new desired count (UNCONFIRMED) is ceil(copies x metric / target), within
   the scalable target's bounds;
 - a copy starts after a delay the test sets (in AWS minutes: an instance from managed instance
   scaling, the container, the weights); DescribeInferenceComponent's DesiredCopyCount moves at
@@ -24,6 +26,12 @@ What it follows, and where AWS says it:
   scale-out for ScaleOutCooldown, and no scale-in for ScaleInCooldown after a scale-in (a
   scale-out during it goes ahead); the stack's values, 60 s and 600 s
   (inference_constructs/endpoint_scaling.py).
+
+- a suspended scalable target: with `DynamicScalingOutSuspended` (or `...InSuspended`) in the
+  target's SuspendedState, as RegisterScalableTarget stores it (moto keeps it), the policy does not
+  scale out (in) (Application Auto Scaling API reference, SuspendedState: "Whether scale out by a
+  target tracking scaling policy or a step scaling policy is suspended"; user guide, "Suspend and
+  resume scaling for Application Auto Scaling"). No target registered: the policy acts.
 
 Every AWS time (period, cooldowns) is multiplied by `time_scale` (0.02: a 10 s period is 0.2 s);
 the copy's start is given in the emulator's own seconds. A step out of zero is not here: the
@@ -42,7 +50,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.aws_emulator.inference_components import Component, components
+from tests.aws_emulator.inference_components import COPY_DIMENSION, Component, components
 from tests.aws_emulator.routing import Fleet
 
 
@@ -53,6 +61,8 @@ class AwsTiming:
     metric_period_s: float = 10.0
     out_datapoints: int = 3
     in_datapoints: int = 15
+    # Scale-in's data points are of standard (minute) metrics.
+    in_period_s: float = 60.0
     scale_out_cooldown_s: float = 60.0
     scale_in_cooldown_s: float = 600.0
 
@@ -111,6 +121,18 @@ class ComponentScaling:
                     return backend, found
         raise LookupError(f"no inference component {self.policy.component}")
 
+    def suspended(self) -> dict[str, bool]:
+        """The SuspendedState of the component's scalable target, where one is registered."""
+        from moto.applicationautoscaling.models import applicationautoscaling_backends
+
+        resource = f"inference-component/{self.policy.component}"
+        for account in list(applicationautoscaling_backends):
+            for region in list(applicationautoscaling_backends[account]):
+                targets = applicationautoscaling_backends[account][region].targets.get(COPY_DIMENSION) or {}
+                if resource in targets:
+                    return dict(targets[resource].suspended_state or {})
+        return {}
+
     def in_flight(self) -> int:
         return sum(copy.in_flight for copy in self.fleet.all)
 
@@ -140,10 +162,12 @@ class ComponentScaling:
         wanted = math.ceil(current * metric / policy.target) if metric > 0 else policy.min_copies
         wanted = max(policy.min_copies, min(policy.max_copies, wanted))
         high = len(recent) >= timing.out_datapoints and all(v > policy.target for v in recent[-timing.out_datapoints :])
-        low = len(recent) >= timing.in_datapoints and all(v < policy.target for v in recent[-timing.in_datapoints :])
-        if high and wanted > current and now >= self.out_until:
+        minutes = minute_points(recent, timing)
+        low = len(minutes) >= timing.in_datapoints and all(v < policy.target for v in minutes[-timing.in_datapoints :])
+        suspended = self.suspended()
+        if high and wanted > current and now >= self.out_until and not suspended.get("DynamicScalingOutSuspended"):
             self.scale(component, current, wanted, timing.scale_out_cooldown_s, out=True)
-        elif low and wanted < current and now >= self.in_until:
+        elif low and wanted < current and now >= self.in_until and not suspended.get("DynamicScalingInSuspended"):
             self.scale(component, current, wanted, timing.scale_in_cooldown_s, out=False)
 
     def scale(self, component: Component, current: int, wanted: int, cooldown_s: float, *, out: bool) -> None:
@@ -168,6 +192,15 @@ class ComponentScaling:
             self.pending = None
 
         threading.Thread(target=done, name=f"copies-{self.policy.component}", daemon=True).start()
+
+
+def minute_points(recent: list[float], timing: AwsTiming) -> list[float]:
+    """The scale-in alarm's data points: the mean of each minute's high-resolution ones, counted
+    back from the latest (a minute not yet whole is not a data point)."""
+    per = max(1, round(timing.in_period_s / timing.metric_period_s))
+    whole = len(recent) - len(recent) % per
+    tail = recent[len(recent) - whole :]
+    return [sum(tail[i : i + per]) / per for i in range(0, whole, per)]
 
 
 def follow_copies(emulator: Any, fleet: Fleet, component: str) -> Callable[[Component], None]:

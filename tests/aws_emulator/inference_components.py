@@ -34,6 +34,12 @@ model serializes every answer):
   whose teardown.py retries for 15 minutes). The message is that report's; the error code
   (ValidationException) the emulator's. Whether CloudFormation's own delete handler waits this out
   only a real account shows: here it refuses, the worse case;
+- with `emulator.inference_components.refuse_updates_while_busy` set, UpdateInferenceComponent
+  RuntimeConfig (and UpdateInferenceComponent's copies) is refused while the component is Creating
+  or Updating (ValidationException, the emulator's words, after its delete refusal). AWS's answer
+  there is UNCONFIRMED: the API reference lists no such error, and only a real account shows
+  whether a change under way is refused, queued or replaced. Off by default; a test that checks a
+  caller copes with the refusal sets it;
 - the endpoint's instances follow the copies as managed instance scaling makes them follow:
   DescribeEndpoint's CurrentInstanceCount is what the copies need (at least the variant's
   MinInstanceCount), 0 at zero copies;
@@ -191,6 +197,8 @@ class Components:
         # Told of every change of a component's copies (tests/aws_emulator/component_scaling.py:
         # the router's servers follow them).
         self.followers: list[Callable[[Component], None]] = []
+        # Refuse a change of copies asked while one is under way (AWS's answer UNCONFIRMED).
+        self.refuse_updates_while_busy = False
 
     @staticmethod
     def backend(account_id: str, region: str) -> Any:
@@ -255,6 +263,12 @@ class Components:
         """`state` (Creating, Updating) for the emulator's settle time, InService after."""
         if self.emulator.component_settle_s:
             component.busy, component.busy_until = state, time.monotonic() + self.emulator.component_settle_s
+
+    def refuse_update_while_busy(self, component: Component) -> None:
+        """The refusal of a change of copies while one is under way, where a test asks for it."""
+        state = {"Creating": "CREATE_IN_PROGRESS", "Updating": "UPDATE_RC_IN_PROGRESS"}.get(component.current_status())
+        if self.refuse_updates_while_busy and state:
+            raise validation(f"Cannot update inference component {component.arn} while it is in state {state}.")
 
     @staticmethod
     def refuse_while_busy(component: Component) -> None:
@@ -405,6 +419,7 @@ def install(emulator: Any) -> Callable[[], None]:
             component.specification = response._get_param("Specification")
         runtime = response._get_param("RuntimeConfig") or {}
         if "CopyCount" in runtime:
+            operations.refuse_update_while_busy(component)
             operations.set_copies(backend, name, int(runtime["CopyCount"]))
         return ActionResult({"InferenceComponentArn": component.arn})
 
@@ -412,6 +427,7 @@ def install(emulator: Any) -> Callable[[], None]:
         backend = here(response)
         name = response._get_param("InferenceComponentName")
         copies = int((response._get_param("DesiredRuntimeConfig") or {})["CopyCount"])
+        operations.refuse_update_while_busy(operations.get(backend, name))
         return ActionResult({"InferenceComponentArn": operations.set_copies(backend, name, copies).arn})
 
     def delete_inference_component(response):

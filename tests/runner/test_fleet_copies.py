@@ -10,6 +10,7 @@ that dies mid-level each one line and the count marked; the copy count given bac
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 from contextlib import ExitStack
@@ -27,7 +28,7 @@ from runner.core.evidence import Evidence, strict_json
 from runner.figures.capacity import CapacityFound
 from runner.figures.fleet import CopyCount
 from runner.measure.bench_file import BenchFile
-from runner.measure.fleet_copies import ComponentCopies, give_back, shared_share, with_scaling
+from runner.measure.fleet_copies import ComponentCopies, give_back, served_by, shared_share, with_scaling
 from runner.measure.workload_run import BenchPlan
 from runner.render.bench import fleet_table
 from runner.workloads import Workload
@@ -35,7 +36,8 @@ from runner.workloads.slo import Slo
 from tests.aws_emulator import emulated_aws
 from tests.aws_emulator.account import ACCOUNT
 from tests.aws_emulator.component_fleet import fleet_behind
-from tests.aws_emulator.inference_components import components
+from tests.aws_emulator.component_scaling import TargetTracking, tracking
+from tests.aws_emulator.inference_components import COPY_DIMENSION, components
 from tests.runner.known_server import known_server
 
 REGION = "us-east-1"
@@ -159,6 +161,7 @@ def test_capacity_at_each_copy_count_is_the_servers_and_scales_as_they_do(deploy
     # N copies of SLOTS at once each: N x SLOTS requests in flight meet the objective, one more waits.
     for count in measured.counts:
         assert count.found is not None and abs(count.found - count.copies * SLOTS) <= 1, count
+        assert count.instances == 1 and count.routing_note is None  # one ml.g6.12xlarge holds four
         assert count.shared_share == 0.0
     one = measured.counts[0].found
     for count in measured.counts:
@@ -404,3 +407,183 @@ def test_each_length_has_its_shared_share_and_a_marked_count_no_efficiency():
         CopyCount(4, 0.9, input_tokens=1000, capacity=found(10)),
     ])  # fmt: skip
     assert [(c.efficiency, c.ideal) for c in counts] == [(1.0, 3), (None, None), (round(10 / 12, 3), 12)]
+
+
+def scalable_target(maximum: int) -> dict:
+    """The stack's scalable target on the component's copies (inference_constructs/endpoint_scaling.py)."""
+    scaling = aws("application-autoscaling")
+    scaling.register_scalable_target(
+        ServiceNamespace="sagemaker",
+        ResourceId=f"inference-component/{COMPONENT}",
+        ScalableDimension=COPY_DIMENSION,
+        MinCapacity=0,
+        MaxCapacity=maximum,
+    )
+    return described_target()
+
+
+def described_target() -> dict:
+    (target,) = aws("application-autoscaling").describe_scalable_targets(
+        ServiceNamespace="sagemaker", ResourceIds=[f"inference-component/{COMPONENT}"]
+    )["ScalableTargets"]
+    return target
+
+
+# Target tracking that would add a copy at any level of the search: each level keeps at least one
+# request per copy in flight, over the target of 0.5 a copy (tests/aws_emulator/component_scaling.py).
+EAGER = {"target": 0.5, "min_copies": 1, "max_copies": 3, "copy_start_s": 0.05, "time_scale": 0.02}
+
+
+@pytest.mark.emulator
+def test_target_tracking_is_suspended_for_the_counts_so_the_copies_hold_and_its_state_is_put_back(deployed, tmp_path):
+    """Application Auto Scaling owns DesiredCopyCount: its policies act whatever was set by hand
+    unless the target's dynamic scaling is suspended (API reference, SuspendedState). 2 copies is
+    above this target's MaxCapacity of 1: said, and measured, held while suspended."""
+    before = scalable_target(maximum=1)
+    try:
+        with ExitStack() as stack:
+            running = servers(stack, 3)
+            fleet = stack.enter_context(fleet_behind(deployed, COMPONENT, [s.url for s in running]))
+            policy = TargetTracking(COMPONENT, **EAGER)
+            simulation = stack.enter_context(tracking(deployed, fleet.fleet, policy))
+            code, evidence = copies_bench(tmp_path, "2")
+        after = described_target()
+    finally:
+        aws("application-autoscaling").deregister_scalable_target(
+            ServiceNamespace="sagemaker",
+            ResourceId=f"inference-component/{COMPONENT}",
+            ScalableDimension=COPY_DIMENSION,
+        )
+    assert code == 0
+    assert simulation.datapoints and simulation.activities == []  # the policy saw the load and did not act
+    (measured,) = evidence.fleet or []
+    (count,) = measured.counts
+    assert count.marked is None and count.found is not None and abs(count.found - 2 * SLOTS) <= 1
+    assert measured.scaling == (
+        f"its dynamic scaling suspended for the counts (inference-component/{COMPONENT} DesiredCopyCount 0-1; "
+        "it was: nothing suspended)"
+    )
+    assert measured.scaling_restored == "its scaling put back as it was (nothing suspended)"
+    assert not any((before.get("SuspendedState") or {}).values())
+    assert after["SuspendedState"] == {
+        "DynamicScalingInSuspended": False, "DynamicScalingOutSuspended": False, "ScheduledScalingSuspended": False
+    }  # fmt: skip
+    assert (after["MinCapacity"], after["MaxCapacity"]) == (0, 1)
+    (above,) = [n for n in evidence.notices if "above its scalable target's MaxCapacity" in n]
+    assert above.startswith("sagemaker-components: 2 copies is above its scalable target's MaxCapacity")
+
+
+@pytest.mark.emulator
+def test_copies_a_policy_moved_during_a_level_mark_the_count(deployed, tmp_path):
+    """No scalable target to suspend (none registered): the simulation's policy acts, and the
+    look after the level sees DesiredCopyCount moved."""
+    with ExitStack() as stack:
+        running = servers(stack, 3)
+        fleet = stack.enter_context(fleet_behind(deployed, COMPONENT, [s.url for s in running]))
+        simulation = stack.enter_context(tracking(deployed, fleet.fleet, TargetTracking(COMPONENT, **EAGER)))
+        code, evidence = copies_bench(tmp_path, "1")
+    assert code == 0 and simulation.activities  # the level's requests were answered, and kept
+    (measured,) = evidence.fleet or []
+    (count,) = measured.counts
+    assert measured.scaling == "no scalable target on its copies (DescribeScalableTargets): nothing to suspend"
+    assert count.capacity is None and count.efficiency is None
+    assert count.marked.startswith(f"1 copy, {SLOTS} at a time: the copies moved during the level")
+    assert count.marked.endswith("not 1): not the fleet's capacity at this count")
+
+
+def test_a_prefix_aware_count_on_one_instance_is_noted_with_the_instances_it_ran_on(emulator, tmp_path):
+    """botocore's sagemaker model, RoutingStrategy: "The endpoint applies prefix-aware routing only
+    when two or more instances can serve the request": two copies packed on one ml.g6.12xlarge are
+    not routed by prefix, whatever the variant says."""
+    sagemaker, name = aws("sagemaker"), "prefix-aware"
+    routing = {"RoutingStrategy": "PREFIX_AWARE",
+               "PrefixAwareRoutingConfig": {"PrefixLength": 1024, "ConcurrencyThreshold": 4}}  # fmt: skip
+    sagemaker.create_endpoint_config(
+        EndpointConfigName=name,
+        ExecutionRoleArn=ROLE,
+        ProductionVariants=[{"VariantName": "AllTraffic", "InstanceType": "ml.g6.12xlarge", "InitialInstanceCount": 1,
+                             "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 0,
+                                                        "MaxInstanceCount": 2}, "RoutingConfig": routing}],
+    )  # fmt: skip
+    sagemaker.create_endpoint(EndpointName=name, EndpointConfigName=name, Tags=TAGS)
+    sagemaker.create_inference_component(
+        InferenceComponentName=name, EndpointName=name, VariantName="AllTraffic", RuntimeConfig={"CopyCount": 2},
+        Specification={"ModelName": "inference-model", "ComputeResourceRequirements": {
+            "NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 1024}},
+    )  # fmt: skip
+    copies = ComponentCopies.__new__(ComponentCopies)
+    copies.endpoint, copies.component, copies.poll_s, copies.client = name, name, 0, sagemaker
+    evidence = Evidence(BenchFile, {}, tmp_path)
+    try:
+        instances, note = served_by(copies, "sagemaker-components", 2, evidence)
+        # Five one-GPU copies need a second instance of four GPUs: routed by prefix, no note.
+        copies.set(5)
+        five = served_by(copies, "sagemaker-components", 5, evidence)
+    finally:
+        sagemaker.delete_inference_component(InferenceComponentName=name)
+        sagemaker.delete_endpoint(EndpointName=name)
+        sagemaker.delete_endpoint_config(EndpointConfigName=name)
+    assert instances == 1 and note == (
+        "PREFIX_AWARE with 2 copies on 1 instance: prefix-aware routing applies only when two or more instances can "
+        "serve the request, so these copies were not routed by prefix"
+    )
+    assert evidence.file.notices == [f"sagemaker-components: {note}"]
+    assert five == (2, None)
+
+
+def test_copies_refused_while_a_change_is_under_way_are_set_back_once_it_is_done(deployed, tmp_path):
+    """A count that timed out may leave its change under way; the emulator then refuses another
+    (tests/aws_emulator/inference_components.py: AWS's answer there is UNCONFIRMED). The copies are
+    set back once the component is InService, not left billing."""
+    deployed.component_settle_s = 0.6
+    deployed.inference_components.refuse_updates_while_busy = True
+    try:
+        code, evidence = copies_bench(tmp_path, "2", "--copies-wait", "0.2")
+        described = aws("sagemaker").describe_inference_component(InferenceComponentName=COMPONENT)
+    finally:
+        deployed.component_settle_s = 0
+        deployed.inference_components.refuse_updates_while_busy = False
+        for component in components_of(deployed):
+            component.busy = ""  # settled, so the fixture can delete it
+    assert code == 1
+    (measured,) = evidence.fleet or []
+    assert measured.counts[0].marked.startswith("2 copies not in service after 0.2 s")
+    assert measured.restored == (
+        "set back to 1 copy, as it was before the run (refused while a change was under way: set once it was done)"
+    )
+    assert described["RuntimeConfig"]["DesiredCopyCount"] == 1
+
+
+@pytest.mark.emulator
+def test_ctrl_c_mid_count_still_gives_back_the_copies_and_the_targets_suspended_state(deployed, tmp_path):
+    """The SuspendedState is put back in the run's `finally`: a suspended target stays suspended
+    until changed (Application Auto Scaling API reference, SuspendedState), so an interrupted run
+    must not leave the component's scaling off."""
+    scalable_target(maximum=4)
+    try:
+        with ExitStack() as stack:
+            running = servers(stack, 2)
+            stack.enter_context(fleet_behind(deployed, COMPONENT, [s.url for s in running]))
+            served = lambda: sum(len(s.server.total_s) for s in running)  # noqa: E731
+
+            def ctrl_c_once_the_count_is_measured() -> None:
+                deadline = time.monotonic() + 30
+                while served() < 4 and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                signal.raise_signal(signal.SIGINT)
+
+            threading.Thread(target=ctrl_c_once_the_count_is_measured, daemon=True).start()
+            with pytest.raises(KeyboardInterrupt):
+                copies_bench(tmp_path, "2")
+        after = described_target()
+    finally:
+        aws("application-autoscaling").deregister_scalable_target(
+            ServiceNamespace="sagemaker",
+            ResourceId=f"inference-component/{COMPONENT}",
+            ScalableDimension=COPY_DIMENSION,
+        )
+    assert not any(after["SuspendedState"].values())
+    assert copy_count() == 1
+    (path,) = (tmp_path / "results").glob("*/bench-*.json")
+    (measured,) = BenchFile.from_json(json.loads(path.read_text())).fleet or []
+    assert measured.scaling_restored == "its scaling put back as it was (nothing suspended)"

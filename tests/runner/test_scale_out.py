@@ -25,6 +25,7 @@ from runner.measure.bench_file import BenchFile
 from runner.measure.sagemaker import InferenceComponentStreamClient
 from tests.aws_emulator import emulated_aws
 from tests.aws_emulator.component_scaling import TargetTracking, tracking
+from tests.aws_emulator.inference_components import COPY_DIMENSION
 from tests.aws_emulator.routing import RoutingConfig, routed_fleet
 from tests.aws_emulator.sagemaker_runtime import hold_copies_at_zero
 from tests.runner.known_server import known_server
@@ -42,12 +43,33 @@ def sagemaker():
     return boto3.client("sagemaker", region_name=REGION)
 
 
+ALARM = f"{COMPONENT}-no-capacity"
+TARGET = {"ServiceNamespace": "sagemaker", "ResourceId": f"inference-component/{COMPONENT}",
+          "ScalableDimension": COPY_DIMENSION}  # fmt: skip
+
+
+def from_zero_scaling(min_copies: int = 0, actions: bool = True) -> None:
+    """What the stack sets up at minCopies 0 (inference_constructs/endpoint_scaling.py): the scalable
+    target from 0 copies, and the alarm on NoCapacityInvocationFailures, its actions on or off."""
+    boto3.client("application-autoscaling", region_name=REGION).register_scalable_target(
+        **TARGET, MinCapacity=min_copies, MaxCapacity=4
+    )
+    boto3.client("cloudwatch", region_name=REGION).put_metric_alarm(
+        AlarmName=ALARM, ActionsEnabled=actions, Namespace="AWS/SageMaker", MetricName="NoCapacityInvocationFailures",
+        Dimensions=[{"Name": "InferenceComponentName", "Value": COMPONENT}], Statistic="Sum", Period=60,
+        EvaluationPeriods=1, Threshold=1, ComparisonOperator="GreaterThanThreshold",
+    )  # fmt: skip
+
+
 @pytest.fixture
 def deployed(emulator):
-    """The catalog's endpoint of inference components at one copy; removed afterwards."""
+    """The catalog's endpoint of inference components at one copy, able to leave zero; removed afterwards."""
     endpoint(ENDPOINT, max_instances=4)
     component(COMPONENT, ENDPOINT)
+    from_zero_scaling()
     yield emulator
+    boto3.client("application-autoscaling", region_name=REGION).deregister_scalable_target(**TARGET)
+    boto3.client("cloudwatch", region_name=REGION).delete_alarms(AlarmNames=[ALARM])
     client = sagemaker()
     client.delete_inference_component(InferenceComponentName=COMPONENT)
     client.delete_endpoint(EndpointName=ENDPOINT)
@@ -57,9 +79,10 @@ def deployed(emulator):
     hold_copies_at_zero(emulator, COMPONENT, 0.0)
 
 
-def run_bench(tmp_path: Path, *flags: str) -> tuple[int, BenchFile, dict]:
+def run_bench(tmp_path: Path, *flags: str, **fields) -> tuple[int, BenchFile, dict]:
     outputs = tmp_path / "outputs.json"
-    stack = {"BackendSagemakerComponents": json.dumps(output(max_copies=4, max_instances=4).to_json())}
+    settings = {"max_copies": 4, "max_instances": 4, "no_capacity_alarm": ALARM} | fields
+    stack = {"BackendSagemakerComponents": json.dumps(output(**settings).to_json())}
     outputs.write_text(json.dumps({"InferenceSageMakerStack": stack}))
     results = tmp_path / "bench"
     code = bench.run(
@@ -166,6 +189,38 @@ def test_a_server_that_fails_ends_the_repeats_in_one_line_and_still_gives_the_co
 
 
 @pytest.mark.parametrize(
+    ("setup", "fields", "missing"),
+    [
+        (None, {"no_capacity_alarm": None}, "no no-capacity alarm in its stack output (the stack makes one only at "
+                                            "minCopies 0)"),
+        ({"actions": False}, {}, f"its alarm {ALARM} has its actions disabled (the time-to-live; runner.up brings it "
+                                 "back)"),
+        ({"min_copies": 1}, {}, f"its scalable target's MinCapacity is 1, not 0 (inference-component/{COMPONENT} "
+                                "DesiredCopyCount 1-4)"),
+    ],
+)  # fmt: skip
+def test_from_zero_without_what_starts_a_copy_is_one_line_and_the_copies_untouched(
+    deployed, tmp_path, setup, fields, missing
+):
+    """Nothing leaves zero without the no-capacity alarm acting and a target whose MinCapacity is 0:
+    target tracking has no per-copy datapoint at zero copies (SageMaker developer guide, "Scale an
+    endpoint to zero instances"), and Application Auto Scaling keeps copies within the target's
+    bounds (RegisterScalableTarget). Each repeat would wait its whole budget for a copy."""
+    if setup:
+        from_zero_scaling(**setup)
+    modified = sagemaker().describe_inference_component(InferenceComponentName=COMPONENT)["LastModifiedTime"]
+    code, file, data = run_bench(tmp_path, "--from-zero", "2", **fields)
+    assert code == 1 and not file.from_zero
+    assert [n for n in data["notices"] if "--from-zero" in n] == [
+        f"sagemaker-components: --from-zero skipped: {missing}: nothing would start a copy from zero; its copies "
+        "left as they are"
+    ]
+    # No change of copies was asked for: the component is as it was.
+    described = sagemaker().describe_inference_component(InferenceComponentName=COMPONENT)
+    assert described["LastModifiedTime"] == modified and copies_now() == (1, 1)
+
+
+@pytest.mark.parametrize(
     ("flags", "says"),
     [
         (["--step-load", "2,8"], "give --goodput ttft:MS"),
@@ -217,6 +272,10 @@ def test_a_step_that_no_copy_follows_is_marked_never_caught_up_with_what_was_sam
     slo_ms, before_s, after_s, sample_s = 400, 0.6, 1.2, 0.3
     one_at_a_time = COPY | {"max_running": 1}
     assert COPY["ttft"] * 1000 < slo_ms < (COPY["ttft"] + 3 * SERVICE_S) * 1000
+    # The scalable target as the stack registers it at the default maxCopies of 1.
+    boto3.client("application-autoscaling", region_name=REGION).register_scalable_target(
+        **TARGET, MinCapacity=0, MaxCapacity=1
+    )
     with fleet_of(deployed, 1, **one_at_a_time):
         code, file, data = run_bench(
             tmp_path, "--step-load", "1,4", "--goodput", f"ttft:{slo_ms}",
@@ -234,6 +293,13 @@ def test_a_step_that_no_copy_follows_is_marked_never_caught_up_with_what_was_sam
     assert step.failed == 0 and step.requests > 0
     line = f"sagemaker-components: the step 1 -> 4 never caught up within {after_s:g} s"
     assert any(n.startswith(line) for n in data["notices"]) and line in said.err.replace("\n", " ")
+    # Said before the step: a target whose MaxCapacity is 1 lets no policy add a copy.
+    cannot = (
+        "sagemaker-components: --step-load: its copies cannot scale out (its scalable target's MaxCapacity "
+        f"(inference-component/{COMPONENT} DesiredCopyCount 0-1); 1 in service): the step measures what they do "
+        "with the load as they are"
+    )
+    assert data["notices"].index(cannot) < next(i for i, n in enumerate(data["notices"]) if n.startswith(line))
     assert f"never caught up (> {after_s:g})" in said.out
 
 
@@ -269,3 +335,82 @@ def test_a_4x_step_is_caught_up_when_the_copies_target_tracking_adds_are_in_serv
     assert caught.caught_up
     assert soonest - sample_s <= caught.missed_s <= latest + drain + sample_s + 0.3
     assert f"TTFT p95 objective {slo_ms} ms" in capsys.readouterr().out
+
+
+def test_an_endpoint_that_gives_no_instance_count_bills_an_unknown_number_not_nothing(deployed):
+    """CurrentInstanceCount is optional in DescribeEndpoint's ProductionVariantSummary (botocore's
+    sagemaker model): absent, what bills is unknown."""
+    from moto.sagemaker.models import sagemaker_backends
+
+    from runner.measure.scale_out import Copies
+    from tests.aws_emulator.account import ACCOUNT
+
+    sagemaker().update_inference_component_runtime_config(
+        InferenceComponentName=COMPONENT, DesiredRuntimeConfig={"CopyCount": 0}
+    )
+    for summary in sagemaker_backends[ACCOUNT][REGION].endpoints[ENDPOINT].production_variants:
+        summary.pop("CurrentInstanceCount", None)
+    copies = Copies.__new__(Copies)
+    copies.name, copies.endpoint, copies.instance_type, copies.client = COMPONENT, ENDPOINT, "ml.g6.xlarge", sagemaker()
+    assert copies.instances() is None
+    assert (
+        copies.billing()
+        == f"{COMPONENT} at 0 copies (desired 0): billing an unknown number of ml.g6.xlarge by the instance-hour"
+    )
+
+
+def test_copies_refused_while_the_component_is_updating_are_restored_once_it_is_in_service(deployed):
+    """After a repeat the copy its request started may still be coming (Updating); the emulator
+    then refuses another change (tests/aws_emulator/inference_components.py: AWS's answer there is
+    UNCONFIRMED). The copies are set once the component is InService."""
+    from moto.sagemaker.models import sagemaker_backends
+
+    from runner.measure.scale_out import Copies, ScaleOutPlan, restore
+    from tests.aws_emulator.account import ACCOUNT
+    from tests.aws_emulator.inference_components import components
+
+    deployed.component_settle_s = 0.5
+    deployed.inference_components.refuse_updates_while_busy = True
+    try:
+        sagemaker().update_inference_component_runtime_config(
+            InferenceComponentName=COMPONENT, DesiredRuntimeConfig={"CopyCount": 2}
+        )
+        copies = Copies.__new__(Copies)
+        copies.name, copies.client = COMPONENT, sagemaker()
+        plan = ScaleOutPlan(1, None, 1.0, 1.0, 1.0, poll_s=0.05, zero_budget_s=5.0)
+        started = time.monotonic()
+        restore(copies, 1, plan)
+        waited = time.monotonic() - started
+    finally:
+        deployed.component_settle_s = 0
+        deployed.inference_components.refuse_updates_while_busy = False
+        for component in components(sagemaker_backends[ACCOUNT][REGION]).values():
+            component.busy = ""  # settled, so the fixture can delete it
+    assert copies_now() == (1, 1) and 0.3 <= waited <= 2.0
+
+
+def test_the_simulation_scales_in_after_fifteen_minutes_below_the_target_and_out_after_three_periods():
+    """SageMaker developer guide, "Define a scaling policy": with the high-resolution metrics the
+    policy "scales in at the same rate as standard metrics": 15 minute data points below the target,
+    six of the 10 s ones each. Scale-out stays at 3 of the 10 s periods (UNCONFIRMED)."""
+    from datetime import datetime
+
+    from tests.aws_emulator.component_scaling import ComponentScaling
+    from tests.aws_emulator.inference_components import Component
+
+    def periods_until(metric: float, copies: int) -> tuple[int, int]:
+        policy = TargetTracking(COMPONENT, target=2.0, min_copies=1, max_copies=4, copy_start_s=0.0)
+        simulation = ComponentScaling(None, None, policy)
+        decided: list[tuple[int, int]] = []
+        simulation.scale = lambda component, current, wanted, cooldown, out: decided.append((current, wanted))
+        now = datetime.now()
+        held = Component("c", "arn", "e", "arn", "AllTraffic", {}, copies, now, now, current_copies=copies)
+        for period in range(1, 200):
+            simulation.datapoints.append((time.monotonic(), metric))
+            simulation.evaluate(held, metric)
+            if decided:
+                return period, decided[0][1]
+        raise AssertionError("no scaling decided in 200 periods")
+
+    assert periods_until(0.0, copies=3) == (15 * 6, 1)
+    assert periods_until(8.0, copies=1) == (3, 4)
