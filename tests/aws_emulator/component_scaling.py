@@ -228,3 +228,39 @@ def tracking(emulator: Any, fleet: Fleet, policy: TargetTracking) -> Iterator[Co
         simulation.stop.set()
         simulation.thread.join(timeout=5)
         emulator.inference_components.followers.remove(follower)
+
+
+def arm_scale_from_zero(region: str, component: str, min_copies: int = 0, actions: bool = True) -> str:
+    """What the stack sets up at minCopies 0 (inference_constructs/endpoint_scaling.py), made through
+    the APIs: the copies' scalable target from `min_copies`, a step policy adding one copy, and the
+    alarm on the component's NoCapacityInvocationFailures that runs it (its actions on or off).
+    The alarm's name."""
+    import boto3
+
+    target = {"ServiceNamespace": "sagemaker", "ResourceId": f"inference-component/{component}",
+              "ScalableDimension": COPY_DIMENSION}  # fmt: skip
+    scaling = boto3.client("application-autoscaling", region_name=region)
+    scaling.register_scalable_target(**target, MinCapacity=min_copies, MaxCapacity=4)
+    policy = scaling.put_scaling_policy(
+        PolicyName=f"{component}-leave-zero", PolicyType="StepScaling", **target,
+        StepScalingPolicyConfiguration={"AdjustmentType": "ChangeInCapacity", "Cooldown": 60,
+                                        "StepAdjustments": [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}]},
+    )  # fmt: skip
+    alarm = f"{component}-no-capacity"
+    boto3.client("cloudwatch", region_name=region).put_metric_alarm(
+        AlarmName=alarm, ActionsEnabled=actions, Namespace="AWS/SageMaker", MetricName="NoCapacityInvocationFailures",
+        Dimensions=[{"Name": "InferenceComponentName", "Value": component}], Statistic="Sum", Period=60,
+        EvaluationPeriods=1, Threshold=1, ComparisonOperator="GreaterThanThreshold",
+        AlarmActions=[policy["PolicyARN"]],
+    )  # fmt: skip
+    return alarm
+
+
+def disarm_scale_from_zero(region: str, component: str) -> None:
+    """Takes away what `arm_scale_from_zero` made."""
+    import boto3
+
+    boto3.client("application-autoscaling", region_name=region).deregister_scalable_target(
+        ServiceNamespace="sagemaker", ResourceId=f"inference-component/{component}", ScalableDimension=COPY_DIMENSION
+    )
+    boto3.client("cloudwatch", region_name=region).delete_alarms(AlarmNames=[f"{component}-no-capacity"])

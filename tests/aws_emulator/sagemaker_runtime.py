@@ -51,7 +51,12 @@ scripted tests/runner/fake_openai.py where a fault is wanted), with the real API
   invoking UpdateInferenceComponentRuntimeConfig API." (the runtime's words in AWS's announcement of
   scaling to zero), and the refusal, counted in `emulator.no_capacity_refusals` (what SageMaker
   counts in NoCapacityInvocationFailures), starts one copy after the component's leave-zero time
-  (`hold_copies_at_zero`), as the alarm and its step policy do.
+  (`hold_copies_at_zero`), as the alarm and its step policy do: only where they would, an alarm on
+  NoCapacityInvocationFailures for the component with its actions on and an action to run, and a
+  scalable target of its copies whose scale-out is not suspended (the SageMaker guide, "Scale an
+  endpoint to zero instances": target tracking has no datapoint at zero copies, so nothing else
+  starts one; Application Auto Scaling, "Suspend and resume scaling": a suspended target's step
+  policies do not act). Without them the component stays at zero and every request is refused.
 - InvokeEndpointWithResponseStream: moto has no route for it. Here, for an endpoint with a model
   server, the body goes to the server as it is (stream true) and each piece of its SSE answer is
   sent on as it arrives, one PayloadPart event each, in AWS's binary event-stream framing
@@ -69,7 +74,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from tests.aws_emulator.inference_components import components
+from tests.aws_emulator.inference_components import COPY_DIMENSION, components
 from tests.runner.fake_aws_stream import payload_part
 
 # InvokeEndpointWithResponseStream's path (botocore's sagemaker-runtime model), which moto lacks.
@@ -149,7 +154,8 @@ def install(emulator: Any) -> Callable[[], None]:
             )
         if component.current_copies == 0:
             emulator.no_capacity_refusals.append(name)
-            state.leave_zero(name, lambda: emulator.inference_components.set_copies(backend, name, 1))
+            if starts_from_zero(response.current_account, response.region, name):
+                state.leave_zero(name, lambda: emulator.inference_components.set_copies(backend, name, 1))
             return None, error_reply(400, "ValidationError", NO_CAPACITY)
         return component, None
 
@@ -463,6 +469,27 @@ def hold_at_zero(emulator: Any, name: str, leave_zero_s: float, count_reported: 
         emulator.runtime_state.at_zero[name] = leave_zero_s
         if not count_reported:
             emulator.runtime_state.count_unreported.add(name)
+
+
+def starts_from_zero(account: str, region: str, component: str) -> bool:
+    """Whether a refusal at zero copies starts one: an armed alarm on the component's
+    NoCapacityInvocationFailures with an action, and its copies' scalable target not suspended
+    for scale-out (moto stores both and runs neither)."""
+    from moto.applicationautoscaling.models import applicationautoscaling_backends
+    from moto.cloudwatch.models import cloudwatch_backends
+
+    alarms = cloudwatch_backends[account][region].alarms.values()
+    armed = any(
+        alarm.metric_name == "NoCapacityInvocationFailures"
+        and any(d.name == "InferenceComponentName" and d.value == component for d in alarm.dimensions)
+        and alarm.actions_enabled in (True, "true", "True")
+        and alarm.alarm_actions
+        for alarm in alarms
+    )
+    targets = applicationautoscaling_backends[account][region].targets.get(COPY_DIMENSION) or {}
+    target = targets.get(f"inference-component/{component}")
+    suspended = dict(target.suspended_state or {}) if target is not None else {}
+    return armed and target is not None and not suspended.get("DynamicScalingOutSuspended")
 
 
 def hold_copies_at_zero(emulator: Any, component: str, leave_zero_s: float) -> None:

@@ -18,6 +18,7 @@ import pytest
 from catalog.backends import get_backend
 from runner import bench, cost, sweep
 from runner.up import UpOptions, up
+from tests.aws_emulator.component_scaling import arm_scale_from_zero
 from tests.aws_emulator.sagemaker_runtime import hold_copies_at_zero
 from tests.emulator.cdk_cycle import bootstrap
 from tests.emulator.observe import leftovers
@@ -64,7 +65,10 @@ def test_the_components_endpoint_from_an_empty_account_to_a_measurement_and_back
 
     with known_server(ttft=0.05, rate=200.0, tokens=16, tokenize=False) as server:
         emulator.model_servers[COMPONENT] = server.url
-        # Scaled in since the deploy: the bench's first request finds no copy and waits for one.
+        # Scaled in since the deploy: the bench's first request finds no copy and waits for one,
+        # which the stack's alarm and step policy start. moto's CloudFormation makes neither them
+        # nor the scalable target: they are made here as the stack declares them.
+        arm_scale_from_zero(REGION, COMPONENT)
         hold_copies_at_zero(emulator, COMPONENT, 0.4)
         assert bench.run(["--repeats", "2", "--backends", "sagemaker-components", "--results-dir", str(results)]) == 0
         served = len(server.stats()["total_s"])

@@ -33,6 +33,7 @@ from runner.measure.health import wait_healthy
 from runner.measure.sagemaker import InferenceComponentStreamClient
 from tests.aws_emulator import emulated_aws
 from tests.aws_emulator.account import ACCOUNT
+from tests.aws_emulator.component_scaling import arm_scale_from_zero, disarm_scale_from_zero
 from tests.aws_emulator.inference_components import components
 from tests.aws_emulator.sagemaker_runtime import hold_copies_at_zero
 from tests.runner.fake_openai import FakeOpenAI, Step
@@ -118,10 +119,13 @@ def output(**fields) -> BackendOutput:
 
 @pytest.fixture
 def deployed(emulator):
-    """The catalog's endpoint of inference components, as its stack leaves it: one copy, one instance."""
+    """The catalog's endpoint of inference components, as its stack leaves it: one copy, one instance,
+    and what takes it out of zero copies (its scalable target, step policy and alarm)."""
     endpoint(ENDPOINT)
     component(COMPONENT, ENDPOINT)
+    arm_scale_from_zero(REGION, COMPONENT)
     yield emulator
+    disarm_scale_from_zero(REGION, COMPONENT)
     sagemaker = aws("sagemaker")
     for found in sagemaker.list_inference_components()["InferenceComponents"]:
         sagemaker.delete_inference_component(InferenceComponentName=found["InferenceComponentName"])
@@ -317,6 +321,32 @@ def test_a_copy_that_never_comes_is_one_line_within_the_budget(deployed):
     line = describe(caught.value)
     assert line.startswith(f"inference component {COMPONENT}: no copy after ") and "budget 0.5 s" in line
     assert "\n" not in line and record.cold_start is True
+
+
+@pytest.mark.parametrize("missing", ["no alarm", "alarm actions off", "scale-out suspended"])
+def test_a_component_without_what_starts_a_copy_stays_at_zero(deployed, missing):
+    """At zero copies only the alarm and its step policy start a copy (target tracking has no
+    datapoint there): without an armed alarm, or with the target's scale-out suspended, the
+    runtime refuses every request and no copy comes."""
+    if missing == "no alarm":
+        disarm_scale_from_zero(REGION, COMPONENT)
+        arm_scale_from_zero(REGION, COMPONENT)
+        aws("cloudwatch").delete_alarms(AlarmNames=[f"{COMPONENT}-no-capacity"])
+    elif missing == "alarm actions off":
+        aws("cloudwatch").disable_alarm_actions(AlarmNames=[f"{COMPONENT}-no-capacity"])
+    else:
+        aws("application-autoscaling").register_scalable_target(
+            ServiceNamespace="sagemaker", ResourceId=f"inference-component/{COMPONENT}",
+            ScalableDimension="sagemaker:inference-component:DesiredCopyCount", MinCapacity=0, MaxCapacity=4,
+            SuspendedState={"DynamicScalingOutSuspended": True},
+        )  # fmt: skip
+    hold_copies_at_zero(deployed, COMPONENT, 0.1)
+    client = InferenceComponentStreamClient(ENDPOINT, COMPONENT, OPEN_MODEL, REGION, leave_zero_budget_s=0.6)
+    client.first_backoff_s = 0.05
+    with pytest.raises(TimedOut):
+        client.chat(ChatRequest("Hi.", max_tokens=4), RequestRecord(backend="sagemaker-components", run=1))
+    described = aws("sagemaker").describe_inference_component(InferenceComponentName=COMPONENT)
+    assert described["RuntimeConfig"]["CurrentCopyCount"] == 0
 
 
 def test_bench_keeps_the_cold_start_apart_and_measures_a_level_on_the_copy(deployed, tmp_path):

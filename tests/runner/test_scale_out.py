@@ -24,7 +24,7 @@ from runner.figures.scale_out import catch_up, from_zero_p50
 from runner.measure.bench_file import BenchFile
 from runner.measure.sagemaker import InferenceComponentStreamClient
 from tests.aws_emulator import emulated_aws
-from tests.aws_emulator.component_scaling import TargetTracking, tracking
+from tests.aws_emulator.component_scaling import TargetTracking, arm_scale_from_zero, disarm_scale_from_zero, tracking
 from tests.aws_emulator.inference_components import COPY_DIMENSION
 from tests.aws_emulator.routing import RoutingConfig, routed_fleet
 from tests.aws_emulator.sagemaker_runtime import hold_copies_at_zero
@@ -49,16 +49,8 @@ TARGET = {"ServiceNamespace": "sagemaker", "ResourceId": f"inference-component/{
 
 
 def from_zero_scaling(min_copies: int = 0, actions: bool = True) -> None:
-    """What the stack sets up at minCopies 0 (inference_constructs/endpoint_scaling.py): the scalable
-    target from 0 copies, and the alarm on NoCapacityInvocationFailures, its actions on or off."""
-    boto3.client("application-autoscaling", region_name=REGION).register_scalable_target(
-        **TARGET, MinCapacity=min_copies, MaxCapacity=4
-    )
-    boto3.client("cloudwatch", region_name=REGION).put_metric_alarm(
-        AlarmName=ALARM, ActionsEnabled=actions, Namespace="AWS/SageMaker", MetricName="NoCapacityInvocationFailures",
-        Dimensions=[{"Name": "InferenceComponentName", "Value": COMPONENT}], Statistic="Sum", Period=60,
-        EvaluationPeriods=1, Threshold=1, ComparisonOperator="GreaterThanThreshold",
-    )  # fmt: skip
+    """What the stack sets up at minCopies 0: its actions on or off."""
+    arm_scale_from_zero(REGION, COMPONENT, min_copies, actions)
 
 
 @pytest.fixture
@@ -68,8 +60,7 @@ def deployed(emulator):
     component(COMPONENT, ENDPOINT)
     from_zero_scaling()
     yield emulator
-    boto3.client("application-autoscaling", region_name=REGION).deregister_scalable_target(**TARGET)
-    boto3.client("cloudwatch", region_name=REGION).delete_alarms(AlarmNames=[ALARM])
+    disarm_scale_from_zero(REGION, COMPONENT)
     client = sagemaker()
     client.delete_inference_component(InferenceComponentName=COMPONENT)
     client.delete_endpoint(EndpointName=ENDPOINT)
