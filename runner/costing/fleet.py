@@ -122,31 +122,27 @@ def fleets_of(options: list[Measured]) -> tuple[list[Fleet], list[Measured], lis
     groups: dict[tuple[str, str | None, str | None, int], tuple[list[CopyCapacity], Measured]] = {}
     rest, notices = [], []
     for option in options:
-        if option.copy_counts:  # searched at several counts in one file (`bench --copies`)
-            counts, _ = groups.setdefault(fleet_key(option), ([], option))
-            for count in option.copy_counts:
-                if any(c.copies == count.copies for c in counts):
-                    notices.append(
-                        f"{option.name} ({option.evidence}): {count.copies} copies measured twice; the first is read"
-                    )
-                else:
-                    counts.append(count)
-            continue
-        copies, why = recorded_copies(option.backend)
-        if why:
-            notices.append(f"{option.name} ({option.evidence}): {why}")
-            continue
-        if copies is None:
-            rest.append(option)
-            continue
-        if option.capacity is None:
-            notices.append(f"{option.name} ({option.evidence}) at {copies} copies: {option.capacity_why}")
-            continue
+        found = option.copy_counts  # searched at several counts in one file (`bench --copies`)
+        if not found:
+            copies, why = recorded_copies(option.backend)
+            if why:
+                notices.append(f"{option.name} ({option.evidence}): {why}")
+                continue
+            if copies is None:
+                rest.append(option)
+                continue
+            if option.capacity is None:
+                notices.append(f"{option.name} ({option.evidence}) at {copies} copies: {option.capacity_why}")
+                continue
+            found = [CopyCapacity(copies, option.capacity.capacity_per_h / 3600, option.evidence)]
         counts, _ = groups.setdefault(fleet_key(option), ([], option))
-        if any(c.copies == copies for c in counts):
-            notices.append(f"{option.name} ({option.evidence}): {copies} copies measured twice; the first file is read")
-            continue
-        counts.append(CopyCapacity(copies, option.capacity.capacity_per_h / 3600, option.evidence))
+        for count in found:
+            if any(c.copies == count.copies for c in counts):
+                notices.append(
+                    f"{option.name} ({option.evidence}): {count.copies} copies measured twice; the first is read"
+                )
+            else:
+                counts.append(count)
     fleets = [
         Fleet(
             FleetMeasured(name, instance_type, region, per_copy, tuple(sorted(counts, key=lambda c: c.copies))), first

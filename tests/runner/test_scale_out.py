@@ -48,17 +48,12 @@ TARGET = {"ServiceNamespace": "sagemaker", "ResourceId": f"inference-component/{
           "ScalableDimension": COPY_DIMENSION}  # fmt: skip
 
 
-def from_zero_scaling(min_copies: int = 0, actions: bool = True) -> None:
-    """What the stack sets up at minCopies 0: its actions on or off."""
-    arm_scale_from_zero(REGION, COMPONENT, min_copies, actions)
-
-
 @pytest.fixture
 def deployed(emulator):
     """The catalog's endpoint of inference components at one copy, able to leave zero; removed afterwards."""
     endpoint(ENDPOINT, max_instances=4)
     component(COMPONENT, ENDPOINT)
-    from_zero_scaling()
+    arm_scale_from_zero(REGION, COMPONENT)
     yield emulator
     disarm_scale_from_zero(REGION, COMPONENT)
     client = sagemaker()
@@ -198,7 +193,7 @@ def test_from_zero_without_what_starts_a_copy_is_one_line_and_the_copies_untouch
     endpoint to zero instances"), and Application Auto Scaling keeps copies within the target's
     bounds (RegisterScalableTarget). Each repeat would wait its whole budget for a copy."""
     if setup:
-        from_zero_scaling(**setup)
+        arm_scale_from_zero(REGION, COMPONENT, **setup)
     modified = sagemaker().describe_inference_component(InferenceComponentName=COMPONENT)["LastModifiedTime"]
     code, file, data = run_bench(tmp_path, "--from-zero", "2", **fields)
     assert code == 1 and not file.from_zero
