@@ -105,6 +105,7 @@ class ComponentScaling:
         self.stop = threading.Event()
         self.datapoints: list[tuple[float, float]] = []
         self.activities: list[Activity] = []
+        self.held_back: list[float] = []  # when it would have scaled out but scale-out was suspended
         self.out_until = 0.0
         self.in_until = 0.0
         self.pending: Activity | None = None
@@ -165,7 +166,9 @@ class ComponentScaling:
         minutes = minute_points(recent, timing)
         low = len(minutes) >= timing.in_datapoints and all(v < policy.target for v in minutes[-timing.in_datapoints :])
         suspended = self.suspended()
-        if high and wanted > current and now >= self.out_until and not suspended.get("DynamicScalingOutSuspended"):
+        if high and wanted > current and now >= self.out_until and suspended.get("DynamicScalingOutSuspended"):
+            self.held_back.append(now)
+        elif high and wanted > current and now >= self.out_until:
             self.scale(component, current, wanted, timing.scale_out_cooldown_s, out=True)
         elif low and wanted < current and now >= self.in_until and not suspended.get("DynamicScalingInSuspended"):
             self.scale(component, current, wanted, timing.scale_in_cooldown_s, out=False)
