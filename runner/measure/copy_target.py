@@ -14,7 +14,7 @@ instances an endpoint has in service, and setting the copies back after a change
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +104,17 @@ def instances_in_service(client: Any, endpoint: str) -> int | None:
 
 # A change of copies under way (DescribeInferenceComponent's InferenceComponentStatus).
 BUSY = ("Creating", "Updating")
+# The first look after a change: a count that settles at once (copies removed, a copy already
+# loaded on the instance) is seen then, not a whole poll later.
+FIRST_LOOK_S = 0.5
+
+
+def look_delays(poll_s: float) -> Iterator[float]:
+    """Seconds between looks at a component's change: from FIRST_LOOK_S, doubling up to `poll_s`."""
+    delay = min(FIRST_LOOK_S, poll_s)
+    while True:
+        yield delay
+        delay = min(delay * 2, poll_s)
 
 
 def set_once_settled(
@@ -123,7 +134,8 @@ def set_once_settled(
     except Exception:
         pass
     deadline = time.monotonic() + wait_s
+    delays = look_delays(poll_s)
     while status() in BUSY and time.monotonic() < deadline:
-        sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
+        sleep(min(next(delays), max(0.0, deadline - time.monotonic())))
     set_copies()
     return True

@@ -44,6 +44,7 @@ from runner.measure.copy_target import (
     CopyTarget,
     dynamic_held,
     instances_in_service,
+    look_delays,
     read_target,
     register,
     restore_command,
@@ -141,6 +142,7 @@ class ComponentCopies:
     def wait(self, copies: int, budget_s: float) -> str | None:
         """None once `copies` are in service; else the one line of what was seen at the end."""
         deadline = time.monotonic() + budget_s
+        delays = look_delays(self.poll_s)
         while True:
             seen = self.state()
             if seen.status == IN_SERVICE and seen.current == copies:
@@ -153,7 +155,7 @@ class ComponentCopies:
                     f"{copies_text(copies)} not in service after {budget_s:g} s (DescribeInferenceComponent: "
                     f"CurrentCopyCount {seen.current}, DesiredCopyCount {seen.desired}, {seen.status})"
                 )
-            time.sleep(min(self.poll_s, max(0.0, deadline - time.monotonic())))
+            time.sleep(min(next(delays), max(0.0, deadline - time.monotonic())))
 
 
 @dataclass(frozen=True)
