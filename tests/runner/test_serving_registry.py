@@ -7,6 +7,7 @@ The rows agree with the catalog."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -39,17 +40,16 @@ NAMED_BRANCHES = {
 }
 
 
-def constants_naming_a_kind(root: Path) -> set[str]:
-    """Module-level names the runner binds to a kind word (`BEDROCK = "bedrock"`): the word again."""
+@functools.cache
+def constants_naming_a_kind(root: Path) -> frozenset[str]:
+    """Module-level names the runner binds to a kind word (`BEDROCK = "bedrock"`): the word again
+    (read when a test first asks, not at collection: every worker collects this module)."""
     named = set()
     for path in root.rglob("*.py"):
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value in KIND_WORDS:
                 named |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-    return named
-
-
-KIND_CONSTANTS = constants_naming_a_kind(RUNNER)
+    return frozenset(named)
 
 
 # Enums whose members are a kind, or a billing model standing for one (costing asks the billing
@@ -65,7 +65,7 @@ def names_a_kind(node: ast.AST) -> bool:
     if isinstance(node, ast.Attribute):
         return (isinstance(node.value, ast.Name) and node.value.id in KIND_ENUMS) or names_a_kind(node.value)
     if isinstance(node, ast.Name):
-        return node.id in KIND_GROUPS or node.id in KIND_CONSTANTS
+        return node.id in KIND_GROUPS or node.id in constants_naming_a_kind(RUNNER)
     if isinstance(node, ast.Constant):
         return node.value in KIND_WORDS if isinstance(node.value, str) else False
     if isinstance(node, ast.Tuple | ast.Set | ast.List):
@@ -141,14 +141,13 @@ def test_the_scan_finds_a_branch_when_one_is_written(tmp_path):
         "ROWS = {'filter': 1}\n"
         "BEDROCK = 'bedrock'\n"
     )
-    global RUNNER, KIND_CONSTANTS
+    global RUNNER
     saved, RUNNER = RUNNER, tmp_path / "runner"
-    saved_constants, KIND_CONSTANTS = KIND_CONSTANTS, constants_naming_a_kind(RUNNER)
     try:
         found = sorted(int(line.split(":")[1]) for line in kind_branches(written))
         assert found == [1, 2, 3, 4, 6, 7, 8, 10, 11, 12, 14, 15, 16, 17]
     finally:
-        RUNNER, KIND_CONSTANTS = saved, saved_constants
+        RUNNER = saved
 
 
 def test_every_kind_has_a_row_and_every_catalog_backend_bills_as_its_row_says():
