@@ -33,15 +33,13 @@ from runner.measure.workload_run import BenchPlan
 from runner.render.bench import fleet_table
 from runner.workloads import Workload
 from runner.workloads.slo import Slo
-from tests.aws_emulator import emulated_aws
 from tests.aws_emulator.account import ACCOUNT
 from tests.aws_emulator.component_fleet import fleet_behind
 from tests.aws_emulator.component_scaling import TargetTracking, tracking
 from tests.aws_emulator.inference_components import COPY_DIMENSION, components
 from tests.runner.known_server import known_server
+from tests.runner.test_inference_components import REGION, ROLE, emulated_with_a_model
 
-REGION = "us-east-1"
-ROLE = f"arn:aws:iam::{'1' * 12}:role/x"
 ENDPOINT = "inference-sagemaker-components"
 COMPONENT = f"{ENDPOINT}-model"
 TAGS = [{"Key": APP_TAG[0], "Value": APP_TAG[1]}]
@@ -61,10 +59,7 @@ INPUT_TOKENS = 32  # short: the servers' speed sets the figures, not the prompt
 
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
-    with emulated_aws(tmp_path_factory.mktemp("emulator")) as emulator:
-        aws("sagemaker").create_model(
-            ModelName="inference-model", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": "x"}
-        )
+    with emulated_with_a_model(tmp_path_factory.mktemp("emulator")) as emulator:
         yield emulator
 
 

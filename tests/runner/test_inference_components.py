@@ -7,8 +7,11 @@ watch, and the sweep that finds the component and removes it before its endpoint
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import boto3
 import pytest
@@ -36,6 +39,7 @@ from tests.aws_emulator.account import ACCOUNT
 from tests.aws_emulator.component_scaling import arm_scale_from_zero, disarm_scale_from_zero
 from tests.aws_emulator.inference_components import components
 from tests.aws_emulator.sagemaker_runtime import hold_copies_at_zero
+from tests.aws_emulator.server import Emulator
 from tests.runner.fake_openai import FakeOpenAI, Step
 from tests.runner.known_server import known_server
 from tests.runner.test_sagemaker_usage import VLLM_BODY, collect
@@ -47,12 +51,19 @@ COMPONENT = f"{ENDPOINT}-model"
 TAGS = [{"Key": APP_TAG[0], "Value": APP_TAG[1]}]
 
 
-@pytest.fixture(scope="module")
-def emulator(tmp_path_factory):
-    with emulated_aws(tmp_path_factory.mktemp("emulator")) as emulator:
+@contextlib.contextmanager
+def emulated_with_a_model(scratch: Path) -> Iterator[Emulator]:
+    """The emulator holding the SageMaker model whose copies the components' tests serve."""
+    with emulated_aws(scratch) as emulator:
         aws("sagemaker").create_model(
             ModelName="inference-model", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": "x"}
         )
+        yield emulator
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    with emulated_with_a_model(tmp_path_factory.mktemp("emulator")) as emulator:
         yield emulator
 
 

@@ -23,19 +23,25 @@ from runner.core.evidence import load
 from runner.figures.scale_out import catch_up, from_zero_p50
 from runner.measure.bench_file import BenchFile
 from runner.measure.sagemaker import InferenceComponentStreamClient
-from tests.aws_emulator import emulated_aws
 from tests.aws_emulator.component_scaling import TargetTracking, arm_scale_from_zero, disarm_scale_from_zero, tracking
 from tests.aws_emulator.inference_components import COPY_DIMENSION
 from tests.aws_emulator.routing import RoutingConfig, routed_fleet
 from tests.aws_emulator.sagemaker_runtime import hold_copies_at_zero
 from tests.runner.known_server import known_server
-from tests.runner.test_inference_components import COMPONENT, ENDPOINT, REGION, ROLE, component, endpoint, output
+from tests.runner.test_inference_components import (
+    COMPONENT,
+    ENDPOINT,
+    REGION,
+    component,
+    emulated_with_a_model,
+    endpoint,
+    output,
+)
 
 
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
-    with emulated_aws(tmp_path_factory.mktemp("emulator")) as emulator:
-        sagemaker().create_model(ModelName="inference-model", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": "x"})
+    with emulated_with_a_model(tmp_path_factory.mktemp("emulator")) as emulator:
         yield emulator
 
 
