@@ -16,7 +16,6 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 
@@ -38,7 +37,7 @@ from tests.aws_emulator.component_fleet import fleet_behind
 from tests.aws_emulator.component_scaling import TargetTracking, tracking
 from tests.aws_emulator.inference_components import COPY_DIMENSION, components
 from tests.runner.known_server import known_server
-from tests.runner.test_inference_components import REGION, ROLE, emulated_with_a_model
+from tests.runner.test_inference_components import REGION, ROLE, aws, emulated_with_a_model
 
 ENDPOINT = "inference-sagemaker-components"
 COMPONENT = f"{ENDPOINT}-model"
@@ -61,10 +60,6 @@ INPUT_TOKENS = 32  # short: the servers' speed sets the figures, not the prompt
 def emulator(tmp_path_factory):
     with emulated_with_a_model(tmp_path_factory.mktemp("emulator")) as emulator:
         yield emulator
-
-
-def aws(service: str):
-    return boto3.client(service, region_name=REGION)
 
 
 @pytest.fixture
@@ -418,6 +413,12 @@ def scalable_target(maximum: int) -> dict:
     return described_target()
 
 
+def deregister_target() -> None:
+    aws("application-autoscaling").deregister_scalable_target(
+        ServiceNamespace="sagemaker", ResourceId=f"inference-component/{COMPONENT}", ScalableDimension=COPY_DIMENSION
+    )
+
+
 def described_target() -> dict:
     (target,) = aws("application-autoscaling").describe_scalable_targets(
         ServiceNamespace="sagemaker", ResourceIds=[f"inference-component/{COMPONENT}"]
@@ -445,11 +446,7 @@ def test_target_tracking_is_suspended_for_the_counts_so_the_copies_hold_and_its_
             code, evidence = copies_bench(tmp_path, "2")
         after = described_target()
     finally:
-        aws("application-autoscaling").deregister_scalable_target(
-            ServiceNamespace="sagemaker",
-            ResourceId=f"inference-component/{COMPONENT}",
-            ScalableDimension=COPY_DIMENSION,
-        )
+        deregister_target()
     assert code == 0
     # The policy would have added copies during the counts and did not while suspended; once the bench
     # puts its scaling back, it may act on the load it saw, as Application Auto Scaling would.
@@ -576,11 +573,7 @@ def test_ctrl_c_mid_count_still_gives_back_the_copies_and_the_targets_suspended_
                 copies_bench(tmp_path, "2")
         after = described_target()
     finally:
-        aws("application-autoscaling").deregister_scalable_target(
-            ServiceNamespace="sagemaker",
-            ResourceId=f"inference-component/{COMPONENT}",
-            ScalableDimension=COPY_DIMENSION,
-        )
+        deregister_target()
     assert not any(after["SuspendedState"].values())
     assert copy_count() == 1
     (path,) = (tmp_path / "results").glob("*/bench-*.json")
