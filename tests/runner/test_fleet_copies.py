@@ -27,6 +27,7 @@ from runner.core.evidence import Evidence, strict_json
 from runner.figures.capacity import CapacityFound
 from runner.figures.fleet import CopyCount
 from runner.measure.bench_file import BenchFile
+from runner.measure.copy_target import look_delays, set_once_settled
 from runner.measure.fleet_copies import ComponentCopies, give_back, served_by, shared_share, with_scaling
 from runner.measure.workload_run import BenchPlan
 from runner.render.bench import fleet_table
@@ -579,3 +580,21 @@ def test_ctrl_c_mid_count_still_gives_back_the_copies_and_the_targets_suspended_
     (path,) = (tmp_path / "results").glob("*/bench-*.json")
     (measured,) = BenchFile.from_json(json.loads(path.read_text())).fleet or []
     assert measured.scaling_restored == "its scaling put back as it was (nothing suspended)"
+
+
+def test_a_change_is_looked_at_from_half_a_second_doubling_up_to_the_poll():
+    """A count that settles at once is seen at the first look, not a whole poll later; a long
+    change is still looked at no more often than the poll once the looks have doubled up to it."""
+    delays = look_delays(5.0)
+    assert [next(delays) for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+    assert next(look_delays(0.2)) == 0.2  # a poll shorter than the first look is the poll
+    # Refused while Updating, busy for three looks, then set once it is InService.
+    statuses, slept, tries = iter(["Updating", "Updating", "Updating", "InService"]), [], []
+
+    def set_copies() -> None:
+        tries.append(len(slept))
+        if len(tries) == 1:
+            raise ClientError({"Error": {"Code": "ValidationException", "Message": "busy"}}, "Update")
+
+    assert set_once_settled(set_copies, lambda: next(statuses), 900.0, 5.0, sleep=slept.append) is True
+    assert slept == [0.5, 1.0, 2.0] and tries == [0, 3]
