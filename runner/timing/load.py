@@ -10,6 +10,7 @@ the in-region kit's own) and stamped here with when each request was meant to go
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -87,6 +88,20 @@ class LoadLevel:
         return asdict(self) | {"label": self.label}
 
 
+def freeze_heap() -> None:
+    """Collect, then move every object alive now out of the collector's reach (`gc.freeze`), before
+    a level is timed: a full collection walks every tracked object while holding the interpreter,
+    so over a large heap (the boto3 and agent modules a runner has imported) it stops the loop
+    that stamps each chunk for tenths of a second, and those requests' TTFT and ITL would carry
+    the client's pause. What the level allocates is collected as usual. As `vllm bench serve`
+    does before it sends (vLLM 0.30.0, vllm/benchmarks/serve.py calling
+    vllm/utils/gc_utils.py `freeze_gc_heap`); AIPerf's timing workers also collect and freeze.
+    Cheap once done: a later call walks only what is new."""
+    for generation in range(3):
+        gc.collect(generation)
+    gc.freeze()
+
+
 def poisson_offsets(rate: float, count: int, seed: int) -> list[float]:
     """Send times (s from the level start) of a Poisson process: exponential gaps of mean 1/rate."""
     rng = random.Random(seed)
@@ -125,6 +140,7 @@ async def run_level_async(
     level's own send times, with its share of the requests in flight, and marks each record
     with its number (`client`)."""
     records: list[list[Any]] = [[] for _ in range(level.requests)]
+    freeze_heap()
     watch = LoopWatch()
     watch.start()
     try:
@@ -282,6 +298,7 @@ def one_at_a_time(
     failed)` is called as each record is made (`failed`: sent and failed)."""
     records: list[Any] = []
     skip: str | None = None
+    freeze_heap()
     started = time.perf_counter()
     for run in range(1, count + 1):
         if seconds is not None and time.perf_counter() - started >= seconds:

@@ -4,10 +4,12 @@ and real sweeps (a scripted server that batches tokens, the embedded llama.cpp s
 
 from __future__ import annotations
 
+import gc
 import json
 import statistics
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,7 @@ from runner.measure.load import (
     read_prompts,
     run_level,
 )
+from runner.timing.load import one_at_a_time
 from tests.runner.fake_openai import FakeOpenAI, Step, text
 
 WORDS = " ".join(f"w{i}" for i in range(12))
@@ -134,6 +137,48 @@ def test_closed_loop_holds_its_level_and_failed_requests_are_kept():
     assert sum(1 for r in records if not r.ok) == 4
     assert all(r.error == "scripted failure" for r in records if not r.ok)
     assert all(r.level.label == "4 at a time" for r in records)
+
+
+class Node:
+    """A container the collector tracks, that a weak reference can watch."""
+
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+def tracked_now(thing: object) -> bool:
+    return any(found is thing for found in gc.get_objects())
+
+
+def one_request_after_another(chat) -> None:
+    one_at_a_time(chat, str, ChatRequest("p"), 2, lambda run: RequestRecord(backend="b", run=run), down=bool)
+
+
+def a_closed_loop_level(chat) -> None:
+    run_level(chat, str, "b", LoadLevel(CLOSED, 1, 2), [ChatRequest("p")], seed=0)
+
+
+@pytest.mark.parametrize("send", [one_request_after_another, a_closed_loop_level])
+def test_requests_are_timed_with_the_heap_they_found_out_of_the_collectors_reach(send):
+    """A full collection walks every tracked object while holding the interpreter (0.1 s over a
+    runner's heap), a pause the requests under way would carry: the heap alive when the timed
+    requests start is frozen, and what they make is still collected."""
+    made_before = Node()
+    assert tracked_now(made_before)
+    seen: list[tuple[bool, bool]] = []
+
+    def chat(request: ChatRequest, record: RequestRecord) -> None:
+        cycle = Node()
+        cycle.other = Node()
+        cycle.other.other = cycle
+        watched = weakref.ref(cycle)
+        del cycle
+        gc.collect()
+        seen.append((tracked_now(made_before), watched() is None))
+        record.ok = True
+
+    send(chat)
+    assert seen == [(False, True), (False, True)]
 
 
 def test_open_loop_cap_delays_sends_and_says_so():
