@@ -97,8 +97,7 @@ def freeze_heap() -> None:
     does before it sends (vLLM 0.30.0, vllm/benchmarks/serve.py calling
     vllm/utils/gc_utils.py `freeze_gc_heap`); AIPerf's timing workers also collect and freeze.
     Cheap once done: a later call walks only what is new."""
-    for generation in range(3):
-        gc.collect(generation)
+    gc.collect()  # every generation
     gc.freeze()
 
 
