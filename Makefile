@@ -37,9 +37,10 @@ test: setup setup-vllm setup-torch-check setup-browser lint-only
 	$(PYTEST) -n $(or $(PYTEST_WORKERS),3) $(ARGS)
 
 # The inner loop: lint and everything but the tiers that run whole tools end to end (the emulator,
-# the stand-in hosts, the real CDK CLI, vLLM, the embedded llama.cpp model); `make test` runs them all.
+# the stand-in hosts, the real CDK CLI, vLLM, the embedded llama.cpp model, torch's CUDA build); `make test`
+# runs them all.
 test-fast: setup setup-browser lint-only
-	$(PYTEST) -n $(or $(PYTEST_WORKERS),3) -m "not emulator and not vllm and not host and not cli and not llama" $(ARGS)
+	$(PYTEST) -n $(or $(PYTEST_WORKERS),3) -m "not emulator and not vllm and not host and not cli and not llama and not torch" $(ARGS)
 
 lint: setup lint-only
 

@@ -36,6 +36,7 @@ def run(python: Path, *args: str, gpu: bool = False) -> subprocess.CompletedProc
     return subprocess.run([str(python), *args], env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.torch
 def test_torch_2_12s_own_arch_list_is_empty_without_a_gpu_so_the_old_check_would_stop_every_build():
     python = python_212()
     probe = "import torch; print(torch.__version__, torch.cuda.is_available(), torch.cuda.get_arch_list())"
@@ -44,12 +45,14 @@ def test_torch_2_12s_own_arch_list_is_empty_without_a_gpu_so_the_old_check_would
     assert result.stdout.split()[:2] == ["2.12.1+cu130", "False"] and result.stdout.strip().endswith("[]")
 
 
+@pytest.mark.torch
 def test_the_check_passes_on_torch_2_12_with_sm_75_and_no_gpu():
     result = run(python_212(), str(CHECK))
     assert result.returncode == 0, result.stderr
     assert re.fullmatch(r"torch 2\.12\.1\+cu130 compiled for sm_75( sm_\d+)+\n", result.stdout)
 
 
+@pytest.mark.torch
 def test_the_check_stops_a_torch_compiled_without_sm_75():
     """PyTorch's own aarch64 wheels start at sm_80: the real torch 2.12 with that list stops the build."""
     code = (
@@ -63,6 +66,7 @@ def test_the_check_stops_a_torch_compiled_without_sm_75():
     assert "has no sm_75 kernels: compiled for sm_80 sm_90 sm_100 sm_110 sm_120" in result.stderr
 
 
+@pytest.mark.torch
 @pytest.mark.skipif(not TORCH_CPU.exists(), reason="the vLLM tier's environment is not set up (make setup-vllm)")
 def test_the_check_stops_a_cpu_build_of_torch():
     result = run(TORCH_CPU, str(CHECK), "installing vLLM replaced torch")
