@@ -138,8 +138,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("html-report"))  # its evidence and page, made once
         elif path.endswith("/tests/runner/test_terminal_output.py"):
             item.add_marker(pytest.mark.xdist_group("terminal-output"))  # its three bench runs, made once
-    # The longest first (xdist hands out work in this order): the emulator flows, then the vLLM
-    # tier, then the many short tests that fill the gaps. Stable, so each module keeps its own order.
+    # xdist hands out the groups first, the one with the most tests first (its loadscope reorder,
+    # on by default), then the single tests in this order: the emulator flows, the longest, first,
+    # then the many short tests that fill the gaps. Stable, so each module keeps its own order.
     # The test that stops the vLLM tier's server comes after every other test of its tier.
     items.sort(
         key=lambda item: (
