@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from runner.core.waits import doubling_waits
+
 NAMESPACE = "sagemaker"
 DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
 SUSPENDED_KEYS = ("DynamicScalingInSuspended", "DynamicScalingOutSuspended", "ScheduledScalingSuspended")
@@ -111,10 +113,7 @@ FIRST_LOOK_S = 0.5
 
 def look_delays(poll_s: float) -> Iterator[float]:
     """Seconds between looks at a component's change: from FIRST_LOOK_S, doubling up to `poll_s`."""
-    delay = min(FIRST_LOOK_S, poll_s)
-    while True:
-        yield delay
-        delay = min(delay * 2, poll_s)
+    return doubling_waits(FIRST_LOOK_S, poll_s)
 
 
 def set_once_settled(

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from runner.core.errors import RunnerError, describe
 from runner.core.records import RequestRecord
 from runner.core.typed_json import FlatJson, JsonObject, where_set
+from runner.core.waits import doubling_waits
 from runner.figures.latency import Distribution
 from runner.figures.levels import LevelSummary, level_groups, level_summary
 
@@ -332,7 +333,7 @@ def job_status(sagemaker: Any, name: str) -> str:
 def watch(sagemaker: Any, job: VendorBenchmark, pacing: Pacing) -> VendorBenchmark:
     """The job looked at until it ends; past the budget, or on Ctrl-C, stopped and said."""
     started = pacing.clock()
-    wait = min(pacing.first_poll_s, pacing.poll_s)
+    waits = doubling_waits(pacing.first_poll_s, pacing.poll_s)
     try:
         while True:
             described = sagemaker.describe_ai_benchmark_job(AIBenchmarkJobName=job.job_name)
@@ -353,8 +354,7 @@ def watch(sagemaker: Any, job: VendorBenchmark, pacing: Pacing) -> VendorBenchma
                     f"vendor benchmark job {job.job_name}: still {status} after {pacing.budget_s:g} s: stopped "
                     "(StopAIBenchmarkJob)"
                 )
-            pacing.sleep(wait)
-            wait = min(wait * 2, pacing.poll_s)
+            pacing.sleep(next(waits))
     except KeyboardInterrupt:
         stop(sagemaker, job.job_name)
         raise
