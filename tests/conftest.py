@@ -139,12 +139,13 @@ def pytest_collection_modifyitems(config, items):
         elif path.endswith("/tests/runner/test_terminal_output.py"):
             item.add_marker(pytest.mark.xdist_group("terminal-output"))  # its three bench runs, made once
     # xdist hands out the groups first, the one with the most tests first (its loadscope reorder,
-    # on by default), then the single tests in this order: the emulator flows, the longest, first,
-    # then the many short tests that fill the gaps. Stable, so each module keeps its own order.
+    # on by default), then the single tests in this order: the emulator's tests (by their marker,
+    # wherever their file is: a fleet's copies measured on it last half a minute), the longest,
+    # first, then the many short tests that fill the gaps. Stable, so each module keeps its own order.
     # The test that stops the vLLM tier's server comes after every other test of its tier.
     items.sort(
         key=lambda item: (
-            0 if "/tests/emulator/" in str(item.fspath) else 1 if "/tests/vllm/" in str(item.fspath) else 2,
+            0 if item.get_closest_marker("emulator") else 1 if "/tests/vllm/" in str(item.fspath) else 2,
             item.get_closest_marker("stops_the_tier_server") is not None,
         )
     )

@@ -40,9 +40,12 @@ def run_bench(tmp_path: Path, *extra: str) -> tuple[int, dict]:
 
 
 def test_good_dead_and_hanging_backends(tmp_path, dead_url, capsys):
+    # The hanging backend waits out --timeout four times (its warm-up and three runs): 1 s each.
     with FakeOpenAI([text(OCEAN)]) as good, FakeOpenAI([Step(kind="hang")]) as hanging:
         code, evidence = run_bench(
             tmp_path,
+            "--timeout",
+            "1",
             "--repeats",
             "3",
             "--endpoint",
