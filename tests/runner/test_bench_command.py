@@ -33,8 +33,10 @@ G6_OUTPUT = {
 }
 
 
-def run_bench(tmp_path: Path, *extra: str) -> tuple[int, dict]:
-    code = bench.run(["--no-aws", "--local", "never", "--results-dir", str(tmp_path), "--timeout", "2", *extra])
+def run_bench(tmp_path: Path, *extra: str, timeout_s: float = 2) -> tuple[int, dict]:
+    code = bench.run(
+        ["--no-aws", "--local", "never", "--results-dir", str(tmp_path), "--timeout", f"{timeout_s:g}", *extra]
+    )
     (path,) = tmp_path.glob("*/bench-*.json")
     return code, load(path)
 
@@ -44,8 +46,6 @@ def test_good_dead_and_hanging_backends(tmp_path, dead_url, capsys):
     with FakeOpenAI([text(OCEAN)]) as good, FakeOpenAI([Step(kind="hang")]) as hanging:
         code, evidence = run_bench(
             tmp_path,
-            "--timeout",
-            "1",
             "--repeats",
             "3",
             "--endpoint",
@@ -54,6 +54,7 @@ def test_good_dead_and_hanging_backends(tmp_path, dead_url, capsys):
             f"dead={dead_url}",
             "--endpoint",
             f"slow={hanging.url}",
+            timeout_s=1,
         )
     assert code == 0
     by_backend = {}
